@@ -1,0 +1,64 @@
+#pragma once
+// Server: the Unix-socket front of the agent. Accepts connections, turns each line into a
+// request (protocol room), hands it to the LockEngine, and writes replies and pushed
+// events back to the right session. Runs on the loop thread with the engine.
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "agent/session.h"
+#include "locking/lock_engine.h"
+#include "protocol/messages.h"
+
+namespace lw {
+
+struct ServerOptions {
+  std::string socket_path;
+  size_t max_line_bytes = 65'536;
+  protocol::Limits limits;
+};
+
+class Server {
+ public:
+  Server(uv_loop_t* loop, ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // The engine is created after the server (it needs the lost-event sink below).
+  void SetEngine(LockEngine* engine) { engine_ = engine; }
+  // Pushes a `lost` event to the session, if it is still connected.
+  void NotifyLost(SessionId session, const std::string& resource, const std::string& token,
+                  std::string_view reason);
+
+  // Creates the socket (replacing a stale file, never a live agent's) and listens.
+  // Returns a human error on failure.
+  std::optional<std::string> Listen();
+
+  // Stops accepting and removes the socket file; sessions stay open so that in-flight
+  // requests still get their (shutting_down) replies. CloseSessions ends them.
+  void StopListening();
+  void CloseSessions();
+  size_t session_count() const { return sessions_.size(); }
+
+ private:
+  void OnConnection();
+  void OnLine(Session& s, std::string_view line);
+  void Dispatch(Session& s, protocol::Request request);
+  void Reply(SessionId id, std::string line);
+
+  uv_loop_t* loop_;
+  ServerOptions options_;
+  LockEngine* engine_ = nullptr;
+  uv_pipe_t* listener_ = nullptr;
+  bool listening_ = false;
+  SessionId next_session_ = 1;
+  std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
+};
+
+}  // namespace lw

@@ -1,0 +1,133 @@
+#include "agent/session.h"
+
+#include <sys/socket.h>
+
+#include <cstring>
+#include <memory>
+
+namespace lw {
+namespace {
+
+struct WriteRequest {
+  uv_write_t req;
+  std::string data;
+  Session* session;
+};
+
+// The loop is single-threaded and every read is consumed before the next one starts, so
+// one buffer serves all sessions.
+char g_read_buffer[64 * 1024];
+
+}  // namespace
+
+Session::Session(uv_loop_t* loop, SessionId id, size_t max_line, Callbacks callbacks)
+    : id_(id), max_line_(max_line), callbacks_(std::move(callbacks)) {
+  uv_pipe_init(loop, &pipe_, 0);
+  pipe_.data = this;
+}
+
+bool Session::Accept(uv_stream_t* listener) {
+  auto* stream = reinterpret_cast<uv_stream_t*>(&pipe_);
+  if (uv_accept(listener, stream) != 0) {
+    Close();
+    return false;
+  }
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) == 0) {
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      pid_ = cred.pid;
+      uid_ = cred.uid;
+      gid_ = cred.gid;
+    }
+  }
+  uv_read_start(
+      stream,
+      [](uv_handle_t*, size_t, uv_buf_t* buf) {
+        *buf = uv_buf_init(g_read_buffer, sizeof g_read_buffer);
+      },
+      OnRead);
+  return true;
+}
+
+void Session::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
+  auto* self = static_cast<Session*>(stream->data);
+  if (nread < 0) {  // EOF or error: the client is gone
+    self->Close();
+    return;
+  }
+  if (nread > 0) self->Consume(buf->base, static_cast<size_t>(nread));
+}
+
+void Session::Consume(const char* data, size_t len) {
+  size_t pos = 0;
+  while (pos < len && !closing_) {
+    const char* nl = static_cast<const char*>(memchr(data + pos, '\n', len - pos));
+    const size_t chunk = (nl ? static_cast<size_t>(nl - data) : len) - pos;
+    if (discarding_) {
+      if (nl) discarding_ = false;
+    } else if (inbuf_.size() + chunk > max_line_) {
+      const size_t seen = inbuf_.size() + chunk;
+      inbuf_.clear();
+      inbuf_.shrink_to_fit();
+      discarding_ = nl == nullptr;
+      callbacks_.on_line_too_long(*this, seen);
+    } else if (nl) {
+      std::string_view line;
+      if (inbuf_.empty()) {
+        line = std::string_view(data + pos, chunk);  // common case: no copy
+      } else {
+        inbuf_.append(data + pos, chunk);
+        line = inbuf_;
+      }
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (!line.empty()) callbacks_.on_line(*this, line);
+      inbuf_.clear();
+    } else {
+      inbuf_.append(data + pos, chunk);
+    }
+    pos += chunk + (nl ? 1 : 0);
+  }
+}
+
+void Session::Send(std::string line) {
+  if (closing_) return;
+  auto* stream = reinterpret_cast<uv_stream_t*>(&pipe_);
+  if (queued_bytes_ == 0) {
+    uv_buf_t buf = uv_buf_init(line.data(), static_cast<unsigned>(line.size()));
+    const int n = uv_try_write(stream, &buf, 1);
+    if (n == static_cast<int>(line.size())) return;
+    if (n > 0) line.erase(0, static_cast<size_t>(n));
+    else if (n != UV_EAGAIN) {
+      Close();
+      return;
+    }
+  }
+  auto* w = new WriteRequest{{}, std::move(line), this};
+  w->req.data = w;
+  queued_bytes_ += w->data.size();
+  uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  const int rc = uv_write(&w->req, stream, &buf, 1, [](uv_write_t* req, int status) {
+    std::unique_ptr<WriteRequest> done(static_cast<WriteRequest*>(req->data));
+    done->session->queued_bytes_ -= done->data.size();
+    if (status < 0 && status != UV_ECANCELED) done->session->Close();
+  });
+  if (rc != 0) {
+    queued_bytes_ -= w->data.size();
+    delete w;
+    Close();
+  }
+}
+
+void Session::Close() {
+  if (closing_) return;
+  closing_ = true;
+  // Pending writes complete (with UV_ECANCELED) before the close callback runs.
+  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), [](uv_handle_t* h) {
+    auto* self = static_cast<Session*>(h->data);
+    self->callbacks_.on_closed(*self);
+  });
+}
+
+}  // namespace lw

@@ -1,0 +1,63 @@
+#pragma once
+// Session: one client connection on the Unix socket. Splits the byte stream into lines
+// (at most max_line bytes each), writes replies in order, and records the peer's
+// credentials. The Server owns sessions; a session tells it when it is fully closed.
+
+#include <sys/types.h>
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+
+namespace lw {
+
+using SessionId = uint64_t;
+
+class Session {
+ public:
+  struct Callbacks {
+    std::function<void(Session&, std::string_view line)> on_line;
+    std::function<void(Session&, size_t bytes)> on_line_too_long;  // the line is dropped
+    std::function<void(Session&)> on_closed;  // after the handle is closed; may delete *this
+  };
+
+  Session(uv_loop_t* loop, SessionId id, size_t max_line, Callbacks callbacks);
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Accepts the pending connection from `listener` and starts reading. False on failure
+  // (the session then closes itself).
+  bool Accept(uv_stream_t* listener);
+
+  // Queues one complete line for the client. Dropped once the session is closing.
+  void Send(std::string line);
+  // Starts closing (idempotent). on_closed follows from the event loop.
+  void Close();
+
+  SessionId id() const { return id_; }
+  bool closing() const { return closing_; }
+  pid_t peer_pid() const { return pid_; }
+  uid_t peer_uid() const { return uid_; }
+  gid_t peer_gid() const { return gid_; }
+  size_t queued_bytes() const { return queued_bytes_; }
+
+ private:
+  static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
+  void Consume(const char* data, size_t len);
+
+  uv_pipe_t pipe_;
+  SessionId id_;
+  size_t max_line_;
+  Callbacks callbacks_;
+  std::string inbuf_;
+  bool discarding_ = false;  // inside an over-long line: drop bytes until '\n'
+  bool closing_ = false;
+  pid_t pid_ = -1;
+  uid_t uid_ = static_cast<uid_t>(-1);
+  gid_t gid_ = static_cast<gid_t>(-1);
+  size_t queued_bytes_ = 0;
+};
+
+}  // namespace lw

@@ -1,0 +1,34 @@
+#pragma once
+// The lockwarden subcommands. Each returns the process exit code.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+
+namespace lw::cli {
+
+// Exit codes of `lockwarden lock` (see docs/cli.md). The command's own code passes through.
+inline constexpr int kExitUsage = 64;        // bad arguments, or the agent refused the request
+inline constexpr int kExitUnavailable = 69;  // agent unreachable, or no quorum of masters
+inline constexpr int kExitLost = 72;         // the lock was lost; the command was terminated
+inline constexpr int kExitNotAcquired = 75;  // held by someone else for all of --wait
+
+int RunServe(const ConfigSources& sources);
+
+struct LockArgs {
+  std::string socket_path;
+  std::string resource;
+  int64_t ttl_ms = 30'000;
+  int64_t wait_ms = 30'000;
+  int64_t kill_grace_ms = 2'000;
+  int conflict_exit_code = kExitNotAcquired;
+  bool verbose = false;
+  std::vector<std::string> command;
+};
+int RunLock(const LockArgs& args);
+
+int RunStatus(const std::string& socket_path, bool json);
+
+}  // namespace lw::cli

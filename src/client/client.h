@@ -1,0 +1,68 @@
+#pragma once
+// A small blocking client for the lockwarden socket protocol, used by the CLI, the tests and
+// the benchmarks. One Client = one connection = one session on the agent: closing it releases
+// every lock it took. Not thread-safe.
+
+#include <chrono>
+#include <deque>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace lw::client {
+
+// I/O failure talking to the agent (cannot connect, connection closed, timed out).
+class ClientError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The agent's default socket: $LOCKWARDEN_SOCKET if set, else /run/lockwarden/lockwarden.sock.
+std::string DefaultSocketPath();
+
+class Client {
+ public:
+  // Connects to the agent's Unix socket; throws ClientError when it cannot.
+  explicit Client(const std::string& socket_path);
+  ~Client();
+  Client(Client&& other) noexcept;
+  Client& operator=(Client&& other) noexcept;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  using Ms = std::chrono::milliseconds;
+  static constexpr Ms kDefaultTimeout{60'000};
+
+  // Sends `request` (an "id" is assigned when absent) and returns the reply carrying that id.
+  // Events and other replies that arrive meanwhile are kept for NextEvent / later calls.
+  nlohmann::json Call(nlohmann::json request, Ms timeout = kDefaultTimeout);
+
+  nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
+                         bool renew = false, Ms timeout = kDefaultTimeout);
+  nlohmann::json Release(const std::string& resource, const std::string& token);
+  nlohmann::json Extend(const std::string& resource, const std::string& token, int64_t ttl_ms);
+  nlohmann::json Held();
+  nlohmann::json Health();
+  nlohmann::json Ping();
+
+  // Next pushed event (a line without "id", e.g. {"event":"lost",...}), waiting up to timeout.
+  std::optional<nlohmann::json> NextEvent(Ms timeout);
+
+  // Raw access for protocol tests: write bytes as they are; read the next line as text.
+  void SendRaw(const std::string& bytes);
+  std::optional<std::string> ReadLine(Ms timeout);
+
+  int fd() const { return fd_; }
+  void Close();
+
+ private:
+  std::optional<nlohmann::json> ReadMessage(Ms timeout);
+
+  int fd_ = -1;
+  int64_t next_id_ = 1;
+  std::string inbuf_;
+  std::deque<nlohmann::json> pending_;  // received but not yet asked for
+};
+
+}  // namespace lw::client

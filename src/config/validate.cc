@@ -1,0 +1,191 @@
+// Range and cross-field validation of a complete Config. Each check returns the first problem
+// it finds, naming the setting at fault. LoadConfig relies on every message beginning with
+// "<setting key>: " to add the source of that setting.
+
+#include <sys/un.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <set>
+#include <string_view>
+
+#include "config/config.h"
+
+namespace lw {
+namespace {
+
+constexpr int64_t kSecondMs = 1'000;
+constexpr int64_t kMinuteMs = 60 * kSecondMs;
+constexpr int64_t kHourMs = 60 * kMinuteMs;
+constexpr int64_t kDayMs = 24 * kHourMs;
+constexpr int64_t kMiB = int64_t{1024} * 1024;
+constexpr size_t kMaxKeyPrefixBytes = 64;
+
+struct Problem {
+  std::string key;
+  std::string reason;
+};
+using Check = std::optional<Problem>;
+
+// "604800000 ms (7 days)": the number the user typed, plus a readable size for large bounds.
+std::string AmountText(int64_t value, const char* unit) {
+  std::string text = std::to_string(value) + " " + unit;
+  if (std::string_view(unit) == "ms") {
+    if (value >= kDayMs && value % kDayMs == 0) {
+      text += " (" + std::to_string(value / kDayMs) + (value == kDayMs ? " day)" : " days)");
+    } else if (value >= kMinuteMs && value % kMinuteMs == 0) {
+      text += " (" + std::to_string(value / kMinuteMs) + " min)";
+    } else if (value >= kSecondMs && value % kSecondMs == 0) {
+      text += " (" + std::to_string(value / kSecondMs) + " s)";
+    }
+  } else if (value >= kMiB && value % kMiB == 0) {
+    text += " (" + std::to_string(value / kMiB) + " MiB)";
+  }
+  return text;
+}
+
+Check InRange(const char* key, int64_t value, int64_t lo, int64_t hi, const char* unit = "ms") {
+  if (value >= lo && value <= hi) return std::nullopt;
+  return Problem{key, "must be between " + AmountText(lo, unit) + " and " + AmountText(hi, unit) +
+                          ", got " + std::to_string(value)};
+}
+
+Check CheckMasters(const Config& c) {
+  if (c.masters.empty()) {
+    return Problem{"masters",
+                   "at least one Redis master is required; give one with "
+                   "--master redis://127.0.0.1:6379 (or LOCKWARDEN_MASTERS, or masters = [...] "
+                   "in the TOML file)"};
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < c.masters.size(); ++i) {
+    const MasterAddress& m = c.masters[i];
+    const std::string which = "master " + std::to_string(i + 1);
+    if (m.host.empty()) return Problem{"masters", which + " has an empty host"};
+    if (m.port < 1 || m.port > 65535) {
+      return Problem{"masters", which + " has port " + std::to_string(m.port) + ", not 1..65535"};
+    }
+    std::string id = m.Display();
+    std::transform(id.begin(), id.end(), id.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    if (!seen.insert(id).second) {
+      return Problem{"masters", m.Display() +
+                                    " is listed twice; each master must be a distinct Redis "
+                                    "server or one server would cast two votes"};
+    }
+  }
+  return std::nullopt;
+}
+
+Check CheckSocketPath(const Config& c) {
+  constexpr size_t kSunPath = sizeof(sockaddr_un{}.sun_path);  // 108 on Linux, NUL included
+  const std::string& path = c.socket_path;
+  if (path.empty()) return Problem{"socket_path", "must not be empty"};
+  if (path.front() != '/') return Problem{"socket_path", "must be an absolute path"};
+  if (path.find('\0') != std::string::npos) {
+    return Problem{"socket_path", "must not contain a NUL byte"};
+  }
+  if (path.size() >= kSunPath) {
+    return Problem{"socket_path", "is " + std::to_string(path.size()) +
+                                      " bytes; a Unix socket path must be shorter than " +
+                                      std::to_string(kSunPath) + " bytes"};
+  }
+  return std::nullopt;
+}
+
+Check CheckKeyPrefix(const Config& c) {
+  const std::string& prefix = c.key_prefix;
+  if (prefix.empty()) return Problem{"key_prefix", "must not be empty"};
+  if (prefix.size() > kMaxKeyPrefixBytes) {
+    return Problem{"key_prefix", "is " + std::to_string(prefix.size()) + " bytes; at most " +
+                                     std::to_string(kMaxKeyPrefixBytes) + " are allowed"};
+  }
+  for (unsigned char ch : prefix) {
+    if (ch <= 0x20 || ch == 0x7f) {
+      return Problem{"key_prefix", "must not contain whitespace or control characters"};
+    }
+  }
+  return std::nullopt;
+}
+
+Check CheckTtls(const Config& c) {
+  constexpr int64_t kMaxTtl = 7 * kDayMs;
+  if (auto p = InRange("min_ttl_ms", c.min_ttl_ms, 1, kMaxTtl)) return p;
+  if (auto p = InRange("max_ttl_ms", c.max_ttl_ms, 1, kMaxTtl)) return p;
+  if (auto p = InRange("default_ttl_ms", c.default_ttl_ms, 1, kMaxTtl)) return p;
+  if (c.min_ttl_ms > c.max_ttl_ms) {
+    return Problem{"min_ttl_ms", "is " + std::to_string(c.min_ttl_ms) + ", above max_ttl_ms (" +
+                                     std::to_string(c.max_ttl_ms) + ")"};
+  }
+  if (c.default_ttl_ms < c.min_ttl_ms || c.default_ttl_ms > c.max_ttl_ms) {
+    return Problem{"default_ttl_ms",
+                   "is " + std::to_string(c.default_ttl_ms) + ", outside min_ttl_ms..max_ttl_ms (" +
+                       std::to_string(c.min_ttl_ms) + ".." + std::to_string(c.max_ttl_ms) + ")"};
+  }
+  return std::nullopt;
+}
+
+Check CheckTimeouts(const Config& c) {
+  if (auto p = InRange("max_wait_ms", c.max_wait_ms, 0, kDayMs)) return p;
+  if (auto p = InRange("node_timeout_ms", c.node_timeout_ms, 1, 10'000)) return p;
+  // An acquire round may take up to node_timeout_ms, all of it eaten from the shortest ttl.
+  // The default (50 ms against a 100 ms min ttl) sits exactly at half, which is allowed.
+  if (c.node_timeout_ms * 2 > c.min_ttl_ms) {
+    return Problem{"node_timeout_ms",
+                   "is " + std::to_string(c.node_timeout_ms) + " but must be at most half of " +
+                       "min_ttl_ms (" + std::to_string(c.min_ttl_ms) +
+                       "): a node timeout close to the ttl leaves a lock no validity by the time "
+                       "the masters have answered"};
+  }
+  return InRange("connect_timeout_ms", c.connect_timeout_ms, 1, 60'000);
+}
+
+Check CheckDrift(const Config& c) {
+  if (!std::isfinite(c.drift_factor) || c.drift_factor < 0 || c.drift_factor >= 0.5) {
+    char shown[32];
+    const auto end = std::to_chars(shown, shown + sizeof shown, c.drift_factor).ptr;
+    return Problem{"drift_factor",
+                   "must be a number in [0, 0.5), e.g. 0.01; got " + std::string(shown, end)};
+  }
+  return std::nullopt;
+}
+
+Check CheckBackgroundTiming(const Config& c) {
+  if (auto p = InRange("retry_delay_ms", c.retry_delay_ms, 0, 60'000)) return p;
+  if (auto p = InRange("retry_jitter_ms", c.retry_jitter_ms, 0, 60'000)) return p;
+  if (auto p = InRange("reconnect_max_backoff_ms", c.reconnect_max_backoff_ms, 10, 600'000)) {
+    return p;
+  }
+  if (auto p = InRange("health_interval_ms", c.health_interval_ms, 10, 60'000)) return p;
+  return InRange("shutdown_grace_ms", c.shutdown_grace_ms, 0, 60'000);
+}
+
+Check CheckLogLevelAndLines(const Config& c) {
+  static const std::set<std::string> levels = {"trace", "debug",    "info", "warn",
+                                               "error", "critical", "off"};
+  if (!levels.contains(c.log_level)) {
+    return Problem{"log_level", "\"" + c.log_level +
+                                    "\" is not one of trace, debug, info, warn, error, "
+                                    "critical, off"};
+  }
+  return InRange("max_line_bytes", c.max_line_bytes, 1024, 16 * kMiB, "bytes");
+}
+
+Check FindProblem(const Config& c) {
+  for (auto check : {CheckMasters, CheckSocketPath, CheckKeyPrefix, CheckTtls, CheckTimeouts,
+                     CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines}) {
+    if (auto problem = check(c)) return problem;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> ValidateConfig(const Config& config) {
+  if (auto problem = FindProblem(config)) return problem->key + ": " + problem->reason;
+  return std::nullopt;
+}
+
+}  // namespace lw

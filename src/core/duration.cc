@@ -1,0 +1,43 @@
+#include "core/duration.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace lw {
+
+std::variant<int64_t, std::string> ParseDurationMs(std::string_view text) {
+  const std::string quoted = "\"" + std::string(text) + "\"";
+  size_t split = 0;
+  while (split < text.size() &&
+         ((text[split] >= '0' && text[split] <= '9') || text[split] == '.')) {
+    ++split;
+  }
+  if (split == 0) return "duration " + quoted + " must start with a number, e.g. 30s or 250ms";
+  const std::string_view number = text.substr(0, split);
+  const std::string_view unit = text.substr(split);
+  double scale;
+  if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "s") {
+    scale = 1000;
+  } else if (unit == "m") {
+    scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
+  } else if (unit.empty()) {
+    return "duration " + quoted + " needs a unit: ms, s, m or h (e.g. 30s)";
+  } else {
+    return "duration " + quoted + " has unknown unit \"" + std::string(unit) +
+           "\"; use ms, s, m or h";
+  }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc() || end != number.data() + number.size()) {
+    return "duration " + quoted + " is not a number followed by a unit";
+  }
+  const double ms = value * scale;
+  if (!std::isfinite(ms) || ms > 1e15) return "duration " + quoted + " is too large";
+  return static_cast<int64_t>(std::llround(ms));
+}
+
+}  // namespace lw

@@ -1,0 +1,24 @@
+#pragma once
+// Machine-readable error codes shared by the engine, the wire protocol and the clients.
+// A client branches on these; the accompanying message is for people.
+
+#include <optional>
+#include <string_view>
+
+namespace lw {
+
+enum class ErrorCode {
+  kBadRequest,    // the request could not be understood or a field is out of range
+  kTimeout,       // someone else held the resource for all of wait_ms
+  kNoQuorum,      // too few masters answered to decide
+  kNotHeld,       // that token does not hold that resource now
+  kTooMany,       // a limit was reached (connections, waiters, in-flight requests...)
+  kForbidden,     // the peer may not lock that resource
+  kShuttingDown,  // the agent is stopping and takes no new work
+  kInternal,      // a bug or an unexpected state: the agent logged it
+};
+
+std::string_view ErrorCodeName(ErrorCode code);
+std::optional<ErrorCode> ErrorCodeFromName(std::string_view name);
+
+}  // namespace lw

@@ -1,0 +1,497 @@
+#include "locking/lock_engine.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <deque>
+
+#include "core/redlock_math.h"
+#include "core/token.h"
+
+namespace lw {
+namespace {
+
+int64_t CeilMs(Clock::duration d) {
+  return std::chrono::ceil<std::chrono::milliseconds>(d).count();
+}
+
+std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
+
+}  // namespace
+
+struct LockEngine::Waiter {
+  uint64_t id = 0;
+  SessionId session = 0;
+  int64_t ttl_ms = 0;
+  int64_t wait_ms = 0;
+  bool renew = false;
+  Clock::time_point requested, deadline;
+  AcquireDone done;
+  std::unique_ptr<Timer> wait_timer;
+  bool in_attempt = false;
+  bool cancelled = false;  // its session closed while its attempt was in flight
+  bool expired = false;    // wait_ms ran out while its attempt was in flight
+  int attempts = 0;
+  int last_answered = 0;   // masters that answered (yes or no) in the last attempt
+};
+
+struct LockEngine::Holder {
+  SessionId session = 0;
+  std::string token;
+  int64_t ttl_ms = 0;
+  bool renew = false;
+  Clock::time_point acquired, valid_until;
+  std::unique_ptr<Timer> timer;  // next renewal, or the end of validity
+  bool renewing = false;
+};
+
+struct LockEngine::Resource {
+  std::string key;
+  std::unique_ptr<Holder> holder;
+  std::deque<Waiter> waiters;  // FIFO; only the front contends on Redis
+  std::unique_ptr<Timer> retry_timer;
+  bool attempt_in_flight = false;
+};
+
+LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions options,
+                       LostHandler on_lost)
+    : loop_(loop),
+      options_(std::move(options)),
+      on_lost_(std::move(on_lost)),
+      rounds_(loop, std::move(nodes), options_.node_timeout_ms),
+      rng_(std::random_device{}()),
+      defer_(loop) {}
+
+LockEngine::~LockEngine() = default;
+
+void LockEngine::Defer(std::function<void()> fn) {
+  deferred_.push_back(std::move(fn));
+  if (defer_.active()) return;
+  defer_.Start(0, [this] {
+    auto batch = std::move(deferred_);
+    deferred_.clear();
+    for (auto& f : batch) f();
+  });
+}
+
+LockEngine::Resource* LockEngine::Find(const std::string& name) {
+  auto it = resources_.find(name);
+  return it == resources_.end() ? nullptr : it->second.get();
+}
+
+LockEngine::Holder* LockEngine::FindHolder(const std::string& name, const std::string& token) {
+  Resource* r = Find(name);
+  if (r == nullptr || !r->holder || r->holder->token != token) return nullptr;
+  return r->holder.get();
+}
+
+// ---- acquire ----------------------------------------------------------------------------
+
+void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl_ms,
+                         int64_t wait_ms, bool renew, AcquireDone done) {
+  if (shutting_down_) {
+    Defer([done = std::move(done)] {
+      done(Failure{ErrorCode::kShuttingDown, "the agent is shutting down; retry shortly"});
+    });
+    return;
+  }
+  auto& slot = resources_[name];
+  if (!slot) {
+    slot = std::make_unique<Resource>();
+    slot->key = options_.key_prefix + name;
+  }
+  Waiter w;
+  w.id = next_waiter_id_++;
+  w.session = session;
+  w.ttl_ms = ttl_ms;
+  w.wait_ms = wait_ms;
+  w.renew = renew;
+  w.requested = Clock::now();
+  w.deadline = w.requested + std::chrono::milliseconds(wait_ms);
+  w.done = std::move(done);
+  w.wait_timer = std::make_unique<Timer>(loop_);
+  w.wait_timer->Start(wait_ms, [this, name, id = w.id] { OnWaitExpired(name, id); });
+  slot->waiters.push_back(std::move(w));
+  ++sessions_[session].waiting[name];
+  Pump(name);
+}
+
+void LockEngine::Pump(const std::string& name) {
+  Resource* r = Find(name);
+  if (r == nullptr) return;
+  if (r->holder || r->attempt_in_flight || (r->retry_timer && r->retry_timer->active())) return;
+  while (!r->waiters.empty() && r->waiters.front().cancelled) r->waiters.pop_front();
+  if (r->waiters.empty()) {
+    MaybeErase(name);
+    return;
+  }
+  StartAttempt(name);
+}
+
+void LockEngine::StartAttempt(const std::string& name) {
+  Resource& r = *Find(name);
+  Waiter& w = r.waiters.front();
+  w.in_attempt = true;
+  ++w.attempts;
+  r.attempt_in_flight = true;
+  const std::string token = NewToken();
+  rounds_.Run(RoundOp::kSetIfAbsent, r.key, token, w.ttl_ms, /*wait_all=*/false,
+              [this, name, id = w.id, token](const VoteTally& t, Clock::time_point started) {
+                OnAttempt(name, id, token, t, started);
+              });
+}
+
+void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const std::string& token,
+                           const VoteTally& tally, Clock::time_point started) {
+  Resource* r = Find(name);
+  if (r == nullptr || r->waiters.empty() || r->waiters.front().id != waiter_id) {
+    spdlog::error("internal: acquire attempt for {} finished without its waiter", Quoted(name));
+    ReleaseEverywhere(options_.key_prefix + name, token);
+    return;
+  }
+  r->attempt_in_flight = false;
+  Waiter& w = r->waiters.front();
+  w.in_attempt = false;
+  w.last_answered = tally.answered();
+  const auto now = Clock::now();
+  const int64_t validity = ValidityMs(w.ttl_ms, CeilMs(now - started), options_.drift_factor);
+  if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
+    GrantHead(*r, name, token, started, validity);
+    return;
+  }
+  // Undo on every master, including those that said no or did not answer in time: a late
+  // "OK" is undone too, because the DEL is queued behind the SET on the same connection.
+  ReleaseEverywhere(r->key, token);
+  if (w.cancelled) {
+    r->waiters.pop_front();
+    Pump(name);
+    return;
+  }
+  if (shutting_down_) {
+    FailHead(*r, name, Failure{ErrorCode::kShuttingDown, "the agent is shutting down"});
+    return;
+  }
+  const int64_t remaining = CeilMs(w.deadline - now);
+  if (w.expired || remaining <= 0) {
+    FailHead(*r, name, AttemptFailure(name, w));
+    return;
+  }
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int64_t delay = std::min(
+      RetryDelayMs(options_.retry_delay_ms, options_.retry_jitter_ms, unit(rng_)), remaining);
+  if (!r->retry_timer) r->retry_timer = std::make_unique<Timer>(loop_);
+  r->retry_timer->Start(delay, [this, name] { Pump(name); });
+}
+
+void LockEngine::GrantHead(Resource& r, const std::string& name, const std::string& token,
+                           Clock::time_point started, int64_t validity_ms) {
+  Waiter w = std::move(r.waiters.front());
+  r.waiters.pop_front();
+  auto h = std::make_unique<Holder>();
+  h->session = w.session;
+  h->token = token;
+  h->ttl_ms = w.ttl_ms;
+  h->renew = w.renew;
+  h->acquired = started;
+  h->valid_until = started + std::chrono::milliseconds(validity_ms);
+  h->timer = std::make_unique<Timer>(loop_);
+  r.holder = std::move(h);
+  ++holders_;
+  ForgetWaiter(w.session, name);
+  sessions_[w.session].held.insert(name);
+  ScheduleHolder(name, *r.holder, w.renew ? std::min(w.ttl_ms / 3, validity_ms) : validity_ms);
+  const int64_t waited = CeilMs(Clock::now() - w.requested);
+  spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s))", Quoted(name),
+                validity_ms, waited, w.attempts);
+  w.done(Grant{token, validity_ms, waited});
+}
+
+void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {
+  Waiter w = std::move(r.waiters.front());
+  r.waiters.pop_front();
+  if (r.retry_timer) r.retry_timer->Stop();
+  ForgetWaiter(w.session, name);
+  w.done(failure);
+  Pump(name);
+}
+
+Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) const {
+  if (w.attempts == 0) {
+    return {ErrorCode::kTimeout, Quoted(name) + " was held by another session of this agent for "
+                                 "all of wait_ms=" + std::to_string(w.wait_ms)};
+  }
+  if (w.last_answered >= rounds_.quorum()) {
+    return {ErrorCode::kTimeout, Quoted(name) + " stayed held by another owner for all of "
+                                 "wait_ms=" + std::to_string(w.wait_ms) + " (" +
+                                 std::to_string(w.attempts) + " attempt(s))"};
+  }
+  return {ErrorCode::kNoQuorum,
+          "only " + std::to_string(w.last_answered) + " of " + std::to_string(rounds_.size()) +
+              " masters answered in time (quorum is " + std::to_string(rounds_.quorum()) +
+              "); see `lockwarden status` for master health"};
+}
+
+void LockEngine::OnWaitExpired(const std::string& name, uint64_t waiter_id) {
+  Resource* r = Find(name);
+  if (r == nullptr) return;
+  auto it = std::find_if(r->waiters.begin(), r->waiters.end(),
+                         [&](const Waiter& w) { return w.id == waiter_id; });
+  if (it == r->waiters.end() || it->cancelled) return;
+  if (it == r->waiters.begin()) {
+    if (it->in_attempt) {
+      it->expired = true;  // the attempt in flight decides
+      return;
+    }
+    FailHead(*r, name, AttemptFailure(name, *it));
+    return;
+  }
+  Waiter w = std::move(*it);
+  r->waiters.erase(it);
+  ForgetWaiter(w.session, name);
+  w.done(Failure{ErrorCode::kTimeout, Quoted(name) + " was held by another session of this "
+                                      "agent for all of wait_ms=" + std::to_string(w.wait_ms)});
+}
+
+// ---- release / extend / renew -------------------------------------------------------------
+
+void LockEngine::Release(SessionId session, const std::string& name, const std::string& token,
+                         ReleaseDone done) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr || h->session != session) {
+    Defer([done = std::move(done), name] {
+      done(Failure{ErrorCode::kNotHeld, "this connection does not hold " + Quoted(name) +
+                                            " with that token (released, expired, or never "
+                                            "acquired here)"});
+    });
+    return;
+  }
+  Resource& r = *Find(name);
+  auto holder = TakeHolder(r, name);
+  rounds_.Run(RoundOp::kDeleteIfHeld, r.key, token, 0, /*wait_all=*/true,
+              [this, done = std::move(done)](const VoteTally&, Clock::time_point) {
+                done(std::nullopt);
+                MaybeFinishShutdown();
+              });
+  Pump(name);  // hand off to the next local waiter now
+}
+
+void LockEngine::Extend(SessionId session, const std::string& name, const std::string& token,
+                        int64_t ttl_ms, ExtendDone done) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr || h->session != session) {
+    Defer([done = std::move(done), name] {
+      done(Failure{ErrorCode::kNotHeld, "this connection does not hold " + Quoted(name) +
+                                            " with that token"});
+    });
+    return;
+  }
+  RunExtend(name, token, ttl_ms,
+            [this, name, token, done = std::move(done)](
+                const std::variant<Extension, Failure>& result) {
+              const auto* f = std::get_if<Failure>(&result);
+              if (f && f->code == ErrorCode::kNotHeld && FindHolder(name, token)) {
+                Resource& r = *Find(name);
+                auto gone = TakeHolder(r, name);
+                ReleaseEverywhere(r.key, token);
+                Pump(name);
+              }
+              done(result);
+            });
+}
+
+void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
+                           ExtendDone done) {
+  Resource& r = *Find(name);
+  rounds_.Run(
+      RoundOp::kExtendIfHeld, r.key, token, ttl_ms, /*wait_all=*/false,
+      [this, name, token, ttl_ms, done = std::move(done)](const VoteTally& t,
+                                                          Clock::time_point started) {
+        Holder* h = FindHolder(name, token);
+        if (h == nullptr) {
+          done(Failure{ErrorCode::kNotHeld, Quoted(name) + " was released while extending"});
+          return;
+        }
+        const auto now = Clock::now();
+        const int64_t validity = ValidityMs(ttl_ms, CeilMs(now - started), options_.drift_factor);
+        if (t.Won() && validity > 0 && now < h->valid_until) {
+          h->ttl_ms = ttl_ms;
+          h->valid_until = started + std::chrono::milliseconds(validity);
+          ScheduleHolder(name, *h, h->renew ? std::min(ttl_ms / 3, validity) : validity);
+          done(Extension{validity});
+          return;
+        }
+        if (now >= h->valid_until || t.no() >= rounds_.quorum()) {
+          done(Failure{ErrorCode::kNotHeld,
+                       Quoted(name) + " could not be extended before its validity ran out (" +
+                           std::to_string(t.yes()) + " of " + std::to_string(rounds_.size()) +
+                           " masters confirmed); the lock is lost"});
+          return;
+        }
+        done(Failure{ErrorCode::kNoQuorum,
+                     "only " + std::to_string(t.yes()) + " of " + std::to_string(rounds_.size()) +
+                         " masters confirmed the extension (quorum is " +
+                         std::to_string(rounds_.quorum()) + "); the lock stays valid for " +
+                         std::to_string(CeilMs(h->valid_until - now)) + " ms"});
+      });
+}
+
+void LockEngine::ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms) {
+  h.timer->Start(std::max<int64_t>(delay_ms, 0),
+                 [this, name, token = h.token] { OnHolderTimer(name, token); });
+}
+
+void LockEngine::OnHolderTimer(const std::string& name, const std::string& token) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr) return;
+  const auto now = Clock::now();
+  if (now >= h->valid_until) {
+    Lose(name, h->renew ? "renew_failed" : "expired");
+    return;
+  }
+  if (!h->renew || h->renewing) {
+    ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
+    return;
+  }
+  h->renewing = true;
+  ScheduleHolder(name, *h, CeilMs(h->valid_until - now));  // loss detection meanwhile
+  RunExtend(name, token, h->ttl_ms,
+            [this, name, token](const std::variant<Extension, Failure>& result) {
+              Holder* h2 = FindHolder(name, token);
+              if (h2 == nullptr) return;
+              h2->renewing = false;
+              const auto* f = std::get_if<Failure>(&result);
+              if (f == nullptr) return;  // extended; RunExtend scheduled the next renewal
+              if (f->code == ErrorCode::kNotHeld) {
+                Lose(name, "renew_failed");
+                return;
+              }
+              spdlog::warn("renewal of {} failed: {}", Quoted(name), f->message);
+              const int64_t left = CeilMs(h2->valid_until - Clock::now());
+              ScheduleHolder(name, *h2,
+                             std::clamp<int64_t>(options_.retry_delay_ms, 1, std::max<int64_t>(left, 0)));
+            });
+}
+
+void LockEngine::Lose(const std::string& name, std::string_view reason) {
+  Resource* r = Find(name);
+  if (r == nullptr || !r->holder) return;
+  auto h = TakeHolder(*r, name);
+  spdlog::warn("lock {} lost: {}", Quoted(name), reason);
+  ReleaseEverywhere(r->key, h->token);
+  on_lost_(h->session, name, h->token, reason);
+  Pump(name);
+}
+
+std::unique_ptr<LockEngine::Holder> LockEngine::TakeHolder(Resource& r, const std::string& name) {
+  auto h = std::move(r.holder);
+  --holders_;
+  h->timer.reset();
+  auto it = sessions_.find(h->session);
+  if (it != sessions_.end()) it->second.held.erase(name);
+  return h;
+}
+
+void LockEngine::ReleaseEverywhere(const std::string& key, const std::string& token) {
+  rounds_.Run(RoundOp::kDeleteIfHeld, key, token, 0, /*wait_all=*/true,
+              [this](const VoteTally&, Clock::time_point) { MaybeFinishShutdown(); });
+}
+
+// ---- sessions, shutdown, views --------------------------------------------------------------
+
+void LockEngine::ForgetWaiter(SessionId session, const std::string& name) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  auto w = it->second.waiting.find(name);
+  if (w != it->second.waiting.end() && --w->second <= 0) it->second.waiting.erase(w);
+}
+
+void LockEngine::CloseSession(SessionId session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  SessionIndex index = std::move(it->second);
+  sessions_.erase(it);
+  std::vector<std::string> touched;
+  for (const auto& name : index.held) {
+    Resource* r = Find(name);
+    if (r == nullptr || !r->holder || r->holder->session != session) continue;
+    auto h = TakeHolder(*r, name);
+    ReleaseEverywhere(r->key, h->token);
+    touched.push_back(name);
+  }
+  for (const auto& [name, count] : index.waiting) {
+    Resource* r = Find(name);
+    if (r == nullptr) continue;
+    for (auto w = r->waiters.begin(); w != r->waiters.end();) {
+      if (w->session != session) {
+        ++w;
+      } else if (w == r->waiters.begin() && w->in_attempt) {
+        (w++)->cancelled = true;  // the attempt in flight undoes itself
+      } else {
+        if (w == r->waiters.begin() && r->retry_timer) r->retry_timer->Stop();
+        w = r->waiters.erase(w);
+      }
+    }
+    touched.push_back(name);
+  }
+  for (const auto& name : touched) Pump(name);
+}
+
+void LockEngine::MaybeErase(const std::string& name) {
+  Resource* r = Find(name);
+  if (r == nullptr || r->holder || !r->waiters.empty() || r->attempt_in_flight) return;
+  if (r->retry_timer && r->retry_timer->active()) return;
+  resources_.erase(name);
+}
+
+void LockEngine::Shutdown(std::function<void()> done) {
+  shutting_down_ = true;
+  shutdown_done_ = std::move(done);
+  std::vector<AcquireDone> refused;
+  for (auto& [name, r] : resources_) {
+    for (auto w = r->waiters.begin(); w != r->waiters.end();) {
+      refused.push_back(std::move(w->done));
+      if (w == r->waiters.begin() && w->in_attempt) {
+        (w++)->cancelled = true;
+      } else {
+        w = r->waiters.erase(w);
+      }
+    }
+    if (r->retry_timer) r->retry_timer->Stop();
+    if (r->holder) {
+      auto h = TakeHolder(*r, name);
+      ReleaseEverywhere(r->key, h->token);
+    }
+  }
+  for (auto& d : refused) {
+    d(Failure{ErrorCode::kShuttingDown, "the agent is shutting down"});
+  }
+  Defer([this] { MaybeFinishShutdown(); });
+}
+
+void LockEngine::MaybeFinishShutdown() {
+  if (!shutting_down_ || !shutdown_done_ || rounds_.in_flight() != 0) return;
+  auto done = std::move(shutdown_done_);
+  shutdown_done_ = nullptr;
+  done();
+}
+
+std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
+  std::vector<HeldLock> out;
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return out;
+  const auto now = Clock::now();
+  for (const auto& name : it->second.held) {
+    const auto& r = resources_.at(name);
+    const Holder& h = *r->holder;
+    out.push_back({name, h.token, std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew});
+  }
+  return out;
+}
+
+std::vector<NodeStatus> LockEngine::NodeStatuses() const {
+  std::vector<NodeStatus> out;
+  for (const Node* n : rounds_.nodes()) out.push_back(n->status());
+  return out;
+}
+
+}  // namespace lw

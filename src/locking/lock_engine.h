@@ -1,0 +1,153 @@
+#pragma once
+// LockEngine: Redlock across N masters, for many local sessions, on one event-loop thread.
+//
+// - Acquire: waiters for a resource queue FIFO inside this agent; only the head contends on
+//   Redis (SET NX PX with a fresh token on all masters at once). A round is granted with a
+//   quorum of yes votes and validity = ttl - elapsed - drift > 0; otherwise the token is
+//   deleted on every master and the head retries after a jittered delay until wait_ms ends.
+// - Release: compare-and-delete everywhere; the next local waiter starts at once (its SET
+//   is pipelined behind the DEL on each connection, so no extra round trip is spent).
+// - Extend / renew: compare-and-pexpire everywhere; it counts only with a quorum confirmed
+//   before the current validity ran out. A renewed lock that cannot be extended before its
+//   validity ends is lost: the owner is told (LostHandler) and the lock is forgotten.
+// - Locks belong to a session; CloseSession releases all of them at once.
+//
+// Nothing here is thread-safe: every call must come from the loop thread. Callbacks are
+// never invoked synchronously from inside the call that takes them, and must not destroy
+// the engine.
+
+#include <uv.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <random>
+#include <set>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <variant>
+#include <vector>
+
+#include "core/error_code.h"
+#include "locking/rounds.h"
+#include "redis/node.h"
+#include "redis/timer.h"
+
+namespace lw {
+
+using SessionId = uint64_t;
+
+struct EngineOptions {
+  std::string key_prefix = "lock:";
+  double drift_factor = 0.01;
+  int64_t node_timeout_ms = 50;
+  int64_t retry_delay_ms = 50;
+  int64_t retry_jitter_ms = 50;
+};
+
+struct Failure {
+  ErrorCode code;
+  std::string message;
+};
+struct Grant {
+  std::string token;
+  int64_t validity_ms;
+  int64_t waited_ms;
+};
+struct Extension {
+  int64_t validity_ms;
+};
+struct HeldLock {
+  std::string resource;
+  std::string token;
+  int64_t validity_ms;
+  bool renew;
+};
+
+using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
+using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
+using ReleaseDone = std::function<void(const std::optional<Failure>&)>;
+// reason: "renew_failed" or "expired".
+using LostHandler = std::function<void(SessionId, const std::string& resource,
+                                       const std::string& token, std::string_view reason)>;
+
+class LockEngine {
+ public:
+  LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions options,
+             LostHandler on_lost);
+  ~LockEngine();
+  LockEngine(const LockEngine&) = delete;
+  LockEngine& operator=(const LockEngine&) = delete;
+
+  // Arguments are assumed validated by the protocol layer (name, ttl and wait ranges).
+  void Acquire(SessionId session, const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
+               bool renew, AcquireDone done);
+  void Release(SessionId session, const std::string& resource, const std::string& token,
+               ReleaseDone done);
+  void Extend(SessionId session, const std::string& resource, const std::string& token,
+              int64_t ttl_ms, ExtendDone done);
+  std::vector<HeldLock> HeldBy(SessionId session) const;
+
+  // The session is gone: release its locks on all masters now and drop its waiters
+  // (their callbacks are not called).
+  void CloseSession(SessionId session);
+
+  // Refuse new work, fail waiters with shutting_down, release every lock, and call `done`
+  // once every release round has ended (each ends within the node timeout).
+  void Shutdown(std::function<void()> done);
+
+  int quorum() const { return rounds_.quorum(); }
+  std::vector<NodeStatus> NodeStatuses() const;
+  size_t locks_held() const { return holders_; }
+
+ private:
+  struct Waiter;
+  struct Holder;
+  struct Resource;
+  struct SessionIndex {
+    std::set<std::string> held;
+    std::map<std::string, int> waiting;  // resource -> number of queued requests
+  };
+
+  Resource* Find(const std::string& name);
+  Holder* FindHolder(const std::string& name, const std::string& token);
+  void Pump(const std::string& name);
+  void StartAttempt(const std::string& name);
+  void OnAttempt(const std::string& name, uint64_t waiter_id, const std::string& token,
+                 const VoteTally& tally, Clock::time_point started);
+  void GrantHead(Resource& r, const std::string& name, const std::string& token,
+                 Clock::time_point started, int64_t validity_ms);
+  void FailHead(Resource& r, const std::string& name, Failure failure);
+  void OnWaitExpired(const std::string& name, uint64_t waiter_id);
+  void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
+                 ExtendDone done);
+  void ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms);
+  void OnHolderTimer(const std::string& name, const std::string& token);
+  void Lose(const std::string& name, std::string_view reason);
+  std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name);
+  void ReleaseEverywhere(const std::string& key, const std::string& token);
+  void ForgetWaiter(SessionId session, const std::string& name);
+  void MaybeErase(const std::string& name);
+  void MaybeFinishShutdown();
+  Failure AttemptFailure(const std::string& name, const Waiter& w) const;
+
+  uv_loop_t* loop_;
+  EngineOptions options_;
+  LostHandler on_lost_;
+  Rounds rounds_;
+  std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
+  std::unordered_map<SessionId, SessionIndex> sessions_;
+  size_t holders_ = 0;
+  uint64_t next_waiter_id_ = 1;
+  std::mt19937_64 rng_;
+  bool shutting_down_ = false;
+  std::function<void()> shutdown_done_;
+  Timer defer_;  // runs callbacks that must not be synchronous
+  std::vector<std::function<void()>> deferred_;
+  void Defer(std::function<void()> fn);
+};
+
+}  // namespace lw

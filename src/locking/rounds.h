@@ -1,0 +1,68 @@
+#pragma once
+// Rounds: send one command to every master at once and count the answers.
+//
+// A round ends exactly once, at the first of: a decision (quorum won, or quorum no longer
+// reachable), every master answered (when the caller asked to hear them all), or the
+// per-node timeout. Answers arriving after the end are never counted. All rounds share one
+// node timeout, so their deadlines come in start order and one libuv timer serves them all.
+
+#include <uv.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/redlock_math.h"
+#include "redis/node.h"
+#include "redis/timer.h"
+
+namespace lw {
+
+using Clock = std::chrono::steady_clock;
+
+enum class RoundOp { kSetIfAbsent, kDeleteIfHeld, kExtendIfHeld };
+
+// tally: the votes counted; started: when the commands were sent (before any was written).
+using RoundDone = std::function<void(const VoteTally& tally, Clock::time_point started)>;
+
+class Rounds {
+ public:
+  Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms);
+
+  // Starts a round; `done` runs later, from the event loop, never from inside Run.
+  // wait_all=false: end at the first decision. wait_all=true: end when all answered.
+  void Run(RoundOp op, const std::string& key, const std::string& token, int64_t ttl_ms,
+           bool wait_all, RoundDone done);
+
+  size_t in_flight() const { return rounds_.size(); }
+  int size() const { return static_cast<int>(nodes_.size()); }
+  int quorum() const { return quorum_; }
+  const std::vector<Node*>& nodes() const { return nodes_; }
+
+ private:
+  struct Round {
+    VoteTally tally;
+    Clock::time_point started;
+    bool wait_all;
+    RoundDone done;
+  };
+
+  void OnAnswer(uint64_t id, RoundOp op, const Reply& reply);
+  void Finish(uint64_t id);
+  void OnDeadline();
+  void ArmTimer();
+
+  std::vector<Node*> nodes_;
+  int quorum_;
+  std::chrono::milliseconds node_timeout_;
+  uint64_t next_id_ = 1;
+  std::unordered_map<uint64_t, Round> rounds_;
+  std::deque<std::pair<Clock::time_point, uint64_t>> deadlines_;  // in start order
+  Timer timer_;
+};
+
+}  // namespace lw

@@ -1,0 +1,378 @@
+// Request decoding: one line of client bytes -> a validated Request, or a DecodeError whose
+// message tells a person what was wrong and what to send instead.
+//
+// Order of checks (each later error carries the id once it has been read):
+//   JSON syntax -> object at top level -> id -> duplicate fields -> op -> unknown fields ->
+//   the op's own fields, in the order they are documented.
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include "core/resource_name.h"
+#include "core/token.h"
+#include "protocol/messages.h"
+
+namespace lw::protocol {
+namespace {
+
+using nlohmann::json;
+
+// Why a request is refused; nullopt means the part checked so far is fine.
+using Problem = std::optional<std::string>;
+
+constexpr size_t kMaxIdBytes = 128;
+constexpr size_t kMaxQuotedBytes = 64;   // longest piece of client text echoed in a message
+constexpr size_t kMaxReasonBytes = 200;  // longest parser reason echoed in a message
+
+// Cuts text to at most max bytes without splitting a UTF-8 sequence.
+std::string_view Shorten(std::string_view text, size_t max) {
+  if (text.size() <= max) return text;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut);
+}
+
+// Client text as it appears in a message: shortened, JSON-quoted (so control characters are
+// visible escapes) and always valid UTF-8 (invalid bytes become U+FFFD).
+std::string Quoted(std::string_view text) {
+  std::string out = json(std::string(Shorten(text, kMaxQuotedBytes)))
+                        .dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > kMaxQuotedBytes) out += "... (" + std::to_string(text.size()) + " bytes)";
+  return out;
+}
+
+// Makes arbitrary bytes valid UTF-8 by letting the serializer replace what is invalid; used
+// on parser messages, which may quote the very bytes that made the line unparseable.
+std::string ValidUtf8(const std::string& text) {
+  return json::parse(json(text).dump(-1, ' ', false, json::error_handler_t::replace))
+      .get<std::string>();
+}
+
+// How a received value reads in a message: numbers and booleans as sent, strings quoted,
+// containers by kind. Never long.
+std::string Describe(const json& value) {
+  switch (value.type()) {
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+    case json::value_t::number_float:
+    case json::value_t::boolean:
+    case json::value_t::null:
+      return value.dump();
+    case json::value_t::string:
+      return "the string " + Quoted(value.get_ref<const std::string&>());
+    case json::value_t::object:
+      return "an object";
+    case json::value_t::array:
+      return "an array";
+    default:
+      return "an unsupported value";
+  }
+}
+
+// nlohmann's exception text, minus the "[json.exception...] parse error at line 1, column N: "
+// preamble (a request is always one line), plus the byte offset, shortened.
+std::string ParserReason(const json::exception& e) {
+  std::string_view what = e.what();
+  if (const size_t end = what.find("] "); !what.empty() && what[0] == '[' && end != what.npos) {
+    what.remove_prefix(end + 2);
+  }
+  if (what.starts_with("parse error at line")) {
+    if (const size_t colon = what.find(": "); colon != what.npos) what.remove_prefix(colon + 2);
+  }
+  std::string reason(Shorten(what, kMaxReasonBytes));
+  if (what.size() > kMaxReasonBytes) reason += "...";
+  if (const auto* parse_error = dynamic_cast<const json::parse_error*>(&e)) {
+    reason += " (at byte " + std::to_string(parse_error->byte) + ")";
+  }
+  return ValidUtf8(reason);
+}
+
+// Parses the line. Also reports the first top-level key that occurs twice: nlohmann would
+// silently keep the last one, and a request must never mean something other than it reads.
+Problem Parse(std::string_view line, json* out, std::string* duplicate) {
+  std::set<std::string, std::less<>> seen;
+  const json::parser_callback_t note_keys = [&](int depth, json::parse_event_t event,
+                                                json& parsed) {
+    if (depth == 1 && event == json::parse_event_t::key && duplicate->empty()) {
+      const auto& key = parsed.get_ref<const std::string&>();
+      if (!seen.insert(key).second) *duplicate = key;
+    }
+    return true;
+  };
+  try {
+    *out = json::parse(line.begin(), line.end(), note_keys);
+  } catch (const json::exception& e) {
+    return "request is not valid JSON: " + ParserReason(e) +
+           ". Send one JSON object per line, e.g. {\"id\":1,\"op\":\"ping\"}";
+  }
+  return std::nullopt;
+}
+
+// Reads the optional id. An id that cannot be echoed faithfully is refused rather than
+// altered, since the client matches replies to requests by it.
+Problem ReadId(const json& request, json* id) {
+  *id = nullptr;
+  const auto it = request.find("id");
+  if (it == request.end() || it->is_null()) return std::nullopt;
+  const std::string expected =
+      "field \"id\" must be an integer that fits in a signed 64-bit value or a string of at most " +
+      std::to_string(kMaxIdBytes) + " bytes";
+  if (it->is_number_unsigned()) {
+    const auto value = it->get<uint64_t>();
+    if (value > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return expected + "; got " + it->dump();
+    }
+    *id = static_cast<int64_t>(value);
+    return std::nullopt;
+  }
+  if (it->is_number_integer()) {
+    *id = it->get<int64_t>();
+    return std::nullopt;
+  }
+  if (it->is_string()) {
+    const size_t size = it->get_ref<const std::string&>().size();
+    if (size > kMaxIdBytes)
+      return expected + "; got a string of " + std::to_string(size) + " bytes";
+    *id = *it;
+    return std::nullopt;
+  }
+  return expected + "; got " + Describe(*it);
+}
+
+// Typed, range-checked access to the fields of one request object.
+class FieldReader {
+ public:
+  explicit FieldReader(const json& request) : request_(request) {}
+
+  Problem Resource(std::string* out) const;
+  Problem Token(std::string* out) const;
+  // An optional integer number of milliseconds in [lo, hi]; fallback when absent.
+  Problem Millis(const std::string& name, int64_t lo, int64_t hi, int64_t fallback,
+                 int64_t* out) const;
+  // An optional boolean; fallback when absent.
+  Problem Flag(const std::string& name, bool fallback, bool* out) const;
+
+ private:
+  const json* Find(const std::string& name) const {
+    const auto it = request_.find(name);
+    return it == request_.end() ? nullptr : &*it;
+  }
+
+  const json& request_;
+};
+
+Problem FieldReader::Resource(std::string* out) const {
+  static const std::string kRule =
+      "1 to " + std::to_string(kMaxResourceBytes) + " bytes of UTF-8 without control characters";
+  const json* value = Find("resource");
+  if (value == nullptr) return "missing required field \"resource\": the lock's name, " + kRule;
+  if (!value->is_string()) {
+    return "field \"resource\" must be a string of " + kRule + "; got " + Describe(*value);
+  }
+  const auto& name = value->get_ref<const std::string&>();
+  if (const auto problem = ResourceNameProblem(name)) {
+    return "field \"resource\" is refused: " + *problem + ". Use " + kRule;
+  }
+  *out = name;
+  return std::nullopt;
+}
+
+Problem FieldReader::Token(std::string* out) const {
+  static const std::string kRule = "the " + std::to_string(2 * kTokenBytes) +
+                                   "-character lowercase hex token that acquire returned";
+  const json* value = Find("token");
+  if (value == nullptr) return "missing required field \"token\": " + kRule;
+  if (!value->is_string() || !IsWellFormedToken(value->get_ref<const std::string&>())) {
+    return "field \"token\" must be " + kRule + "; got " + Describe(*value);
+  }
+  *out = value->get_ref<const std::string&>();
+  return std::nullopt;
+}
+
+Problem FieldReader::Millis(const std::string& name, int64_t lo, int64_t hi, int64_t fallback,
+                            int64_t* out) const {
+  const json* value = Find(name);
+  if (value == nullptr) {
+    *out = fallback;
+    return std::nullopt;
+  }
+  const std::string problem =
+      "field \"" + name + "\" must be an integer number of milliseconds from " +
+      std::to_string(lo) + " to " + std::to_string(hi) + "; got " + Describe(*value) +
+      ". Omit it for the default of " + std::to_string(fallback);
+  if (!value->is_number_integer()) return problem;  // floats, strings, booleans, null...
+  if (value->is_number_unsigned() &&
+      value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+    return problem;
+  }
+  const auto millis = value->get<int64_t>();
+  if (millis < lo || millis > hi) return problem;
+  *out = millis;
+  return std::nullopt;
+}
+
+Problem FieldReader::Flag(const std::string& name, bool fallback, bool* out) const {
+  const json* value = Find(name);
+  if (value == nullptr) {
+    *out = fallback;
+    return std::nullopt;
+  }
+  if (!value->is_boolean()) {
+    return "field \"" + name + "\" must be true or false; got " + Describe(*value) +
+           ". Omit it for the default of " + (fallback ? "true" : "false");
+  }
+  *out = value->get<bool>();
+  return std::nullopt;
+}
+
+Problem DecodeAcquire(const FieldReader& fields, const Limits& limits, Op* op) {
+  AcquireRequest request;
+  if (auto p = fields.Resource(&request.resource)) return p;
+  if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
+                             &request.ttl_ms)) {
+    return p;
+  }
+  if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request.wait_ms)) return p;
+  if (auto p = fields.Flag("renew", false, &request.renew)) return p;
+  *op = std::move(request);
+  return std::nullopt;
+}
+
+Problem DecodeRelease(const FieldReader& fields, const Limits& /*limits*/, Op* op) {
+  ReleaseRequest request;
+  if (auto p = fields.Resource(&request.resource)) return p;
+  if (auto p = fields.Token(&request.token)) return p;
+  *op = std::move(request);
+  return std::nullopt;
+}
+
+Problem DecodeExtend(const FieldReader& fields, const Limits& limits, Op* op) {
+  ExtendRequest request;
+  if (auto p = fields.Resource(&request.resource)) return p;
+  if (auto p = fields.Token(&request.token)) return p;
+  if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
+                             &request.ttl_ms)) {
+    return p;
+  }
+  *op = std::move(request);
+  return std::nullopt;
+}
+
+// held, health and ping carry nothing beyond id and op.
+template <typename BareRequest>
+Problem DecodeBare(const FieldReader& /*fields*/, const Limits& /*limits*/, Op* op) {
+  *op = BareRequest{};
+  return std::nullopt;
+}
+
+constexpr std::string_view kAcquireFields[] = {"id",     "op",      "resource",
+                                               "ttl_ms", "wait_ms", "renew"};
+constexpr std::string_view kReleaseFields[] = {"id", "op", "resource", "token"};
+constexpr std::string_view kExtendFields[] = {"id", "op", "resource", "token", "ttl_ms"};
+constexpr std::string_view kBareFields[] = {"id", "op"};
+
+struct OpSpec {
+  std::string_view name;
+  std::span<const std::string_view> fields;  // every field the op accepts, id and op included
+  Problem (*decode)(const FieldReader&, const Limits&, Op*);
+};
+
+constexpr OpSpec kOps[] = {
+    {"acquire", kAcquireFields, DecodeAcquire},
+    {"release", kReleaseFields, DecodeRelease},
+    {"extend", kExtendFields, DecodeExtend},
+    {"held", kBareFields, DecodeBare<HeldRequest>},
+    {"health", kBareFields, DecodeBare<HealthRequest>},
+    {"ping", kBareFields, DecodeBare<PingRequest>},
+};
+
+std::string Join(std::span<const std::string_view> words) {
+  std::string out;
+  for (const auto word : words) {
+    if (!out.empty()) out += ", ";
+    out += word;
+  }
+  return out;
+}
+
+std::string ValidOps() {
+  std::string out;
+  for (const auto& spec : kOps) {
+    if (!out.empty()) out += ", ";
+    out += spec.name;
+  }
+  return out;
+}
+
+Problem FindOp(const json& request, const OpSpec** spec) {
+  const auto it = request.find("op");
+  if (it == request.end()) return "missing required field \"op\"; valid ops: " + ValidOps();
+  if (!it->is_string()) {
+    return "field \"op\" must be a string naming the operation (" + ValidOps() + "); got " +
+           Describe(*it);
+  }
+  const auto& name = it->get_ref<const std::string&>();
+  for (const auto& candidate : kOps) {
+    if (candidate.name == name) {
+      *spec = &candidate;
+      return std::nullopt;
+    }
+  }
+  return "unknown op " + Quoted(name) + "; valid ops: " + ValidOps();
+}
+
+// Refuses fields the op does not know, so that a misspelled optional field ("ttl" for
+// "ttl_ms") is an error instead of a silently applied default.
+Problem CheckKnownFields(const json& request, const OpSpec& spec) {
+  for (const auto& [key, value] : request.items()) {
+    bool known = false;
+    for (const auto field : spec.fields) known = known || field == key;
+    if (!known) {
+      return "unknown field " + Quoted(key) + " for op " + std::string(spec.name) +
+             "; known fields: " + Join(spec.fields);
+    }
+  }
+  return std::nullopt;
+}
+
+DecodeError BadRequest(json id, std::string message) {
+  return DecodeError{std::move(id), ErrorCode::kBadRequest, std::move(message)};
+}
+
+}  // namespace
+
+std::variant<Request, DecodeError> DecodeRequest(std::string_view line, const Limits& limits) {
+  json request;
+  std::string duplicate;
+  if (auto problem = Parse(line, &request, &duplicate)) return BadRequest(nullptr, *problem);
+  if (!request.is_object()) {
+    return BadRequest(nullptr,
+                      "request must be a JSON object such as {\"id\":1,\"op\":\"ping\"}; got " +
+                          Describe(request));
+  }
+  // A repeated id is ambiguous, so its error cannot echo either value.
+  json id;
+  if (duplicate != "id") {
+    if (auto problem = ReadId(request, &id)) return BadRequest(nullptr, *problem);
+  }
+  if (!duplicate.empty()) {
+    return BadRequest(id, "field " + Quoted(duplicate) + " appears more than once; send it once");
+  }
+  const OpSpec* spec = nullptr;
+  if (auto problem = FindOp(request, &spec)) return BadRequest(id, *problem);
+  if (auto problem = CheckKnownFields(request, *spec)) return BadRequest(id, *problem);
+  Request decoded{id, {}};
+  if (auto problem = spec->decode(FieldReader(request), limits, &decoded.op)) {
+    return BadRequest(id, *problem);
+  }
+  return decoded;
+}
+
+}  // namespace lw::protocol

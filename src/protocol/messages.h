@@ -1,0 +1,91 @@
+#pragma once
+// The lockwarden wire protocol: one JSON object per line each way over a stream Unix socket.
+// This room turns bytes into validated requests and results into bytes. It knows nothing of
+// sockets, Redis or the engine; docs/protocol.md is its user-facing description.
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/error_code.h"
+
+namespace lw::protocol {
+
+struct AcquireRequest {
+  std::string resource;
+  int64_t ttl_ms = 0;
+  int64_t wait_ms = 0;
+  bool renew = false;
+};
+struct ReleaseRequest {
+  std::string resource;
+  std::string token;
+};
+struct ExtendRequest {
+  std::string resource;
+  std::string token;
+  int64_t ttl_ms = 0;
+};
+struct HeldRequest {};
+struct HealthRequest {};
+struct PingRequest {};
+
+using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
+                        PingRequest>;
+
+// `id` is echoed verbatim in the reply: a JSON integer or a string of at most 128 bytes, or
+// null when the client sent none.
+struct Request {
+  nlohmann::json id;
+  Op op;
+};
+
+// A request that cannot be served. `id` is the request's id when it could be read, else null.
+struct DecodeError {
+  nlohmann::json id;
+  ErrorCode code = ErrorCode::kBadRequest;
+  std::string message;
+};
+
+// Bounds the decoder enforces; they come from the agent's configuration.
+struct Limits {
+  int64_t min_ttl_ms = 100;
+  int64_t max_ttl_ms = 3'600'000;
+  int64_t default_ttl_ms = 30'000;  // acquire without ttl_ms
+  int64_t max_wait_ms = 300'000;
+};
+
+// Decodes one line (without its trailing '\n'). Every field is type- and range-checked;
+// unknown ops and unknown fields are refused so that a typo never silently changes meaning.
+std::variant<Request, DecodeError> DecodeRequest(std::string_view line, const Limits& limits);
+
+// Views of engine state, shaped for the wire.
+struct HeldLockView {
+  std::string resource;
+  std::string token;
+  int64_t validity_ms = 0;
+  bool renew = false;
+};
+struct NodeHealthView {
+  std::string addr;
+  bool up = false;
+  double rtt_ms = 0;  // last health-check round trip; meaningless when !up
+};
+
+// Encoders. Each returns one complete line, '\n'-terminated.
+std::string EncodeOk(const nlohmann::json& id);
+std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
+                           std::string_view token, int64_t validity_ms, int64_t waited_ms);
+std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
+std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks);
+std::string EncodeHealth(const nlohmann::json& id, int quorum,
+                         const std::vector<NodeHealthView>& nodes);
+std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_view message);
+// Pushed without an id. reason: "renew_failed", "expired", "revoked".
+std::string EncodeLost(std::string_view resource, std::string_view token,
+                       std::string_view reason);
+
+}  // namespace lw::protocol

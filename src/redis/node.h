@@ -1,0 +1,46 @@
+#pragma once
+// The engine's view of one Redis master: three lock commands and a health summary.
+// LockEngine is written against this interface so that its tests can script a master.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace lw {
+
+// A master's answer, flattened. kUnavailable and kDisconnected are ours, not Redis's: the
+// command was not sent (no usable connection) or the connection died before the answer.
+struct Reply {
+  enum class Kind { kStatus, kString, kInteger, kNil, kArray, kError, kUnavailable, kDisconnected };
+  Kind kind = Kind::kUnavailable;
+  int64_t integer = 0;
+  std::string text;  // status, string or error text
+};
+
+// Invoked exactly once per command, never synchronously from inside the call that sent it.
+using ReplyHandler = std::function<void(const Reply&)>;
+
+struct NodeStatus {
+  std::string addr;        // host:port, no credentials
+  bool up = false;         // connected and handshaken: commands are being sent
+  double rtt_ms = 0;       // last health-check round trip
+  uint64_t reconnects = 0; // successful connections after the first
+  std::string last_error;  // why it is down, if it is
+};
+
+class Node {
+ public:
+  virtual ~Node() = default;
+  // SET key token NX PX ttl_ms. "OK" status = acquired; nil = held by someone else.
+  virtual void SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
+                           ReplyHandler handler) = 0;
+  // Compare-and-delete. Integer 1 = deleted, 0 = the key holds another token or is gone.
+  virtual void DeleteIfHeld(const std::string& key, const std::string& token,
+                            ReplyHandler handler) = 0;
+  // Compare-and-pexpire. Integer 1 = extended, 0 = not held by token.
+  virtual void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
+                            ReplyHandler handler) = 0;
+  virtual NodeStatus status() const = 0;
+};
+
+}  // namespace lw

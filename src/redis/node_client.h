@@ -1,0 +1,115 @@
+#pragma once
+// NodeClient: one asynchronous hiredis connection to one master, driven by the libuv loop.
+//
+// All commands from all clients share the connection (hiredis pipelines them; writes are
+// flushed once per loop turn). hiredis 0.14 has no timeouts, so this class owns them:
+//  - connect + handshake (AUTH, SCRIPT LOAD, PING) must finish within connect_timeout;
+//  - a connection whose oldest command has waited longer than connect_timeout is stalled
+//    (e.g. a SIGSTOPped master) and is dropped and reconnected;
+//  - reconnects back off exponentially up to reconnect_max_backoff.
+// Per-command timeouts are the engine's business (it stops counting at its own deadline).
+// While the connection is not ready, commands fail at once with kUnavailable.
+
+#include <uv.h>
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "redis/node.h"
+#include "redis/timer.h"
+
+struct redisAsyncContext;
+
+namespace lw {
+
+struct NodeClientOptions {
+  int64_t connect_timeout_ms = 1000;
+  int64_t reconnect_max_backoff_ms = 2000;
+  int64_t health_interval_ms = 1000;
+};
+
+class NodeClient final : public Node {
+ public:
+  NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions options);
+  ~NodeClient() override;
+  NodeClient(const NodeClient&) = delete;
+  NodeClient& operator=(const NodeClient&) = delete;
+
+  // Starts connecting; reconnects on its own from then on.
+  void Start();
+  // Closes the connection and stops reconnecting. Pending commands fail with kDisconnected.
+  void Stop();
+
+  void SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
+                   ReplyHandler handler) override;
+  void DeleteIfHeld(const std::string& key, const std::string& token,
+                    ReplyHandler handler) override;
+  void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
+                    ReplyHandler handler) override;
+  NodeStatus status() const override;
+
+ private:
+  enum class State { kIdle, kConnecting, kHandshaking, kReady, kStopped };
+  enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld };
+  using Clock = std::chrono::steady_clock;
+
+  // One per command in flight; handed to hiredis as privdata so every reply (or the NULL
+  // "connection gone" reply) finds its handler even after the connection was replaced.
+  struct Pending {
+    NodeClient* owner = nullptr;
+    uint64_t generation = 0;  // which connection carried it
+    ReplyHandler handler;
+    Script script = Script::kNone;  // for the EVALSHA -> EVAL fallback
+    std::string key, arg1, arg2;
+  };
+
+  static void OnConnect(const redisAsyncContext* ac, int status);
+  static void OnDisconnect(const redisAsyncContext* ac, int status);
+  static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
+
+  void Connect();
+  void BeginHandshake();
+  void HandshakeStep(const Reply& reply, const char* what);
+  void BecomeReady();
+  void ConnectionLost(const std::string& why);
+  void DropConnection(const std::string& why);
+  void ScheduleReconnect();
+  void HealthTick();
+  void Eval(Script script, const std::string& key, const std::string& arg1,
+            const std::string& arg2, ReplyHandler handler);
+  void SendEval(std::unique_ptr<Pending> pending, bool by_sha);
+  void Send(int argc, const char** argv, const size_t* lens, std::unique_ptr<Pending> pending);
+  void SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler);
+  void FailSoon(ReplyHandler handler);
+  void HandleReply(std::unique_ptr<Pending> pending, Reply reply);
+
+  uv_loop_t* loop_;
+  MasterAddress address_;
+  std::string display_;
+  NodeClientOptions options_;
+  State state_ = State::kIdle;
+  redisAsyncContext* ac_ = nullptr;
+  uint64_t generation_ = 0;
+  std::deque<Clock::time_point> sent_;  // send times of the current connection's commands
+  std::string delete_sha_, extend_sha_;
+  int handshake_left_ = 0;
+  int64_t backoff_ms_ = 0;
+  bool ever_ready_ = false;
+  bool health_ping_in_flight_ = false;
+  Clock::time_point last_health_ping_;
+  double rtt_ms_ = 0;
+  uint64_t reconnects_ = 0;
+  std::string last_error_ = "not connected yet";
+  Timer connect_timer_;
+  Timer reconnect_timer_;
+  Timer health_timer_;
+  Timer fail_timer_;
+  std::deque<ReplyHandler> to_fail_;  // commands refused while not ready, failed next turn
+};
+
+}  // namespace lw

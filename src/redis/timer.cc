@@ -1,0 +1,58 @@
+#include "redis/timer.h"
+
+#include <utility>
+
+namespace lw {
+
+struct Timer::Handle {
+  uv_timer_t timer;
+  std::function<void()> fn;
+  bool repeat = false;
+};
+
+namespace {
+void OnFire(uv_timer_t* t) {
+  auto* h = static_cast<Timer::Handle*>(t->data);
+  if (h->repeat) {
+    h->fn();
+    return;
+  }
+  // Move out first: fn may restart or destroy this timer while it runs.
+  auto fn = std::move(h->fn);
+  h->fn = nullptr;
+  if (fn) fn();
+}
+}  // namespace
+
+Timer::Timer(uv_loop_t* loop) : handle_(new Handle) {
+  uv_timer_init(loop, &handle_->timer);
+  handle_->timer.data = handle_;
+}
+
+Timer::~Timer() {
+  uv_timer_stop(&handle_->timer);
+  handle_->fn = nullptr;
+  uv_close(reinterpret_cast<uv_handle_t*>(&handle_->timer),
+           [](uv_handle_t* h) { delete static_cast<Handle*>(h->data); });
+}
+
+void Timer::Start(int64_t ms, std::function<void()> fn) {
+  handle_->fn = std::move(fn);
+  handle_->repeat = false;
+  uv_timer_start(&handle_->timer, OnFire, ms < 0 ? 0 : static_cast<uint64_t>(ms), 0);
+}
+
+void Timer::StartRepeat(int64_t ms, std::function<void()> fn) {
+  handle_->fn = std::move(fn);
+  handle_->repeat = true;
+  const auto period = ms <= 0 ? 1 : static_cast<uint64_t>(ms);
+  uv_timer_start(&handle_->timer, OnFire, period, period);
+}
+
+void Timer::Stop() { uv_timer_stop(&handle_->timer); }
+
+bool Timer::active() const {
+  return uv_is_active(reinterpret_cast<const uv_handle_t*>(&handle_->timer)) != 0;
+}
+
+}  // namespace lw

@@ -1,0 +1,18 @@
+#pragma once
+// Attaches a hiredis async context to a libuv loop.
+//
+// We do not use <hiredis/adapters/libuv.h> from Debian's hiredis 0.14.1: its poll callback
+// returns early on a libuv error status, and libuv reports POLLERR (a refused connect, a
+// reset) exactly that way, so hiredis never learns the connection failed and the context
+// hangs in "connecting" forever (hiredis issues #508 and #367, fixed upstream after 0.14).
+// This adapter forwards the error to hiredis by letting it attempt the I/O.
+
+struct redisAsyncContext;
+struct uv_loop_s;
+
+namespace lw {
+
+// Returns false if the poll handle could not be set up (the caller frees the context).
+bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop);
+
+}  // namespace lw

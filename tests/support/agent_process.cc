@@ -1,0 +1,188 @@
+#include "support/agent_process.h"
+
+#include <poll.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <utility>
+
+#ifndef LOCKWARDEN_BINARY
+#error "LOCKWARDEN_BINARY must name the agent binary (set by tests/CMakeLists.txt)"
+#endif
+
+namespace lw::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+constexpr milliseconds kStartDeadline{10'000};
+constexpr milliseconds kTermGrace{3'000};
+constexpr milliseconds kRetryPause{5};
+
+// Translates a wait status into WaitExit's convention: exit code, or 128 + signal.
+int ExitCode(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return status;
+}
+
+// A pidfd becomes readable when the process exits; -1 when the kernel lacks pidfd_open.
+int OpenPidfd(pid_t pid) {
+#ifdef SYS_pidfd_open
+  return static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+#else
+  (void)pid;
+  return -1;
+#endif
+}
+
+int QuorumOf(const nlohmann::json& health, size_t n_masters) {
+  auto it = health.find("quorum");
+  if (it != health.end() && it->is_number_integer()) return it->get<int>();
+  return static_cast<int>(n_masters / 2 + 1);
+}
+
+}  // namespace
+
+std::string LockwardenBinary() { return LOCKWARDEN_BINARY; }
+
+AgentProcess::AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args,
+                           Readiness readiness)
+    : AgentProcess(cluster.urls(), std::move(extra_args), readiness) {}
+
+AgentProcess::AgentProcess(std::vector<std::string> master_urls,
+                           std::vector<std::string> extra_args, Readiness readiness)
+    : master_urls_(std::move(master_urls)), readiness_(readiness) {
+  dir_ = MakeTempDir("lw-agent-");
+  socket_path_ = dir_ + "/agent.sock";
+  log_path_ = dir_ + "/agent.log";
+  std::vector<std::string> argv = {LockwardenBinary(), "serve", "--socket", socket_path_};
+  for (const auto& url : master_urls_) {
+    argv.push_back("--master");
+    argv.push_back(url);
+  }
+  argv.push_back("--log-level");
+  argv.push_back("debug");
+  argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  try {
+    pid_ = SpawnTestProcess(argv, log_path_);
+    if (!WaitReady(kStartDeadline)) {
+      std::string state =
+          reaped_ ? "exited with code " + std::to_string(exit_status_) : "not ready within 10 s";
+      throw std::runtime_error("lockwarden agent " + state + "\n--- agent.log ---\n" +
+                               FileTail(log_path_));
+    }
+  } catch (...) {
+    Shutdown();
+    throw;
+  }
+}
+
+AgentProcess::~AgentProcess() { Shutdown(); }
+
+void AgentProcess::Shutdown() noexcept {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGTERM);
+    if (WaitExit(kTermGrace) < 0) {
+      kill(pid_, SIGKILL);
+      WaitExit(kTermGrace);
+    }
+  }
+  if (!dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+}
+
+bool AgentProcess::ReapIfExited() {
+  if (reaped_) return true;
+  if (pid_ <= 0) return false;
+  int status = 0;
+  pid_t r;
+  do {
+    r = waitpid(pid_, &status, WNOHANG);
+  } while (r < 0 && errno == EINTR);
+  if (r == pid_) {
+    reaped_ = true;
+    exit_status_ = ExitCode(status);
+  }
+  return reaped_;
+}
+
+bool AgentProcess::WaitReady(milliseconds deadline) {
+  const auto end = Clock::now() + deadline;
+  std::optional<lw::client::Client> client;
+  while (true) {
+    if (ReapIfExited()) return false;
+    // The agent is a separate process: there is no event for "socket bound" or "masters
+    // connected", so poll, keeping one connection once it exists.
+    try {
+      if (!client) client.emplace(socket_path_);
+      auto left = std::chrono::duration_cast<milliseconds>(end - Clock::now());
+      nlohmann::json health =
+          client->Call(nlohmann::json{{"op", "health"}}, std::max(left, milliseconds(50)));
+      if (health.value("ok", false)) {
+        if (readiness_ == Readiness::kSocket) return true;
+        int up = 0;
+        auto nodes = health.find("nodes");
+        if (nodes != health.end() && nodes->is_array()) {
+          for (const auto& n : *nodes) {
+            if (n.is_object() && n.value("up", false)) ++up;
+          }
+        }
+        if (up >= QuorumOf(health, master_urls_.size())) return true;
+      }
+    } catch (const lw::client::ClientError&) {
+      client.reset();  // not listening yet, or the connection broke: reconnect next round
+    } catch (const nlohmann::json::exception&) {
+      client.reset();  // an unexpected reply shape; treat as not ready
+    }
+    if (Clock::now() >= end) return false;
+    std::this_thread::sleep_for(kRetryPause);
+  }
+}
+
+void AgentProcess::Signal(int sig) {
+  if (pid_ > 0 && !reaped_) kill(pid_, sig);
+}
+
+int AgentProcess::WaitExit(milliseconds deadline) {
+  if (ReapIfExited()) return exit_status_;
+  if (pid_ <= 0) return -1;
+  const auto end = Clock::now() + deadline;
+  int pidfd = OpenPidfd(pid_);
+  while (!ReapIfExited()) {
+    auto left = std::chrono::duration_cast<milliseconds>(end - Clock::now());
+    if (left <= milliseconds(0)) break;
+    if (pidfd >= 0) {
+      pollfd pfd{pidfd, POLLIN, 0};
+      poll(&pfd, 1, static_cast<int>(left.count()));  // readable once the process exits
+    } else {
+      std::this_thread::sleep_for(std::min(left, kRetryPause));
+    }
+  }
+  if (pidfd >= 0) close(pidfd);
+  return reaped_ ? exit_status_ : -1;
+}
+
+std::string AgentProcess::Log() const {
+  std::ifstream in(log_path_, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+lw::client::Client AgentProcess::Connect() const { return lw::client::Client(socket_path_); }
+
+}  // namespace lw::test

@@ -1,0 +1,78 @@
+#pragma once
+// Test fixture: the real lockwarden agent as a child process, serving a socket in its own temp
+// dir against real masters, its stdout and stderr captured in <dir>/agent.log. Not thread-safe.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "client/client.h"
+#include "support/redis_cluster.h"
+
+namespace lw::test {
+
+// Path of the lockwarden binary under test (the LOCKWARDEN_BINARY build definition).
+std::string LockwardenBinary();
+
+class AgentProcess {
+ public:
+  // When the constructor considers the agent ready (see WaitReady).
+  enum class Readiness {
+    kQuorum,  // health answers ok:true and at least quorum masters are up (the usual case)
+    kSocket,  // health answers ok:true, whatever the masters (for no-quorum tests)
+  };
+
+  // Runs `lockwarden serve --socket <dir>/agent.sock --master <url>... --log-level debug
+  // <extra_args>` against every master of the cluster, then WaitReady(10 s). Throws
+  // std::runtime_error with the agent's log tail if it cannot start or does not become ready
+  // (the process is killed and its dir removed by the throw).
+  explicit AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args = {},
+                        Readiness readiness = Readiness::kQuorum);
+  // Same with an explicit list of master URLs, e.g. including masters that were never started.
+  explicit AgentProcess(std::vector<std::string> master_urls,
+                        std::vector<std::string> extra_args = {},
+                        Readiness readiness = Readiness::kQuorum);
+  // SIGTERM, up to 3 s for a clean exit, then SIGKILL; reaps the process and removes the dir.
+  ~AgentProcess();
+  AgentProcess(const AgentProcess&) = delete;
+  AgentProcess& operator=(const AgentProcess&) = delete;
+
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& dir() const { return dir_; }
+  pid_t pid() const { return pid_; }
+
+  // Polls until `deadline` from now: connect a client to the socket and ask for health. True
+  // once the agent is ready in the sense of the constructor's Readiness (quorum: the "quorum"
+  // field of the reply, or n/2+1 of the configured masters if absent). False on deadline or if
+  // the agent exited (its status is kept for WaitExit).
+  bool WaitReady(std::chrono::milliseconds deadline);
+
+  // Sends sig to the agent (no-op once it has been reaped).
+  void Signal(int sig);
+  // Waits up to `deadline` for the agent to exit and reaps it. Returns its exit code, or
+  // 128 + signal number if a signal ended it, or -1 if it is still running at the deadline.
+  // Once reaped, further calls return the same status at once.
+  int WaitExit(std::chrono::milliseconds deadline);
+  // Everything the agent has written to stdout and stderr so far.
+  std::string Log() const;
+  // A new client connection (a new session) to the agent; throws lw::client::ClientError.
+  lw::client::Client Connect() const;
+
+ private:
+  // Reaps the agent if it has exited, recording its status; true if it has.
+  bool ReapIfExited();
+  void Shutdown() noexcept;
+
+  std::vector<std::string> master_urls_;
+  Readiness readiness_;
+  std::string dir_;
+  std::string socket_path_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  int exit_status_ = -1;  // valid once reaped_
+  bool reaped_ = false;
+};
+
+}  // namespace lw::test

@@ -1,0 +1,618 @@
+#include "config/config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <set>
+
+namespace lw {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+constexpr char kLocal[] = "redis://127.0.0.1:6379";
+
+MasterAddress MustParseUrl(const std::string& url) {
+  auto parsed = ParseMasterUrl(url);
+  if (auto* error = std::get_if<std::string>(&parsed)) {
+    ADD_FAILURE() << url << ": " << *error;
+    return {};
+  }
+  return std::get<MasterAddress>(parsed);
+}
+
+std::string UrlError(const std::string& url) {
+  auto parsed = ParseMasterUrl(url);
+  if (auto* error = std::get_if<std::string>(&parsed)) return *error;
+  ADD_FAILURE() << url << " was accepted";
+  return "";
+}
+
+Config MustLoad(const ConfigSources& sources) {
+  auto loaded = LoadConfig(sources);
+  if (auto* error = std::get_if<std::string>(&loaded)) {
+    ADD_FAILURE() << *error;
+    return {};
+  }
+  return std::get<Config>(loaded);
+}
+
+std::string LoadError(const ConfigSources& sources) {
+  auto loaded = LoadConfig(sources);
+  if (auto* error = std::get_if<std::string>(&loaded)) return *error;
+  ADD_FAILURE() << "configuration was accepted";
+  return "";
+}
+
+// A valid config: the defaults plus one master.
+Config ValidConfig() {
+  Config config;
+  config.masters.push_back(MustParseUrl(kLocal));
+  return config;
+}
+
+// Sources with one master given by flag, so only the setting under test can fail.
+ConfigSources WithMasterFlag() {
+  ConfigSources sources;
+  sources.flags["masters"] = {kLocal};
+  return sources;
+}
+
+// Each test gets a fresh mkdtemp directory for its TOML files.
+class ConfigFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "lw_config_XXXXXX").string();
+    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string Write(const std::string& name, const std::string& contents) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << contents;
+    return path;
+  }
+
+  std::filesystem::path dir_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Defaults, settings table, names.
+
+TEST(ConfigDefaults, ValidOnceAMasterIsGiven) {
+  EXPECT_EQ(ValidateConfig(ValidConfig()), std::nullopt);
+  const Config loaded = MustLoad(WithMasterFlag());
+  const Config defaults;
+  EXPECT_EQ(loaded.socket_path, defaults.socket_path);
+  EXPECT_EQ(loaded.node_timeout_ms, defaults.node_timeout_ms);
+  EXPECT_EQ(loaded.drift_factor, defaults.drift_factor);
+  ASSERT_EQ(loaded.masters.size(), 1u);
+  EXPECT_EQ(loaded.masters[0].Display(), "127.0.0.1:6379");
+}
+
+TEST(ConfigDefaults, NoMasterSaysHowToGiveOne) {
+  const auto error = ValidateConfig(Config{});
+  ASSERT_TRUE(error.has_value());
+  EXPECT_THAT(*error, StartsWith("masters: "));
+  EXPECT_THAT(*error, HasSubstr("--master redis://127.0.0.1:6379"));
+  EXPECT_THAT(LoadError({}), StartsWith("masters (default): "));
+}
+
+TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
+  std::string keys;
+  for (const SettingInfo& s : Settings()) {
+    keys += s.key + " ";
+    EXPECT_THAT(s.help, HasSubstr("default")) << s.key;
+    if (s.key.ends_with("_ms")) {
+      EXPECT_THAT(s.help, HasSubstr("ms")) << s.key;
+    }
+  }
+  EXPECT_EQ(keys,
+            "socket_path masters key_prefix min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
+            "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
+            "reconnect_max_backoff_ms health_interval_ms shutdown_grace_ms log_level "
+            "max_line_bytes ");
+  EXPECT_THAT(Settings()[7].help, HasSubstr("default 50"));
+  EXPECT_THAT(Settings()[9].help, HasSubstr("0.01"));
+}
+
+TEST(ConfigSettings, EnvAndFlagNames) {
+  EXPECT_EQ(EnvVarFor("node_timeout_ms"), "LOCKWARDEN_NODE_TIMEOUT_MS");
+  EXPECT_EQ(FlagFor("node_timeout_ms"), "--node-timeout-ms");
+  EXPECT_EQ(EnvVarFor("masters"), "LOCKWARDEN_MASTERS");
+  EXPECT_EQ(FlagFor("masters"), "--master");
+  EXPECT_EQ(EnvVarFor("socket_path"), "LOCKWARDEN_SOCKET_PATH");
+  EXPECT_EQ(FlagFor("reconnect_max_backoff_ms"), "--reconnect-max-backoff-ms");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Master URLs.
+
+TEST(MasterUrl, UserAndPassword) {
+  const MasterAddress m = MustParseUrl("redis://alice:s3cret@redis-1.internal:7000");
+  EXPECT_EQ(m.host, "redis-1.internal");
+  EXPECT_EQ(m.port, 7000);
+  EXPECT_EQ(m.user, "alice");
+  EXPECT_EQ(m.password, "s3cret");
+  EXPECT_EQ(m.Display(), "redis-1.internal:7000");
+}
+
+TEST(MasterUrl, PasswordOnlyAndDefaultPort) {
+  const MasterAddress m = MustParseUrl("redis://:s3cret@10.0.0.7");
+  EXPECT_EQ(m.host, "10.0.0.7");
+  EXPECT_EQ(m.port, 6379);
+  EXPECT_EQ(m.user, "");
+  EXPECT_EQ(m.password, "s3cret");
+  const MasterAddress plain = MustParseUrl("redis://localhost");
+  EXPECT_EQ(plain.port, 6379);
+  EXPECT_TRUE(plain.password.empty());
+  EXPECT_EQ(MustParseUrl("REDIS://h:1/").Display(), "h:1");
+}
+
+TEST(MasterUrl, PasswordMayHoldUrlCharacters) {
+  const MasterAddress m = MustParseUrl("redis://u:p@ss/w?rd@host:6380");
+  EXPECT_EQ(m.password, "p@ss/w?rd");
+  EXPECT_EQ(m.Display(), "host:6380");
+}
+
+TEST(MasterUrl, BracketedIpv6) {
+  const MasterAddress m = MustParseUrl("redis://[::1]:6380");
+  EXPECT_EQ(m.host, "::1");
+  EXPECT_EQ(m.port, 6380);
+  EXPECT_EQ(m.Display(), "[::1]:6380");
+  EXPECT_EQ(MustParseUrl("redis://[fe80::1]").port, 6379);
+  EXPECT_THAT(UrlError("redis://::1:6379"), HasSubstr("brackets"));
+  EXPECT_THAT(UrlError("redis://[zz]:6379"), HasSubstr("not an IPv6 address"));
+  EXPECT_THAT(UrlError("redis://[::1"), HasSubstr("not closed"));
+}
+
+TEST(MasterUrl, BadPorts) {
+  EXPECT_THAT(UrlError("redis://h:0"), HasSubstr("out of range 1..65535"));
+  EXPECT_THAT(UrlError("redis://h:70000"), HasSubstr("out of range 1..65535"));
+  EXPECT_THAT(UrlError("redis://h:99999999999999999999"), HasSubstr("out of range"));
+  EXPECT_THAT(UrlError("redis://h:abc"), HasSubstr("not a number"));
+  EXPECT_THAT(UrlError("redis://h:-1"), HasSubstr("not a number"));
+  EXPECT_THAT(UrlError("redis://h:"), HasSubstr("port"));
+}
+
+TEST(MasterUrl, SchemeAndHost) {
+  EXPECT_THAT(UrlError("rediss://h:6379"), HasSubstr("hiredis 0.14 has no TLS"));
+  EXPECT_THAT(UrlError("rediss://h:6379"), HasSubstr("stunnel"));
+  EXPECT_THAT(UrlError("http://h:6379"), HasSubstr("must start with redis://"));
+  EXPECT_THAT(UrlError("127.0.0.1:6379"), HasSubstr("must start with redis://"));
+  EXPECT_THAT(UrlError(""), HasSubstr("empty"));
+  EXPECT_THAT(UrlError("redis://"), HasSubstr("host is missing"));
+  EXPECT_THAT(UrlError("redis://:6379"), HasSubstr("host is missing"));
+  EXPECT_THAT(UrlError("redis://h o:6379"), HasSubstr("invalid character"));
+  EXPECT_THAT(UrlError("redis://h:6379/2"), HasSubstr("not supported"));
+  EXPECT_THAT(UrlError("redis://h:6379?db=1"), HasSubstr("not supported"));
+}
+
+TEST(MasterUrl, ErrorsNameTheUrlButNeverThePassword) {
+  const std::vector<std::string> bad = {
+      "redis://alice:hunter2@h:0",   "redis://:hunter2@:6379",     "rediss://alice:hunter2@h:6379",
+      "http://alice:hunter2@h:6379", "redis://hunter2@h:6379",     "redis://alice:hunter2@h:6379/0",
+      "redis://:hunter2@[::1:6379",  "redis://al:hunter2@h:6379,x"};
+  for (const std::string& url : bad) {
+    const std::string error = UrlError(url);
+    EXPECT_THAT(error, Not(HasSubstr("hunter2"))) << url;
+    EXPECT_THAT(error, HasSubstr("***")) << url;
+  }
+  EXPECT_THAT(UrlError("redis://alice:hunter2@h:0"), HasSubstr("redis://alice:***@h:0"));
+  EXPECT_THAT(UrlError("redis://alice:@h:1"), HasSubstr("password"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// TOML file.
+
+TEST_F(ConfigFileTest, LoadsEverySetting) {
+  const std::string path = Write("lockwarden.toml", R"(# lockwarden agent
+socket_path = "/tmp/lw.sock"
+masters = [
+  "redis://10.0.0.1:6379",
+  "redis://:pw@10.0.0.2:6380",
+  "redis://10.0.0.3",
+]
+key_prefix = "app:lock:"
+min_ttl_ms = 200
+max_ttl_ms = 60000
+default_ttl_ms = 10000
+max_wait_ms = 0
+node_timeout_ms = 20
+connect_timeout_ms = 500
+drift_factor = 0.02
+retry_delay_ms = 10
+retry_jitter_ms = 0
+reconnect_max_backoff_ms = 5000
+health_interval_ms = 250
+shutdown_grace_ms = 0
+log_level = "debug"
+max_line_bytes = 4096
+)");
+  ConfigSources sources;
+  sources.toml_path = path;
+  const Config c = MustLoad(sources);
+  EXPECT_EQ(c.socket_path, "/tmp/lw.sock");
+  ASSERT_EQ(c.masters.size(), 3u);
+  EXPECT_EQ(c.masters[1].Display(), "10.0.0.2:6380");
+  EXPECT_EQ(c.masters[1].password, "pw");
+  EXPECT_EQ(c.masters[2].port, 6379);
+  EXPECT_EQ(c.key_prefix, "app:lock:");
+  EXPECT_EQ(c.min_ttl_ms, 200);
+  EXPECT_EQ(c.max_ttl_ms, 60000);
+  EXPECT_EQ(c.default_ttl_ms, 10000);
+  EXPECT_EQ(c.max_wait_ms, 0);
+  EXPECT_EQ(c.node_timeout_ms, 20);
+  EXPECT_EQ(c.connect_timeout_ms, 500);
+  EXPECT_DOUBLE_EQ(c.drift_factor, 0.02);
+  EXPECT_EQ(c.retry_delay_ms, 10);
+  EXPECT_EQ(c.retry_jitter_ms, 0);
+  EXPECT_EQ(c.reconnect_max_backoff_ms, 5000);
+  EXPECT_EQ(c.health_interval_ms, 250);
+  EXPECT_EQ(c.shutdown_grace_ms, 0);
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.max_line_bytes, 4096);
+}
+
+TEST_F(ConfigFileTest, IntegerDriftFactorIsAccepted) {
+  ConfigSources sources = WithMasterFlag();
+  sources.toml_path = Write("a.toml", "drift_factor = 0\n");
+  EXPECT_EQ(MustLoad(sources).drift_factor, 0.0);
+}
+
+TEST_F(ConfigFileTest, UnknownKeyNamesLineAndSuggests) {
+  ConfigSources sources = WithMasterFlag();
+  sources.toml_path =
+      Write("lockwarden.toml", "# comment\nkey_prefix = \"x:\"\nnode_timeout = 5\n");
+  EXPECT_EQ(LoadError(sources), "unknown setting \"node_timeout\" at " + *sources.toml_path +
+                                    ":3; did you mean node_timeout_ms?");
+  sources.toml_path = Write("b.toml", "log_levle = \"info\"\n");
+  EXPECT_THAT(LoadError(sources), HasSubstr("did you mean log_level?"));
+  sources.toml_path = Write("c.toml", "[redis]\nhost = \"x\"\n");
+  EXPECT_THAT(LoadError(sources),
+              HasSubstr("unknown setting \"redis\" at " + *sources.toml_path + ":1"));
+}
+
+TEST_F(ConfigFileTest, FirstProblemInFileOrderIsReported) {
+  ConfigSources sources = WithMasterFlag();
+  sources.toml_path = Write("a.toml", "zzz = 1\naaa = 2\n");  // the table itself sorts by key
+  EXPECT_THAT(LoadError(sources), HasSubstr("\"zzz\" at " + *sources.toml_path + ":1"));
+}
+
+TEST_F(ConfigFileTest, WrongTypesNameKeyLineAndExpectedType) {
+  struct Case {
+    std::string toml;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"\nnode_timeout_ms = \"50\"\n",
+       "node_timeout_ms (%:2): expected an integer (ms), got a string"},
+      {"max_line_bytes = 1.5\n", "max_line_bytes (%:1): expected an integer (bytes), got a float"},
+      {"drift_factor = \"0.1\"\n", "drift_factor (%:1): expected a number, got a string"},
+      {"log_level = 3\n", "log_level (%:1): expected a string, got an integer"},
+      {"socket_path = true\n", "socket_path (%:1): expected a string, got a boolean"},
+      {"masters = \"redis://h:1\"\n", "masters (%:1): expected an array of strings"},
+      {"masters = [\"redis://h:1\", 2]\n", "masters (%:1): entry 2: expected a string"},
+      {"masters = [\"redis://:pw@h:0\"]\n", "masters (%:1): master URL \"redis://:***@h:0\""},
+  };
+  for (const Case& c : cases) {
+    ConfigSources sources;
+    sources.toml_path = Write("t.toml", c.toml);
+    std::string expected = c.expected;
+    expected.replace(expected.find('%'), 1, *sources.toml_path);
+    EXPECT_THAT(LoadError(sources), StartsWith(expected)) << c.toml;
+  }
+}
+
+TEST_F(ConfigFileTest, SyntaxErrorAndMissingFile) {
+  ConfigSources sources = WithMasterFlag();
+  sources.toml_path = Write("bad.toml", "min_ttl_ms = 100\nmax_ttl_ms = \n");
+  EXPECT_THAT(LoadError(sources), HasSubstr(*sources.toml_path + ":2:"));
+  sources.toml_path = (dir_ / "missing.toml").string();
+  EXPECT_EQ(LoadError(sources),
+            "config file " + *sources.toml_path + ": cannot open: No such file or directory");
+  sources.toml_path = dir_.string();
+  EXPECT_EQ(LoadError(sources), "config file " + dir_.string() + ": is a directory");
+  sources.toml_path = "";
+  EXPECT_THAT(LoadError(sources), HasSubstr("empty"));
+}
+
+TEST_F(ConfigFileTest, ValidationErrorNamesFileAndLine) {
+  ConfigSources sources = WithMasterFlag();
+  sources.toml_path = Write("a.toml", "min_ttl_ms = 100\nnode_timeout_ms = 0\n");
+  EXPECT_THAT(LoadError(sources), StartsWith("node_timeout_ms (" + *sources.toml_path + ":2): "));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Precedence and the environment / flag sources.
+
+TEST_F(ConfigFileTest, PrecedenceTomlThenEnvThenFlags) {
+  ConfigSources sources;
+  sources.toml_path = Write("a.toml",
+                            "node_timeout_ms = 10\nkey_prefix = \"toml:\"\nlog_level = \"warn\"\n"
+                            "masters = [\"redis://t1:1\", \"redis://t2:2\"]\n");
+  EXPECT_EQ(MustLoad(sources).node_timeout_ms, 10);
+  EXPECT_EQ(MustLoad(sources).masters.size(), 2u);
+
+  sources.env = {{"LOCKWARDEN_NODE_TIMEOUT_MS", "20"},
+                 {"LOCKWARDEN_KEY_PREFIX", "env:"},
+                 {"LOCKWARDEN_MASTERS", "redis://e1:1"}};
+  Config c = MustLoad(sources);
+  EXPECT_EQ(c.node_timeout_ms, 20);
+  EXPECT_EQ(c.key_prefix, "env:");
+  EXPECT_EQ(c.log_level, "warn");   // from TOML, untouched by env
+  ASSERT_EQ(c.masters.size(), 1u);  // a higher source replaces the list
+  EXPECT_EQ(c.masters[0].host, "e1");
+
+  sources.flags = {{"node_timeout_ms", {"30"}}, {"masters", {"redis://f1:1", "redis://f2:2"}}};
+  c = MustLoad(sources);
+  EXPECT_EQ(c.node_timeout_ms, 30);
+  EXPECT_EQ(c.key_prefix, "env:");
+  ASSERT_EQ(c.masters.size(), 2u);
+  EXPECT_EQ(c.masters[1].Display(), "f2:2");
+}
+
+TEST(ConfigEnv, ParseErrorsNameTheVariable) {
+  struct Case {
+    std::string var;
+    std::string value;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"LOCKWARDEN_NODE_TIMEOUT_MS", "50x", "expected an integer (ms), got \"50x\""},
+      {"LOCKWARDEN_NODE_TIMEOUT_MS", "", "expected an integer"},
+      {"LOCKWARDEN_NODE_TIMEOUT_MS", " 50", "expected an integer"},
+      {"LOCKWARDEN_NODE_TIMEOUT_MS", "1.5", "expected an integer"},
+      {"LOCKWARDEN_NODE_TIMEOUT_MS", "30s", "expected an integer"},
+      {"LOCKWARDEN_MAX_WAIT_MS", "99999999999999999999", "out of range"},
+      {"LOCKWARDEN_MAX_WAIT_MS", "-99999999999999999999", "out of range"},
+      {"LOCKWARDEN_DRIFT_FACTOR", "0.1x", "expected a number"},
+      {"LOCKWARDEN_DRIFT_FACTOR", "", "expected a number"},
+      {"LOCKWARDEN_DRIFT_FACTOR", "nan", "must be a number in [0, 0.5)"},
+      {"LOCKWARDEN_DRIFT_FACTOR", "inf", "must be a number in [0, 0.5)"},
+  };
+  for (const Case& c : cases) {
+    ConfigSources sources = WithMasterFlag();
+    sources.env[c.var] = c.value;
+    const std::string error = LoadError(sources);
+    EXPECT_THAT(error, HasSubstr("(env " + c.var + "): ")) << c.value;
+    EXPECT_THAT(error, HasSubstr(c.expected)) << c.value;
+  }
+}
+
+TEST(ConfigEnv, StrictNumbersAreAccepted) {
+  ConfigSources sources = WithMasterFlag();
+  sources.env = {{"LOCKWARDEN_MAX_WAIT_MS", "0"}, {"LOCKWARDEN_DRIFT_FACTOR", "0.25"}};
+  const Config c = MustLoad(sources);
+  EXPECT_EQ(c.max_wait_ms, 0);
+  EXPECT_DOUBLE_EQ(c.drift_factor, 0.25);
+}
+
+TEST(ConfigEnv, UnknownLockwardenVariableIsRefused) {
+  ConfigSources sources = WithMasterFlag();
+  sources.env = {{"LOCKWARDEN_FOO", "1"}};
+  EXPECT_THAT(LoadError(sources), HasSubstr("LOCKWARDEN_FOO"));
+  sources.env = {{"LOCKWARDEN_NODE_TIMEOUT", "5"}};
+  EXPECT_THAT(LoadError(sources), HasSubstr("did you mean LOCKWARDEN_NODE_TIMEOUT_MS?"));
+  sources.env = {{"LOCKWARDEN_node_timeout_ms", "5"}};
+  EXPECT_THAT(LoadError(sources), HasSubstr("LOCKWARDEN_node_timeout_ms"));
+}
+
+TEST(ConfigEnv, ForeignAndUnrelatedVariablesAreIgnored) {
+  ConfigSources sources = WithMasterFlag();
+  sources.env = {{"LOCKWARDEN_CONFIG", "/etc/lockwarden.toml"},
+                 {"LOCKWARDEN_SOCKET", "relative/is/fine/here"},
+                 {"LOCKWARDEN_RESOURCE", "r"},
+                 {"LOCKWARDEN_TOKEN", "t"},
+                 {"LOCKWARDEN_FENCE", "f"},
+                 {"PATH", "/usr/bin"},
+                 {"LOCKWARDENX", "1"},
+                 {"LOCKWARDEN_SOCKET_PATH", "/tmp/x.sock"}};
+  EXPECT_EQ(MustLoad(sources).socket_path, "/tmp/x.sock");
+}
+
+TEST(ConfigEnv, MastersCommaList) {
+  ConfigSources sources;
+  sources.env = {{"LOCKWARDEN_MASTERS", "redis://a:1, redis://:pw@b:2 ,redis://c"}};
+  const Config c = MustLoad(sources);
+  ASSERT_EQ(c.masters.size(), 3u);
+  EXPECT_EQ(c.masters[0].Display(), "a:1");
+  EXPECT_EQ(c.masters[1].Display(), "b:2");
+  EXPECT_EQ(c.masters[1].password, "pw");
+  EXPECT_EQ(c.masters[2].Display(), "c:6379");
+
+  sources.env = {{"LOCKWARDEN_MASTERS", "redis://a:1,,redis://c"}};
+  EXPECT_THAT(LoadError(sources), StartsWith("masters (env LOCKWARDEN_MASTERS): entry 2 is empty"));
+  sources.env = {{"LOCKWARDEN_MASTERS", ""}};
+  EXPECT_THAT(LoadError(sources), StartsWith("masters (env LOCKWARDEN_MASTERS): at least one"));
+  sources.env = {{"LOCKWARDEN_MASTERS", "redis://a:1,redis://u:topsecret@b:99999"}};
+  const std::string error = LoadError(sources);
+  EXPECT_THAT(error, StartsWith("masters (env LOCKWARDEN_MASTERS): "));
+  EXPECT_THAT(error, Not(HasSubstr("topsecret")));
+}
+
+TEST(ConfigFlags, RepeatedMaster) {
+  ConfigSources sources;
+  sources.flags["masters"] = {"redis://a:1", "redis://b:2", "redis://c:3"};
+  const Config c = MustLoad(sources);
+  ASSERT_EQ(c.masters.size(), 3u);
+  EXPECT_EQ(c.masters[0].Display(), "a:1");
+  EXPECT_EQ(c.masters[2].Display(), "c:3");
+}
+
+TEST(ConfigFlags, ErrorsNameTheFlag) {
+  ConfigSources sources = WithMasterFlag();
+  sources.flags["node_timeout_ms"] = {"fast"};
+  EXPECT_THAT(LoadError(sources), StartsWith("node_timeout_ms (flag --node-timeout-ms): "));
+  sources.flags["node_timeout_ms"] = {"10", "20"};
+  EXPECT_THAT(LoadError(sources), HasSubstr("given 2 times"));
+  sources.flags.erase("node_timeout_ms");
+  sources.flags["masters"] = {"redis://:pw@h:0"};
+  EXPECT_THAT(LoadError(sources), StartsWith("masters (flag --master): "));
+  sources.flags = {{"masters", {kLocal}}, {"node_timeout", {"5"}}};
+  EXPECT_THAT(LoadError(sources), HasSubstr("did you mean --node-timeout-ms?"));
+}
+
+TEST(ConfigFlags, ValidationErrorsNameTheSource) {
+  ConfigSources sources = WithMasterFlag();
+  sources.flags["node_timeout_ms"] = {"80"};
+  EXPECT_THAT(LoadError(sources), StartsWith("node_timeout_ms (flag --node-timeout-ms): is 80"));
+  sources.flags.erase("node_timeout_ms");
+  sources.env["LOCKWARDEN_MIN_TTL_MS"] = "60";  // now the default node timeout is too large
+  EXPECT_THAT(LoadError(sources), StartsWith("node_timeout_ms (default): "));
+  sources.env["LOCKWARDEN_MIN_TTL_MS"] = "0";
+  EXPECT_THAT(LoadError(sources), StartsWith("min_ttl_ms (env LOCKWARDEN_MIN_TTL_MS): "));
+}
+
+TEST(ConfigFlags, DuplicateMasterErrorHidesPassword) {
+  ConfigSources sources;
+  sources.flags["masters"] = {"redis://:topsecret@h:1", "redis://:topsecret@H:1"};
+  const std::string error = LoadError(sources);
+  EXPECT_THAT(error, StartsWith("masters (flag --master): "));
+  EXPECT_THAT(error, HasSubstr("listed twice"));
+  EXPECT_THAT(error, Not(HasSubstr("topsecret")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation rules: one failing case (at least) per rule, each naming its field.
+
+struct RuleCase {
+  std::string name;
+  std::function<void(Config&)> mutate;
+  std::string key;
+  std::string reason;
+};
+
+TEST(ConfigValidation, EachRuleRefusesAndNamesTheField) {
+  const std::vector<RuleCase> cases = {
+      {"no masters", [](Config& c) { c.masters.clear(); }, "masters", "at least one"},
+      {"duplicate", [](Config& c) { c.masters.push_back(c.masters[0]); }, "masters",
+       "listed twice"},
+      {"empty host", [](Config& c) { c.masters[0].host = ""; }, "masters", "empty host"},
+      {"port 0", [](Config& c) { c.masters[0].port = 0; }, "masters", "port 0"},
+      {"empty socket", [](Config& c) { c.socket_path = ""; }, "socket_path", "empty"},
+      {"relative socket", [](Config& c) { c.socket_path = "run/x.sock"; }, "socket_path",
+       "absolute"},
+      {"long socket", [](Config& c) { c.socket_path = "/" + std::string(107, 'a'); }, "socket_path",
+       "shorter than 108"},
+      {"empty prefix", [](Config& c) { c.key_prefix = ""; }, "key_prefix", "empty"},
+      {"long prefix", [](Config& c) { c.key_prefix = std::string(65, 'k'); }, "key_prefix",
+       "at most 64"},
+      {"space in prefix", [](Config& c) { c.key_prefix = "my lock:"; }, "key_prefix", "whitespace"},
+      {"control in prefix", [](Config& c) { c.key_prefix = "a\x01"; }, "key_prefix", "control"},
+      {"min ttl 0", [](Config& c) { c.min_ttl_ms = 0; }, "min_ttl_ms", "between 1 ms"},
+      {"max ttl > 7d", [](Config& c) { c.max_ttl_ms = 7 * 86'400'000LL + 1; }, "max_ttl_ms",
+       "604800000 ms (7 days)"},
+      {"min > max", [](Config& c) { c.min_ttl_ms = c.max_ttl_ms + 1; }, "min_ttl_ms",
+       "above max_ttl_ms"},
+      {"default < min", [](Config& c) { c.default_ttl_ms = 99; }, "default_ttl_ms",
+       "outside min_ttl_ms..max_ttl_ms"},
+      {"default > max", [](Config& c) { c.default_ttl_ms = c.max_ttl_ms + 1; }, "default_ttl_ms",
+       "outside"},
+      {"wait < 0", [](Config& c) { c.max_wait_ms = -1; }, "max_wait_ms", "between 0 ms"},
+      {"wait > 1d", [](Config& c) { c.max_wait_ms = 86'400'001; }, "max_wait_ms", "(1 day)"},
+      {"node timeout 0", [](Config& c) { c.node_timeout_ms = 0; }, "node_timeout_ms",
+       "between 1 ms and 10000 ms"},
+      {"node timeout > 10s",
+       [](Config& c) {
+         c.min_ttl_ms = c.default_ttl_ms = 100'000;
+         c.node_timeout_ms = 10'001;
+       },
+       "node_timeout_ms", "between 1 ms"},
+      {"node timeout vs ttl", [](Config& c) { c.node_timeout_ms = 51; }, "node_timeout_ms",
+       "leaves a lock no validity"},
+      {"connect timeout 0", [](Config& c) { c.connect_timeout_ms = 0; }, "connect_timeout_ms",
+       "between 1 ms"},
+      {"connect timeout big", [](Config& c) { c.connect_timeout_ms = 60'001; },
+       "connect_timeout_ms", "60000 ms (1 min)"},
+      {"drift negative", [](Config& c) { c.drift_factor = -0.01; }, "drift_factor", "[0, 0.5)"},
+      {"drift half", [](Config& c) { c.drift_factor = 0.5; }, "drift_factor", "[0, 0.5)"},
+      {"drift nan", [](Config& c) { c.drift_factor = std::nan(""); }, "drift_factor", "[0, 0.5)"},
+      {"drift inf", [](Config& c) { c.drift_factor = std::numeric_limits<double>::infinity(); },
+       "drift_factor", "[0, 0.5)"},
+      {"retry delay", [](Config& c) { c.retry_delay_ms = -1; }, "retry_delay_ms", "between 0"},
+      {"retry jitter", [](Config& c) { c.retry_jitter_ms = 60'001; }, "retry_jitter_ms",
+       "between 0"},
+      {"backoff low", [](Config& c) { c.reconnect_max_backoff_ms = 9; }, "reconnect_max_backoff_ms",
+       "between 10 ms"},
+      {"backoff high", [](Config& c) { c.reconnect_max_backoff_ms = 600'001; },
+       "reconnect_max_backoff_ms", "(10 min)"},
+      {"health low", [](Config& c) { c.health_interval_ms = 9; }, "health_interval_ms",
+       "between 10 ms"},
+      {"health high", [](Config& c) { c.health_interval_ms = 60'001; }, "health_interval_ms",
+       "between 10 ms"},
+      {"grace", [](Config& c) { c.shutdown_grace_ms = -5; }, "shutdown_grace_ms", "got -5"},
+      {"log level", [](Config& c) { c.log_level = "verbose"; }, "log_level",
+       "\"verbose\" is not one of"},
+      {"log level case", [](Config& c) { c.log_level = "INFO"; }, "log_level", "not one of"},
+      {"line small", [](Config& c) { c.max_line_bytes = 1023; }, "max_line_bytes",
+       "between 1024 bytes"},
+      {"line big", [](Config& c) { c.max_line_bytes = 16LL * 1024 * 1024 + 1; }, "max_line_bytes",
+       "(16 MiB)"},
+  };
+  for (const RuleCase& rule : cases) {
+    Config config = ValidConfig();
+    rule.mutate(config);
+    const auto error = ValidateConfig(config);
+    ASSERT_TRUE(error.has_value()) << rule.name;
+    EXPECT_THAT(*error, StartsWith(rule.key + ": ")) << rule.name;
+    EXPECT_THAT(*error, HasSubstr(rule.reason)) << rule.name << ": " << *error;
+  }
+}
+
+TEST(ConfigValidation, BoundariesAreAccepted) {
+  const std::vector<std::pair<std::string, std::function<void(Config&)>>> cases = {
+      {"one master", [](Config&) {}},
+      {"two masters (even N is allowed)",
+       [](Config& c) { c.masters.push_back(MustParseUrl("redis://127.0.0.1:6380")); }},
+      {"node timeout at half the min ttl", [](Config& c) { c.node_timeout_ms = 50; }},
+      {"socket path of 107 bytes", [](Config& c) { c.socket_path = "/" + std::string(106, 'a'); }},
+      {"prefix of 64 bytes", [](Config& c) { c.key_prefix = std::string(64, 'k'); }},
+      {"ttls all equal",
+       [](Config& c) { c.min_ttl_ms = c.default_ttl_ms = c.max_ttl_ms = 7 * 86'400'000LL; }},
+      {"zeros where allowed",
+       [](Config& c) {
+         c.max_wait_ms = c.retry_delay_ms = c.retry_jitter_ms = c.shutdown_grace_ms = 0;
+         c.drift_factor = 0;
+       }},
+      {"upper bounds",
+       [](Config& c) {
+         c.max_wait_ms = 86'400'000;
+         c.connect_timeout_ms = c.health_interval_ms = 60'000;
+         c.reconnect_max_backoff_ms = 600'000;
+         c.max_line_bytes = 16LL * 1024 * 1024;
+         c.drift_factor = 0.499;
+       }},
+      {"lower bounds",
+       [](Config& c) {
+         c.reconnect_max_backoff_ms = c.health_interval_ms = 10;
+         c.max_line_bytes = 1024;
+         c.connect_timeout_ms = c.node_timeout_ms = 1;
+       }},
+      {"same host, different port",
+       [](Config& c) { c.masters.push_back(MustParseUrl("redis://127.0.0.1:6380")); }},
+  };
+  for (const auto& [name, mutate] : cases) {
+    Config config = ValidConfig();
+    mutate(config);
+    EXPECT_EQ(ValidateConfig(config), std::nullopt) << name;
+  }
+  for (const char* level : {"trace", "debug", "info", "warn", "error", "critical", "off"}) {
+    Config config = ValidConfig();
+    config.log_level = level;
+    EXPECT_EQ(ValidateConfig(config), std::nullopt) << level;
+  }
+}
+
+}  // namespace
+}  // namespace lw
