@@ -452,14 +452,18 @@ void RedisCluster::Set(int i, const std::string& key, const std::string& value, 
   }
 }
 
-void RedisCluster::FlushAll() {
+void RedisCluster::OnEveryLiveMaster(const std::vector<std::string>& command) {
   for (int i = 0; i < size(); ++i) {
     if (!running(i) || node(i).stopped) continue;
-    ReplyPtr r = Command(port(i), {"FLUSHALL"}, kInspectTimeout);
+    ReplyPtr r = Command(port(i), command, kInspectTimeout);
     if (!r || r->type != REDIS_REPLY_STATUS || ReplyString(*r) != "OK") {
-      throw std::runtime_error("FLUSHALL on master " + std::to_string(i) + " failed");
+      throw std::runtime_error(command[0] + " on master " + std::to_string(i) + " failed");
     }
   }
 }
+
+void RedisCluster::FlushAll() { OnEveryLiveMaster({"FLUSHALL"}); }
+
+void RedisCluster::ScriptFlush() { OnEveryLiveMaster({"SCRIPT", "FLUSH"}); }
 
 }  // namespace lw::test

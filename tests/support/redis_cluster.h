@@ -92,6 +92,8 @@ class RedisCluster {
   // FLUSHALL on every master that is running and not stopped; throws std::runtime_error if one
   // of them fails.
   void FlushAll();
+  // Empties every live master's Lua script cache (EVALSHA then answers NOSCRIPT).
+  void ScriptFlush();
 
  private:
   struct Node {
@@ -113,6 +115,7 @@ class RedisCluster {
   void Start(Node& node, bool may_change_port);
   // What the destructor does; also undoes a constructor that throws halfway.
   void Cleanup() noexcept;
+  void OnEveryLiveMaster(const std::vector<std::string>& command);
 
   std::vector<Node> nodes_;
 };

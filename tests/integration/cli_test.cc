@@ -1,0 +1,139 @@
+// The `lockwarden lock` command and the agent's own lifecycle (SIGTERM, socket file).
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "support/agent_process.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+namespace lw::test {
+namespace {
+
+using nlohmann::json;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  pid_t Lock(std::vector<std::string> args) {
+    std::vector<std::string> argv = {LockwardenBinary(), "lock", "--socket",
+                                     agent_.socket_path()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return SpawnTestProcess(argv, out_path_);
+  }
+  std::string Output() const { return ReadFile(out_path_); }
+
+  RedisCluster cluster_{5};
+  AgentProcess agent_{cluster_};
+  std::string out_path_ = agent_.dir() + "/lock.out";
+};
+
+TEST_F(CliTest, RunsTheCommandUnderTheLockAndPassesItsExitCode) {
+  Fifo fifo(agent_.dir() + "/fifo");
+  const std::string go = agent_.dir() + "/go";
+  ASSERT_EQ(mkfifo(go.c_str(), 0600), 0);
+  const pid_t pid = Lock({"job:1", "--", "sh", "-c",
+                          "echo \"$LOCKWARDEN_RESOURCE $LOCKWARDEN_TOKEN\" > " + fifo.path() +
+                              "; read x < " + go + "; exit 7"});
+  const std::string line = fifo.ReadLine(milliseconds(5'000));
+  ASSERT_EQ(line.substr(0, 6), "job:1 ") << Output();
+  const std::string token = line.substr(6);
+  EXPECT_EQ(cluster_.CountHolding(KeyOf("job:1"), token), 5);
+  std::ofstream(go) << "go\n";  // lets the command finish
+  EXPECT_EQ(WaitChild(pid, milliseconds(5'000)), 7) << Output();
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("job:1")), 0);
+}
+
+TEST_F(CliTest, NotAcquiredInTimeExitsWithTheConflictCode) {
+  auto holder = agent_.Connect();
+  ASSERT_TRUE(holder.Acquire("busy", 10'000, 0).value("ok", false));
+  const pid_t pid = Lock({"--wait", "100ms", "busy", "--", "true"});
+  EXPECT_EQ(WaitChild(pid, milliseconds(5'000)), 75) << Output();
+  EXPECT_NE(Output().find("timeout"), std::string::npos) << Output();
+  const pid_t pid2 = Lock({"--wait", "100ms", "-E", "3", "busy", "--", "true"});
+  EXPECT_EQ(WaitChild(pid2, milliseconds(5'000)), 3) << Output();
+}
+
+TEST_F(CliTest, LostLockTerminatesTheCommandsProcessGroup) {
+  Fifo fifo(agent_.dir() + "/fifo");
+  const pid_t pid = Lock({"--ttl", "1s", "--kill-grace", "2s", "lost:job", "--", "sh", "-c",
+                          "trap 'echo TERM > " + fifo.path() + "; exit 0' TERM; echo started > " +
+                              fifo.path() + "; while :; do sleep 0.05; done"});
+  ASSERT_EQ(fifo.ReadLine(milliseconds(5'000)), "started") << Output();
+  for (int i : {0, 1, 2}) cluster_.Stop(i);
+  EXPECT_EQ(fifo.ReadLine(milliseconds(4'000)), "TERM") << Output();
+  EXPECT_EQ(WaitChild(pid, milliseconds(5'000)), 72) << Output();
+  EXPECT_NE(Output().find("was lost"), std::string::npos) << Output();
+  for (int i : {0, 1, 2}) cluster_.Cont(i);
+}
+
+TEST_F(CliTest, StatusShowsMastersAndQuorum) {
+  const std::string out = agent_.dir() + "/status.out";
+  const pid_t pid = SpawnTestProcess(
+      {LockwardenBinary(), "status", "--json", "--socket", agent_.socket_path()}, out);
+  ASSERT_EQ(WaitChild(pid, milliseconds(5'000)), 0) << ReadFile(out);
+  const json s = json::parse(ReadFile(out));
+  EXPECT_EQ(s["quorum"], 3);
+  EXPECT_EQ(s["masters_up"], 5);
+}
+
+TEST(AgentLifecycleTest, SigtermReleasesEveryLockAndRemovesTheSocket) {
+  RedisCluster cluster(5);
+  AgentProcess agent(cluster);
+  auto a = agent.Connect();
+  auto b = agent.Connect();
+  ASSERT_TRUE(a.Acquire("s1", 60'000, 0).value("ok", false));
+  ASSERT_TRUE(a.Acquire("s2", 60'000, 0, /*renew=*/true).value("ok", false));
+  ASSERT_TRUE(b.Acquire("s3", 60'000, 0).value("ok", false));
+  agent.Signal(SIGTERM);
+  EXPECT_EQ(agent.WaitExit(milliseconds(5'000)), 0) << agent.Log();
+  for (const char* r : {"s1", "s2", "s3"}) EXPECT_EQ(cluster.CountWithKey(KeyOf(r)), 0) << r;
+  struct stat st{};
+  EXPECT_NE(stat(agent.socket_path().c_str(), &st), 0) << "socket file left behind";
+}
+
+TEST(AgentLifecycleTest, StaleSocketIsReplacedButALiveAgentIsNotStolen) {
+  RedisCluster cluster(3);
+  AgentProcess first(cluster);
+  // A second agent on the same socket must refuse to start and leave the first one working.
+  const std::string out = first.dir() + "/second.out";
+  std::vector<std::string> argv = {LockwardenBinary(), "serve", "--socket", first.socket_path()};
+  for (const auto& u : cluster.urls()) argv.insert(argv.end(), {"--master", u});
+  const pid_t second = SpawnTestProcess(argv, out);
+  EXPECT_NE(WaitChild(second, milliseconds(5'000)), 0);
+  EXPECT_NE(ReadFile(out).find("already listening"), std::string::npos) << ReadFile(out);
+  auto c = first.Connect();
+  EXPECT_TRUE(c.Ping().value("ok", false));
+
+  // A crashed agent leaves its socket file behind; the next one replaces it.
+  first.Signal(SIGKILL);
+  first.WaitExit(milliseconds(5'000));
+  struct stat st{};
+  ASSERT_EQ(stat(first.socket_path().c_str(), &st), 0);
+  const pid_t third = SpawnTestProcess(argv, out);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        try {
+          lw::client::Client probe(first.socket_path());
+          return probe.Ping().value("ok", false);
+        } catch (const lw::client::ClientError&) {
+          return false;
+        }
+      },
+      milliseconds(5'000)))
+      << ReadFile(out);
+  kill(third, SIGTERM);
+  EXPECT_EQ(WaitChild(third, milliseconds(5'000)), 0);
+}
+
+}  // namespace
+}  // namespace lw::test

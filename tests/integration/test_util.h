@@ -1,0 +1,44 @@
+#pragma once
+// Small helpers shared by the integration tests.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <functional>
+#include <string>
+
+namespace lw::test {
+
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+inline std::string KeyOf(const std::string& resource) { return "lock:" + resource; }
+
+inline double MsSince(SteadyClock::time_point t) {
+  return std::chrono::duration<double, std::milli>(SteadyClock::now() - t).count();
+}
+
+// Re-checks `condition` (each check is a round trip to real processes) until it holds or
+// `deadline` passes. For state in other processes that offers no event to wait on.
+bool Eventually(const std::function<bool()>& condition, milliseconds deadline);
+
+// Waits for `pid` (a child of this process) to exit; returns its exit code (128+signal if
+// killed), or -1 if it is still running at the deadline.
+int WaitChild(pid_t pid, milliseconds deadline);
+
+// A named pipe a child process writes a line into: an event the test can block on.
+class Fifo {
+ public:
+  explicit Fifo(const std::string& path);
+  ~Fifo();
+  const std::string& path() const { return path_; }
+  // The next line written into the pipe, or "" if none arrives in time.
+  std::string ReadLine(milliseconds deadline);
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  std::string buffer_;
+};
+
+}  // namespace lw::test
