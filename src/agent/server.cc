@@ -184,6 +184,18 @@ void Server::Dispatch(Session& s, protocol::Request request) {
           std::vector<protocol::NodeHealthView> nodes;
           for (auto& n : engine_->NodeStatuses()) nodes.push_back({n.addr, n.up, n.rtt_ms});
           s.Send(protocol::EncodeHealth(id, engine_->quorum(), nodes));
+        } else if constexpr (std::is_same_v<T, protocol::LocksRequest>) {
+          std::vector<protocol::AgentLockView> locks;
+          for (auto& l : engine_->AllLocks()) {
+            protocol::AgentLockView v{l.resource, l.session, -1, -1, l.held_ms,
+                                      l.validity_ms, l.renew, l.waiters};
+            if (auto it = sessions_.find(l.session); it != sessions_.end()) {
+              v.pid = static_cast<int>(it->second->peer_pid());
+              v.uid = static_cast<int>(it->second->peer_uid());
+            }
+            locks.push_back(std::move(v));
+          }
+          s.Send(protocol::EncodeLocks(id, locks));
         } else {
           s.Send(protocol::EncodeOk(id));
         }

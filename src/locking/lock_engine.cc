@@ -488,6 +488,21 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
   return out;
 }
 
+std::vector<LockInfo> LockEngine::AllLocks() const {
+  std::vector<LockInfo> out;
+  const auto now = Clock::now();
+  for (const auto& [name, r] : resources_) {
+    if (!r->holder) continue;
+    const Holder& h = *r->holder;
+    out.push_back({name, h.session, CeilMs(now - h.acquired),
+                   std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew,
+                   static_cast<int>(r->waiters.size())});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const LockInfo& a, const LockInfo& b) { return a.held_ms > b.held_ms; });
+  return out;
+}
+
 std::vector<NodeStatus> LockEngine::NodeStatuses() const {
   std::vector<NodeStatus> out;
   for (const Node* n : rounds_.nodes()) out.push_back(n->status());

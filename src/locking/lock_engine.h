@@ -66,6 +66,15 @@ struct HeldLock {
   int64_t validity_ms;
   bool renew;
 };
+// A lock as seen across all sessions (for operators; no token).
+struct LockInfo {
+  std::string resource;
+  SessionId session;
+  int64_t held_ms;
+  int64_t validity_ms;
+  bool renew;
+  int waiters;
+};
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
 using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
@@ -90,6 +99,8 @@ class LockEngine {
   void Extend(SessionId session, const std::string& resource, const std::string& token,
               int64_t ttl_ms, ExtendDone done);
   std::vector<HeldLock> HeldBy(SessionId session) const;
+  // Every lock held through this engine, longest-held first.
+  std::vector<LockInfo> AllLocks() const;
 
   // The session is gone: release its locks on all masters now and drop its waiters
   // (their callbacks are not called).

@@ -265,7 +265,7 @@ Problem DecodeExtend(const FieldReader& fields, const Limits& limits, Op* op) {
   return std::nullopt;
 }
 
-// held, health and ping carry nothing beyond id and op.
+// held, health, ping and locks carry nothing beyond id and op.
 template <typename BareRequest>
 Problem DecodeBare(const FieldReader& /*fields*/, const Limits& /*limits*/, Op* op) {
   *op = BareRequest{};
@@ -291,6 +291,7 @@ constexpr OpSpec kOps[] = {
     {"held", kBareFields, DecodeBare<HeldRequest>},
     {"health", kBareFields, DecodeBare<HealthRequest>},
     {"ping", kBareFields, DecodeBare<PingRequest>},
+    {"locks", kBareFields, DecodeBare<LocksRequest>},
 };
 
 std::string Join(std::span<const std::string_view> words) {

@@ -85,6 +85,25 @@ std::string EncodeHealth(const nlohmann::json& id, int quorum,
   return Finish(line);
 }
 
+std::string EncodeLocks(const nlohmann::json& id, const std::vector<AgentLockView>& locks) {
+  Line list = Line::array();
+  for (const auto& lock : locks) {
+    Line entry;
+    entry["resource"] = lock.resource;
+    entry["session"] = lock.session;
+    entry["pid"] = lock.pid;
+    entry["uid"] = lock.uid;
+    entry["held_ms"] = lock.held_ms;
+    entry["validity_ms"] = lock.validity_ms;
+    entry["renew"] = lock.renew;
+    entry["waiters"] = lock.waiters;
+    list.push_back(std::move(entry));
+  }
+  Line line = Success(id);
+  line["locks"] = std::move(list);
+  return Finish(line);
+}
+
 std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_view message) {
   Line line;
   line["id"] = id;

@@ -32,9 +32,11 @@ struct ExtendRequest {
 struct HeldRequest {};
 struct HealthRequest {};
 struct PingRequest {};
+// Every lock held through this agent (all sessions), without tokens: for operators.
+struct LocksRequest {};
 
 using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
-                        PingRequest>;
+                        PingRequest, LocksRequest>;
 
 // `id` is echoed verbatim in the reply: a JSON integer or a string of at most 128 bytes, or
 // null when the client sent none.
@@ -69,6 +71,17 @@ struct HeldLockView {
   int64_t validity_ms = 0;
   bool renew = false;
 };
+// One lock of the agent as an operator sees it: who holds it, never its token.
+struct AgentLockView {
+  std::string resource;
+  uint64_t session = 0;
+  int pid = -1;  // the holder's peer credentials (SO_PEERCRED), -1 if unknown
+  int uid = -1;
+  int64_t held_ms = 0;
+  int64_t validity_ms = 0;
+  bool renew = false;
+  int waiters = 0;  // local requests queued behind it
+};
 struct NodeHealthView {
   std::string addr;
   bool up = false;
@@ -83,6 +96,7 @@ std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
 std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks);
 std::string EncodeHealth(const nlohmann::json& id, int quorum,
                          const std::vector<NodeHealthView>& nodes);
+std::string EncodeLocks(const nlohmann::json& id, const std::vector<AgentLockView>& locks);
 std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_view message);
 // Pushed without an id. reason: "renew_failed", "expired", "revoked".
 std::string EncodeLost(std::string_view resource, std::string_view token,

@@ -192,7 +192,8 @@ void NodeClient::BecomeReady() {
   if (ever_ready_) ++reconnects_;
   ever_ready_ = true;
   last_error_.clear();
-  last_health_ping_ = Clock::now();
+  // Measure the round trip at the next tick rather than a full interval from now.
+  last_health_ping_ = Clock::now() - std::chrono::milliseconds(options_.health_interval_ms);
   spdlog::info("master {} is up", display_);
 }
 

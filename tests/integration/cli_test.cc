@@ -76,7 +76,9 @@ TEST_F(CliTest, LostLockTerminatesTheCommandsProcessGroup) {
   for (int i : {0, 1, 2}) cluster_.Cont(i);
 }
 
-TEST_F(CliTest, StatusShowsMastersAndQuorum) {
+TEST_F(CliTest, StatusShowsMastersQuorumAndLocksWithTheirHolder) {
+  auto holder = agent_.Connect();
+  ASSERT_TRUE(holder.Acquire("shown", 30'000, 0, /*renew=*/true).value("ok", false));
   const std::string out = agent_.dir() + "/status.out";
   const pid_t pid = SpawnTestProcess(
       {LockwardenBinary(), "status", "--json", "--socket", agent_.socket_path()}, out);
@@ -84,6 +86,11 @@ TEST_F(CliTest, StatusShowsMastersAndQuorum) {
   const json s = json::parse(ReadFile(out));
   EXPECT_EQ(s["quorum"], 3);
   EXPECT_EQ(s["masters_up"], 5);
+  ASSERT_EQ(s["locks"].size(), 1u);
+  EXPECT_EQ(s["locks"][0]["resource"], "shown");
+  EXPECT_EQ(s["locks"][0]["pid"], getpid());  // the holder is this test process
+  EXPECT_EQ(s["locks"][0]["renew"], true);
+  EXPECT_FALSE(s["locks"][0].contains("token"));
 }
 
 TEST(AgentLifecycleTest, SigtermReleasesEveryLockAndRemovesTheSocket) {

@@ -143,6 +143,24 @@ TEST(DecodeTest, BareOps) {
   MustDecodeAs<HeldRequest>(R"({"op":"held"})");
   MustDecodeAs<HealthRequest>(R"({"op":"health"})");
   MustDecodeAs<PingRequest>(R"({"op":"ping","id":99})");
+  MustDecodeAs<LocksRequest>(R"({"op":"locks"})");
+}
+
+TEST(EncodeTest, LocksCarryHolderButNeverToken) {
+  const json line = json::parse(
+      EncodeLocks(3, {{"orders:1", 7, 4242, 1000, 1500, 28'000, true, 2}}));
+  EXPECT_EQ(line["id"], 3);
+  ASSERT_EQ(line["locks"].size(), 1u);
+  const json& l = line["locks"][0];
+  EXPECT_EQ(l["resource"], "orders:1");
+  EXPECT_EQ(l["session"], 7);
+  EXPECT_EQ(l["pid"], 4242);
+  EXPECT_EQ(l["uid"], 1000);
+  EXPECT_EQ(l["held_ms"], 1500);
+  EXPECT_EQ(l["validity_ms"], 28'000);
+  EXPECT_EQ(l["renew"], true);
+  EXPECT_EQ(l["waiters"], 2);
+  EXPECT_FALSE(l.contains("token"));
 }
 
 TEST(DecodeTest, UnicodeResourceNames) {
