@@ -14,9 +14,9 @@ stage=deps unit=skipped integration=skipped
 summary() {
   local rc=$?
   echo
-  if [[ $stage == done && $unit == ok && $integration == ok ]]; then
+  if [[ $stage == finished && $unit == ok && $integration == ok ]]; then
     echo "tests/run.sh: PASS (unit: ok, integration: ok) in $((SECONDS - start))s"
-  elif [[ $stage == done ]]; then
+  elif [[ $stage == finished ]]; then
     echo "tests/run.sh: FAIL (unit: $unit, integration: $integration) in $((SECONDS - start))s"
   else
     echo "tests/run.sh: FAIL at $stage (exit $rc) in $((SECONDS - start))s"
@@ -38,5 +38,5 @@ run_ctest() {  # $1 = name, rest = ctest arguments
 stage=tests unit=FAIL integration=FAIL
 run_ctest unit -LE integration --parallel "$(nproc)" "$@" && unit=ok
 run_ctest integration -L integration "$@" && integration=ok
-stage=done
+stage=finished
 [[ $unit == ok && $integration == ok ]]

@@ -54,53 +54,50 @@ std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms) {
   return Finish(line);
 }
 
-std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks) {
+namespace {
+
+Line ToLine(const HeldLockView& lock) {
+  return {{"resource", lock.resource}, {"token", lock.token},
+          {"validity_ms", lock.validity_ms}, {"renew", lock.renew}};
+}
+
+Line ToLine(const AgentLockView& lock) {
+  return {{"resource", lock.resource}, {"session", lock.session},
+          {"pid", lock.pid},           {"uid", lock.uid},
+          {"held_ms", lock.held_ms},   {"validity_ms", lock.validity_ms},
+          {"renew", lock.renew},       {"waiters", lock.waiters}};
+}
+
+Line ToLine(const NodeHealthView& node) {
+  return {{"addr", node.addr}, {"up", node.up}, {"rtt_ms", RoundRtt(node.rtt_ms)}};
+}
+
+template <typename View>
+Line ListOf(const std::vector<View>& items) {
   Line list = Line::array();
-  for (const auto& lock : locks) {
-    Line entry;
-    entry["resource"] = lock.resource;
-    entry["token"] = lock.token;
-    entry["validity_ms"] = lock.validity_ms;
-    entry["renew"] = lock.renew;
-    list.push_back(std::move(entry));
-  }
+  for (const auto& item : items) list.push_back(ToLine(item));
+  return list;
+}
+
+}  // namespace
+
+std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks) {
   Line line = Success(id);
-  line["locks"] = std::move(list);
+  line["locks"] = ListOf(locks);
+  return Finish(line);
+}
+
+std::string EncodeLocks(const nlohmann::json& id, const std::vector<AgentLockView>& locks) {
+  Line line = Success(id);
+  line["locks"] = ListOf(locks);
   return Finish(line);
 }
 
 std::string EncodeHealth(const nlohmann::json& id, int quorum,
                          const std::vector<NodeHealthView>& nodes) {
-  Line list = Line::array();
-  for (const auto& node : nodes) {
-    Line entry;
-    entry["addr"] = node.addr;
-    entry["up"] = node.up;
-    entry["rtt_ms"] = RoundRtt(node.rtt_ms);
-    list.push_back(std::move(entry));
-  }
   Line line = Success(id);
   line["quorum"] = quorum;
-  line["nodes"] = std::move(list);
-  return Finish(line);
-}
-
-std::string EncodeLocks(const nlohmann::json& id, const std::vector<AgentLockView>& locks) {
-  Line list = Line::array();
-  for (const auto& lock : locks) {
-    Line entry;
-    entry["resource"] = lock.resource;
-    entry["session"] = lock.session;
-    entry["pid"] = lock.pid;
-    entry["uid"] = lock.uid;
-    entry["held_ms"] = lock.held_ms;
-    entry["validity_ms"] = lock.validity_ms;
-    entry["renew"] = lock.renew;
-    entry["waiters"] = lock.waiters;
-    list.push_back(std::move(entry));
-  }
-  Line line = Success(id);
-  line["locks"] = std::move(list);
+  line["nodes"] = ListOf(nodes);
   return Finish(line);
 }
 
