@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# THE demo command: five real Redis masters on loopback and a lockwarden agent in front of them.
+#
+#   bash deploy/demo.sh
+#
+# Installs dependencies and builds (as .ci/deps.sh and .ci/build.sh), starts five redis-server
+# masters on 127.0.0.1 (ports 7301..7305), then runs `lockwarden serve` in the foreground with
+# its log on the terminal. Ctrl-C (or SIGTERM) stops the agent (it releases its locks), then
+# the masters, and removes everything the demo created.
+#
+# Optional environment:
+#   LOCKWARDEN_DEMO_BASE_PORT=7301   first master port; the masters use BASE..BASE+4
+#   LOCKWARDEN_DEMO_SECONDS=N        stop by itself after N seconds (smoke tests)
+#   LOCKWARDEN_DEMO_SOCKET=PATH      agent socket (default /run/lockwarden/lockwarden.sock, or
+#                                    under $XDG_RUNTIME_DIR when /run is not writable)
+set -euo pipefail
+
+# Started in the background by a non-interactive shell (`bash deploy/demo.sh &` in a script), bash
+# begins with SIGINT ignored and cannot trap it, so `kill -INT` would do nothing. Restart once
+# with the default disposition so SIGINT always stops the demo cleanly.
+if [[ -z ${LW_DEMO_REEXEC:-} ]] && read -r _ sigign < <(grep '^SigIgn:' /proc/$$/status 2>/dev/null) \
+  && (((16#$sigign >> 1) & 1)) && env --default-signal=INT true 2>/dev/null; then
+  LW_DEMO_REEXEC=1 exec env --default-signal=INT,QUIT bash "${BASH_SOURCE[0]}" "$@"
+fi
+unset LW_DEMO_REEXEC
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+BIN=$ROOT/build/lockwarden
+DEFAULT_SOCKET=/run/lockwarden/lockwarden.sock
+MASTERS=5
+
+say() { printf 'demo: %s\n' "$*"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+
+# --- settings ---------------------------------------------------------------------------------
+base_port=${LOCKWARDEN_DEMO_BASE_PORT:-7301}
+if ! [[ $base_port =~ ^[1-9][0-9]{3,4}$ ]] || ((base_port < 1024 || base_port + MASTERS - 1 > 65535)); then
+  die "LOCKWARDEN_DEMO_BASE_PORT must be a port between 1024 and $((65536 - MASTERS)), got \"$base_port\""
+fi
+demo_seconds=${LOCKWARDEN_DEMO_SECONDS:-}
+[[ -z $demo_seconds || $demo_seconds =~ ^[1-9][0-9]*$ ]] \
+  || die "LOCKWARDEN_DEMO_SECONDS must be a whole number of seconds, got \"$demo_seconds\""
+socket=${LOCKWARDEN_DEMO_SOCKET:-}
+# The agent refuses LOCKWARDEN_* variables it does not know; these are the demo's, not its.
+unset LOCKWARDEN_DEMO_BASE_PORT LOCKWARDEN_DEMO_SECONDS LOCKWARDEN_DEMO_SOCKET
+
+ports=()
+for ((i = 0; i < MASTERS; i++)); do ports+=($((base_port + i))); done
+
+# --- refuse early if something is in the way --------------------------------------------------
+port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+for p in "${ports[@]}"; do
+  if port_in_use "$p"; then
+    die "port $p is already in use (a demo master left running? stop it with: redis-cli -p $p shutdown nosave); or pick other ports with LOCKWARDEN_DEMO_BASE_PORT=$((base_port + 100))"
+  fi
+done
+
+# --- dependencies and build -------------------------------------------------------------------
+bash .ci/deps.sh
+bash .ci/build.sh lockwarden
+[[ -x $BIN ]] || die "build did not produce $BIN"
+
+run_dir=$(mktemp -d "${TMPDIR:-/tmp}/lockwarden-demo.XXXXXX")
+
+if [[ -z $socket ]]; then
+  if [[ -d /run/lockwarden && -w /run/lockwarden ]] || [[ ! -e /run/lockwarden && -w /run ]]; then
+    socket=$DEFAULT_SOCKET
+  elif [[ -n ${XDG_RUNTIME_DIR:-} && -d $XDG_RUNTIME_DIR && -w $XDG_RUNTIME_DIR ]]; then
+    socket=$XDG_RUNTIME_DIR/lockwarden/lockwarden.sock
+  else
+    socket=$run_dir/lockwarden.sock
+  fi
+fi
+[[ $socket == /* ]] || socket=$PWD/$socket
+socket_dir=$(dirname "$socket")
+socket_dir_existed=0
+[[ -e $socket_dir ]] && socket_dir_existed=1
+
+agent_answers() {  # something answers on the socket (status prints JSON even without quorum)
+  [[ -S $socket ]] && [[ -n $("$BIN" status --socket "$socket" --json 2>/dev/null || true) ]]
+}
+if agent_answers; then
+  rmdir "$run_dir"
+  die "an agent is already listening on $socket; stop it, or use LOCKWARDEN_DEMO_SOCKET=/tmp/lw-demo.sock"
+fi
+((${#socket} < 108)) || { rmdir "$run_dir"; die "socket path too long (max 107 bytes): $socket"; }
+
+# --- cleanup, whatever way the demo ends ------------------------------------------------------
+agent_pid='' timer_pid='' agent_ready=0 cleaned=0
+redis_pids=()
+
+stop_pid() {  # stop_pid PID SECONDS: SIGTERM, wait up to SECONDS, then SIGKILL; reap it
+  local pid=$1 tries=$(($2 * 10))
+  kill -TERM "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
+  while kill -0 "$pid" 2>/dev/null && ((tries-- > 0)); do sleep 0.1; done
+  if kill -0 "$pid" 2>/dev/null; then
+    say "pid $pid did not stop; killing it"
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+  local rc=${1:-$?}
+  ((cleaned)) && return 0
+  cleaned=1
+  trap '' INT TERM HUP  # finish cleaning up even if Ctrl-C is pressed again
+  [[ -n $timer_pid ]] && { kill "$timer_pid" 2>/dev/null || true; wait "$timer_pid" 2>/dev/null || true; }
+  if [[ -n $agent_pid ]]; then
+    say "stopping the agent (pid $agent_pid): it releases its locks"
+    stop_pid "$agent_pid" 10  # the agent itself gives releases shutdown_grace_ms (2 s)
+  fi
+  if ((${#redis_pids[@]})); then
+    say "stopping the ${#redis_pids[@]} masters"
+    for pid in "${redis_pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+    for pid in "${redis_pids[@]}"; do stop_pid "$pid" 5; done
+  fi
+  # The agent removes its socket when it stops; a killed one cannot. Only ever remove a socket
+  # our own agent created (never that of another agent which made ours refuse to start).
+  if ((agent_ready)) && [[ -S $socket ]]; then rm -f "$socket"; fi
+  if ((!socket_dir_existed)) && [[ -d $socket_dir ]]; then rmdir "$socket_dir" 2>/dev/null || true; fi
+  rm -rf "$run_dir"
+  say "stopped; nothing left running"
+  exit "$rc"
+}
+trap 'cleanup' EXIT
+trap 'echo; cleanup 130' INT
+trap 'cleanup 143' TERM
+trap 'cleanup 129' HUP
+
+# --- masters ----------------------------------------------------------------------------------
+# Each process gets its own session (setsid) so that Ctrl-C in this terminal reaches only this
+# script, which then stops them in order: agent first (so it can release its locks), masters last.
+for p in "${ports[@]}"; do
+  d=$run_dir/redis-$p
+  mkdir -p "$d"
+  setsid redis-server --port "$p" --bind 127.0.0.1 --save "" --appendonly no --daemonize no \
+    --dir "$d" --logfile "$d/redis.log" --pidfile "$d/redis.pid" </dev/null &
+  redis_pids+=($!)
+done
+for i in "${!ports[@]}"; do
+  p=${ports[$i]}
+  for ((try = 0; ; try++)); do
+    [[ $(redis-cli -p "$p" ping 2>/dev/null) == PONG ]] && break
+    if ! kill -0 "${redis_pids[$i]}" 2>/dev/null || ((try >= 100)); then
+      tail -n 5 "$run_dir/redis-$p/redis.log" >&2 2>/dev/null || true
+      die "redis-server on port $p did not come up (log above)"
+    fi
+    sleep 0.1
+  done
+done
+
+# --- banner -----------------------------------------------------------------------------------
+master_args=() master_list=()
+for p in "${ports[@]}"; do
+  master_args+=(--master "redis://127.0.0.1:$p")
+  master_list+=("127.0.0.1:$p")
+done
+cat <<BANNER
+
+  lockwarden demo
+  ---------------
+  agent socket  $socket
+  masters       ${master_list[*]}
+                (quorum $((MASTERS / 2 + 1)) of $MASTERS; run dir $run_dir)
+
+  Try from another terminal:
+BANNER
+if [[ $socket != "$DEFAULT_SOCKET" ]]; then
+  echo "    export LOCKWARDEN_SOCKET=$socket"
+fi
+cat <<BANNER
+    $BIN status
+    $BIN lock -v demo:job -- sleep 3
+    $BIN lock -v --wait 1s demo:job -- true    # while the first holds it: exit 75
+    redis-cli -p ${ports[0]} shutdown nosave   # kill a master; status shows 4 up
+    redis-cli -p ${ports[1]} shutdown nosave   # and another: still a quorum (3 of 5)
+    redis-cli -p ${ports[2]} shutdown nosave   # a third: QUORUM LOST, lock exits 69
+
+  Ctrl-C here stops the agent and the masters.${demo_seconds:+ (Stopping by itself after ${demo_seconds}s.)}
+
+BANNER
+
+# --- agent in the foreground ------------------------------------------------------------------
+# Run in the background and `wait` for it: bash defers traps while a foreground child runs,
+# but `wait` returns as soon as a signal arrives, so Ctrl-C is handled at once.
+setsid "$BIN" serve --socket "$socket" "${master_args[@]}" </dev/null &
+agent_pid=$!
+
+for ((try = 0; try < 100; try++)); do
+  kill -0 "$agent_pid" 2>/dev/null || break
+  if agent_answers; then agent_ready=1; break; fi
+  sleep 0.1
+done
+if ((agent_ready)); then
+  say "agent is up (pid $agent_pid)"
+elif kill -0 "$agent_pid" 2>/dev/null; then
+  say "warning: the agent does not answer on $socket yet"
+  agent_ready=1  # it is ours and running: its socket is ours to clean up
+fi
+
+if [[ -n $demo_seconds ]]; then
+  sleep "$demo_seconds" &
+  timer_pid=$!
+fi
+
+finished=''
+set +e
+if [[ -n $timer_pid ]]; then
+  wait -n -p finished "$agent_pid" "$timer_pid"
+else
+  wait -n -p finished "$agent_pid"
+fi
+status=$?
+set -e
+
+if [[ $finished == "$timer_pid" && -n $timer_pid ]]; then
+  timer_pid=''
+  say "LOCKWARDEN_DEMO_SECONDS=$demo_seconds elapsed"
+  cleanup 0
+fi
+# The agent stopped on its own.
+agent_pid=''
+((status == 0)) || say "the agent exited with status $status"
+cleanup "$status"
