@@ -72,8 +72,10 @@ void NodeClient::Start() {
 
 void NodeClient::Stop() {
   if (state_ == State::kStopped) return;
-  DropConnection("agent stopping");
+  // Stopped first: commands issued by handlers failing during the drop are refused, and no
+  // reconnect is scheduled.
   state_ = State::kStopped;
+  DropConnection("agent stopping");
   connect_timer_.Stop();
   reconnect_timer_.Stop();
   health_timer_.Stop();
