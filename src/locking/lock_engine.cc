@@ -33,6 +33,7 @@ struct LockEngine::Waiter {
   bool expired = false;    // wait_ms ran out while its attempt was in flight
   int attempts = 0;
   int last_answered = 0;   // masters that answered (yes or no) in the last attempt
+  bool last_too_slow = false;  // the last attempt won its votes but had no validity left
 };
 
 struct LockEngine::Holder {
@@ -155,8 +156,9 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
   w.last_answered = tally.answered();
   const auto now = Clock::now();
   const int64_t validity = ValidityMs(w.ttl_ms, CeilMs(now - started), options_.drift_factor);
+  w.last_too_slow = tally.Won() && validity <= 0;
   if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
-    GrantHead(*r, name, token, started, validity);
+    GrantHead(*r, name, token, started, now, validity);
     return;
   }
   // Undo on every master, including those that said no or did not answer in time: a late
@@ -184,7 +186,8 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
 }
 
 void LockEngine::GrantHead(Resource& r, const std::string& name, const std::string& token,
-                           Clock::time_point started, int64_t validity_ms) {
+                           Clock::time_point started, Clock::time_point decided,
+                           int64_t validity_ms) {
   Waiter w = std::move(r.waiters.front());
   r.waiters.pop_front();
   auto h = std::make_unique<Holder>();
@@ -193,7 +196,9 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   h->ttl_ms = w.ttl_ms;
   h->renew = w.renew;
   h->acquired = started;
-  h->valid_until = started + std::chrono::milliseconds(validity_ms);
+  // validity_ms is what is left as of the decision (ttl - elapsed - drift): count it from
+  // there, i.e. started + ttl - drift, not from `started` (that would subtract elapsed twice).
+  h->valid_until = decided + std::chrono::milliseconds(validity_ms);
   h->timer = std::make_unique<Timer>(loop_);
   r.holder = std::move(h);
   ++holders_;
@@ -219,6 +224,11 @@ Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) con
   if (w.attempts == 0) {
     return {ErrorCode::kTimeout, Quoted(name) + " was held by another session of this agent for "
                                  "all of wait_ms=" + std::to_string(w.wait_ms)};
+  }
+  if (w.last_too_slow) {
+    return {ErrorCode::kNoQuorum,
+            "a quorum of masters said yes, but too slowly: no validity was left of ttl_ms=" +
+                std::to_string(w.ttl_ms) + "; raise ttl_ms or check master latency"};
   }
   if (w.last_answered >= rounds_.quorum()) {
     return {ErrorCode::kTimeout, Quoted(name) + " stayed held by another owner for all of "
@@ -315,7 +325,7 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
         const int64_t validity = ValidityMs(ttl_ms, CeilMs(now - started), options_.drift_factor);
         if (t.Won() && validity > 0 && now < h->valid_until) {
           h->ttl_ms = ttl_ms;
-          h->valid_until = started + std::chrono::milliseconds(validity);
+          h->valid_until = now + std::chrono::milliseconds(validity);  // as in GrantHead
           ScheduleHolder(name, *h, h->renew ? std::min(ttl_ms / 3, validity) : validity);
           done(Extension{validity});
           return;
@@ -368,7 +378,8 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
               spdlog::warn("renewal of {} failed: {}", Quoted(name), f->message);
               const int64_t left = CeilMs(h2->valid_until - Clock::now());
               ScheduleHolder(name, *h2,
-                             std::clamp<int64_t>(options_.retry_delay_ms, 1, std::max<int64_t>(left, 0)));
+                             std::clamp<int64_t>(options_.retry_delay_ms, 1,
+                                                 std::max<int64_t>(left, 1)));
             });
 }
 

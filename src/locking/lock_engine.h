@@ -130,7 +130,7 @@ class LockEngine {
   void OnAttempt(const std::string& name, uint64_t waiter_id, const std::string& token,
                  const VoteTally& tally, Clock::time_point started);
   void GrantHead(Resource& r, const std::string& name, const std::string& token,
-                 Clock::time_point started, int64_t validity_ms);
+                 Clock::time_point started, Clock::time_point decided, int64_t validity_ms);
   void FailHead(Resource& r, const std::string& name, Failure failure);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
   void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,

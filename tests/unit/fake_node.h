@@ -1,0 +1,251 @@
+#pragma once
+// FakeNode: a scripted, in-memory Redis master for engine unit tests.
+//
+// It keeps key -> (token, expiry) and applies SET NX PX / compare-and-delete /
+// compare-and-pexpire with Redis semantics at the moment it answers (as if the command
+// reached the master then). Commands are answered strictly in the order they were sent, like
+// one pipelined connection, and never synchronously: at the earliest from a zero-delay timer
+// on the next loop turn. Per node the test chooses how new commands are answered:
+//   Immediate() - on the next loop turn;
+//   Delay(ms)   - ms after they were sent;
+//   Hold()      - not until the test calls ReleaseHeld() (a stopped master; late replies);
+//   Fail()      - Reply::kUnavailable on the next loop turn, without touching the data.
+// Every command is recorded (op, key, token, ttl, send time, global sequence number, and the
+// reply once delivered) so tests can assert on the traffic.
+//
+// Teardown: destroy whatever owns the handlers (engine, Rounds) first, then call Close() so
+// that nothing pending is ever delivered, then run the loop until its handles are closed.
+
+#include <uv.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "redis/node.h"
+
+namespace lw::fake {
+
+class FakeNode : public Node {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  enum class Op { kSet, kDelete, kExtend };
+
+  struct Command {
+    Op op;
+    std::string key;
+    std::string token;
+    int64_t ttl_ms = 0;
+    Clock::time_point sent;
+    uint64_t seq = 0;            // global send order across all nodes sharing the counter
+    std::optional<Reply> reply;  // set once the reply was delivered
+    std::optional<Clock::time_point> replied;
+  };
+
+  FakeNode(uv_loop_t* loop, int index, uint64_t* seq_counter)
+      : index_(index), seq_counter_(seq_counter), timer_(new uv_timer_t) {
+    uv_timer_init(loop, timer_);
+    timer_->data = this;
+  }
+  ~FakeNode() override { Close(); }
+  FakeNode(const FakeNode&) = delete;
+  FakeNode& operator=(const FakeNode&) = delete;
+
+  // ---- scripting ----
+  void Immediate() { Delay(0); }
+  void Delay(int64_t ms) {
+    mode_ = Mode::kDelay;
+    delay_ms_ = ms;
+  }
+  void Hold() { mode_ = Mode::kHold; }
+  void Fail() { mode_ = Mode::kFail; }
+
+  // Lets every held command be answered (in order, from the loop, on its next turn).
+  void ReleaseHeld() {
+    const auto now = Clock::now();
+    for (auto& p : pending_) {
+      if (p.held) {
+        p.held = false;
+        p.ready_at = now;
+      }
+    }
+    Arm();
+  }
+
+  // Drops everything pending without answering and closes the timer. Idempotent.
+  void Close() {
+    pending_.clear();
+    if (timer_ == nullptr) return;
+    uv_timer_stop(timer_);
+    uv_close(reinterpret_cast<uv_handle_t*>(timer_),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
+    timer_ = nullptr;
+  }
+
+  // ---- data ----
+  void Put(const std::string& key, const std::string& token, int64_t ttl_ms) {
+    data_[key] = Entry{token, Clock::now() + std::chrono::milliseconds(ttl_ms)};
+  }
+  void Erase(const std::string& key) { data_.erase(key); }
+  // The token holding key now, if any (expired keys do not count).
+  std::optional<std::string> Holder(const std::string& key) const {
+    auto it = data_.find(key);
+    if (it == data_.end() || it->second.expiry <= Clock::now()) return std::nullopt;
+    return it->second.token;
+  }
+
+  // ---- traffic ----
+  const std::vector<Command>& log() const { return log_; }
+  size_t pending() const { return pending_.size(); }
+  int index() const { return index_; }
+  size_t Count(Op op) const {
+    return static_cast<size_t>(
+        std::count_if(log_.begin(), log_.end(), [op](const Command& c) { return c.op == op; }));
+  }
+  std::vector<Command> Commands(Op op) const {
+    std::vector<Command> out;
+    for (const auto& c : log_) {
+      if (c.op == op) out.push_back(c);
+    }
+    return out;
+  }
+
+  // ---- Node ----
+  void SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
+                   ReplyHandler handler) override {
+    Enqueue(Op::kSet, key, token, ttl_ms, std::move(handler));
+  }
+  void DeleteIfHeld(const std::string& key, const std::string& token,
+                    ReplyHandler handler) override {
+    Enqueue(Op::kDelete, key, token, 0, std::move(handler));
+  }
+  void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
+                    ReplyHandler handler) override {
+    Enqueue(Op::kExtend, key, token, ttl_ms, std::move(handler));
+  }
+  NodeStatus status() const override {
+    NodeStatus s;
+    s.addr = "fake-" + std::to_string(index_) + ":6379";
+    s.up = mode_ != Mode::kFail;
+    return s;
+  }
+
+ private:
+  enum class Mode { kDelay, kHold, kFail };
+  struct Entry {
+    std::string token;
+    Clock::time_point expiry;
+  };
+  struct Pending {
+    size_t log_index;
+    ReplyHandler handler;
+    bool held;
+    bool fail;
+    Clock::time_point ready_at;
+  };
+
+  void Enqueue(Op op, const std::string& key, const std::string& token, int64_t ttl_ms,
+               ReplyHandler handler) {
+    const auto now = Clock::now();
+    log_.push_back(
+        Command{op, key, token, ttl_ms, now, ++*seq_counter_, std::nullopt, std::nullopt});
+    if (timer_ == nullptr) return;  // closed: never answers
+    Pending p{log_.size() - 1, std::move(handler), mode_ == Mode::kHold, mode_ == Mode::kFail,
+              now + std::chrono::milliseconds(mode_ == Mode::kDelay ? delay_ms_ : 0)};
+    pending_.push_back(std::move(p));
+    Arm();
+  }
+
+  // Arms the timer for the front of the queue (answers are delivered in send order).
+  void Arm() {
+    if (timer_ == nullptr) return;
+    uv_timer_stop(timer_);
+    if (pending_.empty() || pending_.front().held) return;
+    const auto wait = pending_.front().ready_at - Clock::now();
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
+    uv_update_time(timer_->loop);
+    uv_timer_start(
+        timer_, [](uv_timer_t* t) { static_cast<FakeNode*>(t->data)->Deliver(); },
+        ms < 0 ? 0 : static_cast<uint64_t>(ms), 0);
+  }
+
+  void Deliver() {
+    const auto now = Clock::now();
+    // Only what was queued before this turn: commands sent from the handlers wait a turn.
+    size_t budget = pending_.size();
+    while (budget-- > 0 && !pending_.empty() && !pending_.front().held &&
+           pending_.front().ready_at <= now) {
+      Pending p = std::move(pending_.front());
+      pending_.pop_front();
+      Reply r = p.fail ? Unavailable() : Apply(log_[p.log_index], now);
+      log_[p.log_index].reply = r;
+      log_[p.log_index].replied = now;
+      p.handler(r);
+      if (timer_ == nullptr) return;  // closed from inside the handler
+    }
+    Arm();
+  }
+
+  static Reply Unavailable() {
+    Reply r;
+    r.kind = Reply::Kind::kUnavailable;
+    r.text = "fake master unavailable";
+    return r;
+  }
+
+  Reply Apply(const Command& c, Clock::time_point now) {
+    auto it = data_.find(c.key);
+    if (it != data_.end() && it->second.expiry <= now) {
+      data_.erase(it);
+      it = data_.end();
+    }
+    Reply r;
+    switch (c.op) {
+      case Op::kSet:
+        if (it != data_.end()) {
+          r.kind = Reply::Kind::kNil;
+        } else {
+          data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
+          r.kind = Reply::Kind::kStatus;
+          r.text = "OK";
+        }
+        break;
+      case Op::kDelete:
+        r.kind = Reply::Kind::kInteger;
+        r.integer = 0;
+        if (it != data_.end() && it->second.token == c.token) {
+          data_.erase(it);
+          r.integer = 1;
+        }
+        break;
+      case Op::kExtend:
+        r.kind = Reply::Kind::kInteger;
+        r.integer = 0;
+        if (it != data_.end() && it->second.token == c.token) {
+          it->second.expiry = now + std::chrono::milliseconds(c.ttl_ms);
+          r.integer = 1;
+        }
+        break;
+    }
+    return r;
+  }
+
+  int index_;
+  uint64_t* seq_counter_;
+  uv_timer_t* timer_;
+  Mode mode_ = Mode::kDelay;
+  int64_t delay_ms_ = 0;
+  std::deque<Pending> pending_;
+  std::vector<Command> log_;
+  std::unordered_map<std::string, Entry> data_;
+};
+
+}  // namespace lw::fake

@@ -1,0 +1,1042 @@
+// Unit tests for src/locking: LockEngine and Rounds against scripted in-memory masters
+// (tests/unit/fake_node.h) on a real libuv loop, one loop per test.
+//
+// Assertions are on what leaves the engine (callbacks, lost events, HeldBy) and on the
+// commands the fake masters received, never on engine internals. Timing checks keep wide
+// margins (a loaded 2-core CI box); ordering and counts are preferred.
+
+#include "locking/lock_engine.h"
+
+#include <gtest/gtest.h>
+#include <uv.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/error_code.h"
+#include "fake_node.h"
+#include "locking/rounds.h"
+#include "redis/node.h"
+
+namespace lw {
+namespace {
+
+using fake::FakeNode;
+using Op = FakeNode::Op;
+
+constexpr int kNodes = 5;
+
+int64_t MsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
+
+bool IsHexToken(const std::string& s) {
+  return s.size() == 40 && std::all_of(s.begin(), s.end(), [](char c) {
+           return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+         });
+}
+
+std::string Key(const std::string& resource) { return "lock:" + resource; }
+
+EngineOptions Options(int64_t node_timeout_ms = 50, int64_t retry_delay_ms = 20,
+                      int64_t retry_jitter_ms = 10) {
+  EngineOptions o;
+  o.node_timeout_ms = node_timeout_ms;
+  o.retry_delay_ms = retry_delay_ms;
+  o.retry_jitter_ms = retry_jitter_ms;
+  return o;
+}
+
+struct AcquireRecord {
+  SessionId session = 0;
+  int calls = 0;
+  std::optional<std::variant<Grant, Failure>> result;
+  Clock::time_point at;
+
+  bool granted() const { return result && std::holds_alternative<Grant>(*result); }
+  const Grant& grant() const { return std::get<Grant>(*result); }
+  bool failed(ErrorCode code) const {
+    return result && std::holds_alternative<Failure>(*result) &&
+           std::get<Failure>(*result).code == code;
+  }
+  const Failure& failure() const { return std::get<Failure>(*result); }
+  std::string Describe() const {
+    if (!result) return "no result";
+    if (granted()) return "granted " + grant().token;
+    return "failed " + std::string(ErrorCodeName(failure().code)) + ": " + failure().message;
+  }
+};
+
+struct ReleaseRecord {
+  int calls = 0;
+  std::optional<Failure> failure;
+};
+
+struct ExtendRecord {
+  int calls = 0;
+  std::optional<std::variant<Extension, Failure>> result;
+  bool extended() const { return result && std::holds_alternative<Extension>(*result); }
+  bool failed(ErrorCode code) const {
+    return result && std::holds_alternative<Failure>(*result) &&
+           std::get<Failure>(*result).code == code;
+  }
+};
+
+struct LostEvent {
+  SessionId session;
+  std::string resource;
+  std::string token;
+  std::string reason;
+  Clock::time_point at;
+};
+
+class LoopTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(uv_loop_init(&loop_), 0);
+    ASSERT_EQ(uv_timer_init(&loop_, &guard_), 0);
+    ASSERT_EQ(uv_prepare_init(&loop_, &prepare_), 0);
+    for (int i = 0; i < kNodes; ++i) {
+      nodes_.push_back(std::make_unique<FakeNode>(&loop_, i, &seq_));
+    }
+  }
+
+  void TearDown() override {
+    DestroyUsers();
+    for (auto& n : nodes_) n->Close();  // drop undelivered replies: their owners are gone
+    uv_close(reinterpret_cast<uv_handle_t*>(&guard_), nullptr);
+    uv_close(reinterpret_cast<uv_handle_t*>(&prepare_), nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);  // until every handle finished closing
+    EXPECT_EQ(uv_loop_close(&loop_), 0) << "a libuv handle was left open";
+    nodes_.clear();
+  }
+
+  // Destroys whatever holds reply handlers (engine, Rounds) before the fakes close.
+  virtual void DestroyUsers() = 0;
+
+  std::vector<Node*> NodePtrs() {
+    std::vector<Node*> out;
+    for (auto& n : nodes_) out.push_back(n.get());
+    return out;
+  }
+
+  // Drives the loop until pred() holds or timeout_ms passed. Returns pred().
+  // UV_RUN_ONCE would block in poll until the next timer even after pred() came true, so the
+  // loop runs in default mode and a prepare handle (run before every poll) stops it.
+  bool RunUntil(const std::function<bool()>& pred, int64_t timeout_ms = 3000) {
+    struct State {
+      const std::function<bool()>* pred;
+      bool timed_out = false;
+    } state{&pred};
+    guard_.data = &state;
+    prepare_.data = &state;
+    uv_update_time(&loop_);
+    uv_timer_start(
+        &guard_,
+        [](uv_timer_t* t) {
+          static_cast<State*>(t->data)->timed_out = true;
+          uv_stop(t->loop);
+        },
+        static_cast<uint64_t>(timeout_ms), 0);
+    uv_prepare_start(&prepare_, [](uv_prepare_t* p) {
+      if ((*static_cast<State*>(p->data)->pred)()) uv_stop(p->loop);
+    });
+    while (!pred() && !state.timed_out) uv_run(&loop_, UV_RUN_DEFAULT);
+    uv_prepare_stop(&prepare_);
+    uv_timer_stop(&guard_);
+    return pred();
+  }
+  void RunFor(int64_t ms) {
+    RunUntil([] { return false; }, ms);
+  }
+  bool RunUntilQuiet(int64_t timeout_ms = 3000) {
+    return RunUntil([this] { return TotalPending() == 0; }, timeout_ms);
+  }
+
+  size_t TotalPending() const {
+    size_t n = 0;
+    for (const auto& node : nodes_) n += node->pending();
+    return n;
+  }
+  size_t TotalCommands() const {
+    size_t n = 0;
+    for (const auto& node : nodes_) n += node->log().size();
+    return n;
+  }
+  FakeNode& node(int i) { return *nodes_[static_cast<size_t>(i)]; }
+
+  uv_loop_t loop_{};
+  uv_timer_t guard_{};
+  uv_prepare_t prepare_{};
+  uint64_t seq_ = 0;
+  std::vector<std::unique_ptr<FakeNode>> nodes_;
+};
+
+// Position in n's log of the first command with op and token, or -1.
+int IndexOf(const FakeNode& n, Op op, const std::string& token) {
+  const auto& log = n.log();
+  for (size_t i = 0; i < log.size(); ++i) {
+    if (log[i].op == op && log[i].token == token) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::vector<std::string> Tokens(const FakeNode& n, Op op, const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& c : n.log()) {
+    if (c.op == op && c.key == key) out.push_back(c.token);
+  }
+  return out;
+}
+
+// ---- LockEngine -------------------------------------------------------------------------------
+
+class LockEngineTest : public LoopTest {
+ protected:
+  void DestroyUsers() override { engine_.reset(); }
+
+  void MakeEngine(EngineOptions options = Options()) {
+    engine_ = std::make_unique<LockEngine>(
+        &loop_, NodePtrs(), std::move(options),
+        [this](SessionId s, const std::string& resource, const std::string& token,
+               std::string_view reason) {
+          lost_.push_back({s, resource, token, std::string(reason), Clock::now()});
+        });
+  }
+
+  AcquireRecord* Acquire(SessionId session, const std::string& resource, int64_t ttl_ms,
+                         int64_t wait_ms, bool renew = false) {
+    AcquireRecord* rec = &acquires_.emplace_back();
+    rec->session = session;
+    engine_->Acquire(session, resource, ttl_ms, wait_ms, renew,
+                     [this, rec](const std::variant<Grant, Failure>& r) {
+                       ++rec->calls;
+                       rec->result = r;
+                       rec->at = Clock::now();
+                       if (std::holds_alternative<Grant>(r)) grant_order_.push_back(rec->session);
+                     });
+    return rec;
+  }
+
+  // Acquires and drives the loop until granted; fails the test otherwise.
+  std::string Hold(SessionId session, const std::string& resource, int64_t ttl_ms = 10000) {
+    AcquireRecord* rec = Acquire(session, resource, ttl_ms, 0);
+    EXPECT_TRUE(RunUntil([rec] { return rec->calls > 0; }));
+    EXPECT_TRUE(rec->granted()) << rec->Describe();
+    return rec->granted() ? rec->grant().token : std::string();
+  }
+
+  ReleaseRecord* Release(SessionId session, const std::string& resource, const std::string& token) {
+    ReleaseRecord* rec = &releases_.emplace_back();
+    engine_->Release(session, resource, token, [rec](const std::optional<Failure>& f) {
+      ++rec->calls;
+      rec->failure = f;
+    });
+    return rec;
+  }
+
+  ExtendRecord* Extend(SessionId session, const std::string& resource, const std::string& token,
+                       int64_t ttl_ms) {
+    ExtendRecord* rec = &extends_.emplace_back();
+    engine_->Extend(session, resource, token, ttl_ms,
+                    [rec](const std::variant<Extension, Failure>& r) {
+                      ++rec->calls;
+                      rec->result = r;
+                    });
+    return rec;
+  }
+
+  // Every node received DeleteIfHeld(key, token), after its SetIfAbsent of that token if any.
+  void ExpectDeletedEverywhere(const std::string& key, const std::string& token) {
+    for (const auto& n : nodes_) {
+      const int del = IndexOf(*n, Op::kDelete, token);
+      ASSERT_GE(del, 0) << "node " << n->index() << " got no delete of " << token;
+      EXPECT_EQ(n->log()[static_cast<size_t>(del)].key, key);
+      EXPECT_LT(IndexOf(*n, Op::kSet, token), del) << "node " << n->index();
+    }
+  }
+
+  std::unique_ptr<LockEngine> engine_;
+  std::deque<AcquireRecord> acquires_;  // deque: records keep their address
+  std::deque<ReleaseRecord> releases_;
+  std::deque<ExtendRecord> extends_;
+  std::vector<SessionId> grant_order_;
+  std::vector<LostEvent> lost_;
+};
+
+// 1.
+TEST_F(LockEngineTest, GrantsWithFiveHealthyMasters) {
+  MakeEngine();
+  AcquireRecord* a = Acquire(1, "res", 1000, 0);
+  EXPECT_EQ(a->calls, 0) << "the callback must never run inside Acquire";
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->granted()) << a->Describe();
+  const Grant& g = a->grant();
+  EXPECT_TRUE(IsHexToken(g.token)) << g.token;
+  EXPECT_GT(g.validity_ms, 0);
+  EXPECT_LE(g.validity_ms, 1000 - (10 + 2));  // ttl - (ttl * 0.01 + 2)
+  EXPECT_GE(g.waited_ms, 0);
+  for (const auto& n : nodes_) {
+    ASSERT_EQ(n->log().size(), 1u) << "node " << n->index();
+    const auto& c = n->log()[0];
+    EXPECT_EQ(c.op, Op::kSet);
+    EXPECT_EQ(c.key, Key("res"));
+    EXPECT_EQ(c.token, g.token);
+    EXPECT_EQ(c.ttl_ms, 1000);
+    EXPECT_EQ(n->Holder(Key("res")), g.token);
+  }
+  auto held = engine_->HeldBy(1);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].resource, "res");
+  EXPECT_EQ(held[0].token, g.token);
+  EXPECT_FALSE(held[0].renew);
+  EXPECT_LE(held[0].validity_ms, g.validity_ms);
+  EXPECT_EQ(engine_->locks_held(), 1u);
+
+  RunFor(30);
+  EXPECT_EQ(a->calls, 1);
+  EXPECT_EQ(TotalCommands(), 5u) << "nothing else may be sent for a granted lock";
+}
+
+// 2.
+TEST_F(LockEngineTest, GrantsAtQuorumWithoutWaitingForSilentMasters) {
+  MakeEngine(Options(/*node_timeout_ms=*/200));
+  node(3).Hold();
+  node(4).Hold();
+  const auto start = Clock::now();
+  AcquireRecord* a = Acquire(1, "res", 5000, 0);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->granted()) << a->Describe();
+  EXPECT_LT(MsBetween(start, a->at), 100) << "the grant must not wait for the node timeout";
+  for (const auto& n : nodes_) {
+    ASSERT_EQ(n->log().size(), 1u) << "node " << n->index();
+    EXPECT_EQ(n->log()[0].token, a->grant().token);
+  }
+  EXPECT_EQ(engine_->HeldBy(1).size(), 1u);
+}
+
+// 3.
+TEST_F(LockEngineTest, LateYesAfterNodeTimeoutNeverCounts) {
+  MakeEngine(Options(/*node_timeout_ms=*/100));
+  node(2).Hold();
+  node(3).Hold();
+  node(4).Hold();
+  const auto start = Clock::now();
+  AcquireRecord* a = Acquire(1, "res", 5000, 0);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->failed(ErrorCode::kNoQuorum)) << a->Describe();
+  EXPECT_NE(a->failure().message.find("2 of 5"), std::string::npos) << a->failure().message;
+  EXPECT_GE(MsBetween(start, a->at), 95) << "the round ends at the node timeout";
+
+  ASSERT_EQ(node(0).Commands(Op::kSet).size(), 1u);
+  const std::string token = node(0).Commands(Op::kSet)[0].token;
+  // The undo goes to all five, including the three that have not answered yet.
+  ExpectDeletedEverywhere(Key("res"), token);
+
+  // Now the stopped masters answer: a yes to the SET, then the queued DEL undoes it.
+  for (int i = 2; i < 5; ++i) node(i).ReleaseHeld();
+  ASSERT_TRUE(RunUntilQuiet());
+  RunFor(20);
+  for (int i = 2; i < 5; ++i) {
+    const auto sets = node(i).Commands(Op::kSet);
+    ASSERT_EQ(sets.size(), 1u);
+    ASSERT_TRUE(sets[0].reply.has_value());
+    EXPECT_EQ(sets[0].reply->text, "OK") << "the late answer was a yes";
+  }
+  EXPECT_EQ(a->calls, 1);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_EQ(engine_->locks_held(), 0u);
+  for (const auto& n : nodes_) EXPECT_EQ(n->Holder(Key("res")), std::nullopt) << n->index();
+}
+
+// 3b. The same with answers that are slow rather than stopped.
+TEST_F(LockEngineTest, DelayedYesAfterNodeTimeoutNeverCounts) {
+  MakeEngine(Options(/*node_timeout_ms=*/60));
+  for (int i = 2; i < 5; ++i) node(i).Delay(150);
+  AcquireRecord* a = Acquire(1, "res", 5000, 0);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->failed(ErrorCode::kNoQuorum)) << a->Describe();
+  const std::string token = node(0).Commands(Op::kSet).at(0).token;
+  ExpectDeletedEverywhere(Key("res"), token);
+  ASSERT_TRUE(RunUntilQuiet());
+  EXPECT_EQ(a->calls, 1);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  for (const auto& n : nodes_) EXPECT_EQ(n->Holder(Key("res")), std::nullopt) << n->index();
+}
+
+// 4.
+TEST_F(LockEngineTest, NonPositiveValidityIsNotGranted) {
+  // ttl 100, drift 1 + 2 ms: answers after 99 ms leave at most 100 - 99 - 3 < 0.
+  MakeEngine(Options(/*node_timeout_ms=*/150));
+  for (auto& n : nodes_) n->Delay(99);
+  AcquireRecord* a = Acquire(1, "res", 100, 0);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_FALSE(a->granted()) << "all five said yes, but too late to be valid";
+  ASSERT_TRUE(a->result.has_value());
+  const std::string token = node(0).Commands(Op::kSet).at(0).token;
+  ExpectDeletedEverywhere(Key("res"), token);
+  ASSERT_TRUE(RunUntilQuiet());
+  EXPECT_EQ(a->calls, 1);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_EQ(engine_->locks_held(), 0u);
+  EXPECT_TRUE(lost_.empty());
+}
+
+// 5.
+TEST_F(LockEngineTest, ContendedLockRetriesWithFreshTokensUntilWaitEnds) {
+  MakeEngine(Options(/*node_timeout_ms=*/50, /*retry_delay_ms=*/20, /*retry_jitter_ms=*/10));
+  for (int i = 0; i < 3; ++i) node(i).Put(Key("res"), "other-owner", 60000);
+  const auto start = Clock::now();
+  AcquireRecord* a = Acquire(1, "res", 5000, 300);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->failed(ErrorCode::kTimeout)) << a->Describe();
+  const int64_t elapsed = MsBetween(start, a->at);
+  EXPECT_GE(elapsed, 295);
+  EXPECT_LT(elapsed, 300 + 50 + 150);
+  ASSERT_TRUE(RunUntilQuiet());  // let the last undo land
+  RunFor(10);
+
+  const auto tokens = Tokens(node(0), Op::kSet, Key("res"));
+  EXPECT_GE(tokens.size(), 3u) << "several attempts within wait_ms";
+  EXPECT_LE(tokens.size(), 20u) << "attempts must be spaced by the retry delay";
+  EXPECT_EQ(std::set<std::string>(tokens.begin(), tokens.end()).size(), tokens.size())
+      << "each attempt uses a fresh token";
+  for (const auto& t : tokens) EXPECT_TRUE(IsHexToken(t)) << t;
+  for (const auto& n : nodes_) {
+    EXPECT_EQ(Tokens(*n, Op::kSet, Key("res")), tokens) << "every attempt goes to every master";
+    // One attempt at a time: SET t1, DEL t1, SET t2, DEL t2, ...
+    const auto& log = n->log();
+    ASSERT_EQ(log.size(), 2 * tokens.size()) << "node " << n->index();
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      EXPECT_EQ(log[2 * i].op, Op::kSet);
+      EXPECT_EQ(log[2 * i].token, tokens[i]);
+      EXPECT_EQ(log[2 * i].ttl_ms, 5000);
+      EXPECT_EQ(log[2 * i + 1].op, Op::kDelete);
+      EXPECT_EQ(log[2 * i + 1].token, tokens[i]) << "each attempt is undone with its own token";
+    }
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(node(i).Holder(Key("res")), "other-owner");
+  for (int i = 3; i < 5; ++i) EXPECT_EQ(node(i).Holder(Key("res")), std::nullopt);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+}
+
+// 6.
+TEST_F(LockEngineTest, TooFewMastersAnsweringIsNoQuorumNotTimeout) {
+  MakeEngine();
+  for (int i = 0; i < 3; ++i) node(i).Fail();
+  AcquireRecord* once = Acquire(1, "a", 5000, 0);
+  AcquireRecord* retried = Acquire(2, "b", 5000, 150);
+  ASSERT_TRUE(RunUntil([&] { return once->calls > 0 && retried->calls > 0; }));
+  for (AcquireRecord* a : {once, retried}) {
+    ASSERT_TRUE(a->failed(ErrorCode::kNoQuorum)) << a->Describe();
+    // The count is what was tallied when the round was decided: the three failures may
+    // arrive before the two yes votes, so anything from 0 to 2 is right.
+    const std::string& msg = a->failure().message;
+    EXPECT_TRUE(msg.find("0 of 5") != std::string::npos ||
+                msg.find("1 of 5") != std::string::npos || msg.find("2 of 5") != std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("quorum is 3"), std::string::npos) << msg;
+  }
+  EXPECT_GE(Tokens(node(3), Op::kSet, Key("b")).size(), 2u) << "it retried within wait_ms";
+  ExpectDeletedEverywhere(Key("a"), Tokens(node(3), Op::kSet, Key("a")).at(0));
+  ASSERT_TRUE(RunUntilQuiet());
+  for (int i = 3; i < 5; ++i) {
+    EXPECT_EQ(node(i).Holder(Key("a")), std::nullopt);
+    EXPECT_EQ(node(i).Holder(Key("b")), std::nullopt);
+  }
+}
+
+// 7.
+TEST_F(LockEngineTest, LocalWaitersAreServedInFifoOrder) {
+  MakeEngine();
+  const std::string t1 = Hold(1, "res");
+  AcquireRecord* a2 = Acquire(2, "res", 10000, 5000);
+  AcquireRecord* a3 = Acquire(3, "res", 10000, 5000);
+  AcquireRecord* a4 = Acquire(4, "res", 10000, 5000);
+  RunFor(80);
+  EXPECT_EQ(node(0).Count(Op::kSet), 1u) << "no waiter contends while a local session holds";
+  EXPECT_EQ(a2->calls + a3->calls + a4->calls, 0);
+
+  Release(1, "res", t1);
+  ASSERT_TRUE(RunUntil([a2] { return a2->calls > 0; }));
+  ASSERT_TRUE(a2->granted()) << a2->Describe();
+  RunFor(50);
+  EXPECT_EQ(node(0).Count(Op::kSet), 2u) << "only the new head's SET, and only once";
+  EXPECT_EQ(a3->calls + a4->calls, 0);
+  EXPECT_EQ(Tokens(node(0), Op::kSet, Key("res")).back(), a2->grant().token);
+
+  Release(2, "res", a2->grant().token);
+  ASSERT_TRUE(RunUntil([a3] { return a3->calls > 0; }));
+  ASSERT_TRUE(a3->granted()) << a3->Describe();
+  RunFor(20);
+  EXPECT_EQ(node(0).Count(Op::kSet), 3u);
+  EXPECT_EQ(a4->calls, 0);
+
+  Release(3, "res", a3->grant().token);
+  ASSERT_TRUE(RunUntil([a4] { return a4->calls > 0; }));
+  ASSERT_TRUE(a4->granted()) << a4->Describe();
+  EXPECT_EQ(node(0).Count(Op::kSet), 4u);
+  EXPECT_EQ(grant_order_, (std::vector<SessionId>{1, 2, 3, 4}));
+}
+
+// 7b.
+TEST_F(LockEngineTest, OnlyTheHeadWaiterContendsOnRedis) {
+  MakeEngine(Options(/*node_timeout_ms=*/50, /*retry_delay_ms=*/20, /*retry_jitter_ms=*/10));
+  for (int i = 0; i < 3; ++i) node(i).Put(Key("res"), "other-owner", 60000);
+  AcquireRecord* a1 = Acquire(1, "res", 10000, 5000);
+  AcquireRecord* a2 = Acquire(2, "res", 10000, 5000);
+  AcquireRecord* a3 = Acquire(3, "res", 10000, 5000);
+  RunFor(200);
+  EXPECT_EQ(a1->calls + a2->calls + a3->calls, 0);
+  const size_t contended = node(0).Count(Op::kSet);
+  EXPECT_GE(contended, 2u);
+  EXPECT_LE(contended, 12u) << "one contender retrying every 20-30 ms, not three";
+  for (const auto& n : nodes_) {
+    // Strict SET/DEL alternation: never two attempts in flight.
+    const auto& log = n->log();
+    for (size_t i = 0; i + 1 < log.size(); i += 2) {
+      EXPECT_EQ(log[i].op, Op::kSet);
+      EXPECT_EQ(log[i + 1].op, Op::kDelete);
+      EXPECT_EQ(log[i + 1].token, log[i].token);
+    }
+  }
+
+  for (int i = 0; i < 3; ++i) node(i).Erase(Key("res"));  // the other owner lets go
+  ASSERT_TRUE(RunUntil([a1] { return a1->calls > 0; }));
+  ASSERT_TRUE(a1->granted()) << a1->Describe();
+  EXPECT_EQ(Tokens(node(0), Op::kSet, Key("res")).back(), a1->grant().token);
+  const size_t at_grant = node(0).Count(Op::kSet);
+  RunFor(100);
+  EXPECT_EQ(node(0).Count(Op::kSet), at_grant) << "waiters behind a local holder stay quiet";
+  EXPECT_EQ(a2->calls + a3->calls, 0);
+
+  Release(1, "res", a1->grant().token);
+  ASSERT_TRUE(RunUntil([a2] { return a2->calls > 0; }));
+  ASSERT_TRUE(a2->granted()) << a2->Describe();
+  Release(2, "res", a2->grant().token);
+  ASSERT_TRUE(RunUntil([a3] { return a3->calls > 0; }));
+  ASSERT_TRUE(a3->granted()) << a3->Describe();
+  EXPECT_EQ(grant_order_, (std::vector<SessionId>{1, 2, 3}));
+}
+
+// 8.
+TEST_F(LockEngineTest, LocalWaiterTimesOutWithoutRedisTraffic) {
+  MakeEngine();
+  const std::string t1 = Hold(1, "res");
+  ASSERT_FALSE(t1.empty());
+  const auto start = Clock::now();
+  AcquireRecord* head = Acquire(2, "res", 10000, 100);
+  AcquireRecord* behind = Acquire(3, "res", 10000, 150);
+  ASSERT_TRUE(RunUntil([&] { return head->calls > 0 && behind->calls > 0; }));
+  for (AcquireRecord* a : {head, behind}) {
+    ASSERT_TRUE(a->failed(ErrorCode::kTimeout)) << a->Describe();
+    EXPECT_NE(a->failure().message.find("another session of this agent"), std::string::npos)
+        << a->failure().message;
+  }
+  EXPECT_GE(MsBetween(start, head->at), 95);
+  EXPECT_LT(MsBetween(start, head->at), 100 + 250);
+  EXPECT_GE(MsBetween(start, behind->at), 145);
+  EXPECT_LT(MsBetween(start, behind->at), 150 + 250);
+  EXPECT_EQ(TotalCommands(), 5u) << "only session 1's SET was ever sent";
+  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
+  EXPECT_EQ(engine_->HeldBy(1)[0].token, t1);
+}
+
+// 9.
+TEST_F(LockEngineTest, ReleaseDeletesEverywhereBeforeTheNextWaiterSets) {
+  MakeEngine();
+  const std::string t1 = Hold(1, "res");
+  AcquireRecord* a2 = Acquire(2, "res", 10000, 5000);
+  RunFor(20);
+  ReleaseRecord* r = Release(1, "res", t1);
+  EXPECT_EQ(r->calls, 0) << "the callback must never run inside Release";
+  ASSERT_TRUE(RunUntil([&] { return r->calls > 0 && a2->calls > 0; }));
+  EXPECT_EQ(r->failure, std::nullopt);
+  ASSERT_TRUE(a2->granted()) << a2->Describe();
+  const std::string t2 = a2->grant().token;
+  EXPECT_NE(t2, t1);
+  ASSERT_TRUE(RunUntilQuiet());
+  for (const auto& n : nodes_) {
+    const auto& log = n->log();
+    ASSERT_EQ(log.size(), 3u) << "node " << n->index();
+    EXPECT_EQ(log[0].op, Op::kSet);
+    EXPECT_EQ(log[0].token, t1);
+    EXPECT_EQ(log[1].op, Op::kDelete);
+    EXPECT_EQ(log[1].token, t1);
+    EXPECT_EQ(log[1].key, Key("res"));
+    EXPECT_EQ(log[2].op, Op::kSet);
+    EXPECT_EQ(log[2].token, t2);
+    EXPECT_EQ(n->Holder(Key("res")), t2);
+  }
+  EXPECT_EQ(r->calls, 1);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  ASSERT_EQ(engine_->HeldBy(2).size(), 1u);
+  EXPECT_EQ(engine_->HeldBy(2)[0].token, t2);
+}
+
+// 10.
+TEST_F(LockEngineTest, ReleaseWithWrongTokenOrSessionIsNotHeld) {
+  MakeEngine();
+  const std::string t1 = Hold(1, "res");
+  ReleaseRecord* wrong_token = Release(1, "res", std::string(40, '0'));
+  ReleaseRecord* wrong_session = Release(2, "res", t1);
+  ReleaseRecord* wrong_resource = Release(1, "other", t1);
+  EXPECT_EQ(wrong_token->calls + wrong_session->calls + wrong_resource->calls, 0);
+  ASSERT_TRUE(RunUntil([&] {
+    return wrong_token->calls > 0 && wrong_session->calls > 0 && wrong_resource->calls > 0;
+  }));
+  for (ReleaseRecord* r : {wrong_token, wrong_session, wrong_resource}) {
+    ASSERT_TRUE(r->failure.has_value());
+    EXPECT_EQ(r->failure->code, ErrorCode::kNotHeld);
+    EXPECT_EQ(r->calls, 1);
+  }
+  RunFor(20);
+  EXPECT_EQ(TotalCommands(), 5u) << "nothing may be sent for a refused release";
+  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
+  EXPECT_EQ(engine_->HeldBy(1)[0].token, t1);
+
+  ReleaseRecord* ok = Release(1, "res", t1);
+  ASSERT_TRUE(RunUntil([ok] { return ok->calls > 0; }));
+  EXPECT_EQ(ok->failure, std::nullopt);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+}
+
+// 11.
+TEST_F(LockEngineTest, ExtendCountsOnlyWithQuorum) {
+  MakeEngine();
+  const std::string t1 = Hold(1, "res", 1000);
+  ExtendRecord* e = Extend(1, "res", t1, 5000);
+  EXPECT_EQ(e->calls, 0) << "the callback must never run inside Extend";
+  ASSERT_TRUE(RunUntil([e] { return e->calls > 0; }));
+  ASSERT_TRUE(e->extended());
+  const int64_t validity = std::get<Extension>(*e->result).validity_ms;
+  EXPECT_GT(validity, 1000);
+  EXPECT_LE(validity, 5000 - (50 + 2));
+  for (const auto& n : nodes_) {
+    const auto ext = n->Commands(Op::kExtend);
+    ASSERT_EQ(ext.size(), 1u) << "node " << n->index();
+    EXPECT_EQ(ext[0].key, Key("res"));
+    EXPECT_EQ(ext[0].token, t1);
+    EXPECT_EQ(ext[0].ttl_ms, 5000);
+  }
+  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
+  EXPECT_GT(engine_->HeldBy(1)[0].validity_ms, 1000) << "the new validity applies";
+
+  // Two confirmations are not enough, whether the other three fail (after the two yes
+  // votes came in) or never answer at all.
+  for (int i = 2; i < 5; ++i) node(i).Fail();
+  ExtendRecord* e2 = Extend(1, "res", t1, 5000);
+  ASSERT_TRUE(RunUntil([e2] { return e2->calls > 0; }));
+  EXPECT_TRUE(e2->failed(ErrorCode::kNoQuorum));
+  for (int i = 2; i < 5; ++i) node(i).Hold();
+  ExtendRecord* e3 = Extend(1, "res", t1, 5000);
+  ASSERT_TRUE(RunUntil([e3] { return e3->calls > 0; }));
+  EXPECT_TRUE(e3->failed(ErrorCode::kNoQuorum));
+  EXPECT_EQ(node(0).Count(Op::kExtend), 3u);
+  ASSERT_EQ(engine_->HeldBy(1).size(), 1u) << "a failed extension does not drop the lock";
+  EXPECT_EQ(engine_->HeldBy(1)[0].token, t1);
+  for (const auto& n : nodes_) EXPECT_EQ(n->Count(Op::kDelete), 0u) << n->index();
+
+  ExtendRecord* bad = Extend(1, "res", std::string(40, 'f'), 5000);
+  ExtendRecord* other_session = Extend(2, "res", t1, 5000);
+  ASSERT_TRUE(RunUntil([&] { return bad->calls > 0 && other_session->calls > 0; }));
+  EXPECT_TRUE(bad->failed(ErrorCode::kNotHeld));
+  EXPECT_TRUE(other_session->failed(ErrorCode::kNotHeld));
+  EXPECT_EQ(node(0).Count(Op::kExtend), 3u) << "a refused extension sends nothing";
+  EXPECT_TRUE(lost_.empty());
+}
+
+// 11b. HeldBy must agree with the validity the grant announced: ValidityMs() is the time
+// left *from the moment the answers arrived* (ttl - elapsed - drift), so the lock is valid
+// until then + validity, i.e. started + ttl - drift.
+
+TEST_F(LockEngineTest, HeldByValidityAgreesWithTheGrant) {
+  MakeEngine(Options(/*node_timeout_ms=*/400));
+  for (auto& n : nodes_) n->Delay(100);
+  std::optional<int64_t> held_at_grant;
+  AcquireRecord* a = Acquire(1, "res", 2000, 0);
+  ASSERT_TRUE(RunUntil([&] {
+    if (a->calls > 0 && !held_at_grant && !engine_->HeldBy(1).empty()) {
+      held_at_grant = engine_->HeldBy(1)[0].validity_ms;
+    }
+    return a->calls > 0;
+  }));
+  ASSERT_TRUE(a->granted()) << a->Describe();
+  ASSERT_TRUE(held_at_grant.has_value());
+  const int64_t granted = a->grant().validity_ms;
+  EXPECT_LE(granted, 2000 - 100 - 22);
+  // Read within a loop turn of the grant: at most a few ms may have passed.
+  EXPECT_GE(*held_at_grant, granted - 30)
+      << "HeldBy reports " << *held_at_grant << " ms left right after a grant of " << granted
+      << " ms: the acquisition time was subtracted twice";
+}
+
+// 11c. An extension that reaches quorum while the lock is still valid (by the validity the
+// grant announced) must succeed and must not drop the lock.
+TEST_F(LockEngineTest, ExtendWithinTheGrantedValiditySucceeds) {
+  MakeEngine(Options(/*node_timeout_ms=*/400));
+  for (auto& n : nodes_) n->Delay(200);
+  AcquireRecord* a = Acquire(1, "res", 1000, 0);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->granted()) << a->Describe();
+  const int64_t validity = a->grant().validity_ms;  // about 1000 - 200 - 12
+  ASSERT_GT(validity, 450) << "the box is too loaded for this test to mean anything";
+  // Send the extension so that its answers (200 ms later) arrive ~100 ms before the granted
+  // validity ends (a deadline that subtracted elapsed twice would already have passed).
+  RunFor(validity - 300 - MsBetween(a->at, Clock::now()));
+  ExtendRecord* e = Extend(1, "res", a->grant().token, 1000);
+  ASSERT_TRUE(RunUntil([e] { return e->calls > 0; }));
+  EXPECT_LT(MsBetween(a->at, Clock::now()), validity) << "answered before the validity ended";
+  for (const auto& n : nodes_) {
+    const auto ext = n->Commands(Op::kExtend);
+    ASSERT_EQ(ext.size(), 1u);
+    ASSERT_TRUE(ext[0].reply.has_value());
+  }
+  EXPECT_TRUE(e->extended()) << (e->result && std::holds_alternative<Failure>(*e->result)
+                                     ? std::get<Failure>(*e->result).message
+                                     : std::string("?"));
+  EXPECT_EQ(engine_->HeldBy(1).size(), 1u) << "the lock was dropped";
+  EXPECT_EQ(node(0).Count(Op::kDelete), 0u);
+}
+
+// 12.
+TEST_F(LockEngineTest, RenewedLockIsExtendedUntilMastersStopThenReportedLost) {
+  MakeEngine(Options(/*node_timeout_ms=*/50, /*retry_delay_ms=*/20, /*retry_jitter_ms=*/10));
+  AcquireRecord* a = Acquire(1, "res", 300, 0, /*renew=*/true);
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
+  ASSERT_TRUE(a->granted()) << a->Describe();
+  const std::string token = a->grant().token;
+
+  RunFor(900);
+  EXPECT_TRUE(lost_.empty()) << "a renewed lock is not lost while masters answer";
+  const auto ext = node(0).Commands(Op::kExtend);
+  EXPECT_GE(ext.size(), 3u);
+  for (const auto& c : ext) {
+    EXPECT_EQ(c.token, token);
+    EXPECT_EQ(c.ttl_ms, 300);
+  }
+  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
+  EXPECT_TRUE(engine_->HeldBy(1)[0].renew);
+  for (const auto& n : nodes_) {
+    EXPECT_EQ(n->Holder(Key("res")), token) << "kept alive on master " << n->index();
+  }
+
+  for (int i = 0; i < 3; ++i) node(i).Hold();
+  const auto stopped = Clock::now();
+  ASSERT_TRUE(RunUntil([this] { return !lost_.empty(); }, 3000));
+  const LostEvent lost = lost_[0];
+  EXPECT_EQ(lost.session, 1u);
+  EXPECT_EQ(lost.resource, "res");
+  EXPECT_EQ(lost.token, token);
+  EXPECT_EQ(lost.reason, "renew_failed");
+
+  // The last renewal that won: node 0's last extension answered with 1.
+  std::optional<Clock::time_point> last_ok;
+  for (const auto& c : node(0).Commands(Op::kExtend)) {
+    if (c.reply && c.reply->kind == Reply::Kind::kInteger && c.reply->integer == 1) {
+      last_ok = c.sent;
+    }
+  }
+  ASSERT_TRUE(last_ok.has_value());
+  EXPECT_LE(*last_ok, stopped);
+  const int64_t after_ok = MsBetween(*last_ok, lost.at);
+  EXPECT_LE(after_ok, 300 + 50 + 100) << "lost no later than validity + node timeout";
+  EXPECT_GE(after_ok, 200) << "not declared lost while clearly still valid";
+
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_EQ(engine_->locks_held(), 0u);
+  RunFor(100);
+  EXPECT_EQ(lost_.size(), 1u) << "a loss is reported once";
+}
+
+// 13.
+TEST_F(LockEngineTest, NonRenewedLockExpiresAndTheNextWaiterGetsIt) {
+  MakeEngine();
+  const auto start = Clock::now();
+  AcquireRecord* a1 = Acquire(1, "res", 200, 0);
+  ASSERT_TRUE(RunUntil([a1] { return a1->calls > 0; }));
+  ASSERT_TRUE(a1->granted()) << a1->Describe();
+  const int64_t validity = a1->grant().validity_ms;
+  AcquireRecord* a2 = Acquire(2, "res", 10000, 3000);
+
+  ASSERT_TRUE(RunUntil([this] { return !lost_.empty(); }));
+  const LostEvent lost = lost_[0];
+  EXPECT_EQ(lost.session, 1u);
+  EXPECT_EQ(lost.resource, "res");
+  EXPECT_EQ(lost.token, a1->grant().token);
+  EXPECT_EQ(lost.reason, "expired");
+  EXPECT_GE(MsBetween(start, lost.at), validity - 1) << "not before the validity ran out";
+  EXPECT_LE(MsBetween(start, lost.at), validity + 150);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_EQ(node(0).Count(Op::kExtend), 0u) << "a lock without renew is never extended";
+
+  ASSERT_TRUE(RunUntil([a2] { return a2->calls > 0; }));
+  ASSERT_TRUE(a2->granted()) << a2->Describe();
+  for (const auto& n : nodes_) {
+    const auto sets = n->Commands(Op::kSet);
+    ASSERT_EQ(sets.size(), 2u) << "the waiter contended only once the lock was gone";
+    EXPECT_EQ(sets[1].token, a2->grant().token);
+    EXPECT_GE(sets[1].sent, lost.at);
+  }
+  ASSERT_EQ(engine_->HeldBy(2).size(), 1u);
+  EXPECT_EQ(lost_.size(), 1u);
+}
+
+// 14.
+TEST_F(LockEngineTest, CloseSessionReleasesLocksAndDropsWaitersSilently) {
+  MakeEngine();
+  const std::string ta = Hold(1, "a");
+  const std::string tb = Hold(1, "b");
+  const std::string tc = Hold(3, "c");
+  AcquireRecord* s1_waits_c = Acquire(1, "c", 10000, 200);
+  AcquireRecord* s2_waits_a = Acquire(2, "a", 10000, 5000);
+  RunFor(20);
+  EXPECT_EQ(s1_waits_c->calls + s2_waits_a->calls, 0);
+
+  engine_->CloseSession(1);
+  ASSERT_TRUE(RunUntil([s2_waits_a] { return s2_waits_a->calls > 0; }));
+  ASSERT_TRUE(s2_waits_a->granted()) << s2_waits_a->Describe();
+  ExpectDeletedEverywhere(Key("a"), ta);
+  ExpectDeletedEverywhere(Key("b"), tb);
+  for (const auto& n : nodes_) {
+    const auto sets = Tokens(*n, Op::kSet, Key("a"));
+    ASSERT_EQ(sets.size(), 2u);
+    EXPECT_EQ(sets[1], s2_waits_a->grant().token);
+    EXPECT_LT(IndexOf(*n, Op::kDelete, ta), IndexOf(*n, Op::kSet, sets[1]));
+  }
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+
+  RunFor(300);  // well past the dropped waiter's wait_ms
+  EXPECT_EQ(s1_waits_c->calls, 0) << "a closed session's waiters are not called back";
+  Release(3, "c", tc);
+  ASSERT_TRUE(RunUntilQuiet());
+  RunFor(30);
+  EXPECT_EQ(s1_waits_c->calls, 0);
+  for (const auto& n : nodes_) {
+    EXPECT_EQ(Tokens(*n, Op::kSet, Key("c")).size(), 1u) << "the dropped waiter never contends";
+    EXPECT_EQ(n->Holder(Key("c")), std::nullopt);
+    EXPECT_EQ(n->Holder(Key("b")), std::nullopt);
+  }
+}
+
+// 15.
+TEST_F(LockEngineTest, CloseSessionDuringAttemptUndoesTheWinAndHandsOver) {
+  MakeEngine(Options(/*node_timeout_ms=*/200));
+  for (auto& n : nodes_) n->Delay(40);
+  AcquireRecord* a1 = Acquire(1, "res", 10000, 3000);
+  AcquireRecord* a2 = Acquire(2, "res", 10000, 3000);
+  ASSERT_EQ(node(0).Count(Op::kSet), 1u) << "session 1's attempt is in flight";
+  const std::string t1 = node(0).log()[0].token;
+  engine_->CloseSession(1);
+
+  ASSERT_TRUE(RunUntil([a2] { return a2->calls > 0; }));
+  ASSERT_TRUE(a2->granted()) << a2->Describe();
+  const std::string t2 = a2->grant().token;
+  ASSERT_TRUE(RunUntilQuiet());
+  for (const auto& n : nodes_) {
+    const auto& log = n->log();
+    ASSERT_EQ(log.size(), 3u) << "node " << n->index();
+    EXPECT_EQ(log[0].op, Op::kSet);
+    EXPECT_EQ(log[0].token, t1);
+    ASSERT_TRUE(log[0].reply.has_value());
+    EXPECT_EQ(log[0].reply->text, "OK") << "session 1's attempt won on every master";
+    EXPECT_EQ(log[1].op, Op::kDelete);
+    EXPECT_EQ(log[1].token, t1);
+    EXPECT_EQ(log[2].op, Op::kSet);
+    EXPECT_EQ(log[2].token, t2);
+    EXPECT_EQ(n->Holder(Key("res")), t2);
+  }
+  EXPECT_EQ(a1->calls, 0);
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_EQ(engine_->locks_held(), 1u);
+  EXPECT_TRUE(lost_.empty());
+}
+
+// 16.
+TEST_F(LockEngineTest, ShutdownFailsWaitersReleasesLocksThenCallsDone) {
+  MakeEngine(Options(/*node_timeout_ms=*/200));
+  const std::string ta = Hold(1, "a");
+  AcquireRecord* waits_a = Acquire(2, "a", 10000, 5000);
+  for (auto& n : nodes_) n->Delay(40);
+  AcquireRecord* contends_b = Acquire(3, "b", 10000, 5000);
+  ASSERT_EQ(Tokens(node(0), Op::kSet, Key("b")).size(), 1u);
+  const std::string tb = Tokens(node(0), Op::kSet, Key("b"))[0];
+
+  int done_calls = 0;
+  bool all_answered_at_done = false;
+  engine_->Shutdown([&] {
+    ++done_calls;
+    all_answered_at_done = TotalPending() == 0;
+  });
+  ASSERT_TRUE(RunUntil([&] { return done_calls > 0; }));
+  EXPECT_TRUE(waits_a->failed(ErrorCode::kShuttingDown)) << waits_a->Describe();
+  EXPECT_TRUE(contends_b->failed(ErrorCode::kShuttingDown)) << contends_b->Describe();
+  ExpectDeletedEverywhere(Key("a"), ta);
+  ExpectDeletedEverywhere(Key("b"), tb);  // the attempt in flight is undone too
+  EXPECT_TRUE(all_answered_at_done) << "done must wait for every delete round";
+  for (const auto& n : nodes_) {
+    EXPECT_EQ(n->Holder(Key("a")), std::nullopt);
+    EXPECT_EQ(n->Holder(Key("b")), std::nullopt);
+  }
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+
+  const size_t sent = TotalCommands();
+  AcquireRecord* late = Acquire(4, "c", 10000, 1000);
+  EXPECT_EQ(late->calls, 0) << "the callback must never run inside Acquire";
+  ASSERT_TRUE(RunUntil([late] { return late->calls > 0; }));
+  EXPECT_TRUE(late->failed(ErrorCode::kShuttingDown)) << late->Describe();
+  RunFor(100);
+  EXPECT_EQ(TotalCommands(), sent);
+  EXPECT_EQ(done_calls, 1);
+  EXPECT_EQ(waits_a->calls, 1);
+  EXPECT_EQ(contends_b->calls, 1);
+}
+
+// 16b.
+TEST_F(LockEngineTest, ShutdownWithNothingToReleaseCallsDoneFromTheLoop) {
+  MakeEngine();
+  int done_calls = 0;
+  engine_->Shutdown([&] { ++done_calls; });
+  EXPECT_EQ(done_calls, 0);
+  ASSERT_TRUE(RunUntil([&] { return done_calls > 0; }));
+  RunFor(20);
+  EXPECT_EQ(done_calls, 1);
+  EXPECT_EQ(TotalCommands(), 0u);
+}
+
+// ---- Rounds -----------------------------------------------------------------------------------
+
+class RoundsTest : public LoopTest {
+ protected:
+  void DestroyUsers() override { rounds_.reset(); }
+
+  struct Result {
+    int calls = 0;
+    std::optional<VoteTally> tally;
+    Clock::time_point at;
+  };
+
+  Result* Run(RoundOp op, bool wait_all, const std::string& key = "k",
+              const std::string& token = "t") {
+    Result* res = &results_.emplace_back();
+    rounds_->Run(op, key, token, 1000, wait_all, [res](const VoteTally& t, Clock::time_point) {
+      ++res->calls;
+      res->tally = t;
+      res->at = Clock::now();
+    });
+    return res;
+  }
+
+  std::unique_ptr<Rounds> rounds_;
+  std::deque<Result> results_;
+};
+
+// 17.
+TEST_F(RoundsTest, AnswersAfterTheDeadlineAreIgnored) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 50);
+  for (int i = 2; i < 5; ++i) node(i).Hold();
+  const auto start = Clock::now();
+  Result* r = Run(RoundOp::kSetIfAbsent, /*wait_all=*/false);
+  EXPECT_EQ(r->calls, 0) << "done must never run inside Run";
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  EXPECT_GE(MsBetween(start, r->at), 45);
+  EXPECT_EQ(r->tally->yes(), 2);
+  EXPECT_EQ(r->tally->outstanding(), 3);
+  EXPECT_FALSE(r->tally->Won());
+  EXPECT_EQ(rounds_->in_flight(), 0u);
+
+  for (int i = 2; i < 5; ++i) node(i).ReleaseHeld();
+  ASSERT_TRUE(RunUntilQuiet());
+  RunFor(20);
+  EXPECT_EQ(r->calls, 1) << "late answers must not end the round again";
+  EXPECT_EQ(r->tally->yes(), 2);
+  for (int i = 2; i < 5; ++i) {
+    ASSERT_TRUE(node(i).log()[0].reply.has_value());
+    EXPECT_EQ(node(i).log()[0].reply->text, "OK");
+  }
+}
+
+TEST_F(RoundsTest, EndsAtQuorumAndIgnoresTheRest) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 500);
+  node(3).Delay(40);
+  node(4).Delay(40);
+  const auto start = Clock::now();
+  Result* r = Run(RoundOp::kSetIfAbsent, /*wait_all=*/false);
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  EXPECT_LT(MsBetween(start, r->at), 35 + 100);
+  EXPECT_TRUE(r->tally->Won());
+  EXPECT_EQ(r->tally->yes(), 3);
+  ASSERT_TRUE(RunUntilQuiet());
+  RunFor(20);
+  EXPECT_EQ(r->calls, 1);
+  EXPECT_EQ(r->tally->yes(), 3);
+}
+
+TEST_F(RoundsTest, EndsAsSoonAsQuorumIsOutOfReach) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 500);
+  for (int i = 0; i < 3; ++i) node(i).Put("k", "other", 60000);
+  node(3).Hold();
+  node(4).Hold();
+  const auto start = Clock::now();
+  Result* r = Run(RoundOp::kSetIfAbsent, /*wait_all=*/false);
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  EXPECT_LT(MsBetween(start, r->at), 400) << "no need to wait for the deadline";
+  EXPECT_TRUE(r->tally->Lost());
+  EXPECT_EQ(r->tally->no(), 3);
+  node(3).ReleaseHeld();
+  node(4).ReleaseHeld();
+  ASSERT_TRUE(RunUntilQuiet());
+  RunFor(20);
+  EXPECT_EQ(r->calls, 1);
+}
+
+TEST_F(RoundsTest, WaitAllEndsOnceEveryMasterAnswered) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 500);
+  for (int i = 0; i < 3; ++i) node(i).Put("k", "t", 60000);
+  node(3).Fail();
+  node(4).Delay(40);
+  const auto start = Clock::now();
+  Result* r = Run(RoundOp::kDeleteIfHeld, /*wait_all=*/true);
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  EXPECT_GE(MsBetween(start, r->at), 35) << "waited for the slow master";
+  EXPECT_LT(MsBetween(start, r->at), 400) << "did not wait for the deadline";
+  EXPECT_TRUE(r->tally->AllIn());
+  EXPECT_EQ(r->tally->yes(), 3);
+  EXPECT_EQ(r->tally->no(), 1);
+  EXPECT_EQ(r->tally->failed(), 1);
+  RunFor(20);
+  EXPECT_EQ(r->calls, 1);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(node(i).Holder("k"), std::nullopt);
+}
+
+TEST_F(RoundsTest, ConcurrentRoundsEachEndExactlyOnce) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 60);
+  for (int i = 0; i < 3; ++i) node(i).Hold();
+  Result* r1 = Run(RoundOp::kExtendIfHeld, /*wait_all=*/false, "k1");
+  RunFor(15);
+  Result* r2 = Run(RoundOp::kExtendIfHeld, /*wait_all=*/true, "k2");
+  ASSERT_TRUE(RunUntil([&] { return r1->calls > 0 && r2->calls > 0; }));
+  EXPECT_LE(r1->at, r2->at) << "deadlines come in start order";
+  EXPECT_EQ(r1->tally->outstanding(), 3);
+  EXPECT_EQ(r2->tally->outstanding(), 3);
+  EXPECT_EQ(r1->tally->no(), 2);  // nothing to extend on the answering masters
+  for (int i = 0; i < 3; ++i) node(i).ReleaseHeld();
+  ASSERT_TRUE(RunUntilQuiet());
+  RunFor(20);
+  EXPECT_EQ(r1->calls, 1);
+  EXPECT_EQ(r2->calls, 1);
+  EXPECT_EQ(rounds_->in_flight(), 0u);
+}
+
+}  // namespace
+}  // namespace lw
