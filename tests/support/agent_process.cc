@@ -74,6 +74,13 @@ AgentProcess::AgentProcess(std::vector<std::string> master_urls,
   }
   argv.push_back("--log-level");
   argv.push_back("debug");
+  const bool own_admin = std::find(extra_args.begin(), extra_args.end(), "--admin-listen") ==
+                         extra_args.end();
+  if (own_admin) {
+    admin_port_ = PickFreePort();
+    argv.push_back("--admin-listen");
+    argv.push_back("127.0.0.1:" + std::to_string(admin_port_));
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   try {
     pid_ = SpawnTestProcess(argv, log_path_);

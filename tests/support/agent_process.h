@@ -25,7 +25,8 @@ class AgentProcess {
   };
 
   // Runs `lockwarden serve --socket <dir>/agent.sock --master <url>... --log-level debug
-  // <extra_args>` against every master of the cluster, then WaitReady(10 s). Throws
+  // --admin-listen 127.0.0.1:<free port> <extra_args>` (no --admin-listen of ours if
+  // extra_args has one) against every master of the cluster, then WaitReady(10 s). Throws
   // std::runtime_error with the agent's log tail if it cannot start or does not become ready
   // (the process is killed and its dir removed by the throw).
   explicit AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args = {},
@@ -42,6 +43,8 @@ class AgentProcess {
   const std::string& socket_path() const { return socket_path_; }
   const std::string& dir() const { return dir_; }
   pid_t pid() const { return pid_; }
+  // Port of the admin HTTP listener the fixture chose, or 0 if extra_args set it.
+  int admin_port() const { return admin_port_; }
 
   // Polls until `deadline` from now: connect a client to the socket and ask for health. True
   // once the agent is ready in the sense of the constructor's Readiness (quorum: the "quorum"
@@ -71,6 +74,7 @@ class AgentProcess {
   std::string socket_path_;
   std::string log_path_;
   pid_t pid_ = -1;
+  int admin_port_ = 0;
   int exit_status_ = -1;  // valid once reaped_
   bool reaped_ = false;
 };
