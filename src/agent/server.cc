@@ -52,7 +52,17 @@ std::optional<std::string> PrepareSocketPath(const std::string& path) {
 
 }  // namespace
 
-Server::Server(uv_loop_t* loop, ServerOptions options) : loop_(loop), options_(std::move(options)) {}
+namespace {
+RequestObserver& SilentRequests() {
+  static RequestObserver silent;
+  return silent;
+}
+}  // namespace
+
+Server::Server(uv_loop_t* loop, ServerOptions options)
+    : observer_(options.observer ? options.observer : &SilentRequests()),
+      loop_(loop),
+      options_(std::move(options)) {}
 
 Server::~Server() {
   if (listener_ != nullptr && !uv_is_closing(reinterpret_cast<uv_handle_t*>(listener_))) {
@@ -99,6 +109,8 @@ void Server::OnConnection() {
   Session::Callbacks cb;
   cb.on_line = [this](Session& s, std::string_view line) { OnLine(s, line); };
   cb.on_line_too_long = [this](Session& s, size_t bytes) {
+    observer_->Received("request");
+    observer_->Failed("request", ErrorCode::kBadRequest);
     s.Send(protocol::EncodeError(nullptr, ErrorCode::kBadRequest,
                                  "line of " + std::to_string(bytes) + "+ bytes exceeds the " +
                                      std::to_string(options_.max_line_bytes) +
@@ -121,10 +133,27 @@ void Server::OnConnection() {
 void Server::OnLine(Session& s, std::string_view line) {
   auto decoded = protocol::DecodeRequest(line, options_.limits);
   if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
+    const std::string_view op = err->op.empty() ? std::string_view("request") : err->op;
+    observer_->Received(op);
+    observer_->Failed(op, err->code);
     s.Send(protocol::EncodeError(err->id, err->code, err->message));
     return;
   }
-  Dispatch(s, std::move(std::get<protocol::Request>(decoded)));
+  auto& request = std::get<protocol::Request>(decoded);
+  observer_->Received(protocol::OpName(request.op));
+  Dispatch(s, std::move(request));
+}
+
+std::pair<int, int> Server::PeerOf(SessionId id) const {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return {-1, -1};
+  return {static_cast<int>(it->second->peer_pid()), static_cast<int>(it->second->peer_uid())};
+}
+
+void Server::ReplyFailure(SessionId sid, const nlohmann::json& request_id, std::string_view op,
+                          const Failure& failure) {
+  observer_->Failed(op, failure.code);
+  Reply(sid, protocol::EncodeError(request_id, failure.code, failure.message));
 }
 
 void Server::Reply(SessionId id, std::string line) {
@@ -136,13 +165,6 @@ void Server::NotifyLost(SessionId session, const std::string& resource, const st
                         std::string_view reason) {
   Reply(session, protocol::EncodeLost(resource, token, reason));
 }
-
-namespace {
-// Replies with a Failure from the engine.
-std::string EncodeFailure(const nlohmann::json& id, const Failure& f) {
-  return protocol::EncodeError(id, f.code, f.message);
-}
-}  // namespace
 
 void Server::Dispatch(Session& s, protocol::Request request) {
   const SessionId sid = s.id();
@@ -157,13 +179,17 @@ void Server::Dispatch(Session& s, protocol::Request request) {
                                Reply(sid, protocol::EncodeAcquired(id, resource, g->token,
                                                                    g->validity_ms, g->waited_ms));
                              } else {
-                               Reply(sid, EncodeFailure(id, std::get<Failure>(result)));
+                               ReplyFailure(sid, id, "acquire", std::get<Failure>(result));
                              }
                            });
         } else if constexpr (std::is_same_v<T, protocol::ReleaseRequest>) {
           engine_->Release(sid, op.resource, op.token,
                            [this, sid, id](const std::optional<Failure>& f) {
-                             Reply(sid, f ? EncodeFailure(id, *f) : protocol::EncodeOk(id));
+                             if (f) {
+                               ReplyFailure(sid, id, "release", *f);
+                             } else {
+                               Reply(sid, protocol::EncodeOk(id));
+                             }
                            });
         } else if constexpr (std::is_same_v<T, protocol::ExtendRequest>) {
           engine_->Extend(sid, op.resource, op.token, op.ttl_ms,
@@ -171,7 +197,7 @@ void Server::Dispatch(Session& s, protocol::Request request) {
                             if (auto* e = std::get_if<Extension>(&result)) {
                               Reply(sid, protocol::EncodeExtended(id, e->validity_ms));
                             } else {
-                              Reply(sid, EncodeFailure(id, std::get<Failure>(result)));
+                              ReplyFailure(sid, id, "extend", std::get<Failure>(result));
                             }
                           });
         } else if constexpr (std::is_same_v<T, protocol::HeldRequest>) {
@@ -187,13 +213,9 @@ void Server::Dispatch(Session& s, protocol::Request request) {
         } else if constexpr (std::is_same_v<T, protocol::LocksRequest>) {
           std::vector<protocol::AgentLockView> locks;
           for (auto& l : engine_->AllLocks()) {
-            protocol::AgentLockView v{l.resource, l.session, -1, -1, l.held_ms,
-                                      l.validity_ms, l.renew, l.waiters};
-            if (auto it = sessions_.find(l.session); it != sessions_.end()) {
-              v.pid = static_cast<int>(it->second->peer_pid());
-              v.uid = static_cast<int>(it->second->peer_uid());
-            }
-            locks.push_back(std::move(v));
+            const auto [pid, uid] = PeerOf(l.session);
+            locks.push_back({l.resource, l.session, pid, uid, l.held_ms, l.validity_ms, l.renew,
+                             l.waiters});
           }
           s.Send(protocol::EncodeLocks(id, locks));
         } else {

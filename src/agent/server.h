@@ -17,10 +17,20 @@
 
 namespace lw {
 
+// What the server reports to metrics, on the loop thread. op: as on the wire, or "request"
+// when the line named no known op.
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  virtual void Received(std::string_view /*op*/) {}
+  virtual void Failed(std::string_view /*op*/, ErrorCode /*code*/) {}
+};
+
 struct ServerOptions {
   std::string socket_path;
   size_t max_line_bytes = 65'536;
   protocol::Limits limits;
+  RequestObserver* observer = nullptr;  // not owned; null: nothing reported
 };
 
 class Server {
@@ -45,12 +55,18 @@ class Server {
   void StopListening();
   void CloseSessions();
   size_t session_count() const { return sessions_.size(); }
+  // Peer credentials of a session: {pid, uid}, {-1, -1} if it is gone.
+  std::pair<int, int> PeerOf(SessionId id) const;
 
  private:
   void OnConnection();
   void OnLine(Session& s, std::string_view line);
   void Dispatch(Session& s, protocol::Request request);
   void Reply(SessionId id, std::string line);
+  void ReplyFailure(SessionId id, const nlohmann::json& request_id, std::string_view op,
+                    const Failure& failure);
+
+  RequestObserver* observer_;
 
   uv_loop_t* loop_;
   ServerOptions options_;

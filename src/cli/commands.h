@@ -31,4 +31,7 @@ int RunLock(const LockArgs& args);
 
 int RunStatus(const std::string& socket_path, bool json);
 
+// One leak-scan pass; 0 clean, 1 keys without TTL found, kExitUnavailable a master failed.
+int RunScan(const ConfigSources& sources, bool json);
+
 }  // namespace lw::cli

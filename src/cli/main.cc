@@ -42,6 +42,45 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
+// The flags of every configuration setting on one subcommand, and the sources they make.
+class ConfigFlags {
+ public:
+  void AddTo(CLI::App* command) {
+    command->add_option("--config", config_path_, "TOML configuration file (env LOCKWARDEN_CONFIG)");
+    for (const auto& s : lw::Settings()) {
+      const std::string flag = lw::FlagFor(s.key);
+      if (s.repeatable) {
+        command->add_option(flag, lists_[s.key], s.help + "; repeatable");
+      } else if (s.key == "socket_path") {
+        command->add_option("--socket," + flag, values_[s.key], s.help);
+      } else {
+        command->add_option(flag, values_[s.key], s.help);
+      }
+    }
+  }
+
+  lw::ConfigSources Sources(CLI::App* command) const {
+    lw::ConfigSources sources;
+    sources.env = Environment();
+    if (!config_path_.empty()) {
+      sources.toml_path = config_path_;
+    } else if (auto it = sources.env.find("LOCKWARDEN_CONFIG"); it != sources.env.end()) {
+      sources.toml_path = it->second;
+    }
+    for (const auto& s : lw::Settings()) {
+      if (command->get_option(lw::FlagFor(s.key))->count() == 0) continue;
+      sources.flags[s.key] = s.repeatable ? lists_.at(s.key)
+                                          : std::vector<std::string>{values_.at(s.key)};
+    }
+    return sources;
+  }
+
+ private:
+  std::string config_path_;
+  std::map<std::string, std::string> values_;
+  std::map<std::string, std::vector<std::string>> lists_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,21 +89,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("lockwarden ") + LOCKWARDEN_VERSION + " (" +
                                         LOCKWARDEN_GIT_COMMIT + ")");
 
-  // serve: every setting is a flag; flags override LOCKWARDEN_* env, which overrides the file.
+  // serve and scan: every setting is a flag; flags override LOCKWARDEN_* env, which overrides
+  // the file.
+  ConfigFlags serve_flags, scan_flags;
   auto* serve = app.add_subcommand("serve", "Run the agent in the foreground");
-  std::string config_path;
-  serve->add_option("--config", config_path, "TOML configuration file (env LOCKWARDEN_CONFIG)");
-  std::map<std::string, std::string> values;
-  std::vector<std::string> masters;
-  for (const auto& s : lw::Settings()) {
-    if (s.key == "masters") {
-      serve->add_option("--master", masters, s.help)->type_name("URL");
-    } else if (s.key == "socket_path") {
-      serve->add_option("--socket," + lw::FlagFor(s.key), values[s.key], s.help);
-    } else {
-      serve->add_option(lw::FlagFor(s.key), values[s.key], s.help);
-    }
-  }
+  serve_flags.AddTo(serve);
 
   const DurationValidator duration;
   lw::cli::LockArgs lock_args;
@@ -91,6 +120,12 @@ int main(int argc, char** argv) {
   status->add_option("--socket", status_socket, "agent socket (env LOCKWARDEN_SOCKET)");
   status->add_flag("--json", status_json, "machine-readable output");
 
+  bool scan_json = false;
+  auto* scan = app.add_subcommand(
+      "scan", "Scan the masters once for leaked lock keys; exit 1 if a key has no TTL");
+  scan_flags.AddTo(scan);
+  scan->add_flag("--json", scan_json, "machine-readable output");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -98,22 +133,8 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : lw::cli::kExitUsage;
   }
 
-  if (serve->parsed()) {
-    lw::ConfigSources sources;
-    sources.env = Environment();
-    if (!config_path.empty()) {
-      sources.toml_path = config_path;
-    } else if (auto it = sources.env.find("LOCKWARDEN_CONFIG"); it != sources.env.end()) {
-      sources.toml_path = it->second;
-    }
-    if (!masters.empty()) sources.flags["masters"] = masters;
-    for (const auto& s : lw::Settings()) {
-      if (s.key != "masters" && serve->get_option(lw::FlagFor(s.key))->count() > 0) {
-        sources.flags[s.key] = {values[s.key]};
-      }
-    }
-    return lw::cli::RunServe(sources);
-  }
+  if (serve->parsed()) return lw::cli::RunServe(serve_flags.Sources(serve));
+  if (scan->parsed()) return lw::cli::RunScan(scan_flags.Sources(scan), scan_json);
   if (lock->parsed()) {
     if (lock_args.socket_path.empty()) lock_args.socket_path = lw::client::DefaultSocketPath();
     lock_args.ttl_ms = Ms(ttl);

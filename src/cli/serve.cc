@@ -1,7 +1,6 @@
 // `lockwarden serve`: wires config, masters, engine and socket server onto one libuv loop.
 
 #include <signal.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <uv.h>
 
@@ -10,19 +9,32 @@
 #include <variant>
 #include <vector>
 
+#include "admin/admin_server.h"
+#include "admin/auth.h"
 #include "agent/server.h"
+#include "agent/snapshot.h"
 #include "cli/commands.h"
 #include "locking/lock_engine.h"
+#include "observe/logging.h"
+#include "observe/metrics.h"
 #include "redis/node_client.h"
+#include "scan/leak_scanner.h"
 
 namespace lw::cli {
 namespace {
 
-void SetUpLogging(const std::string& level) {
-  auto logger = spdlog::stderr_color_mt("lockwarden");
-  logger->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%-5l%$ %v");
-  logger->set_level(spdlog::level::from_str(level));
-  spdlog::set_default_logger(logger);
+constexpr int64_t kSnapshotMs = 250;
+
+std::vector<std::string> MasterNames(const Config& cfg) {
+  std::vector<std::string> names;
+  for (const auto& m : cfg.masters) names.push_back(m.Display());
+  return names;
+}
+
+int64_t UnixMsNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 void WarnAboutMasterCount(size_t n) {
@@ -38,16 +50,23 @@ void WarnAboutMasterCount(size_t n) {
 // Everything that lives on the loop, in construction order.
 class Agent {
  public:
-  Agent(uv_loop_t* loop, const Config& cfg) : loop_(loop), cfg_(cfg), server_(loop, Options(cfg)) {
-    NodeClientOptions node_options{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms,
-                                   cfg.health_interval_ms};
+  Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token)
+      : loop_(loop),
+        cfg_(cfg),
+        metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
+                 static_cast<double>(cfg.scan_interval_ms) / 1000.0),
+        server_(loop, Options(cfg, metrics_)),
+        snapshot_timer_(loop),
+        admin_token_(std::move(admin_token)) {
     std::vector<Node*> raw;
-    for (const auto& m : cfg.masters) {
-      nodes_.push_back(std::make_unique<NodeClient>(loop, m, node_options));
+    for (size_t i = 0; i < cfg.masters.size(); ++i) {
+      NodeClientOptions node_options{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms,
+                                     cfg.health_interval_ms, &metrics_.node(i)};
+      nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
       raw.push_back(nodes_.back().get());
     }
-    EngineOptions engine_options{cfg.key_prefix, cfg.drift_factor, cfg.node_timeout_ms,
-                                 cfg.retry_delay_ms, cfg.retry_jitter_ms};
+    EngineOptions engine_options{cfg.key_prefix,     cfg.drift_factor,    cfg.node_timeout_ms,
+                                 cfg.retry_delay_ms, cfg.retry_jitter_ms, &metrics_.engine()};
     engine_ = std::make_unique<LockEngine>(
         loop, raw, engine_options,
         [this](SessionId s, const std::string& res, const std::string& tok,
@@ -56,6 +75,9 @@ class Agent {
   }
 
   ~Agent() {
+    // Other threads first: they read snapshots and the metrics, never loop state.
+    if (admin_) admin_->Stop();
+    if (scanner_) scanner_->Stop();
     // Stopping a node fails its commands in flight into the engine, so the engine must
     // still be alive then; after that nothing references the nodes.
     for (auto& n : nodes_) n->Stop();
@@ -69,6 +91,13 @@ class Agent {
       return false;
     }
     for (auto& n : nodes_) n->Start();
+    PublishSnapshot();
+    snapshot_timer_.StartRepeat(kSnapshotMs, [this] { PublishSnapshot(); });
+    if (cfg_.scan_interval_ms > 0) StartScanner();
+    if (auto problem = StartAdmin()) {
+      spdlog::critical("{}", *problem);
+      return false;
+    }
     for (int signum : {SIGTERM, SIGINT}) {
       auto* h = new uv_signal_t;
       uv_signal_init(loop_, h);
@@ -84,12 +113,70 @@ class Agent {
   }
 
  private:
-  static ServerOptions Options(const Config& cfg) {
+  static ServerOptions Options(const Config& cfg, Metrics& metrics) {
     ServerOptions o;
     o.socket_path = cfg.socket_path;
     o.max_line_bytes = static_cast<size_t>(cfg.max_line_bytes);
     o.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
+    o.observer = &metrics.requests();
     return o;
+  }
+
+  // Loop thread: the state other threads may read, and the state gauges.
+  void PublishSnapshot() {
+    auto s = std::make_shared<Snapshot>();
+    s->taken = std::chrono::steady_clock::now();
+    s->taken_unix_ms = UnixMsNow();
+    s->quorum = engine_->quorum();
+    s->masters = engine_->NodeStatuses();
+    for (const auto& n : s->masters) s->masters_up += n.up ? 1 : 0;
+    for (const auto& l : engine_->AllLocks()) {
+      const auto [pid, uid] = server_.PeerOf(l.session);
+      s->locks.push_back({l.resource, l.session, pid, uid, l.held_ms, l.validity_ms, l.renew,
+                          l.waiters});
+    }
+    for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
+    s->sessions = server_.session_count();
+    s->waiters = engine_->waiters();
+    metrics_.SetState({engine_->locks_held(), s->sessions, s->waiters,
+                       static_cast<int>(s->masters.size()), s->masters_up, s->quorum});
+    snapshots_.Publish(std::move(s));
+  }
+
+  void StartScanner() {
+    ScanSettings settings;
+    settings.masters = cfg_.masters;
+    settings.key_prefix = cfg_.key_prefix;
+    settings.extra_patterns = cfg_.scan_patterns;
+    settings.max_ttl_ms = cfg_.max_ttl_ms;
+    settings.batch = cfg_.scan_batch;
+    settings.keys_per_second = cfg_.scan_keys_per_second;
+    settings.connect_timeout = std::chrono::milliseconds(cfg_.connect_timeout_ms);
+    scanner_ = std::make_unique<LeakScanner>(
+        settings, std::chrono::milliseconds(cfg_.scan_interval_ms),
+        [this] {
+          auto snap = snapshots_.Latest();
+          return snap ? snap->held_grants : LiveGrants{};
+        },
+        &metrics_.scan());
+    scanner_->Start();
+  }
+
+  std::optional<std::string> StartAdmin() {
+    auto listen = std::get<std::optional<ListenAddress>>(ParseListenAddress(cfg_.admin_listen));
+    if (!listen) return std::nullopt;  // "off"
+    AdminContext ctx;
+    ctx.metrics = &metrics_;
+    ctx.snapshots = &snapshots_;
+    ctx.scanner = scanner_.get();
+    ctx.masters = cfg_.masters;
+    ctx.max_ttl_ms = cfg_.max_ttl_ms;
+    ctx.token = admin_token_;
+    admin_ = std::make_unique<AdminServer>(*listen, std::move(ctx));
+    if (auto problem = admin_->Start()) return problem;
+    spdlog::info("admin HTTP on {}:{} (/metrics, /healthz, /readyz, /api/v1); actions {}",
+                 listen->host, admin_->port(), admin_token_.empty() ? "disabled" : "enabled");
+    return std::nullopt;
   }
 
   // SIGTERM/SIGINT: stop accepting, release every lock on all masters (bounded by
@@ -116,6 +203,7 @@ class Agent {
     if (finished_) return;
     finished_ = true;
     if (grace_) grace_->Stop();
+    snapshot_timer_.Stop();
     server_.CloseSessions();
     for (auto& n : nodes_) n->Stop();
     for (auto* h : signals_) {
@@ -128,9 +216,15 @@ class Agent {
 
   uv_loop_t* loop_;
   const Config& cfg_;
+  Metrics metrics_;
   Server server_;
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<LockEngine> engine_;
+  SnapshotBox snapshots_;
+  Timer snapshot_timer_;
+  std::string admin_token_;
+  std::unique_ptr<LeakScanner> scanner_;
+  std::unique_ptr<AdminServer> admin_;
   std::vector<uv_signal_t*> signals_;
   std::unique_ptr<Timer> grace_;
   bool shutting_down_ = false;
@@ -146,6 +240,13 @@ int RunServe(const ConfigSources& sources) {
     return kExitUsage;
   }
   const Config& cfg = std::get<Config>(loaded);
+  std::string admin_token;
+  if (!cfg.admin_token_file.empty()) {
+    if (auto error = ReadTokenFile(cfg.admin_token_file, admin_token)) {
+      std::fprintf(stderr, "lockwarden: configuration error: %s\n", error->c_str());
+      return kExitUsage;
+    }
+  }
   SetUpLogging(cfg.log_level);
   WarnAboutMasterCount(cfg.masters.size());
   signal(SIGPIPE, SIG_IGN);
@@ -154,7 +255,7 @@ int RunServe(const ConfigSources& sources) {
   uv_loop_init(&loop);
   int rc = 0;
   {
-    Agent agent(&loop, cfg);
+    Agent agent(&loop, cfg, std::move(admin_token));
     if (agent.Start()) {
       uv_run(&loop, UV_RUN_DEFAULT);
     } else {

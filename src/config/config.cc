@@ -31,7 +31,8 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 
 // Where one setting lives in Config; the member's type decides how every source parses it.
 using Target = std::variant<std::string Config::*, int64_t Config::*, double Config::*,
-                            std::vector<MasterAddress> Config::*>;
+                            std::vector<MasterAddress> Config::*,
+                            std::vector<std::string> Config::*>;
 
 struct SettingDef {
   const char* key;
@@ -64,12 +65,25 @@ const std::vector<SettingDef>& Defs() {
       {"log_level", &Config::log_level, "trace|debug|info|warn|error|critical|off",
        "log verbosity"},
       {"max_line_bytes", &Config::max_line_bytes, "bytes", "longest request line accepted"},
+      {"admin_listen", &Config::admin_listen, "host:port or off",
+       "admin HTTP listener: /metrics, /healthz, /readyz, /api/v1"},
+      {"admin_token_file", &Config::admin_token_file, "path",
+       "file with the bearer token admin actions require; empty disables actions"},
+      {"scan_interval_ms", &Config::scan_interval_ms, "ms",
+       "pause between leak-scanner passes; 0 turns the scanner off"},
+      {"scan_keys_per_second", &Config::scan_keys_per_second, "keys/s",
+       "scanner budget per master"},
+      {"scan_batch", &Config::scan_batch, "keys", "SCAN COUNT hint and PTTL pipeline depth"},
+      {"scan_patterns", &Config::scan_patterns, "glob patterns",
+       "patterns scanned besides <key_prefix>*, e.g. * to audit every key"},
   };
   return defs;
 }
 
-bool IsMasters(const SettingDef& def) {
-  return std::holds_alternative<std::vector<MasterAddress> Config::*>(def.target);
+// List settings repeat as flags, are comma-separated in env and arrays in TOML.
+bool IsList(const SettingDef& def) {
+  return std::holds_alternative<std::vector<MasterAddress> Config::*>(def.target) ||
+         std::holds_alternative<std::vector<std::string> Config::*>(def.target);
 }
 
 // The default of a setting as shown in help text, read from a default-constructed Config.
@@ -84,6 +98,7 @@ std::string DefaultText(const SettingDef& def) {
                           return std::string(buf, result.ptr);
                         },
                         [](std::vector<MasterAddress> Config::*) { return std::string("none"); },
+                        [](std::vector<std::string> Config::*) { return std::string("none"); },
                     },
                     def.target);
 }
@@ -167,9 +182,17 @@ Reason ParseMasters(const std::vector<std::string>& urls, std::vector<MasterAddr
   return std::nullopt;
 }
 
-// Applies a setting given as text (env or flag). Only masters takes several values.
+Reason ParseStrings(const std::vector<std::string>& values, std::vector<std::string>& out) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i].empty()) return "entry " + std::to_string(i + 1) + " is empty";
+  }
+  out = values;
+  return std::nullopt;
+}
+
+// Applies a setting given as text (env or flag). Only list settings take several values.
 Reason ApplyText(const SettingDef& def, const std::vector<std::string>& values, Config& config) {
-  if (!IsMasters(def) && values.size() != 1) {
+  if (!IsList(def) && values.size() != 1) {
     return "given " + std::to_string(values.size()) + " times; give it once";
   }
   return std::visit(
@@ -181,11 +204,12 @@ Reason ApplyText(const SettingDef& def, const std::vector<std::string>& values, 
           [&](int64_t Config::*m) { return ParseInt(values.front(), def.unit, config.*m); },
           [&](double Config::*m) { return ParseDouble(values.front(), config.*m); },
           [&](std::vector<MasterAddress> Config::*m) { return ParseMasters(values, config.*m); },
+          [&](std::vector<std::string> Config::*m) { return ParseStrings(values, config.*m); },
       },
       def.target);
 }
 
-// Splits LOCKWARDEN_MASTERS: comma-separated, blanks around entries ignored; "" is no master.
+// Splits a list from env (LOCKWARDEN_MASTERS): comma-separated, blanks around entries ignored; "" is no master.
 std::vector<std::string> SplitList(const std::string& text) {
   std::vector<std::string> items;
   if (text.find_first_not_of(" \t") == std::string::npos) return items;
@@ -231,19 +255,19 @@ std::string Expected(const std::string& what, const toml::node& node) {
   return "expected " + what + ", got " + TomlTypeName(node.type());
 }
 
-Reason TomlMasters(const toml::node& node, std::vector<MasterAddress>& out) {
+Reason TomlStrings(const toml::node& node, const std::string& example,
+                   std::vector<std::string>& out) {
   const toml::array* array = node.as_array();
-  const std::string what = "an array of strings, e.g. masters = [\"redis://127.0.0.1:6379\"]";
-  if (array == nullptr) return Expected(what, node);
-  std::vector<std::string> urls;
+  if (array == nullptr) return Expected("an array of strings, e.g. " + example, node);
+  out.clear();
   for (const toml::node& element : *array) {
-    const auto* url = element.as_string();
-    if (url == nullptr) {
-      return "entry " + std::to_string(urls.size() + 1) + ": " + Expected("a string", element);
+    const auto* text = element.as_string();
+    if (text == nullptr) {
+      return "entry " + std::to_string(out.size() + 1) + ": " + Expected("a string", element);
     }
-    urls.push_back(url->get());
+    out.push_back(text->get());
   }
-  return ParseMasters(urls, out);
+  return std::nullopt;
 }
 
 // Applies one TOML value; the TOML type must match the setting (an integer is accepted for
@@ -275,7 +299,20 @@ Reason ApplyToml(const SettingDef& def, const toml::node& node, Config& config) 
             }
             return std::nullopt;
           },
-          [&](std::vector<MasterAddress> Config::*m) { return TomlMasters(node, config.*m); },
+          [&](std::vector<MasterAddress> Config::*m) -> Reason {
+            std::vector<std::string> urls;
+            if (auto r = TomlStrings(node, "masters = [\"redis://127.0.0.1:6379\"]", urls)) {
+              return r;
+            }
+            return ParseMasters(urls, config.*m);
+          },
+          [&](std::vector<std::string> Config::*m) -> Reason {
+            std::vector<std::string> items;
+            if (auto r = TomlStrings(node, std::string(def.key) + " = [\"...\"]", items)) {
+              return r;
+            }
+            return ParseStrings(items, config.*m);
+          },
       },
       def.target);
 }
@@ -348,7 +385,7 @@ Reason ApplyEnv(const std::map<std::string, std::string>& env, Config& config, O
     }
     const std::string source = "env " + name;
     const std::vector<std::string> values =
-        IsMasters(*def) ? SplitList(value) : std::vector<std::string>{value};
+        IsList(*def) ? SplitList(value) : std::vector<std::string>{value};
     if (auto reason = ApplyText(*def, values, config)) return Fail(def->key, source, *reason);
     origins[def->key] = source;
   }
@@ -377,8 +414,10 @@ const std::vector<SettingInfo>& Settings() {
   static const std::vector<SettingInfo> settings = [] {
     std::vector<SettingInfo> out;
     for (const SettingDef& def : Defs()) {
-      out.push_back({def.key, std::string(def.meaning) + " (" + def.unit + ", default " +
-                                  DefaultText(def) + ")"});
+      out.push_back({def.key,
+                     std::string(def.meaning) + " (" + def.unit + ", default " +
+                         DefaultText(def) + ")",
+                     IsList(def)});
     }
     return out;
   }();
@@ -393,6 +432,7 @@ std::string EnvVarFor(const std::string& key) {
 
 std::string FlagFor(const std::string& key) {
   if (key == "masters") return "--master";  // repeatable: one URL per occurrence
+  if (key == "scan_patterns") return "--scan-pattern";  // repeatable
   std::string flag = "--" + key;
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;

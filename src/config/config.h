@@ -42,13 +42,35 @@ struct Config {
   int64_t shutdown_grace_ms = 2'000;  // how long SIGTERM waits for releases to be answered
   std::string log_level = "info";     // trace, debug, info, warn, error, critical, off
   int64_t max_line_bytes = 65'536;
+
+  // Admin HTTP listener (/metrics, /healthz, /readyz, /api/v1/*): "host:port", "[v6]:port", or
+  // "off". Port 0 picks a free port (logged).
+  std::string admin_listen = "127.0.0.1:9477";
+  // File holding the bearer token that POST actions require; empty: actions are disabled.
+  std::string admin_token_file;
+
+  // Leak scanner: a pass over every master each interval (0: scanner off).
+  int64_t scan_interval_ms = 60'000;
+  int64_t scan_keys_per_second = 20'000;  // budget per pass, so a huge master is not hurt
+  int64_t scan_batch = 500;               // SCAN COUNT and PTTL pipeline depth
+  // Patterns scanned besides "<key_prefix>*" (always scanned), e.g. "*" to audit every key.
+  std::vector<std::string> scan_patterns;
 };
+
+// "127.0.0.1:9477" / "[::1]:9477" / "localhost:9477" split into host and port.
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+// Returns the address, nullopt for "off", or a human error.
+std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(const std::string& text);
 
 // One setting as seen by all three sources. `key` is the TOML key (snake_case); the env var
 // is LOCKWARDEN_<KEY upper-cased>; the flag is --<key with '_' -> '-'>.
 struct SettingInfo {
   std::string key;
   std::string help;  // one line, mentions the unit and the default
+  bool repeatable = false;  // a list: the flag may be given several times
 };
 const std::vector<SettingInfo>& Settings();
 
@@ -58,7 +80,7 @@ std::string FlagFor(const std::string& key);    // "node_timeout_ms" -> "--node-
 struct ConfigSources {
   std::optional<std::string> toml_path;        // --config / LOCKWARDEN_CONFIG
   std::map<std::string, std::string> env;      // the process environment (only LOCKWARDEN_* used)
-  // key -> values from flags; several values only for "masters" (--master is repeatable).
+  // key -> values from flags; several values only for lists (--master, --scan-pattern).
   std::map<std::string, std::vector<std::string>> flags;
 };
 

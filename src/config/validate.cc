@@ -32,7 +32,7 @@ using Check = std::optional<Problem>;
 // "604800000 ms (7 days)": the number the user typed, plus a readable size for large bounds.
 std::string AmountText(int64_t value, const char* unit) {
   std::string text = std::to_string(value) + " " + unit;
-  if (std::string_view(unit) == "ms") {
+  if (std::string_view(unit) == "ms" && value != 0) {
     if (value >= kDayMs && value % kDayMs == 0) {
       text += " (" + std::to_string(value / kDayMs) + (value == kDayMs ? " day)" : " days)");
     } else if (value >= kMinuteMs && value % kMinuteMs == 0) {
@@ -173,9 +173,34 @@ Check CheckLogLevelAndLines(const Config& c) {
   return InRange("max_line_bytes", c.max_line_bytes, 1024, 16 * kMiB, "bytes");
 }
 
+Check CheckAdmin(const Config& c) {
+  auto parsed = ParseListenAddress(c.admin_listen);
+  if (auto* error = std::get_if<std::string>(&parsed)) return Problem{"admin_listen", *error};
+  if (!c.admin_token_file.empty() && c.admin_token_file.front() != '/') {
+    return Problem{"admin_token_file", "must be an absolute path"};
+  }
+  return std::nullopt;
+}
+
+Check CheckScanner(const Config& c) {
+  if (c.scan_interval_ms != 0) {
+    if (auto p = InRange("scan_interval_ms", c.scan_interval_ms, 100, kDayMs)) return p;
+  }
+  if (auto p = InRange("scan_keys_per_second", c.scan_keys_per_second, 10, 10'000'000, "keys/s")) {
+    return p;
+  }
+  if (auto p = InRange("scan_batch", c.scan_batch, 1, 100'000, "keys")) return p;
+  for (const std::string& pattern : c.scan_patterns) {
+    if (pattern.empty()) return Problem{"scan_patterns", "an entry is empty"};
+    if (pattern.size() > 1024) return Problem{"scan_patterns", "an entry is over 1024 bytes"};
+  }
+  return std::nullopt;
+}
+
 Check FindProblem(const Config& c) {
   for (auto check : {CheckMasters, CheckSocketPath, CheckKeyPrefix, CheckTtls, CheckTimeouts,
-                     CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines}) {
+                     CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines, CheckAdmin,
+                     CheckScanner}) {
     if (auto problem = check(c)) return problem;
   }
   return std::nullopt;

@@ -58,8 +58,9 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
                        LostHandler on_lost)
     : loop_(loop),
       options_(std::move(options)),
+      observer_(options_.observer ? options_.observer : &SilentEngineObserver()),
       on_lost_(std::move(on_lost)),
-      rounds_(loop, std::move(nodes), options_.node_timeout_ms),
+      rounds_(loop, std::move(nodes), options_.node_timeout_ms, observer_),
       rng_(std::random_device{}()),
       defer_(loop) {}
 
@@ -91,6 +92,7 @@ LockEngine::Holder* LockEngine::FindHolder(const std::string& name, const std::s
 void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl_ms,
                          int64_t wait_ms, bool renew, AcquireDone done) {
   if (shutting_down_) {
+    observer_->AcquireFinished(AcquireOutcome::kError, {}, 0);
     Defer([done = std::move(done)] {
       done(Failure{ErrorCode::kShuttingDown, "the agent is shutting down; retry shortly"});
     });
@@ -208,6 +210,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   const int64_t waited = CeilMs(Clock::now() - w.requested);
   spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s))", Quoted(name),
                 validity_ms, waited, w.attempts);
+  ReportAcquire(w, ErrorCode::kInternal, /*granted=*/true);
   w.done(Grant{token, validity_ms, waited});
 }
 
@@ -216,8 +219,21 @@ void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure)
   r.waiters.pop_front();
   if (r.retry_timer) r.retry_timer->Stop();
   ForgetWaiter(w.session, name);
+  ReportAcquire(w, failure.code, /*granted=*/false);
   w.done(failure);
   Pump(name);
+}
+
+void LockEngine::ReportAcquire(const Waiter& w, ErrorCode code, bool granted) {
+  AcquireOutcome outcome = AcquireOutcome::kError;
+  if (granted) {
+    outcome = AcquireOutcome::kAcquired;
+  } else if (code == ErrorCode::kTimeout) {
+    outcome = AcquireOutcome::kTimeout;
+  } else if (code == ErrorCode::kNoQuorum) {
+    outcome = AcquireOutcome::kNoQuorum;
+  }
+  observer_->AcquireFinished(outcome, Clock::now() - w.requested, w.attempts);
 }
 
 Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) const {
@@ -258,6 +274,7 @@ void LockEngine::OnWaitExpired(const std::string& name, uint64_t waiter_id) {
   Waiter w = std::move(*it);
   r->waiters.erase(it);
   ForgetWaiter(w.session, name);
+  ReportAcquire(w, ErrorCode::kTimeout, /*granted=*/false);
   w.done(Failure{ErrorCode::kTimeout, Quoted(name) + " was held by another session of this "
                                       "agent for all of wait_ms=" + std::to_string(w.wait_ms)});
 }
@@ -370,11 +387,16 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
               if (h2 == nullptr) return;
               h2->renewing = false;
               const auto* f = std::get_if<Failure>(&result);
-              if (f == nullptr) return;  // extended; RunExtend scheduled the next renewal
+              if (f == nullptr) {  // extended; RunExtend scheduled the next renewal
+                observer_->Renewed(RenewOutcome::kExtended);
+                return;
+              }
               if (f->code == ErrorCode::kNotHeld) {
+                observer_->Renewed(RenewOutcome::kLost);
                 Lose(name, "renew_failed");
                 return;
               }
+              observer_->Renewed(RenewOutcome::kRetry);
               spdlog::warn("renewal of {} failed: {}", Quoted(name), f->message);
               const int64_t left = CeilMs(h2->valid_until - Clock::now());
               ScheduleHolder(name, *h2,
@@ -388,6 +410,7 @@ void LockEngine::Lose(const std::string& name, std::string_view reason) {
   if (r == nullptr || !r->holder) return;
   auto h = TakeHolder(*r, name);
   spdlog::warn("lock {} lost: {}", Quoted(name), reason);
+  observer_->LockLost(reason);
   ReleaseEverywhere(r->key, h->token);
   on_lost_(h->session, name, h->token, reason);
   Pump(name);
@@ -397,6 +420,7 @@ std::unique_ptr<LockEngine::Holder> LockEngine::TakeHolder(Resource& r, const st
   auto h = std::move(r.holder);
   --holders_;
   h->timer.reset();
+  observer_->HoldEnded(Clock::now() - h->acquired);
   auto it = sessions_.find(h->session);
   if (it != sessions_.end()) it->second.held.erase(name);
   return h;
@@ -460,6 +484,7 @@ void LockEngine::Shutdown(std::function<void()> done) {
   std::vector<AcquireDone> refused;
   for (auto& [name, r] : resources_) {
     for (auto w = r->waiters.begin(); w != r->waiters.end();) {
+      if (!w->cancelled) ReportAcquire(*w, ErrorCode::kShuttingDown, /*granted=*/false);
       refused.push_back(std::move(w->done));
       if (w == r->waiters.begin() && w->in_attempt) {
         (w++)->cancelled = true;
@@ -512,6 +537,20 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
   std::sort(out.begin(), out.end(),
             [](const LockInfo& a, const LockInfo& b) { return a.held_ms > b.held_ms; });
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> LockEngine::HeldGrants() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, r] : resources_) {
+    if (r->holder) out.emplace_back(r->key, r->holder->token);
+  }
+  return out;
+}
+
+size_t LockEngine::waiters() const {
+  size_t n = 0;
+  for (const auto& [name, r] : resources_) n += r->waiters.size();
+  return n;
 }
 
 std::vector<NodeStatus> LockEngine::NodeStatuses() const {

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "core/error_code.h"
+#include "locking/engine_observer.h"
 #include "locking/rounds.h"
 #include "redis/node.h"
 #include "redis/timer.h"
@@ -46,6 +47,7 @@ struct EngineOptions {
   int64_t node_timeout_ms = 50;
   int64_t retry_delay_ms = 50;
   int64_t retry_jitter_ms = 50;
+  EngineObserver* observer = nullptr;  // not owned; null: nothing reported
 };
 
 struct Failure {
@@ -101,6 +103,8 @@ class LockEngine {
   std::vector<HeldLock> HeldBy(SessionId session) const;
   // Every lock held through this engine, longest-held first.
   std::vector<LockInfo> AllLocks() const;
+  // {Redis key, token} of every lock held (for the leak scanner; never shown to anyone).
+  std::vector<std::pair<std::string, std::string>> HeldGrants() const;
 
   // The session is gone: release its locks on all masters now and drop its waiters
   // (their callbacks are not called).
@@ -113,6 +117,8 @@ class LockEngine {
   int quorum() const { return rounds_.quorum(); }
   std::vector<NodeStatus> NodeStatuses() const;
   size_t locks_held() const { return holders_; }
+  // Acquire requests queued across all resources (each resource's contender included).
+  size_t waiters() const;
 
  private:
   struct Waiter;
@@ -145,8 +151,11 @@ class LockEngine {
   void MaybeFinishShutdown();
   Failure AttemptFailure(const std::string& name, const Waiter& w) const;
 
+  void ReportAcquire(const Waiter& w, ErrorCode code, bool granted);
+
   uv_loop_t* loop_;
   EngineOptions options_;
+  EngineObserver* observer_;
   LostHandler on_lost_;
   Rounds rounds_;
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;

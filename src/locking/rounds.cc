@@ -18,8 +18,15 @@ Vote Classify(RoundOp op, const Reply& r) {
 
 }  // namespace
 
-Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms)
+EngineObserver& SilentEngineObserver() {
+  static EngineObserver silent;
+  return silent;
+}
+
+Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
+               EngineObserver* observer)
     : nodes_(std::move(nodes)),
+      observer_(observer ? observer : &SilentEngineObserver()),
       quorum_(QuorumSize(static_cast<int>(nodes_.size()))),
       node_timeout_(node_timeout_ms),
       timer_(loop) {}
@@ -28,11 +35,13 @@ void Rounds::Run(RoundOp op, const std::string& key, const std::string& token, i
                  bool wait_all, RoundDone done) {
   const uint64_t id = next_id_++;
   const auto started = Clock::now();
-  rounds_.emplace(id, Round{VoteTally(size(), quorum_), started, wait_all, std::move(done)});
+  rounds_.emplace(id, Round{VoteTally(size(), quorum_), started, wait_all, std::move(done),
+                            std::vector<bool>(nodes_.size(), false)});
   deadlines_.emplace_back(started + node_timeout_, id);
   if (!timer_.active()) ArmTimer();
-  for (Node* node : nodes_) {
-    auto handler = [this, id, op](const Reply& r) { OnAnswer(id, op, r); };
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    Node* node = nodes_[i];
+    auto handler = [this, id, i, op](const Reply& r) { OnAnswer(id, i, op, r); };
     switch (op) {
       case RoundOp::kSetIfAbsent:
         node->SetIfAbsent(key, token, ttl_ms, std::move(handler));
@@ -47,10 +56,11 @@ void Rounds::Run(RoundOp op, const std::string& key, const std::string& token, i
   }
 }
 
-void Rounds::OnAnswer(uint64_t id, RoundOp op, const Reply& reply) {
+void Rounds::OnAnswer(uint64_t id, size_t node, RoundOp op, const Reply& reply) {
   auto it = rounds_.find(id);
   if (it == rounds_.end()) return;  // the round already ended: a late answer never counts
   Round& round = it->second;
+  round.answered[node] = true;
   switch (Classify(op, reply)) {
     case Vote::kYes:
       round.tally.Yes();
@@ -63,15 +73,20 @@ void Rounds::OnAnswer(uint64_t id, RoundOp op, const Reply& reply) {
       break;
   }
   if (round.wait_all ? round.tally.AllIn() : (round.tally.Decided() || round.tally.AllIn())) {
-    Finish(id);
+    Finish(id, /*by_deadline=*/false);
   }
 }
 
-void Rounds::Finish(uint64_t id) {
+void Rounds::Finish(uint64_t id, bool by_deadline) {
   auto it = rounds_.find(id);
   if (it == rounds_.end()) return;
   Round round = std::move(it->second);
   rounds_.erase(it);
+  if (by_deadline) {
+    for (size_t i = 0; i < round.answered.size(); ++i) {
+      if (!round.answered[i]) observer_->MasterMissedDeadline(i);
+    }
+  }
   round.done(round.tally, round.started);
 }
 
@@ -80,7 +95,7 @@ void Rounds::OnDeadline() {
   while (!deadlines_.empty() && deadlines_.front().first <= now) {
     const uint64_t id = deadlines_.front().second;
     deadlines_.pop_front();
-    Finish(id);  // no-op if it already ended
+    Finish(id, /*by_deadline=*/true);  // no-op if it already ended
   }
   ArmTimer();
 }

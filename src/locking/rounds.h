@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/redlock_math.h"
+#include "locking/engine_observer.h"
 #include "redis/node.h"
 #include "redis/timer.h"
 
@@ -31,7 +32,8 @@ using RoundDone = std::function<void(const VoteTally& tally, Clock::time_point s
 
 class Rounds {
  public:
-  Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms);
+  Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
+         EngineObserver* observer);
 
   // Starts a round; `done` runs later, from the event loop, never from inside Run.
   // wait_all=false: end at the first decision. wait_all=true: end when all answered.
@@ -49,14 +51,16 @@ class Rounds {
     Clock::time_point started;
     bool wait_all;
     RoundDone done;
+    std::vector<bool> answered;  // by node index
   };
 
-  void OnAnswer(uint64_t id, RoundOp op, const Reply& reply);
-  void Finish(uint64_t id);
+  void OnAnswer(uint64_t id, size_t node, RoundOp op, const Reply& reply);
+  void Finish(uint64_t id, bool by_deadline);
   void OnDeadline();
   void ArmTimer();
 
   std::vector<Node*> nodes_;
+  EngineObserver* observer_;
   int quorum_;
   std::chrono::milliseconds node_timeout_;
   uint64_t next_id_ = 1;

@@ -344,7 +344,7 @@ Problem CheckKnownFields(const json& request, const OpSpec& spec) {
 }
 
 DecodeError BadRequest(json id, std::string message) {
-  return DecodeError{std::move(id), ErrorCode::kBadRequest, std::move(message)};
+  return DecodeError{std::move(id), ErrorCode::kBadRequest, std::move(message), {}};
 }
 
 }  // namespace
@@ -368,12 +368,32 @@ std::variant<Request, DecodeError> DecodeRequest(std::string_view line, const Li
   }
   const OpSpec* spec = nullptr;
   if (auto problem = FindOp(request, &spec)) return BadRequest(id, *problem);
-  if (auto problem = CheckKnownFields(request, *spec)) return BadRequest(id, *problem);
+  auto refuse = [&](std::string problem) {
+    DecodeError error = BadRequest(id, std::move(problem));
+    error.op = spec->name;
+    return error;
+  };
+  if (auto problem = CheckKnownFields(request, *spec)) return refuse(*problem);
   Request decoded{id, {}};
   if (auto problem = spec->decode(FieldReader(request), limits, &decoded.op)) {
-    return BadRequest(id, *problem);
+    return refuse(*problem);
   }
   return decoded;
+}
+
+std::string_view OpName(const Op& op) {
+  return std::visit(
+      [](const auto& o) -> std::string_view {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, AcquireRequest>) return "acquire";
+        if constexpr (std::is_same_v<T, ReleaseRequest>) return "release";
+        if constexpr (std::is_same_v<T, ExtendRequest>) return "extend";
+        if constexpr (std::is_same_v<T, HeldRequest>) return "held";
+        if constexpr (std::is_same_v<T, HealthRequest>) return "health";
+        if constexpr (std::is_same_v<T, PingRequest>) return "ping";
+        if constexpr (std::is_same_v<T, LocksRequest>) return "locks";
+      },
+      op);
 }
 
 }  // namespace lw::protocol

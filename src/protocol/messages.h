@@ -50,7 +50,11 @@ struct DecodeError {
   nlohmann::json id;
   ErrorCode code = ErrorCode::kBadRequest;
   std::string message;
+  std::string op;  // the op named by the request, when it named a known one; else empty
 };
+
+// "acquire", "release", ... as on the wire.
+std::string_view OpName(const Op& op);
 
 // Bounds the decoder enforces; they come from the agent's configuration.
 struct Limits {

@@ -2,6 +2,7 @@
 // The engine's view of one Redis master: three lock commands and a health summary.
 // LockEngine is written against this interface so that its tests can script a master.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -26,6 +27,19 @@ struct NodeStatus {
   double rtt_ms = 0;       // last health-check round trip
   uint64_t reconnects = 0; // successful connections after the first
   std::string last_error;  // why it is down, if it is
+};
+
+// What a master connection reports to metrics. Called on the loop thread; must be cheap.
+enum class NodeCommand { kSetNx, kDeleteIfHeld, kExtendIfHeld, kPing, kCount };
+enum class NodeError { kErrorReply, kUnavailable, kDisconnected, kConnectFailed, kStalled, kTimeout,
+                       kCount };
+class NodeObserver {
+ public:
+  virtual ~NodeObserver() = default;
+  virtual void CommandDone(NodeCommand /*command*/, std::chrono::nanoseconds /*latency*/) {}
+  virtual void Error(NodeError /*kind*/) {}
+  virtual void Up(bool /*up*/) {}
+  virtual void Reconnected() {}
 };
 
 class Node {

@@ -50,6 +50,11 @@ double MsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
+NodeObserver& Silent() {
+  static NodeObserver silent;
+  return silent;
+}
+
 }  // namespace
 
 NodeClient::NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions options)
@@ -57,6 +62,7 @@ NodeClient::NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions
       address_(std::move(address)),
       display_(address_.Display()),
       options_(options),
+      observer_(options.observer ? options.observer : &Silent()),
       connect_timer_(loop),
       reconnect_timer_(loop),
       health_timer_(loop),
@@ -145,6 +151,14 @@ void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
     SendEval(std::move(pending), /*by_sha=*/false);
     return;
   }
+  if (pending->command != NodeCommand::kCount) {
+    if (reply.kind == Reply::Kind::kDisconnected) {
+      observer_->Error(NodeError::kDisconnected);
+    } else {
+      observer_->CommandDone(pending->command, Clock::now() - pending->sent_at);
+      if (reply.kind == Reply::Kind::kError) observer_->Error(NodeError::kErrorReply);
+    }
+  }
   pending->handler(reply);
 }
 
@@ -191,9 +205,12 @@ void NodeClient::BecomeReady() {
   connect_timer_.Stop();
   state_ = State::kReady;
   backoff_ms_ = 0;
-  if (ever_ready_) ++reconnects_;
+  const bool reconnected = ever_ready_;
+  if (reconnected) ++reconnects_;
   ever_ready_ = true;
   last_error_.clear();
+  observer_->Up(true);
+  if (reconnected) observer_->Reconnected();
   // Measure the round trip at the next tick rather than a full interval from now.
   last_health_ping_ = Clock::now() - std::chrono::milliseconds(options_.health_interval_ms);
   spdlog::info("master {} is up", display_);
@@ -219,8 +236,10 @@ void NodeClient::ConnectionLost(const std::string& why) {
   if (state_ == State::kStopped) return;
   state_ = State::kIdle;
   if (was_ready) {
+    observer_->Up(false);
     spdlog::warn("master {} is down: {}", display_, why);
   } else {
+    observer_->Error(NodeError::kConnectFailed);
     spdlog::debug("master {}: connect attempt failed: {}", display_, why);
   }
   ScheduleReconnect();
@@ -238,6 +257,7 @@ void NodeClient::HealthTick() {
   if (state_ != State::kReady) return;
   const auto now = Clock::now();
   if (!sent_.empty() && now - sent_.front() > std::chrono::milliseconds(options_.connect_timeout_ms)) {
+    observer_->Error(NodeError::kStalled);
     DropConnection("no reply for " + std::to_string(options_.connect_timeout_ms) +
                    " ms (stalled)");
     return;
@@ -251,10 +271,11 @@ void NodeClient::HealthTick() {
   SendInternal({"PING"}, [this, now](const Reply& r) {
     health_ping_in_flight_ = false;
     if (r.kind == Reply::Kind::kStatus) rtt_ms_ = MsSince(now);
-  });
+  }, NodeCommand::kPing);
 }
 
-void NodeClient::SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler) {
+void NodeClient::SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,
+                              NodeCommand command) {
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (auto a : args) {
@@ -263,6 +284,7 @@ void NodeClient::SendInternal(std::initializer_list<std::string_view> args, Repl
   }
   auto p = std::make_unique<Pending>();
   p->handler = std::move(handler);
+  p->command = command;
   Send(static_cast<int>(argv.size()), argv.data(), lens.data(), std::move(p));
 }
 
@@ -280,7 +302,8 @@ void NodeClient::Send(int argc, const char** argv, const size_t* lens,
     return;
   }
   pending.release();  // owned by hiredis until OnReply
-  sent_.push_back(Clock::now());
+  raw->sent_at = Clock::now();
+  sent_.push_back(raw->sent_at);
 }
 
 void NodeClient::FailSoon(ReplyHandler handler) {
@@ -292,7 +315,10 @@ void NodeClient::FailSoon(ReplyHandler handler) {
     Reply unavailable;
     unavailable.kind = Reply::Kind::kUnavailable;
     unavailable.text = last_error_;
-    for (auto& h : batch) h(unavailable);
+    for (auto& h : batch) {
+      observer_->Error(NodeError::kUnavailable);
+      h(unavailable);
+    }
   });
 }
 
@@ -304,6 +330,7 @@ void NodeClient::SetIfAbsent(const std::string& key, const std::string& token, i
   const size_t lens[] = {3, key.size(), token.size(), 2, 2, ttl.size()};
   auto p = std::make_unique<Pending>();
   p->handler = std::move(handler);
+  p->command = NodeCommand::kSetNx;
   Send(6, argv, lens, std::move(p));
 }
 
@@ -323,6 +350,8 @@ void NodeClient::Eval(Script script, const std::string& key, const std::string& 
   auto p = std::make_unique<Pending>();
   p->handler = std::move(handler);
   p->script = script;
+  p->command = script == Script::kDeleteIfHeld ? NodeCommand::kDeleteIfHeld
+                                               : NodeCommand::kExtendIfHeld;
   p->key = key;
   p->arg1 = arg1;
   p->arg2 = arg2;

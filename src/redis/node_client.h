@@ -31,6 +31,7 @@ struct NodeClientOptions {
   int64_t connect_timeout_ms = 1000;
   int64_t reconnect_max_backoff_ms = 2000;
   int64_t health_interval_ms = 1000;
+  NodeObserver* observer = nullptr;  // not owned; null: nothing reported
 };
 
 class NodeClient final : public Node {
@@ -66,6 +67,8 @@ class NodeClient final : public Node {
     ReplyHandler handler;
     Script script = Script::kNone;  // for the EVALSHA -> EVAL fallback
     std::string key, arg1, arg2;
+    NodeCommand command = NodeCommand::kCount;  // kCount: handshake, not measured
+    Clock::time_point sent_at;
   };
 
   static void OnConnect(const redisAsyncContext* ac, int status);
@@ -84,7 +87,8 @@ class NodeClient final : public Node {
             const std::string& arg2, ReplyHandler handler);
   void SendEval(std::unique_ptr<Pending> pending, bool by_sha);
   void Send(int argc, const char** argv, const size_t* lens, std::unique_ptr<Pending> pending);
-  void SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler);
+  void SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,
+                    NodeCommand command = NodeCommand::kCount);
   void FailSoon(ReplyHandler handler);
   void HandleReply(std::unique_ptr<Pending> pending, Reply reply);
 
@@ -92,6 +96,7 @@ class NodeClient final : public Node {
   MasterAddress address_;
   std::string display_;
   NodeClientOptions options_;
+  NodeObserver* observer_;
   State state_ = State::kIdle;
   redisAsyncContext* ac_ = nullptr;
   uint64_t generation_ = 0;

@@ -1,0 +1,270 @@
+#include "admin/admin_server.h"
+
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "admin/auth.h"
+#include "admin/views.h"
+#include "scan/remedy.h"
+
+namespace lw {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+constexpr size_t kMaxBodyBytes = 64 * 1024;
+constexpr size_t kThreads = 4;
+constexpr size_t kMaxKeyBytes = 4096;
+
+void SendJson(httplib::Response& res, int status, const ordered_json& body) {
+  res.status = status;
+  res.set_content(Dump(body), "application/json");
+}
+
+void SendError(httplib::Response& res, int status, std::string_view code,
+               std::string_view message) {
+  SendJson(res, status, ErrorView(code, message));
+}
+
+// JSON-quoted, so a key or header cannot forge log lines.
+std::string Quote(const std::string& text) {
+  return ordered_json(text).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+}
+
+// "who" for the audit line: the peer address and its user agent.
+std::string Who(const httplib::Request& req) {
+  std::string who = req.remote_addr + ":" + std::to_string(req.remote_port);
+  const std::string agent = req.get_header_value("User-Agent");
+  if (!agent.empty()) who += " (" + Quote(agent.substr(0, 120)) + ")";
+  return who;
+}
+
+struct LeakRequest {
+  size_t master = 0;
+  std::string key;
+  int64_t ttl_ms = 0;
+};
+
+// Validates the JSON body of a leak action; fills `out` or returns the problem.
+std::optional<std::string> ParseLeakRequest(const std::string& body, bool expire,
+                                            const AdminContext& ctx, LeakRequest& out) {
+  ordered_json j;
+  try {
+    j = ordered_json::parse(body);
+  } catch (const std::exception&) {
+    return "the body must be a JSON object";
+  }
+  if (!j.is_object()) return "the body must be a JSON object";
+  for (const auto& [name, value] : j.items()) {
+    if (name != "master" && name != "key" && !(expire && name == "ttl_ms")) {
+      return "unknown field \"" + name + "\"; known: master, key" +
+             std::string(expire ? ", ttl_ms" : "");
+    }
+  }
+  if (!j.contains("master") || !j["master"].is_string()) {
+    return "\"master\" (string, host:port as listed by /api/v1/leaks) is required";
+  }
+  const std::string master = j["master"];
+  bool found = false;
+  for (size_t i = 0; i < ctx.masters.size() && !found; ++i) {
+    if (ctx.masters[i].Display() == master) {
+      out.master = i;
+      found = true;
+    }
+  }
+  if (!found) return "\"master\": " + master + " is not one of this agent's masters";
+  if (!j.contains("key") || !j["key"].is_string() || j["key"].get<std::string>().empty()) {
+    return "\"key\" (non-empty string) is required";
+  }
+  out.key = j["key"];
+  if (out.key.size() > kMaxKeyBytes) return "\"key\" is longer than 4096 bytes";
+  if (expire) {
+    if (!j.contains("ttl_ms") || !j["ttl_ms"].is_number_integer()) {
+      return "\"ttl_ms\" (integer, milliseconds) is required";
+    }
+    out.ttl_ms = j["ttl_ms"];
+    if (out.ttl_ms < 1 || out.ttl_ms > ctx.max_ttl_ms) {
+      return "\"ttl_ms\" must be between 1 and max_ttl_ms (" + std::to_string(ctx.max_ttl_ms) +
+             ")";
+    }
+  }
+  return std::nullopt;
+}
+
+ActionHeaders HeadersOf(const httplib::Request& req) {
+  return {req.get_header_value("Authorization"), req.get_header_value("Sec-Fetch-Site"),
+          req.get_header_value("Origin"), req.get_header_value("Host")};
+}
+
+}  // namespace
+
+AdminServer::AdminServer(ListenAddress listen, AdminContext context)
+    : listen_(std::move(listen)), ctx_(std::move(context)) {}
+
+AdminServer::~AdminServer() { Stop(); }
+
+std::optional<std::string> AdminServer::Start() {
+  http_ = std::make_unique<httplib::Server>();
+  http_->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
+  http_->set_payload_max_length(kMaxBodyBytes);
+  http_->set_read_timeout(5, 0);
+  http_->set_write_timeout(5, 0);
+  http_->set_keep_alive_timeout(5);
+  http_->set_keep_alive_max_count(100);
+  Routes();
+  const std::string host = listen_.host == "localhost" ? "127.0.0.1" : listen_.host;
+  if (listen_.port == 0) {
+    port_ = http_->bind_to_any_port(host);
+    if (port_ < 0) return "admin_listen: cannot bind " + host + ":0";
+  } else {
+    if (!http_->bind_to_port(host, listen_.port)) {
+      return "admin_listen: cannot bind " + host + ":" + std::to_string(listen_.port) +
+             " (in use? another agent? set --admin-listen host:port or off)";
+    }
+    port_ = listen_.port;
+  }
+  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  return std::nullopt;
+}
+
+void AdminServer::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void AdminServer::Routes() {
+  httplib::Server& s = *http_;
+  AdminContext& ctx = ctx_;
+
+  s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
+    res.set_content(ctx.metrics->Serialize(), "text/plain; version=0.0.4; charset=utf-8");
+  });
+
+  s.Get("/healthz", [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto snap = ctx.snapshots->Latest();
+    const auto age = snap ? std::chrono::steady_clock::now() - snap->taken
+                          : std::chrono::steady_clock::duration::max();
+    if (snap && age < ctx.stale_after) {
+      res.set_content("ok\n", "text/plain");
+      return;
+    }
+    res.status = 503;
+    res.set_content(snap ? "event loop stalled: no state published for " +
+                               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                  age).count()) + " ms\n"
+                         : std::string("starting\n"),
+                    "text/plain");
+  });
+
+  s.Get("/readyz", [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto snap = ctx.snapshots->Latest();
+    if (!snap) {
+      res.status = 503;
+      res.set_content("not ready: starting\n", "text/plain");
+      return;
+    }
+    const std::string counts = std::to_string(snap->masters_up) + " of " +
+                               std::to_string(snap->masters.size()) + " masters up, quorum " +
+                               std::to_string(snap->quorum);
+    if (snap->masters_up >= snap->quorum) {
+      res.set_content("ready: " + counts + "\n", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content("not ready: " + counts + "\n", "text/plain");
+    }
+  });
+
+  s.Get("/api/v1/state", [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto snap = ctx.snapshots->Latest();
+    if (!snap) return SendError(res, 503, "starting", "the agent is starting");
+    SendJson(res, 200, StateView(*snap));
+  });
+
+  s.Get("/api/v1/leaks", [&ctx](const httplib::Request&, httplib::Response& res) {
+    auto report = ctx.scanner ? ctx.scanner->Latest() : nullptr;
+    SendJson(res, 200, LeaksView(report.get(), ctx.scanner ? ctx.scanner->interval().count() : 0));
+  });
+
+  // Every POST goes through the same gate and the same audit line.
+  auto action = [&ctx](const char* name, auto body) {
+    return [&ctx, name, body](const httplib::Request& req, httplib::Response& res) {
+      const ActionVerdict verdict = JudgeAction(HeadersOf(req), ctx.token);
+      if (verdict.refusal) {
+        ctx.metrics->CountAdminAction(name, "refused");
+        spdlog::warn("audit: {} refused for {}: {}", name, Who(req), verdict.message);
+        const bool forbidden = *verdict.refusal == Refusal::kCrossSite ||
+                               *verdict.refusal == Refusal::kDisabled;
+        return SendError(res, forbidden ? 403 : 401, "forbidden", verdict.message);
+      }
+      body(req, res);
+    };
+  };
+
+  auto leak_action = [&ctx](const char* name, bool expire) {
+    return [&ctx, name, expire](const httplib::Request& req, httplib::Response& res) {
+      LeakRequest lr;
+      if (auto problem = ParseLeakRequest(req.body, expire, ctx, lr)) {
+        return SendError(res, 400, "bad_request", *problem);
+      }
+      const Remedy remedy =
+          RemedyLeak(ctx.masters[lr.master], lr.key,
+                     expire ? LeakAction::kExpire : LeakAction::kDelete, lr.ttl_ms,
+                     ctx.action_timeout);
+      const std::string result(RemedyResultName(remedy.result));
+      ctx.metrics->CountAdminAction(name, result);
+      spdlog::warn("audit: {} master={} key={}{} by {}: {} ({})", name,
+                   ctx.masters[lr.master].Display(), Quote(lr.key),
+                   expire ? " ttl_ms=" + std::to_string(lr.ttl_ms) : "", Who(req), result,
+                   remedy.message);
+      if (remedy.result == RemedyResult::kDone && ctx.scanner) {
+        ctx.scanner->Forget(lr.master, lr.key);
+      }
+      switch (remedy.result) {
+        case RemedyResult::kDone:
+          return SendJson(res, 200, {{"ok", true}, {"result", result}, {"message", remedy.message}});
+        case RemedyResult::kStale:
+          return SendError(res, 409, "stale", remedy.message);
+        case RemedyResult::kError:
+          return SendError(res, 502, "master_error", remedy.message);
+      }
+    };
+  };
+  s.Post("/api/v1/leaks/expire", action("expire_key", leak_action("expire_key", true)));
+  s.Post("/api/v1/leaks/delete", action("delete_key", leak_action("delete_key", false)));
+  s.Post("/api/v1/scan", action("rescan", [&ctx](const httplib::Request& req,
+                                                 httplib::Response& res) {
+    if (!ctx.scanner) {
+      ctx.metrics->CountAdminAction("rescan", "error");
+      return SendError(res, 409, "scanner_off", "the scanner is off (scan_interval_ms = 0)");
+    }
+    ctx.scanner->Rescan();
+    ctx.metrics->CountAdminAction("rescan", "done");
+    spdlog::info("audit: rescan by {}", Who(req));
+    SendJson(res, 202, {{"ok", true}, {"result", "started"}});
+  }));
+
+  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+    if (!res.body.empty()) return;  // a handler's own error
+    if (res.status == 404) return SendError(res, 404, "not_found", "no such endpoint");
+    if (res.status == 413) {
+      return SendError(res, 413, "bad_request", "the body is larger than 64 KiB");
+    }
+    SendError(res, res.status, "bad_request",
+              "malformed HTTP request (HTTP " + std::to_string(res.status) +
+                  "); a POST needs a Content-Length");
+  });
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res,
+                             std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    spdlog::error("admin: {} {} failed: {}", req.method, req.path, what);
+    SendError(res, 500, "internal", "internal error; see the agent log");
+  });
+}
+
+}  // namespace lw

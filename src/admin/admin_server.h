@@ -1,0 +1,68 @@
+#pragma once
+// AdminServer: the HTTP side of the agent (cpp-httplib, its own small thread pool).
+//
+//   GET  /metrics              Prometheus text exposition
+//   GET  /healthz              200 while the event loop publishes snapshots (it is not wedged)
+//   GET  /readyz               200 while a quorum of masters is usable, else 503
+//   GET  /api/v1/state         masters, quorum, locks (docs/api.md)
+//   GET  /api/v1/leaks         the leak scanner's latest findings
+//   POST /api/v1/leaks/expire  {"master","key","ttl_ms"}: TTL on a still TTL-less key
+//   POST /api/v1/leaks/delete  {"master","key"}: delete a still TTL-less key
+//   POST /api/v1/scan          start a scan pass now
+//
+// Handlers read the loop's latest Snapshot and the scanner's latest report; they never touch
+// loop-owned state. POST actions need the admin token and a same-origin (or non-browser)
+// request, and are written to the log as audit lines.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/snapshot.h"
+#include "config/config.h"
+#include "observe/metrics.h"
+#include "scan/leak_scanner.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace lw {
+
+struct AdminContext {
+  Metrics* metrics = nullptr;
+  const SnapshotBox* snapshots = nullptr;
+  LeakScanner* scanner = nullptr;  // null when the scanner is off
+  std::vector<MasterAddress> masters;
+  int64_t max_ttl_ms = 3'600'000;  // bound of the TTL an operator may set on a leaked key
+  std::string token;               // empty: actions are disabled
+  std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails
+  std::chrono::milliseconds action_timeout{2000};
+};
+
+class AdminServer {
+ public:
+  AdminServer(ListenAddress listen, AdminContext context);
+  ~AdminServer();
+  AdminServer(const AdminServer&) = delete;
+  AdminServer& operator=(const AdminServer&) = delete;
+
+  // Binds and starts serving on a thread of its own; a human error if it cannot bind.
+  std::optional<std::string> Start();
+  int port() const { return port_; }
+  void Stop();
+
+ private:
+  void Routes();
+
+  ListenAddress listen_;
+  AdminContext ctx_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+}  // namespace lw

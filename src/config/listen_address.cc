@@ -1,0 +1,43 @@
+// Parsing of the admin listener address.
+
+#include <arpa/inet.h>
+
+#include <charconv>
+
+#include "config/config.h"
+
+namespace lw {
+
+std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(
+    const std::string& text) {
+  if (text == "off") return std::optional<ListenAddress>{};
+  const std::string example = "expected host:port (e.g. 127.0.0.1:9477, [::1]:9477) or off";
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0) return example + ", got \"" + text + "\"";
+  std::string host = text.substr(0, colon);
+  const std::string port_text = text.substr(colon + 1);
+  int port = -1;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc() || end != port_text.data() + port_text.size() ||
+      port < 0 || port > 65535) {
+    return "port \"" + port_text + "\" is not a number in 0..65535";
+  }
+  if (host.front() == '[') {
+    if (host.back() != ']') return example + ", got \"" + text + "\"";
+    host = host.substr(1, host.size() - 2);
+    in6_addr v6{};
+    if (inet_pton(AF_INET6, host.c_str(), &v6) != 1) {
+      return "\"" + host + "\" is not an IPv6 address";
+    }
+  } else if (host != "localhost") {
+    // A literal, so that binding never waits on DNS and means what the operator sees.
+    in_addr v4{};
+    if (inet_pton(AF_INET, host.c_str(), &v4) != 1) {
+      return "host \"" + host + "\" must be an IPv4 address, [IPv6] or localhost";
+    }
+  }
+  return std::optional<ListenAddress>{ListenAddress{host, port}};
+}
+
+}  // namespace lw

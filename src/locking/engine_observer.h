@@ -1,0 +1,33 @@
+#pragma once
+// What the lock engine reports to metrics. Called on the loop thread at the moment each event
+// happens; implementations must be cheap and must not call back into the engine.
+
+#include <chrono>
+#include <cstddef>
+#include <string_view>
+
+namespace lw {
+
+enum class AcquireOutcome { kAcquired, kTimeout, kNoQuorum, kError, kCount };
+enum class RenewOutcome { kExtended, kRetry, kLost, kCount };
+
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  // An acquire request was answered: how long it waited, and how many Redlock rounds it ran
+  // (0: it timed out queued behind a local holder).
+  virtual void AcquireFinished(AcquireOutcome /*outcome*/, std::chrono::nanoseconds /*waited*/,
+                               int /*attempts*/) {}
+  // A granted lock ended (released, lost, its session closed, shutdown) after `held`.
+  virtual void HoldEnded(std::chrono::nanoseconds /*held*/) {}
+  virtual void Renewed(RenewOutcome /*outcome*/) {}
+  // reason: "renew_failed", "expired" or "revoked".
+  virtual void LockLost(std::string_view /*reason*/) {}
+  // Master `index` had not answered a round when its node timeout ended the round.
+  virtual void MasterMissedDeadline(size_t /*index*/) {}
+};
+
+// The observer used when none is given.
+EngineObserver& SilentEngineObserver();
+
+}  // namespace lw

@@ -1,0 +1,67 @@
+#pragma once
+// Metrics: every Prometheus family the agent exports (docs/metrics.md is the user's view),
+// and the observers through which the engine, the socket server, the master connections and
+// the leak scanner report into them.
+//
+// Label children on hot paths are resolved once at construction, so recording an event is an
+// atomic add (counters) or a short mutex-guarded add (histograms). prometheus-cpp objects are
+// thread-safe: the loop thread, the scanner thread and HTTP threads all write or read here.
+
+#include <prometheus/registry.h>
+
+#include <array>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/server.h"
+#include "locking/engine_observer.h"
+#include "redis/node.h"
+#include "scan/scan_observer.h"
+
+namespace lw {
+
+struct BuildInfo {
+  std::string version;
+  std::string commit;
+};
+
+// Agent-wide state, sampled on the loop thread (see Snapshot).
+struct StateSample {
+  size_t locks_held = 0;
+  size_t sessions = 0;
+  size_t waiters = 0;
+  int masters = 0;
+  int masters_up = 0;
+  int quorum = 0;
+};
+
+class Metrics {
+ public:
+  // master_addrs: "host:port" of every master, in configuration order (the index used by the
+  // node and scan observers). scan_interval_s <= 0: the scanner is off and its families are
+  // not registered.
+  Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& build,
+          double scan_interval_s);
+  ~Metrics();
+  Metrics(const Metrics&) = delete;
+  Metrics& operator=(const Metrics&) = delete;
+
+  EngineObserver& engine();
+  RequestObserver& requests();
+  NodeObserver& node(size_t index);
+  ScanObserver& scan();
+
+  void SetState(const StateSample& state);
+  // action: expire_key, delete_key, rescan; result: done, refused, stale, error.
+  void CountAdminAction(const std::string& action, const std::string& result);
+
+  // The text exposition format (version 0.0.4) of every family.
+  std::string Serialize() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace lw

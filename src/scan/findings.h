@@ -1,0 +1,62 @@
+#pragma once
+// Leak-scanner logic with no I/O: what a key's PTTL means, which lock tokens sit on too few
+// masters, how long a finding has been seen, how fast a scan may go.
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace lw {
+
+enum class FindingKind { kNoTtl, kTtlAboveMax, kPartial };
+std::string_view FindingName(FindingKind kind);  // "no_ttl", "ttl_above_max", "partial"
+
+struct Finding {
+  size_t master = 0;  // index into the configured masters
+  std::string key;
+  FindingKind kind = FindingKind::kNoTtl;
+  int64_t ttl_ms = -1;     // PTTL when found (-1: none)
+  std::string redis_type;  // TYPE of the key ("string", "hash", ...), empty if unknown
+  int copies = 0;          // kPartial: masters holding this key with this token
+  int64_t first_seen_unix_ms = 0;
+};
+
+// What a key's PTTL makes of it. pttl -2 (gone) and ordinary TTLs are not findings. A TTL
+// above max_ttl_ms is only suspicious on lock keys: other keys may legitimately live long.
+std::optional<FindingKind> ClassifyTtl(int64_t pttl, bool is_lock_key, int64_t max_ttl_ms);
+
+// A lock key seen on one master with its value (the grant's token).
+struct LockCopy {
+  size_t master = 0;
+  std::string key;
+  std::string token;
+  int64_t ttl_ms = 0;
+};
+using LiveGrants = std::set<std::pair<std::string, std::string>>;  // {key, token}
+
+// Grants present on fewer than `quorum` masters and not live in this agent: one finding per
+// copy. Copies without a TTL are left out (they are no_ttl findings already).
+std::vector<Finding> PartialLeftovers(const std::vector<LockCopy>& copies, int quorum,
+                                      const LiveGrants& live);
+
+// The keys among `copies` that PartialLeftovers would report (to re-check before reporting).
+std::set<std::string> PartialCandidates(const std::vector<LockCopy>& copies, int quorum,
+                                        const LiveGrants& live);
+
+// Findings that were in `previous` keep their first-seen time; new ones get `now_unix_ms`.
+void CarryFirstSeen(std::vector<Finding>& fresh, const std::vector<Finding>& previous,
+                    int64_t now_unix_ms);
+
+// SCAN MATCH pattern matching exactly the keys starting with `prefix`.
+std::string PrefixPattern(std::string_view prefix);
+
+// How long to pause so that `keys_done` keys over `elapsed` stay within `keys_per_second`.
+std::chrono::microseconds PaceDelay(uint64_t keys_done, std::chrono::microseconds elapsed,
+                                    int64_t keys_per_second);
+
+}  // namespace lw

@@ -1,0 +1,370 @@
+#include "scan/leak_scanner.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <map>
+
+#include "core/redlock_math.h"
+#include "scan/sync_redis.h"
+
+namespace lw {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// Lock copies kept for the partial check; beyond this the check is skipped for the pass
+// rather than letting a huge keyspace grow the agent's memory without bound.
+constexpr size_t kMaxLockCopies = 200'000;
+// Partial candidates re-read per pass.
+constexpr size_t kMaxPartialRechecks = 1'000;
+
+int64_t UnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+ScanObserver& Silent() {
+  static ScanObserver silent;
+  return silent;
+}
+
+// Everything one master's part of a pass found.
+struct MasterScan {
+  MasterPass pass;
+  std::vector<Finding> findings;
+  std::vector<LockCopy> copies;
+  bool copies_overflowed = false;
+};
+
+class MasterScanner {
+ public:
+  MasterScanner(size_t index, SyncRedis& conn, const ScanSettings& settings,
+                const ScanHooks& hooks, MasterScan& out)
+      : index_(index), conn_(conn), settings_(settings), hooks_(hooks), out_(out) {}
+
+  // Scans every pattern; returns an error text on failure.
+  std::optional<std::string> Run() {
+    started_ = SteadyClock::now();
+    std::vector<std::string> patterns = {PrefixPattern(settings_.key_prefix)};
+    patterns.insert(patterns.end(), settings_.extra_patterns.begin(),
+                    settings_.extra_patterns.end());
+    for (size_t p = 0; p < patterns.size(); ++p) {
+      // Extra patterns skip lock keys: the prefix pattern already covered them.
+      if (auto error = ScanPattern(patterns[p], /*skip_lock_keys=*/p > 0)) return error;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  bool IsLockKey(const std::string& key) const { return key.starts_with(settings_.key_prefix); }
+
+  std::optional<std::string> ScanPattern(const std::string& pattern, bool skip_lock_keys) {
+    std::string cursor = "0";
+    const std::string count = std::to_string(settings_.batch);
+    do {
+      if (hooks_.stopping && hooks_.stopping()) return "stopped";
+      auto reply = conn_.Run({"SCAN", cursor, "MATCH", pattern, "COUNT", count});
+      if (auto* error = std::get_if<std::string>(&reply)) return "SCAN: " + *error;
+      const SyncReply& r = std::get<SyncReply>(reply);
+      if (r.kind == SyncReply::Kind::kError) return "SCAN: " + r.text;
+      if (r.kind != SyncReply::Kind::kArray || r.elements.size() != 2) {
+        return "SCAN: unexpected reply";
+      }
+      cursor = r.elements[0].text;
+      std::vector<std::string> keys;
+      for (const SyncReply& k : r.elements[1].elements) {
+        if (!(skip_lock_keys && IsLockKey(k.text))) keys.push_back(k.text);
+      }
+      if (auto error = Inspect(keys)) return error;
+      const uint64_t returned = r.elements[1].elements.size();
+      out_.pass.keys_scanned += returned;
+      (hooks_.observer ? *hooks_.observer : Silent()).KeysScanned(index_, returned);
+      if (hooks_.pause) {
+        const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
+            SteadyClock::now() - started_);
+        const auto delay =
+            PaceDelay(out_.pass.keys_scanned, elapsed, settings_.keys_per_second);
+        if (delay.count() > 0) hooks_.pause(delay);
+      }
+    } while (cursor != "0");
+    return std::nullopt;
+  }
+
+  // PTTL for every key, GET for lock keys; TYPE for the few that turn out to be findings.
+  std::optional<std::string> Inspect(const std::vector<std::string>& keys) {
+    if (keys.empty()) return std::nullopt;
+    std::vector<Command> commands;
+    for (const std::string& key : keys) {
+      commands.push_back({"PTTL", key});
+      if (IsLockKey(key)) commands.push_back({"GET", key});
+    }
+    auto replies = conn_.Pipeline(commands);
+    if (auto* error = std::get_if<std::string>(&replies)) return "PTTL: " + *error;
+    const auto& rs = std::get<std::vector<SyncReply>>(replies);
+    std::vector<Finding> found;
+    size_t at = 0;
+    for (const std::string& key : keys) {
+      const SyncReply& pttl = rs[at++];
+      const bool lock = IsLockKey(key);
+      const SyncReply* value = lock ? &rs[at++] : nullptr;
+      if (pttl.kind != SyncReply::Kind::kInteger) continue;
+      if (auto kind = ClassifyTtl(pttl.integer, lock, settings_.max_ttl_ms)) {
+        Finding f;
+        f.master = index_;
+        f.key = key;
+        f.kind = *kind;
+        f.ttl_ms = pttl.integer;
+        found.push_back(std::move(f));
+      }
+      if (lock && pttl.integer >= 0 && value->kind == SyncReply::Kind::kString) {
+        if (out_.copies.size() < kMaxLockCopies) {
+          out_.copies.push_back({index_, key, value->text, pttl.integer});
+        } else {
+          out_.copies_overflowed = true;
+        }
+      }
+    }
+    if (!found.empty()) {
+      std::vector<Command> types;
+      for (const Finding& f : found) types.push_back({"TYPE", f.key});
+      auto typed = conn_.Pipeline(types);
+      if (auto* error = std::get_if<std::string>(&typed)) return "TYPE: " + *error;
+      const auto& ts = std::get<std::vector<SyncReply>>(typed);
+      for (size_t i = 0; i < found.size(); ++i) found[i].redis_type = ts[i].text;
+      out_.findings.insert(out_.findings.end(), found.begin(), found.end());
+    }
+    return std::nullopt;
+  }
+
+  size_t index_;
+  SyncRedis& conn_;
+  const ScanSettings& settings_;
+  const ScanHooks& hooks_;
+  MasterScan& out_;
+  SteadyClock::time_point started_;
+};
+
+// Reads the candidate keys again on every master at once, so that grants that were merely
+// created or released while the masters were scanned one after another are not reported.
+std::variant<std::vector<LockCopy>, std::string> Recheck(
+    const std::vector<std::unique_ptr<SyncRedis>>& conns, const std::set<std::string>& keys) {
+  std::vector<Command> commands;
+  for (const std::string& key : keys) {
+    commands.push_back({"GET", key});
+    commands.push_back({"PTTL", key});
+  }
+  std::vector<LockCopy> copies;
+  for (size_t m = 0; m < conns.size(); ++m) {
+    auto replies = conns[m]->Pipeline(commands);
+    if (auto* error = std::get_if<std::string>(&replies)) return *error;
+    const auto& rs = std::get<std::vector<SyncReply>>(replies);
+    size_t at = 0;
+    for (const std::string& key : keys) {
+      const SyncReply& value = rs[at++];
+      const SyncReply& pttl = rs[at++];
+      if (value.kind == SyncReply::Kind::kString && pttl.kind == SyncReply::Kind::kInteger) {
+        copies.push_back({m, key, value.text, pttl.integer});
+      }
+    }
+  }
+  return copies;
+}
+
+void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
+                   const std::vector<std::unique_ptr<SyncRedis>>& conns,
+                   const std::vector<LockCopy>& copies, ScanReport& report) {
+  const int quorum = QuorumSize(static_cast<int>(settings.masters.size()));
+  const LiveGrants none;
+  std::set<std::string> candidates =
+      PartialCandidates(copies, quorum, hooks.live ? hooks.live() : none);
+  if (candidates.size() > kMaxPartialRechecks) {
+    report.partial_note = std::to_string(candidates.size()) + " candidates; checked the first " +
+                          std::to_string(kMaxPartialRechecks);
+    candidates.erase(std::next(candidates.begin(), kMaxPartialRechecks), candidates.end());
+  }
+  if (candidates.empty()) {
+    report.partial_checked = true;
+    return;
+  }
+  auto fresh = Recheck(conns, candidates);
+  if (auto* error = std::get_if<std::string>(&fresh)) {
+    report.partial_note = "partial check failed: " + *error;
+    return;
+  }
+  auto partial = PartialLeftovers(std::get<std::vector<LockCopy>>(fresh), quorum,
+                                  hooks.live ? hooks.live() : none);
+  report.findings.insert(report.findings.end(), partial.begin(), partial.end());
+  report.partial_checked = true;
+}
+
+// SCAN may return a key twice; keep one finding per (master, key, kind).
+void Dedupe(std::vector<Finding>& findings) {
+  std::sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
+    return std::tie(a.master, a.key, a.kind) < std::tie(b.master, b.key, b.kind);
+  });
+  findings.erase(std::unique(findings.begin(), findings.end(),
+                             [](const Finding& a, const Finding& b) {
+                               return a.master == b.master && a.key == b.key && a.kind == b.kind;
+                             }),
+                 findings.end());
+}
+
+}  // namespace
+
+FindingCounts ScanReport::CountsFor(size_t master) const {
+  FindingCounts counts;
+  for (const Finding& f : findings) {
+    if (f.master != master) continue;
+    switch (f.kind) {
+      case FindingKind::kNoTtl:
+        ++counts.no_ttl;
+        break;
+      case FindingKind::kTtlAboveMax:
+        ++counts.ttl_above_max;
+        break;
+      case FindingKind::kPartial:
+        ++counts.partial;
+        break;
+    }
+  }
+  return counts;
+}
+
+ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
+  ScanReport report;
+  report.started_unix_ms = UnixMs();
+  std::vector<std::unique_ptr<SyncRedis>> conns;
+  std::vector<LockCopy> copies;
+  bool all_ok = true, overflow = false;
+  for (size_t i = 0; i < settings.masters.size(); ++i) {
+    MasterScan scan;
+    scan.pass.master = settings.masters[i].Display();
+    const auto started = SteadyClock::now();
+    auto opened = SyncRedis::Open(settings.masters[i], settings.connect_timeout,
+                                  settings.command_timeout);
+    if (auto* error = std::get_if<std::string>(&opened)) {
+      scan.pass.error = *error;
+    } else {
+      auto& conn = std::get<std::unique_ptr<SyncRedis>>(opened);
+      if (auto failed = MasterScanner(i, *conn, settings, hooks, scan).Run()) {
+        scan.pass.error = *failed;
+      } else {
+        scan.pass.ok = true;
+        conns.push_back(std::move(conn));
+      }
+    }
+    scan.pass.seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+    scan.pass.finished_unix_ms = UnixMs();
+    all_ok = all_ok && scan.pass.ok;
+    overflow = overflow || scan.copies_overflowed;
+    report.findings.insert(report.findings.end(), scan.findings.begin(), scan.findings.end());
+    copies.insert(copies.end(), scan.copies.begin(), scan.copies.end());
+    report.masters.push_back(std::move(scan.pass));
+  }
+  if (!all_ok) {
+    report.partial_note = "skipped: not every master could be scanned";
+  } else if (overflow) {
+    report.partial_note = "skipped: more than " + std::to_string(kMaxLockCopies) + " lock keys";
+  } else if (!(hooks.stopping && hooks.stopping())) {
+    CheckPartials(settings, hooks, conns, copies, report);
+  }
+  Dedupe(report.findings);
+  report.finished_unix_ms = UnixMs();
+  return report;
+}
+
+// ---- LeakScanner ------------------------------------------------------------------------------
+
+LeakScanner::LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
+                         std::function<LiveGrants()> live, ScanObserver* observer)
+    : settings_(std::move(settings)),
+      interval_(interval),
+      live_(std::move(live)),
+      observer_(observer ? observer : &Silent()) {}
+
+LeakScanner::~LeakScanner() { Stop(); }
+
+void LeakScanner::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+void LeakScanner::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeakScanner::Rescan() {
+  {
+    std::lock_guard lock(mu_);
+    rescan_ = true;
+  }
+  wake_.notify_all();
+}
+
+void LeakScanner::Forget(size_t master, const std::string& key) {
+  std::lock_guard lock(mu_);
+  if (!latest_) return;
+  auto copy = std::make_shared<ScanReport>(*latest_);
+  std::erase_if(copy->findings,
+                [&](const Finding& f) { return f.master == master && f.key == key; });
+  latest_ = std::move(copy);
+}
+
+std::shared_ptr<const ScanReport> LeakScanner::Latest() const {
+  std::lock_guard lock(mu_);
+  return latest_;
+}
+
+void LeakScanner::Loop() {
+  ScanHooks hooks;
+  hooks.live = live_;
+  hooks.observer = observer_;
+  hooks.stopping = [this] {
+    std::lock_guard lock(mu_);
+    return stop_;
+  };
+  hooks.pause = [this](std::chrono::microseconds delay) {
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, delay, [this] { return stop_; });
+  };
+  while (true) {
+    {
+      std::lock_guard lock(mu_);
+      if (stop_) return;
+      rescan_ = false;
+    }
+    auto report = std::make_shared<ScanReport>(RunScanPass(settings_, hooks));
+    if (hooks.stopping()) return;
+    {
+      std::lock_guard lock(mu_);
+      if (latest_) CarryFirstSeen(report->findings, latest_->findings, report->finished_unix_ms);
+      else CarryFirstSeen(report->findings, {}, report->finished_unix_ms);
+      latest_ = report;
+    }
+    for (size_t i = 0; i < report->masters.size(); ++i) {
+      const MasterPass& pass = report->masters[i];
+      if (pass.ok) {
+        observer_->PassDone(i, pass.seconds, static_cast<double>(pass.finished_unix_ms) / 1000.0,
+                            report->CountsFor(i));
+      } else {
+        observer_->PassFailed(i);
+        spdlog::warn("leak scan of {} failed: {}", pass.master, pass.error);
+      }
+    }
+    // Log what is new, not the same leak every interval.
+    for (const Finding& f : report->findings) {
+      if (f.kind != FindingKind::kPartial && f.first_seen_unix_ms == report->finished_unix_ms) {
+        spdlog::warn("leak scan: {} key on {}: {} (TTL {} ms, {})", FindingName(f.kind),
+                     report->masters[f.master].master, f.key, f.ttl_ms, f.redis_type);
+      }
+    }
+    std::unique_lock lock(mu_);
+    wake_.wait_for(lock, interval_, [this] { return stop_ || rescan_; });
+  }
+}
+
+}  // namespace lw

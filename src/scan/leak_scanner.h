@@ -1,0 +1,101 @@
+#pragma once
+// LeakScanner: finds lock keys (and, with extra patterns, any keys) that will never expire or
+// that sit on too few masters. Runs on its own thread with its own blocking connections, so a
+// slow SCAN never delays a lock grant; paced to a keys/second budget so a master holding
+// millions of keys is not hurt.
+//
+// A pass: for every master, SCAN each pattern with COUNT batch, and per batch pipeline PTTL for
+// every key (and GET for lock keys, to learn the grant's token). Then lock grants seen on fewer
+// than a quorum of masters are read again on every master at once, and those still short of a
+// quorum and not held through this agent are reported as partial leftovers.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.h"
+#include "scan/findings.h"
+#include "scan/scan_observer.h"
+
+namespace lw {
+
+struct ScanSettings {
+  std::vector<MasterAddress> masters;
+  std::string key_prefix = "lock:";
+  std::vector<std::string> extra_patterns;  // scanned after "<key_prefix>*"
+  int64_t max_ttl_ms = 3'600'000;
+  int64_t batch = 500;
+  int64_t keys_per_second = 20'000;
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds command_timeout{2000};
+};
+
+struct MasterPass {
+  std::string master;  // host:port
+  bool ok = false;
+  std::string error;
+  uint64_t keys_scanned = 0;
+  double seconds = 0;
+  int64_t finished_unix_ms = 0;
+};
+
+struct ScanReport {
+  std::vector<Finding> findings;
+  std::vector<MasterPass> masters;
+  bool partial_checked = false;
+  std::string partial_note;  // why the partial check was skipped, if it was
+  int64_t started_unix_ms = 0;
+  int64_t finished_unix_ms = 0;
+
+  // Findings of one master by kind.
+  FindingCounts CountsFor(size_t master) const;
+};
+
+struct ScanHooks {
+  std::function<LiveGrants()> live;                    // grants held through this agent
+  std::function<bool()> stopping;                      // polled between batches
+  std::function<void(std::chrono::microseconds)> pause;  // pacing sleep (may return early)
+  ScanObserver* observer = nullptr;
+};
+
+// One pass over every master (blocking). Masters that fail are reported in `masters`.
+ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks);
+
+class LeakScanner {
+ public:
+  LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
+              std::function<LiveGrants()> live, ScanObserver* observer);
+  ~LeakScanner();
+  LeakScanner(const LeakScanner&) = delete;
+  LeakScanner& operator=(const LeakScanner&) = delete;
+
+  void Start();  // first pass at once, then one every interval
+  void Stop();   // interrupts pacing and waits for the thread (a command in flight finishes)
+  void Rescan(); // start the next pass now (no-op while one runs)
+  // Drops one finding from the latest report (it was just remedied).
+  void Forget(size_t master, const std::string& key);
+  // The latest completed report; null before the first pass ends.
+  std::shared_ptr<const ScanReport> Latest() const;
+  std::chrono::milliseconds interval() const { return interval_; }
+
+ private:
+  void Loop();
+
+  ScanSettings settings_;
+  std::chrono::milliseconds interval_;
+  std::function<LiveGrants()> live_;
+  ScanObserver* observer_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;
+  bool rescan_ = false;
+  std::shared_ptr<const ScanReport> latest_;
+  std::thread thread_;
+};
+
+}  // namespace lw
