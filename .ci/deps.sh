@@ -10,6 +10,7 @@ packages=(
   libhiredis-dev prometheus-cpp-dev libspdlog-dev nlohmann-json3-dev libuv1-dev
   libcpp-httplib-dev libtomlplusplus-dev libcli11-dev libgtest-dev libgmock-dev
   redis-server redis-tools
+  prometheus  # promtool (rule tests, exposition lint) and the server the alert tests start
 )
 
 missing=()
@@ -36,10 +37,14 @@ apt-get install -y --no-install-recommends -o Acquire::Retries=3 "${missing[@]}"
 
 # Debian's redis-server package starts a system instance on 127.0.0.1:6379. The tests and the
 # demo start their own masters; do not leave a stray one running (works without systemd too).
-if [[ " ${missing[*]} " == *" redis-server "* ]]; then
-  systemctl disable --now redis-server 2>/dev/null \
-    || service redis-server stop 2>/dev/null \
-    || true
-fi
+# Same for Debian's prometheus package (a system instance on :9090, plus node-exporter when
+# recommends are installed; we install none).
+for service in redis-server prometheus; do
+  if [[ " ${missing[*]} " == *" $service "* ]]; then
+    systemctl disable --now "$service" 2>/dev/null \
+      || service "$service" stop 2>/dev/null \
+      || true
+  fi
+done
 
 echo "deps: installed ${#missing[@]} package(s)"

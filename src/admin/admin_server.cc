@@ -1,6 +1,7 @@
 #include "admin/admin_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 #include <spdlog/spdlog.h>
 
 #include "admin/auth.h"
@@ -111,6 +112,12 @@ std::optional<std::string> AdminServer::Start() {
   http_->set_write_timeout(5, 0);
   http_->set_keep_alive_timeout(5);
   http_->set_keep_alive_max_count(100);
+  // cpp-httplib's default also sets SO_REUSEPORT, which would let a second agent bind the
+  // same port and take half the scrapes. Only SO_REUSEADDR (quick restarts).
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   Routes();
   const std::string host = listen_.host == "localhost" ? "127.0.0.1" : listen_.host;
   if (listen_.port == 0) {

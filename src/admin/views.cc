@@ -69,6 +69,7 @@ nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms) 
                        {"finished_at", IsoTime(m.finished_unix_ms)}});
   }
   out["last_pass"] = {{"started_at", IsoTime(report->started_unix_ms)},
+                      {"started_unix_ms", report->started_unix_ms},
                       {"finished_at", IsoTime(report->finished_unix_ms)},
                       {"partial_checked", report->partial_checked},
                       {"partial_note", report->partial_note},
@@ -91,7 +92,7 @@ nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms) 
 }
 
 nlohmann::ordered_json ErrorView(std::string_view code, std::string_view message) {
-  return {{"ok", false}, {"error", {{"code", code}, {"message", message}}}};
+  return {{"ok", false}, {"error", code}, {"message", message}};
 }
 
 std::string Dump(const nlohmann::ordered_json& json) {

@@ -17,7 +17,7 @@ nlohmann::ordered_json StateView(const Snapshot& snapshot);
 // report null: the first pass has not finished yet. interval_ms 0: the scanner is off.
 nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms);
 
-// {"ok":false,"error":{"code":...,"message":...}}
+// {"ok":false,"error":"<code>","message":"<for people>"}, the shape of socket errors too.
 nlohmann::ordered_json ErrorView(std::string_view code, std::string_view message);
 
 // Serializes with invalid UTF-8 (binary Redis keys) replaced rather than throwing.

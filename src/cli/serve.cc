@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -154,12 +155,22 @@ class Agent {
     settings.connect_timeout = std::chrono::milliseconds(cfg_.connect_timeout_ms);
     scanner_ = std::make_unique<LeakScanner>(
         settings, std::chrono::milliseconds(cfg_.scan_interval_ms),
-        [this] {
-          auto snap = snapshots_.Latest();
-          return snap ? snap->held_grants : LiveGrants{};
-        },
+        [this] { return GrantsAsOfNow(); },
         &metrics_.scan());
     scanner_->Start();
+  }
+
+  // Scanner thread: the grants held through this agent, from a snapshot taken after this call
+  // (waits up to a second for it), so that a grant made just before is never missed.
+  LiveGrants GrantsAsOfNow() const {
+    const auto asked = std::chrono::steady_clock::now();
+    const auto give_up = asked + std::chrono::seconds(1);
+    auto snap = snapshots_.Latest();
+    while ((!snap || snap->taken <= asked) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      snap = snapshots_.Latest();
+    }
+    return snap ? snap->held_grants : LiveGrants{};
   }
 
   std::optional<std::string> StartAdmin() {

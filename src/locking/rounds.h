@@ -33,7 +33,7 @@ using RoundDone = std::function<void(const VoteTally& tally, Clock::time_point s
 class Rounds {
  public:
   Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
-         EngineObserver* observer);
+         EngineObserver* observer = nullptr);
 
   // Starts a round; `done` runs later, from the event loop, never from inside Run.
   // wait_all=false: end at the first decision. wait_all=true: end when all answered.

@@ -177,8 +177,8 @@ void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
                    const std::vector<LockCopy>& copies, ScanReport& report) {
   const int quorum = QuorumSize(static_cast<int>(settings.masters.size()));
   const LiveGrants none;
-  std::set<std::string> candidates =
-      PartialCandidates(copies, quorum, hooks.live ? hooks.live() : none);
+  // This agent's grants are filtered after the re-read, with a snapshot newer than it.
+  std::set<std::string> candidates = PartialCandidates(copies, quorum, none);
   if (candidates.size() > kMaxPartialRechecks) {
     report.partial_note = std::to_string(candidates.size()) + " candidates; checked the first " +
                           std::to_string(kMaxPartialRechecks);
@@ -199,8 +199,16 @@ void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
   report.partial_checked = true;
 }
 
-// SCAN may return a key twice; keep one finding per (master, key, kind).
+// SCAN may return a key twice; keep one finding per (master, key, kind). A copy that is
+// already a no_ttl or ttl_above_max finding is not also reported as partial.
 void Dedupe(std::vector<Finding>& findings) {
+  std::set<std::pair<size_t, std::string>> flagged;
+  for (const Finding& f : findings) {
+    if (f.kind != FindingKind::kPartial) flagged.insert({f.master, f.key});
+  }
+  std::erase_if(findings, [&](const Finding& f) {
+    return f.kind == FindingKind::kPartial && flagged.contains({f.master, f.key});
+  });
   std::sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     return std::tie(a.master, a.key, a.kind) < std::tie(b.master, b.key, b.kind);
   });

@@ -121,7 +121,8 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
             "socket_path masters key_prefix min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
             "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
             "reconnect_max_backoff_ms health_interval_ms shutdown_grace_ms log_level "
-            "max_line_bytes ");
+            "max_line_bytes admin_listen admin_token_file scan_interval_ms "
+            "scan_keys_per_second scan_batch scan_patterns ");
   EXPECT_THAT(Settings()[7].help, HasSubstr("default 50"));
   EXPECT_THAT(Settings()[9].help, HasSubstr("0.01"));
 }
@@ -238,6 +239,12 @@ health_interval_ms = 250
 shutdown_grace_ms = 0
 log_level = "debug"
 max_line_bytes = 4096
+admin_listen = "[::1]:9500"
+admin_token_file = "/etc/lockwarden/token"
+scan_interval_ms = 0
+scan_keys_per_second = 500
+scan_batch = 50
+scan_patterns = ["*", "session:*"]
 )");
   ConfigSources sources;
   sources.toml_path = path;
@@ -262,6 +269,46 @@ max_line_bytes = 4096
   EXPECT_EQ(c.shutdown_grace_ms, 0);
   EXPECT_EQ(c.log_level, "debug");
   EXPECT_EQ(c.max_line_bytes, 4096);
+  EXPECT_EQ(c.admin_listen, "[::1]:9500");
+  EXPECT_EQ(c.admin_token_file, "/etc/lockwarden/token");
+  EXPECT_EQ(c.scan_interval_ms, 0);
+  EXPECT_EQ(c.scan_keys_per_second, 500);
+  EXPECT_EQ(c.scan_batch, 50);
+  EXPECT_EQ(c.scan_patterns, (std::vector<std::string>{"*", "session:*"}));
+}
+
+TEST(ConfigLists, ScanPatternsFromEnvAndRepeatedFlags) {
+  ConfigSources sources = WithMasterFlag();
+  sources.env["LOCKWARDEN_SCAN_PATTERNS"] = "a:*, b:*";
+  EXPECT_EQ(MustLoad(sources).scan_patterns, (std::vector<std::string>{"a:*", "b:*"}));
+  sources.flags["scan_patterns"] = {"x*", "y*", "z*"};
+  EXPECT_EQ(MustLoad(sources).scan_patterns, (std::vector<std::string>{"x*", "y*", "z*"}));
+  EXPECT_EQ(FlagFor("scan_patterns"), "--scan-pattern");
+  bool repeatable = false;
+  for (const auto& s : Settings()) repeatable = repeatable || (s.key == "scan_patterns" && s.repeatable);
+  EXPECT_TRUE(repeatable);
+}
+
+TEST(ConfigLists, TomlListOfWrongTypeNamesTheEntry) {
+  ConfigSources sources = WithMasterFlag();
+  sources.flags["scan_patterns"] = {"ok*", ""};
+  EXPECT_THAT(LoadError(sources), HasSubstr("entry 2 is empty"));
+}
+
+TEST(ConfigValidation, AdminAndScannerSettings) {
+  ConfigSources sources = WithMasterFlag();
+  sources.flags["admin_listen"] = {"example.com:80"};
+  EXPECT_THAT(LoadError(sources), StartsWith("admin_listen (flag --admin-listen): host"));
+  sources.flags["admin_listen"] = {"off"};
+  sources.flags["admin_token_file"] = {"relative/token"};
+  EXPECT_THAT(LoadError(sources), HasSubstr("absolute path"));
+  sources.flags.erase("admin_token_file");
+  sources.flags["scan_interval_ms"] = {"50"};
+  EXPECT_THAT(LoadError(sources), StartsWith("scan_interval_ms (flag --scan-interval-ms)"));
+  sources.flags["scan_interval_ms"] = {"0"};
+  EXPECT_EQ(MustLoad(sources).scan_interval_ms, 0);
+  sources.flags["scan_batch"] = {"0"};
+  EXPECT_THAT(LoadError(sources), StartsWith("scan_batch"));
 }
 
 TEST_F(ConfigFileTest, IntegerDriftFactorIsAccepted) {
