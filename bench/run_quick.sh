@@ -24,7 +24,7 @@ for i in 1 2 3 4 5; do
   masters+=(--master "redis://127.0.0.1:$port")
   until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.02; done
 done
-${LW_AGENT_WRAPPER:-} $bin serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn 2>"$run/agent.log" &
+${LW_AGENT_WRAPPER:-} $bin serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn --admin-listen off --scan-interval-ms 0 2>"$run/agent.log" &
 agent=$!
 pids+=($agent)
 until $bin status --socket "$run/agent.sock" >/dev/null 2>&1; do sleep 0.05; done

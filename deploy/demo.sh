@@ -13,6 +13,7 @@
 #   LOCKWARDEN_DEMO_SECONDS=N        stop by itself after N seconds (smoke tests)
 #   LOCKWARDEN_DEMO_SOCKET=PATH      agent socket (default /run/lockwarden/lockwarden.sock, or
 #                                    under $XDG_RUNTIME_DIR when /run is not writable)
+#   LOCKWARDEN_DEMO_ADMIN_PORT=9477  admin HTTP port on 127.0.0.1 (/metrics, /readyz, /api/v1)
 set -euo pipefail
 
 # Started in the background by a non-interactive shell (`bash deploy/demo.sh &` in a script), bash
@@ -42,8 +43,12 @@ demo_seconds=${LOCKWARDEN_DEMO_SECONDS:-}
 [[ -z $demo_seconds || $demo_seconds =~ ^[1-9][0-9]*$ ]] \
   || die "LOCKWARDEN_DEMO_SECONDS must be a whole number of seconds, got \"$demo_seconds\""
 socket=${LOCKWARDEN_DEMO_SOCKET:-}
+admin_port=${LOCKWARDEN_DEMO_ADMIN_PORT:-9477}
+[[ $admin_port =~ ^[1-9][0-9]{3,4}$ ]] && ((admin_port <= 65535)) \
+  || die "LOCKWARDEN_DEMO_ADMIN_PORT must be a port between 1000 and 65535, got \"$admin_port\""
 # The agent refuses LOCKWARDEN_* variables it does not know; these are the demo's, not its.
-unset LOCKWARDEN_DEMO_BASE_PORT LOCKWARDEN_DEMO_SECONDS LOCKWARDEN_DEMO_SOCKET
+unset LOCKWARDEN_DEMO_BASE_PORT LOCKWARDEN_DEMO_SECONDS LOCKWARDEN_DEMO_SOCKET \
+  LOCKWARDEN_DEMO_ADMIN_PORT
 
 ports=()
 for ((i = 0; i < MASTERS; i++)); do ports+=($((base_port + i))); done
@@ -55,6 +60,9 @@ for p in "${ports[@]}"; do
     die "port $p is already in use (a demo master left running? stop it with: redis-cli -p $p shutdown nosave); or pick other ports with LOCKWARDEN_DEMO_BASE_PORT=$((base_port + 100))"
   fi
 done
+if port_in_use "$admin_port"; then
+  die "admin port $admin_port is already in use (another agent?); pick another with LOCKWARDEN_DEMO_ADMIN_PORT=$((admin_port + 1))"
+fi
 
 # --- dependencies and build -------------------------------------------------------------------
 bash .ci/deps.sh
@@ -164,6 +172,8 @@ cat <<BANNER
   agent socket  $socket
   masters       ${master_list[*]}
                 (quorum $((MASTERS / 2 + 1)) of $MASTERS; run dir $run_dir)
+  admin HTTP    http://127.0.0.1:$admin_port/metrics  /readyz  /api/v1/state  /api/v1/leaks
+                (leak scanner every 10 s)
 
   Try from another terminal:
 BANNER
@@ -177,6 +187,10 @@ cat <<BANNER
     redis-cli -p ${ports[0]} shutdown nosave   # kill a master; status shows 4 up
     redis-cli -p ${ports[1]} shutdown nosave   # and another: still a quorum (3 of 5)
     redis-cli -p ${ports[2]} shutdown nosave   # a third: QUORUM LOST, lock exits 69
+    curl -s 127.0.0.1:$admin_port/metrics | grep -E '^lockwarden_(masters_up|quorum_margin)'
+    redis-cli -p ${ports[3]} set lock:forgotten x   # a key without TTL: in /api/v1/leaks
+    $BIN scan ${master_args[*]}
+                                               # one-shot leak scan: exit 1 on a key without TTL
 
   Ctrl-C here stops the agent and the masters.${demo_seconds:+ (Stopping by itself after ${demo_seconds}s.)}
 
@@ -185,7 +199,8 @@ BANNER
 # --- agent in the foreground ------------------------------------------------------------------
 # Run in the background and `wait` for it: bash defers traps while a foreground child runs,
 # but `wait` returns as soon as a signal arrives, so Ctrl-C is handled at once.
-setsid "$BIN" serve --socket "$socket" "${master_args[@]}" </dev/null &
+setsid "$BIN" serve --socket "$socket" "${master_args[@]}" \
+  --admin-listen "127.0.0.1:$admin_port" --scan-interval-ms 10000 </dev/null &
 agent_pid=$!
 
 for ((try = 0; try < 100; try++)); do
