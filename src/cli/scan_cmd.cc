@@ -18,19 +18,11 @@ int RunScan(const ConfigSources& sources, bool json) {
     return kExitUsage;
   }
   const Config& cfg = std::get<Config>(loaded);
-  ScanSettings settings;
-  settings.masters = cfg.masters;
-  settings.key_prefix = cfg.key_prefix;
-  settings.extra_patterns = cfg.scan_patterns;
-  settings.max_ttl_ms = cfg.max_ttl_ms;
-  settings.batch = cfg.scan_batch;
-  settings.keys_per_second = cfg.scan_keys_per_second;
-  settings.connect_timeout = std::chrono::milliseconds(cfg.connect_timeout_ms);
   ScanHooks hooks;
   hooks.pause = [](std::chrono::microseconds d) { std::this_thread::sleep_for(d); };
   // No agent state here: a grant short of a quorum may be a live lock of a failed-over
   // agent, so partial copies are listed but never make the exit code non-zero.
-  const ScanReport report = RunScanPass(settings, hooks);
+  const ScanReport report = RunScanPass(ScanSettingsFrom(cfg), hooks);
 
   int no_ttl = 0;
   for (const Finding& f : report.findings) no_ttl += f.kind == FindingKind::kNoTtl ? 1 : 0;

@@ -145,16 +145,8 @@ class Agent {
   }
 
   void StartScanner() {
-    ScanSettings settings;
-    settings.masters = cfg_.masters;
-    settings.key_prefix = cfg_.key_prefix;
-    settings.extra_patterns = cfg_.scan_patterns;
-    settings.max_ttl_ms = cfg_.max_ttl_ms;
-    settings.batch = cfg_.scan_batch;
-    settings.keys_per_second = cfg_.scan_keys_per_second;
-    settings.connect_timeout = std::chrono::milliseconds(cfg_.connect_timeout_ms);
     scanner_ = std::make_unique<LeakScanner>(
-        settings, std::chrono::milliseconds(cfg_.scan_interval_ms),
+        ScanSettingsFrom(cfg_), std::chrono::milliseconds(cfg_.scan_interval_ms),
         [this] { return GrantsAsOfNow(); },
         &metrics_.scan());
     scanner_->Start();

@@ -35,6 +35,9 @@ struct ScanSettings {
   std::chrono::milliseconds command_timeout{2000};
 };
 
+// The scanner's settings from the agent's configuration.
+ScanSettings ScanSettingsFrom(const Config& config);
+
 struct MasterPass {
   std::string master;  // host:port
   bool ok = false;

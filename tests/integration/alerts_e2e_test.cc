@@ -72,9 +72,11 @@ std::vector<std::string> FiringMasters(const PrometheusProcess& prom, const std:
 }
 
 // Records and prints how long an alert took to fire after the fault was injected.
-void ReportFired(const std::string& alert, SteadyClock::time_point since) {
+void ReportFired(const PrometheusProcess& prom, const std::string& alert,
+                 SteadyClock::time_point since) {
   const double ms = MsSince(since);
-  std::cout << "[ alerts   ] " << alert << " firing " << ms / 1000.0 << " s after the fault\n";
+  std::cout << "[ alerts   ] " << alert << " firing " << ms / 1000.0
+            << " s after the fault; all firing: " << Join(prom.FiringAlerts()) << "\n";
   ::testing::Test::RecordProperty(alert + "_fire_ms", static_cast<int>(ms));
 }
 
@@ -201,7 +203,7 @@ TEST(AlertsE2E, OneMasterDownFiresMasterDown) {
   const auto t0 = SteadyClock::now();
   ASSERT_TRUE(s->prom.WaitFiring("LockwardenMasterDown", kFireDeadline))
       << Join(s->prom.FiringAlerts()) << "\n" << s->prom.LogTail();
-  ReportFired("LockwardenMasterDown", t0);
+  ReportFired(s->prom, "LockwardenMasterDown", t0);
   EXPECT_EQ(FiringMasters(s->prom, "LockwardenMasterDown"),
             std::vector<std::string>{MasterLabel(s->cluster, 2)});
   // 4 of 5 up, quorum 3: margin 1. Neither quorum alert may fire nor even be pending.
@@ -219,7 +221,7 @@ TEST(AlertsE2E, ThreeMastersDownFiresQuorumLost) {
   const auto t0 = SteadyClock::now();
   ASSERT_TRUE(s->prom.WaitFiring("LockwardenQuorumLost", kFireDeadline))
       << Join(s->prom.FiringAlerts()) << "\n" << s->prom.LogTail();
-  ReportFired("LockwardenQuorumLost", t0);
+  ReportFired(s->prom, "LockwardenQuorumLost", t0);
   EXPECT_EQ(s->prom.QueryValue("lockwarden_quorum_margin"), -1.0);
   // Margin -1 is not "at risk" (== 0): only QuorumLost speaks for it.
   EXPECT_FALSE(Contains(s->prom.FiringAlerts(), "LockwardenQuorumAtRisk"));
@@ -254,7 +256,7 @@ TEST(AlertsE2E, LeakedKeyFiresLeakedKeys) {
   const auto t0 = SteadyClock::now();
   ASSERT_TRUE(s->prom.WaitFiring("LockwardenLeakedKeys", kFireDeadline))
       << Join(s->prom.FiringAlerts()) << "\n" << s->agent.Log();
-  ReportFired("LockwardenLeakedKeys", t0);
+  ReportFired(s->prom, "LockwardenLeakedKeys", t0);
   EXPECT_EQ(FiringMasters(s->prom, "LockwardenLeakedKeys"),
             std::vector<std::string>{MasterLabel(s->cluster, 3)});
   ExpectRulesHealthy(s->prom);
