@@ -1038,5 +1038,47 @@ TEST_F(RoundsTest, ConcurrentRoundsEachEndExactlyOnce) {
   EXPECT_EQ(rounds_->in_flight(), 0u);
 }
 
+// ---- what the engine reports to metrics ----------------------------------------------------
+
+struct RecordingObserver final : EngineObserver {
+  std::vector<std::pair<AcquireOutcome, int>> acquires;  // outcome, attempts
+  int holds_ended = 0;
+  std::vector<RenewOutcome> renewals;
+  std::vector<std::string> lost;
+  std::vector<size_t> missed;
+  void AcquireFinished(AcquireOutcome o, std::chrono::nanoseconds, int attempts) override {
+    acquires.emplace_back(o, attempts);
+  }
+  void HoldEnded(std::chrono::nanoseconds) override { ++holds_ended; }
+  void Renewed(RenewOutcome o) override { renewals.push_back(o); }
+  void LockLost(std::string_view reason) override { lost.emplace_back(reason); }
+  void MasterMissedDeadline(size_t index) override { missed.push_back(index); }
+};
+
+TEST_F(LockEngineTest, ReportsOutcomesAttemptsHoldsAndSilentMasters) {
+  RecordingObserver seen;
+  EngineOptions options = Options(/*node_timeout_ms=*/40);
+  options.observer = &seen;
+  MakeEngine(options);
+  node(4).Hold();  // silent: it misses every deadline it is part of
+  const std::string token = Hold(1, "res", 10'000);
+  AcquireRecord* queued = Acquire(2, "res", 10'000, 30);  // times out behind session 1
+  ASSERT_TRUE(RunUntil([queued] { return queued->calls > 0; }));
+  ASSERT_EQ(seen.acquires.size(), 2u);
+  EXPECT_EQ(seen.acquires[0], std::make_pair(AcquireOutcome::kAcquired, 1));
+  EXPECT_EQ(seen.acquires[1], std::make_pair(AcquireOutcome::kTimeout, 0));
+
+  ReleaseRecord* r = Release(1, "res", token);
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));  // waits for all: ends by deadline
+  EXPECT_EQ(seen.holds_ended, 1);
+  ASSERT_FALSE(seen.missed.empty());
+  for (size_t i : seen.missed) EXPECT_EQ(i, 4u) << "only the silent master misses deadlines";
+
+  for (int i = 0; i < 3; ++i) node(i).Fail();  // no quorum from now on
+  AcquireRecord* failed = Acquire(3, "other", 10'000, 0);
+  ASSERT_TRUE(RunUntil([failed] { return failed->calls > 0; }));
+  EXPECT_EQ(seen.acquires.back(), std::make_pair(AcquireOutcome::kNoQuorum, 1));
+}
+
 }  // namespace
 }  // namespace lw
