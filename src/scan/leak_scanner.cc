@@ -81,11 +81,14 @@ class MasterScanner {
       const uint64_t returned = r.elements[1].elements.size();
       out_.pass.keys_scanned += returned;
       (hooks_.observer ? *hooks_.observer : Silent()).KeysScanned(index_, returned);
+      // The budget counts the keys the master walked, not only those MATCH let through: a
+      // SCAN call visits about COUNT keys however few match, and a lock-prefix scan of a
+      // master full of other keys must be paced too.
+      work_ += std::max<uint64_t>(returned, static_cast<uint64_t>(settings_.batch));
       if (hooks_.pause) {
         const auto elapsed = std::chrono::duration_cast<std::chrono::microseconds>(
             SteadyClock::now() - started_);
-        const auto delay =
-            PaceDelay(out_.pass.keys_scanned, elapsed, settings_.keys_per_second);
+        const auto delay = PaceDelay(work_, elapsed, settings_.keys_per_second);
         if (delay.count() > 0) hooks_.pause(delay);
       }
     } while (cursor != "0");
@@ -144,6 +147,7 @@ class MasterScanner {
   const ScanHooks& hooks_;
   MasterScan& out_;
   SteadyClock::time_point started_;
+  uint64_t work_ = 0;  // keys walked or returned so far, what the budget paces
 };
 
 // Reads the candidate keys again on every master at once, so that grants that were merely

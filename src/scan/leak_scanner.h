@@ -30,7 +30,7 @@ struct ScanSettings {
   std::vector<std::string> extra_patterns;  // scanned after "<key_prefix>*"
   int64_t max_ttl_ms = 3'600'000;
   int64_t batch = 500;
-  int64_t keys_per_second = 20'000;
+  int64_t keys_per_second = 20'000;  // keys walked by SCAN (at least COUNT per call) per second
   std::chrono::milliseconds connect_timeout{1000};
   std::chrono::milliseconds command_timeout{2000};
 };
