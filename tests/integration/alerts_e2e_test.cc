@@ -127,8 +127,10 @@ struct Stack {
 
 // Lock traffic from one client until `stop`: a contended resource taken with a short wait (so
 // some acquires time out) and a private one. Counts outcomes; anything else is an error.
+// no_quorum is counted apart: on a loaded 2-core box a master occasionally misses the 50 ms
+// node timeout; a rare one is realistic and must stay below LockwardenAcquireFailuresHigh.
 struct TrafficStats {
-  std::atomic<int> acquired{0}, timeouts{0}, errors{0};
+  std::atomic<int> acquired{0}, timeouts{0}, no_quorum{0}, errors{0};
   std::mutex mu;
   std::string last_error;  // guarded by mu
 
@@ -153,6 +155,8 @@ void Traffic(const AgentProcess& agent, int id, const std::atomic<bool>& stop, T
           if (!rel.value("ok", false)) st.Error(rel.dump());
         } else if (r.value("error", "") == "timeout") {
           ++st.timeouts;
+        } else if (r.value("error", "") == "no_quorum") {
+          ++st.no_quorum;
         } else {
           st.Error(r.dump());
         }
@@ -182,6 +186,8 @@ TEST(AlertsE2E, SteadyTrafficFiresNothing) {
   for (auto& t : clients) t.join();
   EXPECT_EQ(stats.errors.load(), 0) << stats.last_error;
   EXPECT_GT(stats.acquired.load(), 100);
+  // Well under the alert's 5% of all acquires (timeouts included).
+  EXPECT_LE(stats.no_quorum.load(), (stats.acquired + stats.timeouts + stats.no_quorum) / 50);
   EXPECT_GT(stats.timeouts.load(), 0) << "no contention: the workload did not exercise timeouts";
   // Prometheus saw the traffic, timeouts included.
   EXPECT_GT(s->prom.QueryValue("sum(lockwarden_acquire_wait_seconds_count{outcome=\"acquired\"})")
@@ -194,7 +200,7 @@ TEST(AlertsE2E, SteadyTrafficFiresNothing) {
   EXPECT_TRUE(s->prom.PendingAlerts().empty()) << Join(s->prom.PendingAlerts());
   ExpectRulesHealthy(s->prom);
   std::cout << "[ traffic  ] acquired " << stats.acquired << ", timeouts " << stats.timeouts
-            << "\n";
+            << ", no_quorum " << stats.no_quorum << "\n";
 }
 
 TEST(AlertsE2E, OneMasterDownFiresMasterDown) {
