@@ -7,8 +7,8 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
-#include <iostream>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -42,8 +42,7 @@ bool Poll(const std::function<bool()>& condition, milliseconds deadline) {
 }
 
 std::string RulesFile() {
-  // LOCKWARDEN_SOURCE_DIR is not a test definition (yet): derive the repo root from this file.
-  const auto root = std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+  const std::filesystem::path root = LOCKWARDEN_SOURCE_DIR;
   return (root / "alerts" / "lockwarden.rules.yml").string();
 }
 
@@ -84,7 +83,8 @@ void ReportFired(const PrometheusProcess& prom, const std::string& alert,
 // whose evaluation errors (e.g. a many-to-many match) never fires, and says so only here.
 void ExpectRulesHealthy(const PrometheusProcess& prom) {
   std::vector<std::string> loaded;
-  const json rules = prom.ApiGet("/api/v1/rules");  // named: ranging over a temporary's member dangles
+  // Named: a range-for over a member of a temporary dangles.
+  const json rules = prom.ApiGet("/api/v1/rules");
   for (const auto& group : rules["data"]["groups"]) {
     for (const auto& rule : group["rules"]) {
       loaded.push_back(rule.value("name", ""));
@@ -105,8 +105,8 @@ void ExpectRulesHealthy(const PrometheusProcess& prom) {
 struct Stack {
   RedisCluster cluster{5};
   AgentProcess agent{cluster, {"--scan-interval-ms", "1000"}};
-  PrometheusProcess prom{{"127.0.0.1:" + std::to_string(agent.admin_port())}, RulesFile(),
-                         kForOverride};
+  PrometheusProcess prom{
+      {"127.0.0.1:" + std::to_string(agent.admin_port())}, RulesFile(), kForOverride};
 
   static std::unique_ptr<Stack> Start() {
     const auto t0 = SteadyClock::now();
@@ -208,7 +208,8 @@ TEST(AlertsE2E, OneMasterDownFiresMasterDown) {
   s->cluster.Kill(2);
   const auto t0 = SteadyClock::now();
   ASSERT_TRUE(s->prom.WaitFiring("LockwardenMasterDown", kFireDeadline))
-      << Join(s->prom.FiringAlerts()) << "\n" << s->prom.LogTail();
+      << Join(s->prom.FiringAlerts()) << "\n"
+      << s->prom.LogTail();
   ReportFired(s->prom, "LockwardenMasterDown", t0);
   EXPECT_EQ(FiringMasters(s->prom, "LockwardenMasterDown"),
             std::vector<std::string>{MasterLabel(s->cluster, 2)});
@@ -226,14 +227,14 @@ TEST(AlertsE2E, ThreeMastersDownFiresQuorumLost) {
   for (int i : {0, 1, 2}) s->cluster.Kill(i);
   const auto t0 = SteadyClock::now();
   ASSERT_TRUE(s->prom.WaitFiring("LockwardenQuorumLost", kFireDeadline))
-      << Join(s->prom.FiringAlerts()) << "\n" << s->prom.LogTail();
+      << Join(s->prom.FiringAlerts()) << "\n"
+      << s->prom.LogTail();
   ReportFired(s->prom, "LockwardenQuorumLost", t0);
   EXPECT_EQ(s->prom.QueryValue("lockwarden_quorum_margin"), -1.0);
   // Margin -1 is not "at risk" (== 0): only QuorumLost speaks for it.
   EXPECT_FALSE(Contains(s->prom.FiringAlerts(), "LockwardenQuorumAtRisk"));
-  EXPECT_TRUE(Poll(
-      [&] { return FiringMasters(s->prom, "LockwardenMasterDown").size() == 3; },
-      milliseconds(10'000)))
+  EXPECT_TRUE(Poll([&] { return FiringMasters(s->prom, "LockwardenMasterDown").size() == 3; },
+                   milliseconds(10'000)))
       << Join(FiringMasters(s->prom, "LockwardenMasterDown"));
   ExpectRulesHealthy(s->prom);
 }
@@ -261,7 +262,8 @@ TEST(AlertsE2E, LeakedKeyFiresLeakedKeys) {
   s->cluster.Set(3, KeyOf("leaked-by-test"), "leaked-token", 0);
   const auto t0 = SteadyClock::now();
   ASSERT_TRUE(s->prom.WaitFiring("LockwardenLeakedKeys", kFireDeadline))
-      << Join(s->prom.FiringAlerts()) << "\n" << s->agent.Log();
+      << Join(s->prom.FiringAlerts()) << "\n"
+      << s->agent.Log();
   ReportFired(s->prom, "LockwardenLeakedKeys", t0);
   EXPECT_EQ(FiringMasters(s->prom, "LockwardenLeakedKeys"),
             std::vector<std::string>{MasterLabel(s->cluster, 3)});

@@ -101,9 +101,10 @@ PrometheusProcess::PrometheusProcess(const std::vector<std::string>& targets,
   try {
     WriteFile(dir_ + "/rules.yml", ShortenFor(ReadFile(rules_file), for_override));
     std::string config =
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
-        "rule_files:\n  - " + dir_ + "/rules.yml\n"
-        "scrape_configs:\n  - job_name: lockwarden\n    static_configs:\n      - targets:\n";
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n";
+    config += "rule_files:\n  - " + dir_ + "/rules.yml\n";
+    config += "scrape_configs:\n  - job_name: lockwarden\n    static_configs:\n";
+    config += "      - targets:\n";
     for (const auto& t : targets) config += "          - '" + t + "'\n";
     WriteFile(dir_ + "/prometheus.yml", config);
     std::string why;
