@@ -6,6 +6,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
+#include <map>
 
 #include "core/error_code.h"
 
@@ -111,14 +112,28 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
     }
   }
 
-  // RequestObserver
+  // RequestObserver. Called for every request, on the loop thread only: the children are
+  // cached here so the hot path neither builds a label map nor takes the family's mutex.
   void Received(std::string_view op) override {
-    requests_family->Add({{"op", std::string(op)}}).Increment();
+    auto it = request_children.find(op);
+    if (it == request_children.end()) {
+      Counter* c = &requests_family->Add({{"op", std::string(op)}});
+      it = request_children.emplace(std::string(op), c).first;
+    }
+    it->second->Increment();
   }
   void Failed(std::string_view op, ErrorCode code) override {
-    failures_family->Add({{"op", std::string(op)}, {"reason", std::string(ErrorCodeName(code))}})
-        .Increment();
+    const auto key = std::make_pair(std::string(op), code);
+    auto it = failure_children.find(key);
+    if (it == failure_children.end()) {
+      Counter* c = &failures_family->Add(
+          {{"op", std::string(op)}, {"reason", std::string(ErrorCodeName(code))}});
+      it = failure_children.emplace(key, c).first;
+    }
+    it->second->Increment();
   }
+  std::map<std::string, Counter*, std::less<>> request_children;
+  std::map<std::pair<std::string, ErrorCode>, Counter*> failure_children;
 
   // ScanObserver
   void KeysScanned(size_t master, uint64_t keys) override {
