@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "admin/auth.h"
+#include "core/resource_name.h"
 #include "admin/views.h"
 #include "scan/remedy.h"
 
@@ -248,6 +249,49 @@ void AdminServer::Routes() {
     ctx.metrics->CountAdminAction("rescan", "done");
     spdlog::info("audit: rescan by {}", Who(req));
     SendJson(res, 202, {{"ok", true}, {"result", "started"}});
+  }));
+
+  s.Post("/api/v1/locks/release", action("force_release", [&ctx](const httplib::Request& req,
+                                                                  httplib::Response& res) {
+    ordered_json body;
+    try {
+      body = ordered_json::parse(req.body);
+    } catch (const std::exception&) {
+      return SendError(res, 400, "bad_request", "the body must be a JSON object");
+    }
+    if (!body.is_object() || body.size() != 1 || !body.contains("resource") ||
+        !body["resource"].is_string()) {
+      return SendError(res, 400, "bad_request",
+                       "the body must be {\"resource\": \"<name>\"} and nothing else");
+    }
+    const std::string resource = body["resource"];
+    if (auto problem = ResourceNameProblem(resource)) {
+      return SendError(res, 400, "bad_request", "\"resource\": " + *problem);
+    }
+    auto outcome = ctx.revoke ? ctx.revoke(resource, ctx.action_timeout) : std::nullopt;
+    const std::string result = !outcome ? "error" : outcome->held ? "done" : "stale";
+    ctx.metrics->CountAdminAction("force_release", result);
+    spdlog::warn("audit: force_release resource={} by {}: {}{}", Quote(resource), Who(req), result,
+                 outcome && outcome->held
+                     ? " (holder session " + std::to_string(outcome->session) + " pid " +
+                           std::to_string(outcome->pid) + "; key deleted on " +
+                           std::to_string(outcome->deleted) + " of " +
+                           std::to_string(outcome->masters) + " masters)"
+                     : "");
+    if (!outcome) {
+      return SendError(res, 503, "unavailable", "the agent did not answer in time (stopping?)");
+    }
+    if (!outcome->held) {
+      return SendError(res, 404, "not_held", "no lock on this resource is held through this agent");
+    }
+    SendJson(res, 200, {{"ok", true},
+                        {"result", "done"},
+                        {"resource", resource},
+                        {"session", outcome->session},
+                        {"pid", outcome->pid},
+                        {"uid", outcome->uid},
+                        {"deleted_on", outcome->deleted},
+                        {"masters", outcome->masters}});
   }));
 
   s.set_error_handler([](const httplib::Request&, httplib::Response& res) {

@@ -9,12 +9,14 @@
 //   POST /api/v1/leaks/expire  {"master","key","ttl_ms"}: TTL on a still TTL-less key
 //   POST /api/v1/leaks/delete  {"master","key"}: delete a still TTL-less key
 //   POST /api/v1/scan          start a scan pass now
+//   POST /api/v1/locks/release {"resource"}: force-release a lock held through this agent
 //
 // Handlers read the loop's latest Snapshot and the scanner's latest report; they never touch
 // loop-owned state. POST actions need the admin token and a same-origin (or non-browser)
 // request, and are written to the log as audit lines.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -32,12 +34,27 @@ class Server;
 
 namespace lw {
 
+// What a force-release did, as the loop reports it.
+struct RevokeOutcome {
+  bool held = false;     // false: nobody held the resource through this agent
+  uint64_t session = 0;  // the holder's session, and its peer credentials
+  int pid = -1;
+  int uid = -1;
+  int deleted = 0;       // masters that deleted the key with the holder's token
+  int masters = 0;
+};
+// Runs a force-release on the loop and waits for it; nullopt when the loop did not answer in
+// time (or is shutting down).
+using RevokeFn = std::function<std::optional<RevokeOutcome>(const std::string& resource,
+                                                            std::chrono::milliseconds timeout)>;
+
 struct AdminContext {
   Metrics* metrics = nullptr;
   const SnapshotBox* snapshots = nullptr;
   LeakScanner* scanner = nullptr;  // null when the scanner is off
   std::vector<MasterAddress> masters;
   int64_t max_ttl_ms = 3'600'000;  // bound of the TTL an operator may set on a leaked key
+  RevokeFn revoke;                 // null: force-release unavailable
   std::string token;               // empty: actions are disabled
   std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails
   std::chrono::milliseconds action_timeout{2000};

@@ -5,6 +5,7 @@
 #include <uv.h>
 
 #include <cstdio>
+#include <future>
 #include <memory>
 #include <thread>
 #include <variant>
@@ -12,6 +13,7 @@
 
 #include "admin/admin_server.h"
 #include "admin/auth.h"
+#include "agent/loop_commands.h"
 #include "agent/server.h"
 #include "agent/snapshot.h"
 #include "cli/commands.h"
@@ -58,6 +60,7 @@ class Agent {
                  static_cast<double>(cfg.scan_interval_ms) / 1000.0),
         server_(loop, Options(cfg, metrics_)),
         snapshot_timer_(loop),
+        commands_(loop),
         admin_token_(std::move(admin_token)) {
     std::vector<Node*> raw;
     for (size_t i = 0; i < cfg.masters.size(); ++i) {
@@ -165,6 +168,33 @@ class Agent {
     return snap ? snap->held_grants : LiveGrants{};
   }
 
+  // Admin thread: force-release on the loop, waiting up to `timeout` for the masters' answers.
+  std::optional<RevokeOutcome> RevokeFromOtherThread(const std::string& resource,
+                                                     std::chrono::milliseconds timeout) {
+    auto promise = std::make_shared<std::promise<RevokeOutcome>>();
+    auto result = promise->get_future();
+    const bool posted = commands_.Post([this, resource, promise] {
+      if (shutting_down_) return;  // the promise is dropped: the caller sees no answer
+      engine_->Revoke(resource, [this, promise](const std::optional<LockEngine::Revocation>& r) {
+        RevokeOutcome out;
+        out.masters = static_cast<int>(nodes_.size());
+        if (r) {
+          out.held = true;
+          out.session = r->session;
+          std::tie(out.pid, out.uid) = server_.PeerOf(r->session);
+          out.deleted = r->deleted;
+        }
+        promise->set_value(out);
+      });
+    });
+    if (!posted || result.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+    try {
+      return result.get();
+    } catch (const std::future_error&) {
+      return std::nullopt;  // dropped unanswered (shutdown)
+    }
+  }
+
   std::optional<std::string> StartAdmin() {
     auto listen = std::get<std::optional<ListenAddress>>(ParseListenAddress(cfg_.admin_listen));
     if (!listen) return std::nullopt;  // "off"
@@ -175,6 +205,9 @@ class Agent {
     ctx.masters = cfg_.masters;
     ctx.max_ttl_ms = cfg_.max_ttl_ms;
     ctx.token = admin_token_;
+    ctx.revoke = [this](const std::string& resource, std::chrono::milliseconds timeout) {
+      return RevokeFromOtherThread(resource, timeout);
+    };
     admin_ = std::make_unique<AdminServer>(*listen, std::move(ctx));
     if (auto problem = admin_->Start()) return problem;
     spdlog::info("admin HTTP on {}:{} (/metrics, /healthz, /readyz, /api/v1); actions {}",
@@ -207,6 +240,7 @@ class Agent {
     finished_ = true;
     if (grace_) grace_->Stop();
     snapshot_timer_.Stop();
+    commands_.Close();
     server_.CloseSessions();
     for (auto& n : nodes_) n->Stop();
     for (auto* h : signals_) {
@@ -225,6 +259,7 @@ class Agent {
   std::unique_ptr<LockEngine> engine_;
   SnapshotBox snapshots_;
   Timer snapshot_timer_;
+  LoopCommands commands_;  // admin threads -> loop
   std::string admin_token_;
   std::unique_ptr<LeakScanner> scanner_;
   std::unique_ptr<AdminServer> admin_;

@@ -416,6 +416,26 @@ void LockEngine::Lose(const std::string& name, std::string_view reason) {
   Pump(name);
 }
 
+void LockEngine::Revoke(const std::string& name,
+                        std::function<void(const std::optional<Revocation>&)> done) {
+  Resource* r = Find(name);
+  if (r == nullptr || !r->holder) {
+    Defer([done = std::move(done)] { done(std::nullopt); });
+    return;
+  }
+  auto h = TakeHolder(*r, name);
+  spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
+  observer_->LockLost("revoked");
+  rounds_.Run(RoundOp::kDeleteIfHeld, r->key, h->token, 0, /*wait_all=*/true,
+              [this, session = h->session, done = std::move(done)](const VoteTally& t,
+                                                                   Clock::time_point) {
+                done(Revocation{session, t.yes()});
+                MaybeFinishShutdown();
+              });
+  on_lost_(h->session, name, h->token, "revoked");
+  Pump(name);
+}
+
 std::unique_ptr<LockEngine::Holder> LockEngine::TakeHolder(Resource& r, const std::string& name) {
   auto h = std::move(r.holder);
   --holders_;

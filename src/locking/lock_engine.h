@@ -110,6 +110,17 @@ class LockEngine {
   // (their callbacks are not called).
   void CloseSession(SessionId session);
 
+  // An operator takes the lock away from its holder: its keys are deleted on every master (with
+  // its token), the holder is told `lost` with reason "revoked", and the next local waiter gets
+  // its turn. `done` gets the holder's session and how many masters confirmed the delete, or
+  // nullopt when nobody holds `resource` through this engine.
+  struct Revocation {
+    SessionId session;
+    int deleted;  // masters that deleted the key (the others had lost it, or did not answer)
+  };
+  void Revoke(const std::string& resource,
+              std::function<void(const std::optional<Revocation>&)> done);
+
   // Refuse new work, fail waiters with shutting_down, release every lock, and call `done`
   // once every release round has ended (each ends within the node timeout).
   void Shutdown(std::function<void()> done);

@@ -274,7 +274,7 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   m.admin_actions = &Register(prometheus::BuildCounter(), "lockwarden_admin_actions_total",
                               "Operator actions on the admin API, by action and result.", r);
   // Known series start at 0, so rate() and alerts see the first action.
-  for (const char* action : {"expire_key", "delete_key", "rescan"}) {
+  for (const char* action : {"expire_key", "delete_key", "rescan", "force_release"}) {
     for (const char* result : {"done", "refused", "stale", "error"}) {
       m.admin_actions->Add({{"action", action}, {"result", result}});
     }
