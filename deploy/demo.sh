@@ -159,6 +159,11 @@ for i in "${!ports[@]}"; do
   done
 done
 
+# --- admin token (the page's actions need it) ---------------------------------------------------
+token_file=$run_dir/admin.token
+(umask 077 && head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >"$token_file")
+admin_token=$(<"$token_file")
+
 # --- banner -----------------------------------------------------------------------------------
 master_args=() master_list=()
 for p in "${ports[@]}"; do
@@ -172,6 +177,8 @@ cat <<BANNER
   agent socket  $socket
   masters       ${master_list[*]}
                 (quorum $((MASTERS / 2 + 1)) of $MASTERS; run dir $run_dir)
+  operator page http://127.0.0.1:$admin_port/
+                admin token for its actions: $admin_token
   admin HTTP    http://127.0.0.1:$admin_port/metrics  /readyz  /api/v1/state  /api/v1/leaks
                 (leak scanner every 10 s)
 
@@ -188,7 +195,8 @@ cat <<BANNER
     redis-cli -p ${ports[1]} shutdown nosave   # and another: still a quorum (3 of 5)
     redis-cli -p ${ports[2]} shutdown nosave   # a third: QUORUM LOST, lock exits 69
     curl -s 127.0.0.1:$admin_port/metrics | grep -E '^lockwarden_(masters_up|quorum_margin)'
-    redis-cli -p ${ports[3]} set lock:forgotten x   # a key without TTL: in /api/v1/leaks
+    $BIN lock demo:long --ttl 10m -- sleep 600 &  # a lock to look at (or force-release) on the page
+    redis-cli -p ${ports[3]} set lock:forgotten x   # a key without TTL: on the page, under leaked keys
     $BIN scan ${master_args[*]}
                                                # one-shot leak scan: exit 1 on a key without TTL
 
@@ -200,7 +208,8 @@ BANNER
 # Run in the background and `wait` for it: bash defers traps while a foreground child runs,
 # but `wait` returns as soon as a signal arrives, so Ctrl-C is handled at once.
 setsid "$BIN" serve --socket "$socket" "${master_args[@]}" \
-  --admin-listen "127.0.0.1:$admin_port" --scan-interval-ms 10000 </dev/null &
+  --admin-listen "127.0.0.1:$admin_port" --admin-token-file "$token_file" \
+  --scan-interval-ms 10000 </dev/null &
 agent_pid=$!
 
 for ((try = 0; try < 100; try++)); do

@@ -4,7 +4,8 @@
 #   bash tests/run.sh
 #
 # Unit tests first (pure logic, run in parallel), then integration tests (label "integration":
-# each starts real redis-server masters and a real agent; CTest runs them one at a time).
+# each starts real redis-server masters and a real agent; CTest runs them one at a time). The
+# browser tests (tests/browser, headless Chromium) are one of the integration tests.
 # Exits non-zero if anything fails. Extra arguments go to both ctest runs (e.g. -R Acquire).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,7 +25,7 @@ summary() {
 }
 trap summary EXIT
 
-bash .ci/deps.sh
+bash .ci/deps.sh --browser
 stage=build
 bash .ci/build.sh
 

@@ -5,8 +5,9 @@
 #include <spdlog/spdlog.h>
 
 #include "admin/auth.h"
-#include "core/resource_name.h"
 #include "admin/views.h"
+#include "admin/web_assets.h"
+#include "core/resource_name.h"
 #include "scan/remedy.h"
 
 namespace lw {
@@ -20,6 +21,7 @@ constexpr size_t kMaxKeyBytes = 4096;
 
 void SendJson(httplib::Response& res, int status, const ordered_json& body) {
   res.status = status;
+  res.set_header("X-Content-Type-Options", "nosniff");
   res.set_content(Dump(body), "application/json");
 }
 
@@ -93,6 +95,32 @@ std::optional<std::string> ParseLeakRequest(const std::string& body, bool expire
   return std::nullopt;
 }
 
+int64_t UnixMsNow() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// One audit line in the log, and the same words in the page's recent events.
+void Audit(const AdminContext& ctx, Severity severity, const std::string& what) {
+  spdlog::log(severity == Severity::kInfo ? spdlog::level::info : spdlog::level::warn,
+              "audit: {}", what);
+  if (ctx.events) ctx.events->Add({UnixMsNow(), "admin", severity, what, 1});
+}
+
+// The page may run only its own scripts and talk only to this agent, and may not be framed
+// (an action button must never be clickjacked).
+void PageHeaders(httplib::Response& res) {
+  res.set_header("Content-Security-Policy",
+                 "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                 "connect-src 'self'; base-uri 'none'; form-action 'none'; "
+                 "frame-ancestors 'none'");
+  res.set_header("X-Frame-Options", "DENY");
+  res.set_header("X-Content-Type-Options", "nosniff");
+  res.set_header("Referrer-Policy", "no-referrer");
+  res.set_header("Cache-Control", "no-cache");
+}
+
 ActionHeaders HeadersOf(const httplib::Request& req) {
   return {req.get_header_value("Authorization"), req.get_header_value("Sec-Fetch-Site"),
           req.get_header_value("Origin"), req.get_header_value("Host")};
@@ -111,7 +139,9 @@ std::optional<std::string> AdminServer::Start() {
   http_->set_payload_max_length(kMaxBodyBytes);
   http_->set_read_timeout(5, 0);
   http_->set_write_timeout(5, 0);
-  http_->set_keep_alive_timeout(5);
+  // Short keep-alive: the page polls every second and reuses its connection, while an idle
+  // one holds a worker (and delays shutdown) for at most this long.
+  http_->set_keep_alive_timeout(2);
   http_->set_keep_alive_max_count(100);
   // cpp-httplib's default also sets SO_REUSEPORT, which would let a second agent bind the
   // same port and take half the scrapes. Only SO_REUSEADDR (quick restarts).
@@ -182,10 +212,40 @@ void AdminServer::Routes() {
     }
   });
 
+  for (const WebAsset& asset : WebAssets()) {
+    auto serve = [&asset](const httplib::Request& req, httplib::Response& res) {
+      PageHeaders(res);
+      res.set_header("ETag", std::string(asset.etag));
+      if (req.get_header_value("If-None-Match") == asset.etag) {
+        res.status = 304;
+        return;
+      }
+      res.set_content(asset.body.data(), asset.body.size(), std::string(asset.content_type));
+    };
+    s.Get(std::string(asset.path), serve);
+    if (asset.path == "/index.html") s.Get("/", serve);
+  }
+
   s.Get("/api/v1/state", [&ctx](const httplib::Request&, httplib::Response& res) {
     auto snap = ctx.snapshots->Latest();
     if (!snap) return SendError(res, 503, "starting", "the agent is starting");
-    SendJson(res, 200, StateView(*snap));
+    // Someone is looking: keep checking where the held keys really are.
+    if (ctx.presence) ctx.presence->Demand();
+    auto report = ctx.scanner ? ctx.scanner->Latest() : nullptr;
+    auto presence = ctx.presence ? ctx.presence->Latest() : nullptr;
+    StateInputs in;
+    in.snapshot = snap.get();
+    in.agent = ctx.agent;
+    in.actions_enabled = !ctx.token.empty();
+    in.max_ttl_ms = ctx.max_ttl_ms;
+    in.stuck_after_ms = ctx.stuck_after_ms;
+    in.leaks = report.get();
+    in.scan_interval_ms = ctx.scanner ? ctx.scanner->interval().count() : 0;
+    in.presence = presence.get();
+    if (ctx.events) in.events = ctx.events->Recent();
+    if (ctx.history) in.history = ctx.history();
+    res.set_header("Cache-Control", "no-store");
+    SendJson(res, 200, StateView(in));
   });
 
   s.Get("/api/v1/leaks", [&ctx](const httplib::Request&, httplib::Response& res) {
@@ -199,10 +259,12 @@ void AdminServer::Routes() {
       const ActionVerdict verdict = JudgeAction(HeadersOf(req), ctx.token);
       if (verdict.refusal) {
         ctx.metrics->CountAdminAction(name, "refused");
-        spdlog::warn("audit: {} refused for {}: {}", name, Who(req), verdict.message);
+        Audit(ctx, Severity::kWarning,
+              fmt::format("{} refused for {}: {}", name, Who(req), verdict.message));
         const bool forbidden = *verdict.refusal == Refusal::kCrossSite ||
                                *verdict.refusal == Refusal::kDisabled;
-        return SendError(res, forbidden ? 403 : 401, "forbidden", verdict.message);
+        return SendError(res, forbidden ? 403 : 401, forbidden ? "forbidden" : "unauthorized",
+                         verdict.message);
       }
       body(req, res);
     };
@@ -220,10 +282,11 @@ void AdminServer::Routes() {
                      ctx.action_timeout);
       const std::string result(RemedyResultName(remedy.result));
       ctx.metrics->CountAdminAction(name, result);
-      spdlog::warn("audit: {} master={} key={}{} by {}: {} ({})", name,
-                   ctx.masters[lr.master].Display(), Quote(lr.key),
-                   expire ? " ttl_ms=" + std::to_string(lr.ttl_ms) : "", Who(req), result,
-                   remedy.message);
+      Audit(ctx, Severity::kWarning,
+            fmt::format("{} master={} key={}{} by {}: {} ({})", name,
+                        ctx.masters[lr.master].Display(), Quote(lr.key),
+                        expire ? " ttl_ms=" + std::to_string(lr.ttl_ms) : "", Who(req), result,
+                        remedy.message));
       if (remedy.result == RemedyResult::kDone && ctx.scanner) {
         ctx.scanner->Forget(lr.master, lr.key);
       }
@@ -247,7 +310,7 @@ void AdminServer::Routes() {
     }
     ctx.scanner->Rescan();
     ctx.metrics->CountAdminAction("rescan", "done");
-    spdlog::info("audit: rescan by {}", Who(req));
+    Audit(ctx, Severity::kInfo, "rescan by " + Who(req));
     SendJson(res, 202, {{"ok", true}, {"result", "started"}});
   }));
 
@@ -271,13 +334,14 @@ void AdminServer::Routes() {
     auto outcome = ctx.revoke ? ctx.revoke(resource, ctx.action_timeout) : std::nullopt;
     const std::string result = !outcome ? "error" : outcome->held ? "done" : "stale";
     ctx.metrics->CountAdminAction("force_release", result);
-    spdlog::warn("audit: force_release resource={} by {}: {}{}", Quote(resource), Who(req), result,
-                 outcome && outcome->held
-                     ? " (holder session " + std::to_string(outcome->session) + " pid " +
-                           std::to_string(outcome->pid) + "; key deleted on " +
-                           std::to_string(outcome->deleted) + " of " +
-                           std::to_string(outcome->masters) + " masters)"
-                     : "");
+    Audit(ctx, Severity::kWarning,
+          fmt::format("force_release resource={} by {}: {}{}", Quote(resource), Who(req), result,
+                      outcome && outcome->held
+                          ? " (holder session " + std::to_string(outcome->session) + " pid " +
+                                std::to_string(outcome->pid) + "; key deleted on " +
+                                std::to_string(outcome->deleted) + " of " +
+                                std::to_string(outcome->masters) + " masters)"
+                          : ""));
     if (!outcome) {
       return SendError(res, 503, "unavailable", "the agent did not answer in time (stopping?)");
     }

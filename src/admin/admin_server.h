@@ -1,10 +1,11 @@
 #pragma once
 // AdminServer: the HTTP side of the agent (cpp-httplib, its own small thread pool).
 //
+//   GET  /                     the operator page (web/, compiled in; /app.js, /style.css)
 //   GET  /metrics              Prometheus text exposition
 //   GET  /healthz              200 while the event loop publishes snapshots (it is not wedged)
 //   GET  /readyz               200 while a quorum of masters is usable, else 503
-//   GET  /api/v1/state         masters, quorum, locks (docs/api.md)
+//   GET  /api/v1/state         everything the page shows (docs/api.md)
 //   GET  /api/v1/leaks         the leak scanner's latest findings
 //   POST /api/v1/leaks/expire  {"master","key","ttl_ms"}: TTL on a still TTL-less key
 //   POST /api/v1/leaks/delete  {"master","key"}: delete a still TTL-less key
@@ -23,10 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "admin/views.h"
 #include "agent/snapshot.h"
 #include "config/config.h"
 #include "observe/metrics.h"
+#include "observe/recent.h"
 #include "scan/leak_scanner.h"
+#include "scan/presence_probe.h"
 
 namespace httplib {
 class Server;
@@ -52,6 +56,11 @@ struct AdminContext {
   Metrics* metrics = nullptr;
   const SnapshotBox* snapshots = nullptr;
   LeakScanner* scanner = nullptr;  // null when the scanner is off
+  EventLog* events = nullptr;      // admin actions are added; null: none kept
+  std::function<std::vector<HistoryPoint>()> history;  // null: no history
+  PresenceProbe* presence = nullptr;                    // null: presence not checked
+  AgentFacts agent;
+  int64_t stuck_after_ms = 300'000;
   std::vector<MasterAddress> masters;
   int64_t max_ttl_ms = 3'600'000;  // bound of the TTL an operator may set on a leaked key
   RevokeFn revoke;                 // null: force-release unavailable

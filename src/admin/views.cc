@@ -1,6 +1,10 @@
 #include "admin/views.h"
 
+#include <algorithm>
+#include <array>
 #include <ctime>
+
+#include "core/duration.h"
 
 namespace lw {
 
@@ -16,38 +20,181 @@ std::string IsoTime(int64_t unix_ms) {
   return std::string(text) + millis;
 }
 
-nlohmann::ordered_json StateView(const Snapshot& s) {
+const char* const kHowToEnableActions =
+    "Actions (force-release, expire or delete a leaked key) need an admin token. Write 16 or "
+    "more random characters to a file only the agent's user can read (for example: "
+    "head -c 32 /dev/urandom | base64 > /etc/lockwarden/admin.token && chmod 600 "
+    "/etc/lockwarden/admin.token), start the agent with admin_token_file = "
+    "\"/etc/lockwarden/admin.token\" (or --admin-token-file), and paste the token here.";
+
+std::string StuckReason(const LockSnapshot& lock, int64_t stuck_after_ms) {
+  if (lock.held_ms > stuck_after_ms) {
+    return "held " + FormatDurationMs(lock.held_ms) + ", over stuck_after " +
+           FormatDurationMs(stuck_after_ms);
+  }
+  if (!lock.renew && lock.ttl_ms > stuck_after_ms) {
+    return "not renewing, ttl " + FormatDurationMs(lock.ttl_ms) + ": a hung holder keeps it " +
+           "that long";
+  }
+  return "";
+}
+
+namespace {
+
+template <typename T>
+nlohmann::ordered_json OrNull(const std::optional<T>& value) {
+  return value ? nlohmann::ordered_json(*value) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json MastersView(const StateInputs& in) {
+  const Snapshot& s = *in.snapshot;
   nlohmann::ordered_json masters = nlohmann::ordered_json::array();
-  for (const NodeStatus& n : s.masters) {
-    masters.push_back({{"master", n.addr},
+  for (size_t i = 0; i < s.masters.size(); ++i) {
+    const NodeStatus& n = s.masters[i];
+    nlohmann::ordered_json lock_keys = nullptr, leaked_keys = nullptr;
+    if (in.leaks != nullptr && i < in.leaks->masters.size() && in.leaks->masters[i].ok) {
+      lock_keys = in.leaks->masters[i].lock_keys;
+      const FindingCounts c = in.leaks->CountsFor(i);
+      leaked_keys = c.no_ttl + c.ttl_above_max + c.partial;
+    }
+    masters.push_back({{"index", i},
+                       {"master", n.addr},
                        {"up", n.up},
                        {"rtt_ms", n.rtt_ms},
+                       {"rtt_p50_ms", OrNull(n.rtt_p50_ms)},
+                       {"rtt_p99_ms", OrNull(n.rtt_p99_ms)},
+                       {"errors", n.errors},
                        {"reconnects", n.reconnects},
-                       {"last_error", n.last_error}});
+                       {"last_error", n.last_error},
+                       {"uptime_s", OrNull(n.uptime_s)},
+                       {"run_id", n.run_id},
+                       {"quarantined", false},
+                       {"lock_keys", lock_keys},
+                       {"leaked_keys", leaked_keys}});
   }
+  return masters;
+}
+
+nlohmann::ordered_json LocksView(const StateInputs& in) {
+  const Snapshot& s = *in.snapshot;
+  struct Row {
+    const LockSnapshot* lock;
+    std::string stuck;
+  };
+  std::vector<Row> rows;
+  for (const LockSnapshot& l : s.locks) rows.push_back({&l, StuckReason(l, in.stuck_after_ms)});
+  // Stuck first, then the longest held (the snapshot is already longest-held first).
+  std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+    return !a.stuck.empty() && b.stuck.empty();
+  });
+  const std::string checked_at = in.presence ? IsoTime(in.presence->checked_unix_ms) : "";
   nlohmann::ordered_json locks = nlohmann::ordered_json::array();
-  for (const LockSnapshot& l : s.locks) {
+  for (const Row& row : rows) {
+    const LockSnapshot& l = *row.lock;
+    const std::vector<KeyPresence>* seen = nullptr;
+    if (in.presence != nullptr) {
+      auto it = in.presence->keys.find(l.key);
+      if (it != in.presence->keys.end()) seen = &it->second;
+    }
+    nlohmann::ordered_json presence = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < s.masters.size(); ++i) {
+      const KeyPresence p =
+          seen != nullptr && i < seen->size() ? (*seen)[i] : KeyPresence::kUnknown;
+      presence.push_back({{"master", s.masters[i].addr}, {"state", PresenceName(p)}});
+    }
     locks.push_back({{"resource", l.resource},
                      {"session", l.session},
                      {"pid", l.pid},
                      {"uid", l.uid},
+                     {"cmdline", l.cmdline},
                      {"held_ms", l.held_ms},
                      {"validity_ms", l.validity_ms},
+                     {"ttl_ms", l.ttl_ms},
                      {"renew", l.renew},
-                     {"waiters", l.waiters}});
+                     {"waiters", l.waiters},
+                     {"stuck", !row.stuck.empty()},
+                     {"stuck_reason", row.stuck},
+                     {"presence", std::move(presence)},
+                     {"presence_checked_at", seen != nullptr ? checked_at : ""}});
   }
+  return locks;
+}
+
+nlohmann::ordered_json EventsView(const std::vector<Event>& events) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const Event& e : events) {
+    out.push_back({{"at", IsoTime(e.at_unix_ms)},
+                   {"at_unix_ms", e.at_unix_ms},
+                   {"kind", e.kind},
+                   {"severity", SeverityName(e.severity)},
+                   {"message", e.message},
+                   {"count", e.count}});
+  }
+  return out;
+}
+
+constexpr std::array<const char*, static_cast<size_t>(AcquireOutcome::kCount)> kOutcomeNames = {
+    "acquired", "timeout", "no_quorum", "error"};
+
+nlohmann::ordered_json HistoryView(const std::vector<HistoryPoint>& history) {
+  nlohmann::ordered_json points = nlohmann::ordered_json::array();
+  for (const HistoryPoint& p : history) {
+    nlohmann::ordered_json point = {{"t", p.t_unix_ms}};
+    for (size_t i = 0; i < kOutcomeNames.size(); ++i) point[kOutcomeNames[i]] = p.outcomes[i];
+    point["wait_p99_ms"] = OrNull(p.wait_p99_ms);
+    points.push_back(std::move(point));
+  }
+  return {{"bucket_ms", AcquireHistory::kBucketMs},
+          {"outcomes", kOutcomeNames},
+          {"points", std::move(points)}};
+}
+
+}  // namespace
+
+std::string_view QuorumState(const Snapshot& s) {
+  if (s.masters_up < s.quorum) return "lost";
+  if (s.masters_up < static_cast<int>(s.masters.size())) return "at_risk";
+  return "healthy";
+}
+
+nlohmann::ordered_json StateView(const StateInputs& in) {
+  const Snapshot& s = *in.snapshot;
   const int margin = s.masters_up - s.quorum;
+  const int64_t uptime_ms =
+      in.agent.started_unix_ms > 0 ? s.taken_unix_ms - in.agent.started_unix_ms : 0;
+  nlohmann::ordered_json actions = {{"enabled", in.actions_enabled}};
+  actions["how_to_enable"] = in.actions_enabled ? "" : kHowToEnableActions;
+  actions["max_ttl_ms"] = in.max_ttl_ms;
   return {{"taken_at", IsoTime(s.taken_unix_ms)},
+          {"taken_unix_ms", s.taken_unix_ms},
+          {"agent",
+           {{"version", in.agent.version},
+            {"pid", in.agent.pid},
+            {"started_at", IsoTime(in.agent.started_unix_ms)},
+            {"uptime_s", std::max<int64_t>(0, uptime_ms / 1000)},
+            {"socket", in.agent.socket}}},
+          {"actions", std::move(actions)},
           {"quorum",
            {{"masters", s.masters.size()},
             {"up", s.masters_up},
+            {"usable", s.masters_up},
             {"needed", s.quorum},
             {"margin", margin},
-            {"state", margin < 0 ? "lost" : margin == 0 ? "at_risk" : "healthy"}}},
-          {"masters", masters},
+            {"state", QuorumState(s)}}},
+          {"masters", MastersView(in)},
           {"sessions", s.sessions},
           {"waiters", s.waiters},
-          {"locks", locks}};
+          {"stuck_after_ms", in.stuck_after_ms},
+          {"locks", LocksView(in)},
+          {"leaks", LeaksView(in.leaks, in.scan_interval_ms)},
+          {"events", EventsView(in.events)},
+          {"history", HistoryView(in.history)}};
+}
+
+nlohmann::ordered_json StateView(const Snapshot& snapshot) {
+  StateInputs in;
+  in.snapshot = &snapshot;
+  return StateView(in);
 }
 
 nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms) {
@@ -65,12 +212,14 @@ nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms) 
                        {"ok", m.ok},
                        {"error", m.error},
                        {"keys_scanned", m.keys_scanned},
+                       {"lock_keys", m.lock_keys},
                        {"seconds", m.seconds},
                        {"finished_at", IsoTime(m.finished_unix_ms)}});
   }
   out["last_pass"] = {{"started_at", IsoTime(report->started_unix_ms)},
                       {"started_unix_ms", report->started_unix_ms},
                       {"finished_at", IsoTime(report->finished_unix_ms)},
+                      {"finished_unix_ms", report->finished_unix_ms},
                       {"partial_checked", report->partial_checked},
                       {"partial_note", report->partial_note},
                       {"masters", masters}};

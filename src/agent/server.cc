@@ -144,10 +144,11 @@ void Server::OnLine(Session& s, std::string_view line) {
   Dispatch(s, std::move(request));
 }
 
-std::pair<int, int> Server::PeerOf(SessionId id) const {
+Server::Peer Server::PeerOf(SessionId id) const {
   auto it = sessions_.find(id);
-  if (it == sessions_.end()) return {-1, -1};
-  return {static_cast<int>(it->second->peer_pid()), static_cast<int>(it->second->peer_uid())};
+  if (it == sessions_.end()) return {};
+  const Session& s = *it->second;
+  return {static_cast<int>(s.peer_pid()), static_cast<int>(s.peer_uid()), s.peer_cmdline()};
 }
 
 void Server::ReplyFailure(SessionId sid, const nlohmann::json& request_id, std::string_view op,
@@ -213,9 +214,9 @@ void Server::Dispatch(Session& s, protocol::Request request) {
         } else if constexpr (std::is_same_v<T, protocol::LocksRequest>) {
           std::vector<protocol::AgentLockView> locks;
           for (auto& l : engine_->AllLocks()) {
-            const auto [pid, uid] = PeerOf(l.session);
-            locks.push_back({l.resource, l.session, pid, uid, l.held_ms, l.validity_ms, l.renew,
-                             l.waiters});
+            const Peer peer = PeerOf(l.session);
+            locks.push_back({l.resource, l.session, peer.pid, peer.uid, l.held_ms, l.validity_ms,
+                             l.renew, l.waiters});
           }
           s.Send(protocol::EncodeLocks(id, locks));
         } else {

@@ -55,8 +55,13 @@ class Server {
   void StopListening();
   void CloseSessions();
   size_t session_count() const { return sessions_.size(); }
-  // Peer credentials of a session: {pid, uid}, {-1, -1} if it is gone.
-  std::pair<int, int> PeerOf(SessionId id) const;
+  // Who is at the other end of a session (SO_PEERCRED and /proc at connect time).
+  struct Peer {
+    int pid = -1;  // -1: the session is gone
+    int uid = -1;
+    std::string cmdline;
+  };
+  Peer PeerOf(SessionId id) const;
 
  private:
   void OnConnection();

@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -18,7 +19,41 @@ struct WriteRequest {
 // one buffer serves all sessions.
 char g_read_buffer[64 * 1024];
 
+constexpr size_t kMaxCmdline = 512;
+
+// Read once per connection on the loop thread: /proc is in memory and the read is bounded.
+std::string ReadCmdline(pid_t pid) {
+  if (pid <= 0) return "";
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/cmdline", static_cast<int>(pid));
+  std::FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return "";
+  char raw[kMaxCmdline + 1];
+  const size_t n = std::fread(raw, 1, sizeof raw, f);
+  std::fclose(f);
+  return PrintableCmdline(std::string_view(raw, n), kMaxCmdline);
+}
+
 }  // namespace
+
+std::string PrintableCmdline(std::string_view raw, size_t max_bytes) {
+  while (!raw.empty() && raw.back() == '\0') raw.remove_suffix(1);
+  const bool cut = raw.size() > max_bytes;
+  if (cut) raw = raw.substr(0, max_bytes);
+  std::string out;
+  out.reserve(raw.size() + 3);
+  for (unsigned char c : raw) {
+    if (c == '\0') {
+      out += ' ';
+    } else if (c < 0x20 || c == 0x7f) {
+      out += '?';
+    } else {
+      out += static_cast<char>(c);  // UTF-8 passes through; the JSON writer replaces invalid bytes
+    }
+  }
+  if (cut) out += "\u2026";
+  return out;
+}
 
 Session::Session(uv_loop_t* loop, SessionId id, size_t max_line, Callbacks callbacks)
     : id_(id), max_line_(max_line), callbacks_(std::move(callbacks)) {
@@ -40,6 +75,7 @@ bool Session::Accept(uv_stream_t* listener) {
       pid_ = cred.pid;
       uid_ = cred.uid;
       gid_ = cred.gid;
+      cmdline_ = ReadCmdline(pid_);
     }
   }
   uv_read_start(

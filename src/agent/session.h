@@ -15,6 +15,10 @@ namespace lw {
 
 using SessionId = uint64_t;
 
+// The raw bytes of /proc/PID/cmdline (arguments separated by NULs) as one printable line:
+// NULs become spaces, other control bytes '?', cut to max_bytes (ending in "…" when cut).
+std::string PrintableCmdline(std::string_view raw, size_t max_bytes);
+
 class Session {
  public:
   struct Callbacks {
@@ -41,6 +45,8 @@ class Session {
   pid_t peer_pid() const { return pid_; }
   uid_t peer_uid() const { return uid_; }
   gid_t peer_gid() const { return gid_; }
+  // The peer's command line when it connected ("" if unknown), at most 512 bytes.
+  const std::string& peer_cmdline() const { return cmdline_; }
   size_t queued_bytes() const { return queued_bytes_; }
 
  private:
@@ -57,6 +63,7 @@ class Session {
   pid_t pid_ = -1;
   uid_t uid_ = static_cast<uid_t>(-1);
   gid_t gid_ = static_cast<gid_t>(-1);
+  std::string cmdline_;
   size_t queued_bytes_ = 0;
 };
 

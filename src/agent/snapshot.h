@@ -25,6 +25,9 @@ struct LockSnapshot {
   int64_t validity_ms = 0;
   bool renew = false;
   int waiters = 0;
+  int64_t ttl_ms = 0;
+  std::string key;      // the Redis key
+  std::string cmdline;  // the holder's, when it connected ("" if unknown)
 };
 
 struct Snapshot {

@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <cstdio>
@@ -18,10 +19,13 @@
 #include "agent/snapshot.h"
 #include "cli/commands.h"
 #include "locking/lock_engine.h"
+#include "observe/activity.h"
 #include "observe/logging.h"
 #include "observe/metrics.h"
+#include "observe/recent.h"
 #include "redis/node_client.h"
 #include "scan/leak_scanner.h"
+#include "scan/presence_probe.h"
 
 namespace lw::cli {
 namespace {
@@ -58,29 +62,36 @@ class Agent {
         cfg_(cfg),
         metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
                  static_cast<double>(cfg.scan_interval_ms) / 1000.0),
+        activity_(metrics_.engine(), events_,
+                  [this](uint64_t session) { return DescribeSession(session); }, UnixMsNow),
         server_(loop, Options(cfg, metrics_)),
         snapshot_timer_(loop),
         commands_(loop),
         admin_token_(std::move(admin_token)) {
     std::vector<Node*> raw;
     for (size_t i = 0; i < cfg.masters.size(); ++i) {
-      NodeClientOptions node_options{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms,
-                                     cfg.health_interval_ms, &metrics_.node(i)};
+      NodeClientOptions node_options{
+          cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms, cfg.health_interval_ms,
+          &activity_.Node(i, cfg.masters[i].Display(), metrics_.node(i))};
       nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
       raw.push_back(nodes_.back().get());
     }
     EngineOptions engine_options{cfg.key_prefix,     cfg.drift_factor,    cfg.node_timeout_ms,
-                                 cfg.retry_delay_ms, cfg.retry_jitter_ms, &metrics_.engine()};
+                                 cfg.retry_delay_ms, cfg.retry_jitter_ms, &activity_};
     engine_ = std::make_unique<LockEngine>(
         loop, raw, engine_options,
         [this](SessionId s, const std::string& res, const std::string& tok,
-               std::string_view why) { server_.NotifyLost(s, res, tok, why); });
+               std::string_view why) {
+          activity_.Lost(s, res, why);
+          server_.NotifyLost(s, res, tok, why);
+        });
     server_.SetEngine(engine_.get());
   }
 
   ~Agent() {
     // Other threads first: they read snapshots and the metrics, never loop state.
     if (admin_) admin_->Stop();
+    if (presence_) presence_->Stop();
     if (scanner_) scanner_->Stop();
     // Stopping a node fails its commands in flight into the engine, so the engine must
     // still be alive then; after that nothing references the nodes.
@@ -135,9 +146,9 @@ class Agent {
     s->masters = engine_->NodeStatuses();
     for (const auto& n : s->masters) s->masters_up += n.up ? 1 : 0;
     for (const auto& l : engine_->AllLocks()) {
-      const auto [pid, uid] = server_.PeerOf(l.session);
-      s->locks.push_back({l.resource, l.session, pid, uid, l.held_ms, l.validity_ms, l.renew,
-                          l.waiters});
+      Server::Peer peer = server_.PeerOf(l.session);
+      s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, l.held_ms, l.validity_ms,
+                          l.renew, l.waiters, l.ttl_ms, l.key, std::move(peer.cmdline)});
     }
     for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
     s->sessions = server_.session_count();
@@ -168,6 +179,22 @@ class Agent {
     return snap ? snap->held_grants : LiveGrants{};
   }
 
+  // "pid 4242 (python3 worker.py)" for events; loop thread.
+  std::string DescribeSession(uint64_t session) const {
+    const Server::Peer peer = server_.PeerOf(session);
+    if (peer.pid < 0) return "session " + std::to_string(session) + " (closed)";
+    std::string who = "pid " + std::to_string(peer.pid);
+    if (!peer.cmdline.empty()) who += " (" + peer.cmdline.substr(0, 80) + ")";
+    return who;
+  }
+
+  // Presence thread: the grants of the latest snapshot (at most 250 ms old).
+  GrantList GrantsNow() const {
+    auto snap = snapshots_.Latest();
+    if (!snap) return {};
+    return GrantList(snap->held_grants.begin(), snap->held_grants.end());
+  }
+
   // Admin thread: force-release on the loop, waiting up to `timeout` for the masters' answers.
   std::optional<RevokeOutcome> RevokeFromOtherThread(const std::string& resource,
                                                      std::chrono::milliseconds timeout) {
@@ -181,7 +208,9 @@ class Agent {
         if (r) {
           out.held = true;
           out.session = r->session;
-          std::tie(out.pid, out.uid) = server_.PeerOf(r->session);
+          const Server::Peer peer = server_.PeerOf(r->session);
+          out.pid = peer.pid;
+          out.uid = peer.uid;
           out.deleted = r->deleted;
         }
         promise->set_value(out);
@@ -205,6 +234,14 @@ class Agent {
     ctx.masters = cfg_.masters;
     ctx.max_ttl_ms = cfg_.max_ttl_ms;
     ctx.token = admin_token_;
+    ctx.events = &events_;
+    ctx.history = [this] { return activity_.HistoryPoints(UnixMsNow()); };
+    presence_ = std::make_unique<PresenceProbe>(cfg_.masters, [this] { return GrantsNow(); });
+    presence_->Start();
+    ctx.presence = presence_.get();
+    ctx.agent = {LOCKWARDEN_VERSION, static_cast<int>(getpid()), started_unix_ms_,
+                 cfg_.socket_path};
+    ctx.stuck_after_ms = cfg_.stuck_after_ms;
     ctx.revoke = [this](const std::string& resource, std::chrono::milliseconds timeout) {
       return RevokeFromOtherThread(resource, timeout);
     };
@@ -254,6 +291,8 @@ class Agent {
   uv_loop_t* loop_;
   const Config& cfg_;
   Metrics metrics_;
+  EventLog events_;
+  Activity activity_;  // between the engine/masters and metrics_: events and history
   Server server_;
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<LockEngine> engine_;
@@ -262,6 +301,8 @@ class Agent {
   LoopCommands commands_;  // admin threads -> loop
   std::string admin_token_;
   std::unique_ptr<LeakScanner> scanner_;
+  std::unique_ptr<PresenceProbe> presence_;
+  const int64_t started_unix_ms_ = UnixMsNow();
   std::unique_ptr<AdminServer> admin_;
   std::vector<uv_signal_t*> signals_;
   std::unique_ptr<Timer> grace_;

@@ -69,6 +69,8 @@ const std::vector<SettingDef>& Defs() {
        "admin HTTP listener: /metrics, /healthz, /readyz, /api/v1"},
       {"admin_token_file", &Config::admin_token_file, "path",
        "file with the bearer token admin actions require; empty disables actions"},
+      {"stuck_after_ms", &Config::stuck_after_ms, "ms",
+       "operator page: a lock held longer (or not renewed with a longer ttl) is stuck"},
       {"scan_interval_ms", &Config::scan_interval_ms, "ms",
        "pause between leak-scanner passes; 0 turns the scanner off"},
       {"scan_keys_per_second", &Config::scan_keys_per_second, "keys/s",

@@ -48,6 +48,9 @@ struct Config {
   std::string admin_listen = "127.0.0.1:9477";
   // File holding the bearer token that POST actions require; empty: actions are disabled.
   std::string admin_token_file;
+  // The operator page flags a lock as stuck when it has been held longer than this, or when it
+  // is not renewed and its ttl is longer than this (a hung holder keeps it that long).
+  int64_t stuck_after_ms = 300'000;
 
   // Leak scanner: a pass over every master each interval (0: scanner off).
   int64_t scan_interval_ms = 60'000;

@@ -179,6 +179,7 @@ Check CheckAdmin(const Config& c) {
   if (!c.admin_token_file.empty() && c.admin_token_file.front() != '/') {
     return Problem{"admin_token_file", "must be an absolute path"};
   }
+  if (auto p = InRange("stuck_after_ms", c.stuck_after_ms, 1000, 7 * kDayMs)) return p;
   return std::nullopt;
 }
 

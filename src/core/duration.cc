@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 
 namespace lw {
 
@@ -38,6 +40,26 @@ std::variant<int64_t, std::string> ParseDurationMs(std::string_view text) {
   const double ms = value * scale;
   if (!std::isfinite(ms) || ms > 1e15) return "duration " + quoted + " is too large";
   return static_cast<int64_t>(std::llround(ms));
+}
+
+std::string FormatDurationMs(int64_t ms) {
+  if (ms < 0) return "-" + FormatDurationMs(ms == INT64_MIN ? INT64_MAX : -ms);
+  char out[32];
+  if (ms < 1000) {
+    std::snprintf(out, sizeof out, "%lldms", static_cast<long long>(ms));
+  } else if (ms < 60'000) {
+    std::snprintf(out, sizeof out, "%.1fs", static_cast<double>(ms / 100) / 10.0);
+  } else if (ms < 3'600'000) {
+    std::snprintf(out, sizeof out, "%lldm%02llds", static_cast<long long>(ms / 60'000),
+                  static_cast<long long>(ms / 1000 % 60));
+  } else if (ms < 86'400'000) {
+    std::snprintf(out, sizeof out, "%lldh%02lldm", static_cast<long long>(ms / 3'600'000),
+                  static_cast<long long>(ms / 60'000 % 60));
+  } else {
+    std::snprintf(out, sizeof out, "%lldd%02lldh", static_cast<long long>(ms / 86'400'000),
+                  static_cast<long long>(ms / 3'600'000 % 24));
+  }
+  return out;
 }
 
 }  // namespace lw

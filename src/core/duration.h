@@ -11,4 +11,7 @@ namespace lw {
 // A bare number is refused (ambiguous). Returns milliseconds, or a human error.
 std::variant<int64_t, std::string> ParseDurationMs(std::string_view text);
 
+// A duration for people, two units at most: "850ms", "12.3s", "6m12s", "2h05m", "3d04h".
+std::string FormatDurationMs(int64_t ms);
+
 }  // namespace lw

@@ -4,7 +4,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
+
+#include "core/error_code.h"
 
 namespace lw {
 
@@ -18,6 +21,10 @@ class EngineObserver {
   // (0: it timed out queued behind a local holder).
   virtual void AcquireFinished(AcquireOutcome /*outcome*/, std::chrono::nanoseconds /*waited*/,
                                int /*attempts*/) {}
+  // An acquire request of `session` for `resource` was refused (any outcome but acquired);
+  // called right after AcquireFinished.
+  virtual void AcquireFailed(uint64_t /*session*/, std::string_view /*resource*/,
+                             ErrorCode /*code*/) {}
   // A granted lock ended (released, lost, its session closed, shutdown) after `held`.
   virtual void HoldEnded(std::chrono::nanoseconds /*held*/) {}
   virtual void Renewed(RenewOutcome /*outcome*/) {}

@@ -210,7 +210,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   const int64_t waited = CeilMs(Clock::now() - w.requested);
   spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s))", Quoted(name),
                 validity_ms, waited, w.attempts);
-  ReportAcquire(w, ErrorCode::kInternal, /*granted=*/true);
+  ReportAcquire(w, name, ErrorCode::kInternal, /*granted=*/true);
   w.done(Grant{token, validity_ms, waited});
 }
 
@@ -219,12 +219,13 @@ void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure)
   r.waiters.pop_front();
   if (r.retry_timer) r.retry_timer->Stop();
   ForgetWaiter(w.session, name);
-  ReportAcquire(w, failure.code, /*granted=*/false);
+  ReportAcquire(w, name, failure.code, /*granted=*/false);
   w.done(failure);
   Pump(name);
 }
 
-void LockEngine::ReportAcquire(const Waiter& w, ErrorCode code, bool granted) {
+void LockEngine::ReportAcquire(const Waiter& w, const std::string& name, ErrorCode code,
+                               bool granted) {
   AcquireOutcome outcome = AcquireOutcome::kError;
   if (granted) {
     outcome = AcquireOutcome::kAcquired;
@@ -234,6 +235,7 @@ void LockEngine::ReportAcquire(const Waiter& w, ErrorCode code, bool granted) {
     outcome = AcquireOutcome::kNoQuorum;
   }
   observer_->AcquireFinished(outcome, Clock::now() - w.requested, w.attempts);
+  if (!granted) observer_->AcquireFailed(w.session, name, code);
 }
 
 Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) const {
@@ -274,7 +276,7 @@ void LockEngine::OnWaitExpired(const std::string& name, uint64_t waiter_id) {
   Waiter w = std::move(*it);
   r->waiters.erase(it);
   ForgetWaiter(w.session, name);
-  ReportAcquire(w, ErrorCode::kTimeout, /*granted=*/false);
+  ReportAcquire(w, name, ErrorCode::kTimeout, /*granted=*/false);
   w.done(Failure{ErrorCode::kTimeout, Quoted(name) + " was held by another session of this "
                                       "agent for all of wait_ms=" + std::to_string(w.wait_ms)});
 }
@@ -504,7 +506,7 @@ void LockEngine::Shutdown(std::function<void()> done) {
   std::vector<AcquireDone> refused;
   for (auto& [name, r] : resources_) {
     for (auto w = r->waiters.begin(); w != r->waiters.end();) {
-      if (!w->cancelled) ReportAcquire(*w, ErrorCode::kShuttingDown, /*granted=*/false);
+      if (!w->cancelled) ReportAcquire(*w, name, ErrorCode::kShuttingDown, /*granted=*/false);
       refused.push_back(std::move(w->done));
       if (w == r->waiters.begin() && w->in_attempt) {
         (w++)->cancelled = true;
@@ -552,7 +554,7 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
     const Holder& h = *r->holder;
     out.push_back({name, h.session, CeilMs(now - h.acquired),
                    std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew,
-                   static_cast<int>(r->waiters.size())});
+                   static_cast<int>(r->waiters.size()), h.ttl_ms, r->key});
   }
   std::sort(out.begin(), out.end(),
             [](const LockInfo& a, const LockInfo& b) { return a.held_ms > b.held_ms; });

@@ -76,6 +76,8 @@ struct LockInfo {
   int64_t validity_ms;
   bool renew;
   int waiters;
+  int64_t ttl_ms;   // as requested (renewals extend by the same)
+  std::string key;  // the Redis key
 };
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
@@ -162,7 +164,7 @@ class LockEngine {
   void MaybeFinishShutdown();
   Failure AttemptFailure(const std::string& name, const Waiter& w) const;
 
-  void ReportAcquire(const Waiter& w, ErrorCode code, bool granted);
+  void ReportAcquire(const Waiter& w, const std::string& name, ErrorCode code, bool granted);
 
   uv_loop_t* loop_;
   EngineOptions options_;

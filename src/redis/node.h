@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 namespace lw {
@@ -27,6 +28,16 @@ struct NodeStatus {
   double rtt_ms = 0;       // last health-check round trip
   uint64_t reconnects = 0; // successful connections after the first
   std::string last_error;  // why it is down, if it is
+  // Over the last 1024 measured commands (lock commands + health PINGs); nullopt until one.
+  std::optional<double> rtt_p50_ms;
+  std::optional<double> rtt_p99_ms;
+  // Every NodeError reported since start (error replies, unavailable, disconnected, connect
+  // failures, stalls).
+  uint64_t errors = 0;
+  // Redis uptime_in_seconds, from the last INFO server, advanced by the time since that reply;
+  // nullopt until known or while down.
+  std::optional<int64_t> uptime_s;
+  std::string run_id;  // Redis run_id from the last INFO server; "" until known
 };
 
 // What a master connection reports to metrics. Called on the loop thread; must be cheap.

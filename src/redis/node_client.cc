@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "redis/info.h"
 #include "redis/scripts.h"
 #include "redis/uv_adapter.h"
 
@@ -14,6 +15,7 @@ namespace lw {
 namespace {
 
 constexpr int64_t kTickMs = 100;  // stall checks; health PINGs go every health_interval
+constexpr std::chrono::seconds kInfoInterval{5};
 
 Reply Flatten(const redisReply* r) {
   Reply out;
@@ -153,10 +155,12 @@ void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
   }
   if (pending->command != NodeCommand::kCount) {
     if (reply.kind == Reply::Kind::kDisconnected) {
-      observer_->Error(NodeError::kDisconnected);
+      ReportError(NodeError::kDisconnected);
     } else {
-      observer_->CommandDone(pending->command, Clock::now() - pending->sent_at);
-      if (reply.kind == Reply::Kind::kError) observer_->Error(NodeError::kErrorReply);
+      const auto latency = Clock::now() - pending->sent_at;
+      latency_.Add(latency);
+      observer_->CommandDone(pending->command, latency);
+      if (reply.kind == Reply::Kind::kError) ReportError(NodeError::kErrorReply);
     }
   }
   pending->handler(reply);
@@ -214,6 +218,8 @@ void NodeClient::BecomeReady() {
   // Measure the round trip at the next tick rather than a full interval from now.
   last_health_ping_ = Clock::now() - std::chrono::milliseconds(options_.health_interval_ms);
   spdlog::info("master {} is up", display_);
+  // Who answers, right away: a restart (new run_id) is worth knowing before the next tick.
+  SendInfo(Clock::now());
 }
 
 void NodeClient::DropConnection(const std::string& why) {
@@ -232,6 +238,7 @@ void NodeClient::ConnectionLost(const std::string& why) {
   sent_.clear();
   ++generation_;
   health_ping_in_flight_ = false;
+  info_in_flight_ = false;  // its reply (if any) belongs to the old generation and is ignored
   last_error_ = why;
   if (state_ == State::kStopped) return;
   state_ = State::kIdle;
@@ -239,7 +246,7 @@ void NodeClient::ConnectionLost(const std::string& why) {
     observer_->Up(false);
     spdlog::warn("master {} is down: {}", display_, why);
   } else {
-    observer_->Error(NodeError::kConnectFailed);
+    ReportError(NodeError::kConnectFailed);
     spdlog::debug("master {}: connect attempt failed: {}", display_, why);
   }
   ScheduleReconnect();
@@ -257,11 +264,12 @@ void NodeClient::HealthTick() {
   if (state_ != State::kReady) return;
   const auto now = Clock::now();
   if (!sent_.empty() && now - sent_.front() > std::chrono::milliseconds(options_.connect_timeout_ms)) {
-    observer_->Error(NodeError::kStalled);
+    ReportError(NodeError::kStalled);
     DropConnection("no reply for " + std::to_string(options_.connect_timeout_ms) +
                    " ms (stalled)");
     return;
   }
+  if (!info_in_flight_ && now - last_info_sent_ >= kInfoInterval) SendInfo(now);
   if (health_ping_in_flight_ ||
       now - last_health_ping_ < std::chrono::milliseconds(options_.health_interval_ms)) {
     return;
@@ -272,6 +280,50 @@ void NodeClient::HealthTick() {
     health_ping_in_flight_ = false;
     if (r.kind == Reply::Kind::kStatus) rtt_ms_ = MsSince(now);
   }, NodeCommand::kPing);
+}
+
+void NodeClient::SendInfo(Clock::time_point now) {
+  info_in_flight_ = true;
+  last_info_sent_ = now;
+  // Not measured (NodeCommand::kCount): the command metrics have no label for it.
+  SendInternal({"INFO", "server"}, [this, generation = generation_](const Reply& r) {
+    if (generation != generation_) return;  // that connection is gone; the flag was reset
+    info_in_flight_ = false;
+    InfoReceived(r);
+  });
+}
+
+void NodeClient::InfoReceived(const Reply& reply) {
+  if (reply.kind != Reply::Kind::kString) {
+    // E.g. an ACL user without +info. Harmless: status() just has no run_id/uptime.
+    spdlog::debug("master {}: INFO server failed: {}", display_,
+                  reply.text.empty() ? "no answer" : reply.text);
+    return;
+  }
+  const auto now = Clock::now();
+  const ServerInfo info = ParseInfoServer(reply.text);
+  const bool new_run_id = !run_id_.empty() && !info.run_id.empty() && info.run_id != run_id_;
+  const bool uptime_back = uptime_s_ && info.uptime_s && *info.uptime_s < *uptime_s_;
+  if (new_run_id || uptime_back) {
+    // Its keys, and so every lock it granted, may be gone. Quarantine will key off this.
+    auto text = [](std::optional<int64_t> v) { return v ? std::to_string(*v) : "?"; };
+    const auto since = std::chrono::duration_cast<std::chrono::seconds>(now - uptime_at_).count();
+    spdlog::warn("master {} restarted: run_id {} -> {}, uptime {} s (was {} s {} s ago)",
+                 display_, run_id_, info.run_id.empty() ? run_id_ : info.run_id,
+                 text(info.uptime_s), text(uptime_s_), uptime_s_ ? since : 0);
+    previous_run_id_ = run_id_;
+  }
+  if (!info.run_id.empty()) run_id_ = info.run_id;
+  if (info.uptime_s) {
+    uptime_s_ = info.uptime_s;
+    uptime_at_ = now;
+    uptime_generation_ = generation_;
+  }
+}
+
+void NodeClient::ReportError(NodeError kind) {
+  ++errors_;
+  observer_->Error(kind);
 }
 
 void NodeClient::SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,
@@ -316,7 +368,7 @@ void NodeClient::FailSoon(ReplyHandler handler) {
     unavailable.kind = Reply::Kind::kUnavailable;
     unavailable.text = last_error_;
     for (auto& h : batch) {
-      observer_->Error(NodeError::kUnavailable);
+      ReportError(NodeError::kUnavailable);
       h(unavailable);
     }
   });
@@ -377,6 +429,14 @@ NodeStatus NodeClient::status() const {
   s.rtt_ms = rtt_ms_;
   s.reconnects = reconnects_;
   s.last_error = last_error_;
+  s.rtt_p50_ms = latency_.QuantileMs(0.50);
+  s.rtt_p99_ms = latency_.QuantileMs(0.99);
+  s.errors = errors_;
+  if (s.up && uptime_s_ && uptime_generation_ == generation_) {
+    s.uptime_s = *uptime_s_ +
+                 std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - uptime_at_).count();
+  }
+  s.run_id = run_id_;
   return s;
 }
 

@@ -7,6 +7,9 @@
 //  - a connection whose oldest command has waited longer than connect_timeout is stalled
 //    (e.g. a SIGSTOPped master) and is dropped and reconnected;
 //  - reconnects back off exponentially up to reconnect_max_backoff.
+// Once ready, and every 5 s after, it asks INFO server for the master's run_id and uptime (for
+// status(); a changed run_id means the master restarted and lost its keys). INFO is not a lock
+// command: it is not measured and reports no errors to the observer.
 // Per-command timeouts are the engine's business (it stops counting at its own deadline).
 // While the connection is not ready, commands fail at once with kUnavailable.
 
@@ -14,12 +17,14 @@
 
 #include <chrono>
 #include <deque>
-#include <memory>
 #include <initializer_list>
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "config/config.h"
+#include "redis/latency_window.h"
 #include "redis/node.h"
 #include "redis/timer.h"
 
@@ -83,6 +88,9 @@ class NodeClient final : public Node {
   void DropConnection(const std::string& why);
   void ScheduleReconnect();
   void HealthTick();
+  void SendInfo(Clock::time_point now);
+  void InfoReceived(const Reply& reply);
+  void ReportError(NodeError kind);
   void Eval(Script script, const std::string& key, const std::string& arg1,
             const std::string& arg2, ReplyHandler handler);
   void SendEval(std::unique_ptr<Pending> pending, bool by_sha);
@@ -109,6 +117,16 @@ class NodeClient final : public Node {
   Clock::time_point last_health_ping_;
   double rtt_ms_ = 0;
   uint64_t reconnects_ = 0;
+  LatencyWindow latency_;  // measured commands: lock commands and health PINGs
+  uint64_t errors_ = 0;    // every NodeError passed to the observer
+  // INFO server: one in flight at most; what the last answer said, and when.
+  bool info_in_flight_ = false;
+  Clock::time_point last_info_sent_;
+  std::string run_id_;
+  std::string previous_run_id_;  // the run_id before the last restart we noticed; "" if none
+  std::optional<int64_t> uptime_s_;
+  Clock::time_point uptime_at_;     // when uptime_s_ was answered
+  uint64_t uptime_generation_ = 0;  // by which connection (uptime is shown only for the current)
   std::string last_error_ = "not connected yet";
   Timer connect_timer_;
   Timer reconnect_timer_;

@@ -113,6 +113,7 @@ class MasterScanner {
       const bool lock = IsLockKey(key);
       const SyncReply* value = lock ? &rs[at++] : nullptr;
       if (pttl.kind != SyncReply::Kind::kInteger) continue;
+      if (lock && pttl.integer != -2) ++out_.pass.lock_keys;
       if (auto kind = ClassifyTtl(pttl.integer, lock, settings_.max_ttl_ms)) {
         Finding f;
         f.master = index_;

@@ -45,6 +45,7 @@ struct MasterPass {
   uint64_t keys_scanned = 0;
   double seconds = 0;
   int64_t finished_unix_ms = 0;
+  uint64_t lock_keys = 0;  // keys under key_prefix that still existed when inspected
 };
 
 struct ScanReport {

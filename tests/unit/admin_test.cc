@@ -51,13 +51,114 @@ TEST(StateView, QuorumStateInWords) {
   Snapshot s;
   s.quorum = 3;
   s.masters.resize(5);
-  s.masters_up = 4;
+  s.masters_up = 5;
   EXPECT_EQ(StateView(s)["quorum"]["state"], "healthy");
+  s.masters_up = 4;  // one down: still a margin of 1, but no longer whole
+  EXPECT_EQ(StateView(s)["quorum"]["state"], "at_risk");
+  EXPECT_EQ(StateView(s)["quorum"]["margin"], 1);
   s.masters_up = 3;
   EXPECT_EQ(StateView(s)["quorum"]["state"], "at_risk");
   s.masters_up = 2;
   EXPECT_EQ(StateView(s)["quorum"]["state"], "lost");
   EXPECT_EQ(StateView(s)["quorum"]["margin"], -1);
+}
+
+LockSnapshot Lock(std::string resource, int64_t held_ms, int64_t ttl_ms, bool renew) {
+  LockSnapshot l;
+  l.resource = std::move(resource);
+  l.key = "lock:" + l.resource;
+  l.held_ms = held_ms;
+  l.ttl_ms = ttl_ms;
+  l.renew = renew;
+  return l;
+}
+
+TEST(StuckReason, HeldTooLongOrLongTtlWithoutRenewal) {
+  EXPECT_EQ(StuckReason(Lock("a", 1000, 30'000, true), 60'000), "");
+  EXPECT_EQ(StuckReason(Lock("a", 61'000, 30'000, true), 60'000),
+            "held 1m01s, over stuck_after 1m00s");
+  EXPECT_EQ(StuckReason(Lock("a", 1000, 3'600'000, true), 60'000), "");  // renewed: not by ttl
+  EXPECT_EQ(StuckReason(Lock("a", 1000, 3'600'000, false), 60'000),
+            "not renewing, ttl 1h00m: a hung holder keeps it that long");
+}
+
+TEST(StateView, StuckLocksFirstThenLongestHeld) {
+  Snapshot s;
+  s.quorum = 1;
+  s.masters.resize(1);
+  s.masters[0].addr = "127.0.0.1:1";
+  s.locks = {Lock("long", 50'000, 30'000, true), Lock("short", 10, 30'000, true),
+             Lock("stuck", 5, 7'200'000, false)};
+  StateInputs in;
+  in.snapshot = &s;
+  in.stuck_after_ms = 60'000;
+  PresenceReport presence;
+  presence.checked_unix_ms = 1'700'000'000'000;
+  presence.keys["lock:long"] = {KeyPresence::kHeld};
+  in.presence = &presence;
+  const auto view = StateView(in);
+  const auto& locks = view["locks"];
+  ASSERT_EQ(locks.size(), 3u);
+  EXPECT_EQ(locks[0]["resource"], "stuck");
+  EXPECT_EQ(locks[0]["stuck"], true);
+  EXPECT_EQ(locks[1]["resource"], "long");
+  EXPECT_EQ(locks[1]["presence"][0]["state"], "held");
+  EXPECT_EQ(locks[1]["presence"][0]["master"], "127.0.0.1:1");
+  EXPECT_EQ(locks[1]["presence_checked_at"], "2023-11-14T22:13:20.000Z");
+  EXPECT_EQ(locks[2]["resource"], "short");
+  EXPECT_EQ(locks[2]["presence"][0]["state"], "unknown");  // not checked yet
+  EXPECT_EQ(locks[2]["presence_checked_at"], "");
+}
+
+TEST(StateView, ActionsSayHowToEnableThem) {
+  Snapshot s;
+  StateInputs in;
+  in.snapshot = &s;
+  auto view = StateView(in);
+  EXPECT_EQ(view["actions"]["enabled"], false);
+  EXPECT_NE(view["actions"]["how_to_enable"].get<std::string>().find("admin_token_file"),
+            std::string::npos);
+  in.actions_enabled = true;
+  view = StateView(in);
+  EXPECT_EQ(view["actions"]["how_to_enable"], "");
+}
+
+TEST(StateView, MasterCardsCarryScannerCountsOnlyAfterAGoodPass) {
+  Snapshot s;
+  s.masters.resize(2);
+  s.masters[0].rtt_p99_ms = 1.5;
+  ScanReport report;
+  report.masters.push_back({"a:1", true, "", 10, 0.1, 1, 7});
+  report.masters.push_back({"b:1", false, "connection refused", 0, 0.1, 1, 0});
+  Finding f;
+  f.master = 0;
+  f.key = "lock:x";
+  report.findings.push_back(f);
+  StateInputs in;
+  in.snapshot = &s;
+  in.leaks = &report;
+  const auto view = StateView(in);
+  EXPECT_EQ(view["masters"][0]["lock_keys"], 7);
+  EXPECT_EQ(view["masters"][0]["leaked_keys"], 1);
+  EXPECT_EQ(view["masters"][0]["rtt_p99_ms"], 1.5);
+  EXPECT_TRUE(view["masters"][0]["rtt_p50_ms"].is_null());
+  EXPECT_TRUE(view["masters"][1]["lock_keys"].is_null());
+  EXPECT_TRUE(view["masters"][1]["uptime_s"].is_null());
+}
+
+TEST(StateView, HistoryNamesItsOutcomes) {
+  Snapshot s;
+  StateInputs in;
+  in.snapshot = &s;
+  HistoryPoint p;
+  p.t_unix_ms = 5000;
+  p.outcomes = {3, 1, 0, 0};
+  in.history = {p};
+  const auto view = StateView(in);
+  EXPECT_EQ(view["history"]["bucket_ms"], 5000);
+  EXPECT_EQ(view["history"]["points"][0]["acquired"], 3);
+  EXPECT_EQ(view["history"]["points"][0]["timeout"], 1);
+  EXPECT_TRUE(view["history"]["points"][0]["wait_p99_ms"].is_null());
 }
 
 TEST(LeaksView, NeverThrowsOnBinaryKeys) {

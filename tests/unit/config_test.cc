@@ -121,7 +121,7 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
             "socket_path masters key_prefix min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
             "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
             "reconnect_max_backoff_ms health_interval_ms shutdown_grace_ms log_level "
-            "max_line_bytes admin_listen admin_token_file scan_interval_ms "
+            "max_line_bytes admin_listen admin_token_file stuck_after_ms scan_interval_ms "
             "scan_keys_per_second scan_batch scan_patterns ");
   EXPECT_THAT(Settings()[7].help, HasSubstr("default 50"));
   EXPECT_THAT(Settings()[9].help, HasSubstr("0.01"));
@@ -303,6 +303,10 @@ TEST(ConfigValidation, AdminAndScannerSettings) {
   sources.flags["admin_token_file"] = {"relative/token"};
   EXPECT_THAT(LoadError(sources), HasSubstr("absolute path"));
   sources.flags.erase("admin_token_file");
+  sources.flags["stuck_after_ms"] = {"999"};
+  EXPECT_THAT(LoadError(sources), StartsWith("stuck_after_ms (flag --stuck-after-ms)"));
+  sources.flags["stuck_after_ms"] = {"60000"};
+  EXPECT_EQ(MustLoad(sources).stuck_after_ms, 60'000);
   sources.flags["scan_interval_ms"] = {"50"};
   EXPECT_THAT(LoadError(sources), StartsWith("scan_interval_ms (flag --scan-interval-ms)"));
   sources.flags["scan_interval_ms"] = {"0"};

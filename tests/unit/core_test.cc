@@ -310,3 +310,20 @@ TEST(ErrorCodeTest, NamesRoundTrip) {
 
 }  // namespace
 }  // namespace lw
+
+namespace lw {
+namespace {
+
+TEST(FormatDurationMs, TwoUnitsAtMost) {
+  EXPECT_EQ(FormatDurationMs(0), "0ms");
+  EXPECT_EQ(FormatDurationMs(850), "850ms");
+  EXPECT_EQ(FormatDurationMs(12'345), "12.3s");
+  EXPECT_EQ(FormatDurationMs(59'999), "59.9s");
+  EXPECT_EQ(FormatDurationMs(372'000), "6m12s");
+  EXPECT_EQ(FormatDurationMs(7'500'000), "2h05m");
+  EXPECT_EQ(FormatDurationMs(273'600'000), "3d04h");
+  EXPECT_EQ(FormatDurationMs(-1500), "-1.5s");
+}
+
+}  // namespace
+}  // namespace lw

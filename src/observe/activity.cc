@@ -1,0 +1,105 @@
+#include "observe/activity.h"
+
+#include <nlohmann/json.hpp>
+
+namespace lw {
+namespace {
+
+// Resource names and keys are client-chosen: quote them as JSON strings in messages.
+std::string Quote(std::string_view text) {
+  return nlohmann::json(std::string(text))
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+class Activity::NodeActivity final : public NodeObserver {
+ public:
+  NodeActivity(Activity& owner, std::string addr, NodeObserver& next)
+      : owner_(owner), addr_(std::move(addr)), next_(next) {}
+
+  void CommandDone(NodeCommand command, std::chrono::nanoseconds latency) override {
+    next_.CommandDone(command, latency);
+  }
+  void Error(NodeError kind) override {
+    next_.Error(kind);
+    // A master that has never been up is down too: say so once, not per connect attempt.
+    if (kind == NodeError::kConnectFailed && !up_.has_value()) {
+      up_ = false;
+      owner_.Record("master_down", Severity::kError,
+                    "master " + addr_ + " is unreachable (never connected since start)");
+    }
+  }
+  void Up(bool up) override {
+    next_.Up(up);
+    if (up_ == up) return;
+    const bool first = !up_.has_value();
+    up_ = up;
+    if (up) {
+      owner_.Record("master_up", first ? Severity::kInfo : Severity::kWarning,
+                    "master " + addr_ + (first ? " connected" : " is back up"));
+    } else {
+      owner_.Record("master_down", Severity::kError, "master " + addr_ + " is down");
+    }
+  }
+  void Reconnected() override { next_.Reconnected(); }
+
+ private:
+  Activity& owner_;
+  std::string addr_;
+  NodeObserver& next_;
+  std::optional<bool> up_;  // none: no news yet
+};
+
+Activity::Activity(EngineObserver& next, EventLog& events,
+                   std::function<std::string(uint64_t session)> describe_session,
+                   std::function<int64_t()> now_unix_ms)
+    : next_(next),
+      events_(events),
+      describe_session_(std::move(describe_session)),
+      now_(std::move(now_unix_ms)) {}
+
+Activity::~Activity() = default;
+
+NodeObserver& Activity::Node(size_t index, const std::string& addr, NodeObserver& next) {
+  if (nodes_.size() <= index) nodes_.resize(index + 1);
+  nodes_[index] = std::make_unique<NodeActivity>(*this, addr, next);
+  return *nodes_[index];
+}
+
+void Activity::Record(std::string kind, Severity severity, std::string message) {
+  events_.Add({now_(), std::move(kind), severity, std::move(message), 1});
+}
+
+void Activity::Lost(uint64_t session, const std::string& resource, std::string_view reason) {
+  Record("lock_lost", Severity::kError,
+         "lock " + Quote(resource) + " lost (" + std::string(reason) + "), held by " +
+             describe_session_(session));
+}
+
+void Activity::AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
+                               int attempts) {
+  next_.AcquireFinished(outcome, waited, attempts);
+  const int64_t now = now_();
+  std::lock_guard lock(history_mu_);
+  history_.Record(now, outcome, std::chrono::duration<double, std::milli>(waited).count());
+}
+
+std::vector<HistoryPoint> Activity::HistoryPoints(int64_t now_unix_ms) const {
+  std::lock_guard lock(history_mu_);
+  return history_.Points(now_unix_ms);
+}
+
+void Activity::AcquireFailed(uint64_t session, std::string_view resource, ErrorCode code) {
+  next_.AcquireFailed(session, resource, code);
+  if (code == ErrorCode::kShuttingDown) return;
+  const std::string name(ErrorCodeName(code));
+  const Severity severity = code == ErrorCode::kTimeout ? Severity::kWarning : Severity::kError;
+  events_.AddNoisy({now_(), "acquire_failed", severity,
+                    "acquire of " + Quote(resource) + " failed (" + name + ") for " +
+                        describe_session_(session),
+                    1},
+                   name + " " + std::string(resource));
+}
+
+}  // namespace lw

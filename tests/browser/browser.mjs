@@ -1,0 +1,111 @@
+// The browser side: Debian's chromium through playwright-core, pages watched for console
+// errors, screenshots.
+
+import fs from 'node:fs';
+import path from 'node:path';
+
+import { chromiumPath, here, outputDir } from './fixture.mjs';
+
+async function loadPlaywright() {
+  try {
+    return await import('playwright-core');
+  } catch (err) {
+    throw new Error(
+      `cannot load playwright-core (${err.message}): run "npm ci" in ${here} ` +
+        '(bash .ci/deps.sh does it)',
+    );
+  }
+}
+
+export async function launchBrowser() {
+  const { chromium } = await loadPlaywright();
+  if (!fs.existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} not found: apt-get install chromium (bash .ci/deps.sh)`);
+  }
+  return chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--headless', '--no-sandbox', '--disable-gpu'],
+  });
+}
+
+// Collects what must never happen on the page: console errors (CSP violations among them) and
+// uncaught exceptions. An error the test provokes on purpose (e.g. the browser's
+// "Failed to load resource: ... 401" for a refused action) is allowed with expect().
+export class PageWatch {
+  constructor(page) {
+    this.problems = [];
+    this.allowances = []; // {re, left}
+    page.on('console', (msg) => {
+      if (msg.type() !== 'error') return;
+      const loc = msg.location();
+      const text = `${msg.text()}${loc && loc.url ? ` (${loc.url})` : ''}`;
+      const allowance = this.allowances.find((a) => a.left > 0 && a.re.test(text));
+      if (allowance) allowance.left -= 1;
+      else this.problems.push(`console error: ${text}`);
+    });
+    page.on('pageerror', (err) => this.problems.push(`uncaught exception: ${err.stack || err}`));
+  }
+
+  // Allows `count` console errors matching re from now on.
+  expect(re, count = 1) {
+    this.allowances.push({ re, left: count });
+  }
+
+  assertClean() {
+    if (this.problems.length) {
+      throw new Error(`the page reported problems:\n  ${this.problems.join('\n  ')}`);
+    }
+  }
+}
+
+// Reports CSP violations as console errors even where Chromium would only count them.
+const CSP_REPORTER = `document.addEventListener('securitypolicyviolation', (e) => {
+  console.error('CSP violation: ' + e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') +
+    ' at ' + e.sourceFile + ':' + e.lineNumber);
+});`;
+
+// Runs body(page, watch) on a fresh 1280x900 page (own context: fresh sessionStorage) at url,
+// then checks the page stayed clean. On failure, saves FAIL-<name>.png for diagnosis.
+export async function withPage(browser, url, name, body) {
+  fs.rmSync(path.join(outputDir, `FAIL-${name}.png`), { force: true }); // from an earlier run
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  context.setDefaultTimeout(10000); // clicks and waits without their own timeout
+  try {
+    const page = await context.newPage();
+    const watch = new PageWatch(page);
+    await page.addInitScript(CSP_REPORTER);
+    try {
+      const response = await page.goto(url, { waitUntil: 'load' });
+      if (!response || !response.ok()) {
+        throw new Error(`GET ${url}: HTTP ${response ? response.status() : 'no response'}`);
+      }
+      await body(page, watch);
+    } catch (err) {
+      await screenshot(page, `FAIL-${name}`).catch(() => {});
+      if (watch.problems.length) err.message += `\n(page problems: ${watch.problems.join('; ')})`;
+      throw err;
+    }
+    watch.assertClean();
+  } finally {
+    await context.close();
+  }
+}
+
+export async function screenshot(page, name) {
+  fs.mkdirSync(outputDir, { recursive: true });
+  // A click scrolls the page; a full-page capture of a scrolled page draws fixed and sticky
+  // elements (the top bar, a modal dialog) at the scroll offset, over the content.
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const file = path.join(outputDir, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  return file;
+}
+
+// CSS selector for a data-testid with optional data-* attributes, e.g.
+// byTestId('lock-row', {resource: 'orders'}) -> [data-testid="lock-row"][data-resource="orders"]
+export function byTestId(id, attrs = {}) {
+  let sel = `[data-testid=${JSON.stringify(id)}]`;
+  for (const [k, v] of Object.entries(attrs)) sel += `[data-${k}=${JSON.stringify(String(v))}]`;
+  return sel;
+}

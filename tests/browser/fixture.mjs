@@ -1,0 +1,415 @@
+// Test fixture for the real-browser tests of the operator page: real redis-server masters and
+// the real lockwarden agent, as tests/support/ starts them for the C++ integration tests.
+// Everything started here is stopped by the callers' after() hooks, and killed at process exit
+// as a last resort.
+//
+// Environment:
+//   LOCKWARDEN_BINARY           agent binary (default <repo>/build/lockwarden; CMake sets it)
+//   LOCKWARDEN_TEST_OUTPUT_DIR  screenshots, agent logs (default <repo>/build/test-output/browser)
+//   LOCKWARDEN_CHROMIUM         browser binary (default /usr/bin/chromium)
+
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { setTimeout as pause } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+
+import { LockClient, httpRequest, redisCommand } from './clients.mjs';
+
+export const here = path.dirname(fileURLToPath(import.meta.url));
+export const repoRoot = path.resolve(here, '..', '..');
+export const agentBinary =
+  process.env.LOCKWARDEN_BINARY || path.join(repoRoot, 'build', 'lockwarden');
+export const outputDir =
+  process.env.LOCKWARDEN_TEST_OUTPUT_DIR || path.join(repoRoot, 'build', 'test-output', 'browser');
+export const chromiumPath = process.env.LOCKWARDEN_CHROMIUM || '/usr/bin/chromium';
+
+// The short pauses between probes of a process that offers no readiness event (redis-server,
+// the agent): polling intervals, never a stand-in for a condition.
+const PROBE_PAUSE_MS = 10;
+
+export function randomId(bytes = 6) {
+  return crypto.randomBytes(bytes).toString('hex');
+}
+
+// Milliseconds left until deadline (at least 1, so a late check still runs once).
+export function msUntil(deadline) {
+  return Math.max(1, deadline - Date.now());
+}
+
+// An error that ends waitUntil at once instead of counting as "not yet".
+export class GiveUp extends Error {}
+
+// Polls fn until it returns a truthy value (which is returned) or timeoutMs passes. Errors fn
+// throws count as "not yet", except GiveUp.
+export async function waitUntil(fn, options = {}) {
+  const { timeoutMs = 5000, intervalMs = 25, what = 'condition' } = options;
+  const end = Date.now() + timeoutMs;
+  let lastError;
+  for (;;) {
+    try {
+      const value = await fn();
+      if (value) return value;
+    } catch (err) {
+      if (err instanceof GiveUp) throw err;
+      lastError = err;
+    }
+    if (Date.now() >= end) {
+      const why = lastError ? ` (last error: ${lastError.message})` : '';
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+    }
+    await pause(intervalMs);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Child processes and temp dirs: tracked so that a crash of the test process cannot leak them.
+
+const liveChildren = new Set();
+const liveDirs = new Set();
+process.on('exit', () => {
+  for (const child of liveChildren) {
+    try {
+      child.kill('SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  for (const dir of liveDirs) fs.rmSync(dir, { recursive: true, force: true });
+});
+// A runner that gives up on this file (ctest's timeout, Ctrl-C) signals it: run the exit
+// handler above rather than die with the children still running.
+for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
+  process.once(sig, () => process.exit(code));
+}
+
+function makeTempDir(prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+  liveDirs.add(dir);
+  return dir;
+}
+
+function removeTempDir(dir) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  liveDirs.delete(dir);
+}
+
+// Spawns argv with stdout and stderr appended to logPath. Resolves once the process is running
+// (rejects if it cannot be executed). child.exited resolves to {code, signal} when it ends.
+async function spawnLogged(argv, logPath, env = process.env) {
+  const fd = fs.openSync(logPath, 'a');
+  const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], env });
+  fs.closeSync(fd);
+  child.exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      liveChildren.delete(child);
+      resolve({ code, signal });
+    });
+  });
+  await new Promise((resolve, reject) => {
+    child.once('spawn', resolve);
+    child.once('error', (err) => reject(new Error(`cannot start ${argv[0]}: ${err.message}`)));
+  });
+  liveChildren.add(child);
+  return child;
+}
+
+function hasExited(child) {
+  return child.exitCode !== null || child.signalCode !== null;
+}
+
+// Sends sig and waits up to graceMs for the exit; SIGKILL after that.
+async function stopChild(child, sig = 'SIGTERM', graceMs = 3000) {
+  if (!child || hasExited(child)) return;
+  child.kill(sig);
+  const grace = new AbortController(); // so that the timer does not keep the process alive
+  const timer = pause(graceMs, 'timeout', { signal: grace.signal }).catch(() => null);
+  const first = await Promise.race([child.exited, timer]);
+  grace.abort();
+  if (first === 'timeout') {
+    child.kill('SIGKILL');
+    await child.exited;
+  }
+}
+
+export function fileTail(file, maxBytes = 8192) {
+  try {
+    const text = fs.readFileSync(file, 'utf8');
+    return text.length > maxBytes ? text.slice(-maxBytes) : text;
+  } catch {
+    return '';
+  }
+}
+
+export async function freePort() {
+  const server = net.createServer();
+  await new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis masters
+
+class RedisMaster {
+  constructor(dir) {
+    this.dir = dir;
+    this.port = 0;
+    this.child = null;
+  }
+
+  get address() {
+    return `127.0.0.1:${this.port}`;
+  }
+
+  get url() {
+    return `redis://${this.address}`;
+  }
+
+  get running() {
+    return this.child !== null && !hasExited(this.child);
+  }
+
+  // Starts redis-server on a free port; retries on another port if one was taken meanwhile.
+  async start() {
+    let why = '';
+    for (let attempt = 0; attempt < 5; attempt++) {
+      this.port = await freePort();
+      if (await this.tryStart()) return;
+      why = fileTail(path.join(this.dir, 'redis.log')) + fileTail(path.join(this.dir, 'redis.out'));
+    }
+    throw new Error(`cannot start redis-server after 5 attempts; last:\n${why}`);
+  }
+
+  async tryStart() {
+    const argv = [
+      'redis-server',
+      '--port', String(this.port),
+      '--bind', '127.0.0.1',
+      '--save', '',
+      '--appendonly', 'no',
+      '--daemonize', 'no',
+      '--dir', this.dir,
+      '--logfile', path.join(this.dir, 'redis.log'),
+      '--protected-mode', 'no',
+    ];
+    const child = await spawnLogged(argv, path.join(this.dir, 'redis.out'));
+    // redis-server has no readiness event: probe until it answers as this very process (not
+    // some other server that took the port).
+    const end = Date.now() + 5000;
+    while (Date.now() < end) {
+      if (hasExited(child)) return false;
+      try {
+        const info = await redisCommand(this.port, ['INFO', 'server'], { timeoutMs: 200 });
+        const m = /process_id:(\d+)/.exec(info);
+        if (m && Number(m[1]) === child.pid) {
+          this.child = child;
+          return true;
+        }
+      } catch {
+        // not listening yet
+      }
+      await pause(PROBE_PAUSE_MS);
+    }
+    await stopChild(child, 'SIGKILL');
+    throw new Error(`redis-server on port ${this.port} did not answer within 5 s`);
+  }
+
+  // kill -9, and wait until the process is gone.
+  async kill() {
+    if (!this.running) return;
+    this.child.kill('SIGKILL');
+    await this.child.exited;
+  }
+
+  command(args) {
+    return redisCommand(this.port, args);
+  }
+}
+
+export class RedisCluster {
+  constructor() {
+    this.masters = [];
+  }
+
+  static async start(n = 5) {
+    const cluster = new RedisCluster();
+    try {
+      // One at a time: each picks a free port, and parallel picks could collide.
+      for (let i = 0; i < n; i++) {
+        const master = new RedisMaster(makeTempDir('lw-browser-redis-'));
+        cluster.masters.push(master);
+        await master.start();
+      }
+    } catch (err) {
+      await cluster.stop();
+      throw err;
+    }
+    return cluster;
+  }
+
+  get urls() {
+    return this.masters.map((m) => m.url);
+  }
+
+  master(i) {
+    return this.masters[i];
+  }
+
+  async kill(i) {
+    await this.masters[i].kill();
+  }
+
+  async stop() {
+    await Promise.all(
+      this.masters.map(async (m) => {
+        if (m.child) await stopChild(m.child, 'SIGKILL');
+        removeTempDir(m.dir);
+      }),
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The agent
+
+export class Agent {
+  // options: token (true: generate one; a string: use it; false: actions disabled),
+  // scanIntervalMs, extraArgs, label (names the copy of the log kept in outputDir).
+  static async start(cluster, { token = true, scanIntervalMs = 500, extraArgs = [], label } = {}) {
+    if (!fs.existsSync(agentBinary)) {
+      throw new Error(
+        `agent binary ${agentBinary} not found: build it ` +
+          '(cmake --build build --target lockwarden) or set LOCKWARDEN_BINARY',
+      );
+    }
+    const agent = new Agent();
+    agent.dir = makeTempDir('lw-browser-agent-');
+    agent.label = label || `agent-${randomId(3)}`;
+    agent.socketPath = path.join(agent.dir, 'agent.sock');
+    agent.logPath = path.join(agent.dir, 'agent.log');
+    agent.token = token === true ? randomId(24) : token || null;
+    const argv = [
+      agentBinary, 'serve',
+      '--socket', agent.socketPath,
+      '--log-level', 'debug',
+      '--admin-listen', '127.0.0.1:0',
+      '--scan-interval-ms', String(scanIntervalMs),
+      '--health-interval-ms', '250',
+    ];
+    for (const url of cluster.urls) argv.push('--master', url);
+    if (agent.token) {
+      const tokenFile = path.join(agent.dir, 'admin.token');
+      fs.writeFileSync(tokenFile, `${agent.token}\n`, { mode: 0o600 });
+      argv.push('--admin-token-file', tokenFile);
+    }
+    argv.push(...extraArgs);
+    // The agent reads every LOCKWARDEN_* variable as a setting and refuses unknown ones, such as
+    // this harness's LOCKWARDEN_BINARY: it gets none.
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith('LOCKWARDEN_')),
+    );
+    try {
+      agent.child = await spawnLogged(argv, agent.logPath, env);
+      await agent.waitReady(10000);
+    } catch (err) {
+      const log = fileTail(agent.logPath);
+      await agent.stop();
+      throw new Error(`${err.message}\n--- agent.log ---\n${log}`);
+    }
+    return agent;
+  }
+
+  get baseUrl() {
+    return `http://127.0.0.1:${this.adminPort}`;
+  }
+
+  // The agent binds --admin-listen 127.0.0.1:0 and logs the port it got
+  // ("admin HTTP on 127.0.0.1:PORT ..."); then it is ready once /readyz says a quorum of
+  // masters is up and the socket answers a ping.
+  async waitReady(timeoutMs) {
+    const end = Date.now() + timeoutMs;
+    const left = () => Math.max(1, end - Date.now());
+    const exitedError = () =>
+      new GiveUp(`agent exited (code ${this.child.exitCode}, signal ${this.child.signalCode})`);
+    this.adminPort = await waitUntil(
+      () => {
+        if (hasExited(this.child)) throw exitedError();
+        const m = /admin HTTP on [^\s:]+:(\d+)/.exec(fileTail(this.logPath, 1 << 20));
+        return m && Number(m[1]);
+      },
+      { timeoutMs: left(), intervalMs: PROBE_PAUSE_MS, what: 'the agent to log its admin port' },
+    );
+    await waitUntil(
+      async () => {
+        if (hasExited(this.child)) throw exitedError();
+        const res = await httpRequest(`${this.baseUrl}/readyz`);
+        return res.status === 200;
+      },
+      { timeoutMs: left(), intervalMs: PROBE_PAUSE_MS, what: 'GET /readyz to answer 200' },
+    );
+    const client = await waitUntil(() => LockClient.connect(this.socketPath), {
+      timeoutMs: left(),
+      intervalMs: PROBE_PAUSE_MS,
+      what: 'the agent socket',
+    });
+    try {
+      const pong = await client.call({ op: 'ping' });
+      if (!pong.ok) throw new Error(`ping answered ${JSON.stringify(pong)}`);
+    } finally {
+      client.close();
+    }
+  }
+
+  // GET path -> parsed JSON body.
+  async getJson(p) {
+    const res = await httpRequest(this.baseUrl + p);
+    if (res.status !== 200) throw new Error(`GET ${p}: HTTP ${res.status}: ${res.text}`);
+    return JSON.parse(res.text);
+  }
+
+  state() {
+    return this.getJson('/api/v1/state');
+  }
+
+  // POST an admin action the way curl would (no browser headers): {status, body}.
+  async post(p, body, { token = this.token } = {}) {
+    const headers = { 'Content-Type': 'application/json' };
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const res = await httpRequest(this.baseUrl + p, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(body),
+    });
+    let parsed;
+    try {
+      parsed = JSON.parse(res.text);
+    } catch {
+      parsed = res.text;
+    }
+    return { status: res.status, body: parsed };
+  }
+
+  // Stops the agent (SIGTERM, then SIGKILL), keeps a copy of its log in outputDir, removes its
+  // temp dir.
+  async stop() {
+    if (this.child) await stopChild(this.child, 'SIGTERM', 3000);
+    if (this.dir) {
+      try {
+        fs.mkdirSync(outputDir, { recursive: true });
+        fs.copyFileSync(this.logPath, path.join(outputDir, `${this.label}.log`));
+      } catch {
+        // no log to keep
+      }
+      removeTempDir(this.dir);
+      this.dir = null;
+    }
+  }
+}
