@@ -557,7 +557,9 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
                    static_cast<int>(r->waiters.size()), h.ttl_ms, r->key});
   }
   std::sort(out.begin(), out.end(),
-            [](const LockInfo& a, const LockInfo& b) { return a.held_ms > b.held_ms; });
+            [](const LockInfo& a, const LockInfo& b) {
+              return a.held_ms != b.held_ms ? a.held_ms > b.held_ms : a.resource < b.resource;
+            });
   return out;
 }
 

@@ -22,6 +22,7 @@ HttpResult ToResult(const httplib::Result& result) {
   out.status = result->status;
   out.body = result->body;
   out.content_type = result->get_header_value("Content-Type");
+  out.headers = HttpHeaders(result->headers.begin(), result->headers.end());
   return out;
 }
 

@@ -7,14 +7,21 @@
 
 namespace lw::test {
 
+using HttpHeaders = std::multimap<std::string, std::string>;
+
 struct HttpResult {
   int status = 0;            // 0: no HTTP answer (error says why)
   std::string body;
   std::string content_type;
   std::string error;
-};
+  HttpHeaders headers;       // as received (names as the server wrote them)
 
-using HttpHeaders = std::multimap<std::string, std::string>;
+  // The first value of a response header, "" if absent.
+  std::string Header(const std::string& name) const {
+    auto it = headers.find(name);
+    return it == headers.end() ? "" : it->second;
+  }
+};
 
 HttpResult HttpGet(int port, const std::string& path, const HttpHeaders& headers = {});
 HttpResult HttpPost(int port, const std::string& path, const std::string& body,

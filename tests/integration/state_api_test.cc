@@ -1,0 +1,212 @@
+// GET /api/v1/state and the page behind it, against real masters and a real agent: holders with
+// their command line, where each key really is, stuck locks, master events and restarts, failed
+// acquires, the acquire history, and the page's own HTTP headers.
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <optional>
+
+#include "support/agent_process.h"
+#include "support/http.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+namespace lw::test {
+namespace {
+
+using nlohmann::json;
+
+json State(const AgentProcess& agent) {
+  const HttpResult r = HttpGet(agent.admin_port(), "/api/v1/state");
+  if (r.status != 200) return json::object();
+  return json::parse(r.body);
+}
+
+// The state once `condition` holds of it (re-read every snapshot), or the last one read.
+json StateWhen(const AgentProcess& agent, const std::function<bool(const json&)>& condition,
+               milliseconds deadline = milliseconds(5000)) {
+  json last;
+  Eventually([&] {
+    last = State(agent);
+    return !last.empty() && condition(last);
+  }, deadline);
+  return last;
+}
+
+std::optional<json> LockOf(const json& state, const std::string& resource) {
+  for (const json& l : state.value("locks", json::array())) {
+    if (l["resource"] == resource) return l;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> PresenceOf(const json& lock) {
+  std::vector<std::string> out;
+  for (const json& p : lock["presence"]) out.push_back(p["state"]);
+  return out;
+}
+
+bool HasEvent(const json& state, const std::string& kind, const std::string& text) {
+  for (const json& e : state.value("events", json::array())) {
+    if (e["kind"] == kind && e["message"].get<std::string>().find(text) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class StateApiTest : public ::testing::Test {
+ protected:
+  RedisCluster cluster_{5};
+};
+
+TEST_F(StateApiTest, ShowsTheHolderAndWhereItsKeyReallyIs) {
+  AgentProcess agent(cluster_);
+  auto client = agent.Connect();
+  const json grant = client.Acquire("orders", 60'000, 1'000, /*renew=*/true);
+  ASSERT_TRUE(grant.value("ok", false)) << grant;
+  const std::string token = grant["token"];
+  // Break the lock behind the agent's back: someone else's token on master 1, and master 3
+  // restarted without persistence (its copy is gone, and so is its old run_id).
+  const std::string old_run_id = State(agent)["masters"][3]["run_id"];
+  cluster_.Set(1, KeyOf("orders"), "someone-else", 60'000);
+  cluster_.Restart(3);
+
+  const json state = StateWhen(agent, [](const json& s) {
+    auto lock = LockOf(s, "orders");
+    return lock && PresenceOf(*lock) == std::vector<std::string>{"held", "other", "held",
+                                                                  "missing", "held"};
+  });
+  auto lock = LockOf(state, "orders");
+  ASSERT_TRUE(lock) << state.dump(1);
+  EXPECT_EQ(PresenceOf(*lock),
+            (std::vector<std::string>{"held", "other", "held", "missing", "held"}))
+      << lock->dump(1);
+  EXPECT_NE((*lock)["presence_checked_at"], "");
+  EXPECT_EQ((*lock)["pid"], static_cast<int>(getpid()));
+  EXPECT_EQ((*lock)["uid"], static_cast<int>(getuid()));
+  EXPECT_NE((*lock)["cmdline"].get<std::string>().find("lw_integration_tests"), std::string::npos)
+      << (*lock)["cmdline"];
+  EXPECT_EQ((*lock)["ttl_ms"], 60'000);
+  EXPECT_EQ((*lock)["renew"], true);
+  EXPECT_EQ((*lock)["stuck"], false);
+  EXPECT_EQ(state.dump().find(token), std::string::npos) << "a token was shown";
+
+  // The restarted master reports its new identity.
+  const json restarted = StateWhen(agent, [&](const json& s) {
+    return s["masters"][3]["run_id"] != old_run_id && s["masters"][3]["up"] == true;
+  }, milliseconds(10'000));
+  const json& m3 = restarted["masters"][3];
+  EXPECT_NE(m3["run_id"], old_run_id);
+  EXPECT_NE(m3["run_id"], "");
+  ASSERT_TRUE(m3["uptime_s"].is_number()) << m3;
+  EXPECT_LT(m3["uptime_s"].get<int64_t>(), 30);
+  EXPECT_TRUE(m3["rtt_p50_ms"].is_number()) << m3;
+  EXPECT_TRUE(m3["rtt_p99_ms"].is_number()) << m3;
+  EXPECT_GE(m3["reconnects"].get<int>(), 1);
+}
+
+TEST_F(StateApiTest, StuckLocksComeFirstWithTheReason) {
+  AgentProcess agent(cluster_, {"--stuck-after-ms", "1000"});
+  auto renewed = agent.Connect();
+  auto long_ttl = agent.Connect();
+  ASSERT_TRUE(renewed.Acquire("renewed", 3'000, 1'000, /*renew=*/true).value("ok", false));
+  // Taken after "renewed" is visible, so the two are held for clearly different times.
+  StateWhen(agent, [](const json& s) { return LockOf(s, "renewed").has_value(); });
+  ASSERT_TRUE(long_ttl.Acquire("long-ttl", 60'000, 1'000, /*renew=*/false).value("ok", false));
+
+  // Not renewed with a ttl above stuck_after: stuck at once; the renewed one only once it has
+  // been held for longer than stuck_after.
+  json state = StateWhen(agent, [](const json& s) { return LockOf(s, "long-ttl").has_value(); });
+  auto lock = LockOf(state, "long-ttl");
+  ASSERT_TRUE(lock) << state.dump(1);
+  EXPECT_EQ((*lock)["stuck"], true);
+  EXPECT_NE((*lock)["stuck_reason"].get<std::string>().find("not renewing"), std::string::npos);
+  EXPECT_EQ(state["locks"][0]["resource"], "long-ttl");
+  EXPECT_EQ(state["stuck_after_ms"], 1000);
+
+  state = StateWhen(agent, [](const json& s) {
+    auto l = LockOf(s, "renewed");
+    return l && (*l)["stuck"] == true;
+  });
+  lock = LockOf(state, "renewed");
+  ASSERT_TRUE(lock && (*lock)["stuck"] == true) << state.dump(1);
+  EXPECT_NE((*lock)["stuck_reason"].get<std::string>().find("over stuck_after"), std::string::npos);
+  // Both stuck: the longest held first.
+  EXPECT_EQ(state["locks"][0]["resource"], "renewed");
+}
+
+TEST_F(StateApiTest, RecordsMasterEventsFailedAcquiresAndHistory) {
+  AgentProcess agent(cluster_);
+  auto holder = agent.Connect();
+  auto contender = agent.Connect();
+  ASSERT_TRUE(holder.Acquire("busy", 30'000, 1'000, /*renew=*/false).value("ok", false));
+  for (int i = 0; i < 3; ++i) {
+    const json refused = contender.Acquire("busy", 10'000, 50, /*renew=*/false);
+    ASSERT_EQ(refused.value("error", ""), "timeout") << refused;
+  }
+  cluster_.Kill(2);
+  const std::string down_addr = "127.0.0.1:" + std::to_string(cluster_.port(2));
+
+  const json state = StateWhen(agent, [&](const json& s) {
+    return HasEvent(s, "master_down", down_addr) && s["quorum"]["state"] == "at_risk";
+  });
+  EXPECT_TRUE(HasEvent(state, "master_down", down_addr)) << state["events"].dump(1);
+  EXPECT_EQ(state["quorum"]["state"], "at_risk");
+  EXPECT_EQ(state["quorum"]["margin"], 1);
+  EXPECT_TRUE(HasEvent(state, "master_up", "connected"));
+
+  // Three identical refusals within a minute are one event counted three times.
+  int failed_events = 0;
+  for (const json& e : state["events"]) {
+    if (e["kind"] != "acquire_failed") continue;
+    ++failed_events;
+    EXPECT_EQ(e["count"], 3) << e;
+    EXPECT_NE(e["message"].get<std::string>().find("\"busy\""), std::string::npos) << e;
+    EXPECT_NE(e["message"].get<std::string>().find("timeout"), std::string::npos) << e;
+    EXPECT_EQ(e["severity"], "warning");
+  }
+  EXPECT_EQ(failed_events, 1) << state["events"].dump(1);
+
+  // The history counts them: 1 acquired and 3 timeouts within the last buckets.
+  const json& history = state["history"];
+  EXPECT_EQ(history["bucket_ms"], 5000);
+  ASSERT_EQ(history["points"].size(), 180u);
+  int64_t acquired = 0, timeouts = 0;
+  bool some_p99 = false;
+  for (const json& p : history["points"]) {
+    acquired += p["acquired"].get<int64_t>();
+    timeouts += p["timeout"].get<int64_t>();
+    some_p99 = some_p99 || p["wait_p99_ms"].is_number();
+  }
+  EXPECT_EQ(acquired, 1);
+  EXPECT_EQ(timeouts, 3);
+  EXPECT_TRUE(some_p99);
+}
+
+TEST_F(StateApiTest, ThePageIsServedWithAStrictPolicy) {
+  AgentProcess agent(cluster_);
+  const HttpResult page = HttpGet(agent.admin_port(), "/");
+  ASSERT_EQ(page.status, 200) << page.error;
+  EXPECT_EQ(page.content_type, "text/html; charset=utf-8");
+  EXPECT_NE(page.body.find("data-testid=\"quorum-banner\""), std::string::npos);
+  const std::string csp = page.Header("Content-Security-Policy");
+  EXPECT_NE(csp.find("default-src 'self'"), std::string::npos) << csp;
+  EXPECT_NE(csp.find("frame-ancestors 'none'"), std::string::npos) << csp;
+  EXPECT_EQ(csp.find("unsafe-inline"), std::string::npos) << csp;
+  EXPECT_EQ(page.Header("X-Frame-Options"), "DENY");
+  EXPECT_EQ(page.Header("X-Content-Type-Options"), "nosniff");
+
+  const HttpResult script = HttpGet(agent.admin_port(), "/app.js");
+  ASSERT_EQ(script.status, 200);
+  EXPECT_EQ(script.content_type, "text/javascript; charset=utf-8");
+  const std::string etag = script.Header("ETag");
+  ASSERT_FALSE(etag.empty());
+  EXPECT_EQ(HttpGet(agent.admin_port(), "/app.js", {{"If-None-Match", etag}}).status, 304);
+  EXPECT_EQ(HttpGet(agent.admin_port(), "/nope.js").status, 404);
+}
+
+}  // namespace
+}  // namespace lw::test
