@@ -1,7 +1,7 @@
 #pragma once
 // AdminServer: the HTTP side of the agent (cpp-httplib, its own small thread pool).
 //
-//   GET  /                     the operator page (web/, compiled in; /app.js, /style.css)
+//   GET  /                     the operator page (every file of web/, compiled in)
 //   GET  /metrics              Prometheus text exposition
 //   GET  /healthz              200 while the event loop publishes snapshots (it is not wedged)
 //   GET  /readyz               200 while a quorum of masters is usable, else 503

@@ -2,11 +2,10 @@
 // the admin token and a confirmation; and the page of an agent whose actions are disabled.
 
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
-import { byTestId, launchBrowser, screenshot, withPage } from './browser.mjs';
-import { LockClient } from './clients.mjs';
-import { Agent, RedisCluster, randomId } from './fixture.mjs';
+import { byTestId, screenshot, useStack } from './browser.mjs';
+import { randomId } from './fixture.mjs';
 
 // Resolves with the next POST to path (an admin action) the page sends.
 function nextPost(page, path, timeout = 5000) {
@@ -37,6 +36,12 @@ async function waitForActionResult(page, ok, text = '') {
   );
 }
 
+// Clicks an action button and waits for the confirmation dialog it opens.
+async function openDialog(page, button) {
+  await button.click();
+  await page.locator(byTestId('confirm-dialog')).waitFor({ state: 'visible', timeout: 5000 });
+}
+
 // Closes the confirmation dialog if the page left it open (e.g. to show an error in it).
 async function closeDialog(page) {
   const dialog = page.locator(byTestId('confirm-dialog'));
@@ -54,37 +59,29 @@ async function saveToken(page, token) {
 // master would come back as a "partial" finding.
 const LEAK_SCAN = ['--scan-pattern', 'lw-leak-*'];
 
+// Sets a key without a TTL on master that an agent with LEAK_SCAN reports as leaked; returns it.
+async function plantLeak(master) {
+  const key = `lw-leak-${randomId()}`;
+  assert.equal(await master.command(['SET', key, 'v']), 'OK');
+  return key;
+}
+
 function normalizeSpace(text) {
   return text.replace(/\s+/g, ' ').trim();
 }
 
 describe('actions with the admin token', { timeout: 120000 }, () => {
-  let cluster;
-  let agent;
-  let browser;
-
-  before(async () => {
-    cluster = await RedisCluster.start(5);
-    agent = await Agent.start(cluster, {
-      label: 'actions-agent',
-      scanIntervalMs: 500,
-      extraArgs: LEAK_SCAN,
-    });
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await agent?.stop();
-    await cluster?.stop();
-  });
+  const stack = useStack(
+    { label: 'actions-agent', scanIntervalMs: 500, extraArgs: LEAK_SCAN },
+    { browser: true },
+  );
 
   it('expires a leaked key: refused without the token, done with it after confirming', async () => {
+    const { cluster, agent } = stack;
     const master = cluster.master(1);
-    const key = `lw-leak-${randomId()}`;
-    assert.equal(await master.command(['SET', key, 'v']), 'OK');
+    const key = await plantLeak(master);
 
-    await withPage(browser, `${agent.baseUrl}/`, 'leak', async (page, watch) => {
+    await stack.withPage('leak', async (page, watch) => {
       const row = page.locator(byTestId('leak-row', { master: master.address, key }));
       await row.waitFor({ state: 'visible', timeout: 10000 });
       await screenshot(page, '04-leak-listed');
@@ -97,8 +94,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
       // No token saved: nothing changes, and action-result says it failed. (A page may refuse
       // before sending, or send and be refused with 401; either way nothing may change.)
       const posts = recordPosts(page);
-      await expireButton.click();
-      await dialog.waitFor({ state: 'visible', timeout: 5000 });
+      await openDialog(page, expireButton);
       await page.click(byTestId('confirm-ok'));
       await page.waitForSelector(byTestId('action-result', { ok: false }), { timeout: 5000 });
       for (const request of posts) assert.equal((await request.response())?.status(), 401);
@@ -107,8 +103,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
 
       // A wrong token: the agent refuses with 401 and the page shows the server's message.
       await saveToken(page, `wrong-${randomId(12)}`);
-      await expireButton.click();
-      await dialog.waitFor({ state: 'visible', timeout: 5000 });
+      await openDialog(page, expireButton);
       const refused = nextPost(page, '/api/v1/leaks/expire');
       await page.click(byTestId('confirm-ok'));
       const refusal = await refused;
@@ -120,8 +115,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
 
       // With the token: a confirmation that names the key, then the TTL is set.
       await saveToken(page, agent.token);
-      await expireButton.click();
-      await dialog.waitFor({ state: 'visible', timeout: 5000 });
+      await openDialog(page, expireButton);
       assert.ok((await dialog.textContent()).includes(key), 'the dialog names the key');
       await screenshot(page, '05-confirm-dialog');
       const done = nextPost(page, '/api/v1/leaks/expire');
@@ -138,29 +132,28 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
   });
 
   it('force-releases a lock after confirming; the holder gets lost/revoked', async () => {
-    const client = await LockClient.connect(agent.socketPath);
-    try {
+    const { cluster, agent } = stack;
+    await agent.withClient(async (client) => {
       const resource = `reports-${randomId()}`;
       const grant = await client.acquire(resource, { ttl_ms: 600000 });
 
-      await withPage(browser, `${agent.baseUrl}/`, 'force-release', async (page) => {
+      await stack.withPage('force-release', async (page) => {
         const row = page.locator(byTestId('lock-row', { resource }));
         await row.waitFor({ state: 'visible', timeout: 5000 });
         await saveToken(page, agent.token);
         const dialog = page.locator(byTestId('confirm-dialog'));
+        const releaseButton = row.locator(byTestId('force-release'));
 
         // Cancelling sends nothing and leaves the lock alone.
         const posts = recordPosts(page);
-        await row.locator(byTestId('force-release')).click();
-        await dialog.waitFor({ state: 'visible', timeout: 5000 });
+        await openDialog(page, releaseButton);
         assert.ok((await dialog.textContent()).includes(resource), 'the dialog names the lock');
         await page.click(byTestId('confirm-cancel'));
         await dialog.waitFor({ state: 'hidden', timeout: 5000 });
         assert.deepEqual(posts.map((r) => r.url()), []);
         assert.equal(client.events.length, 0);
 
-        await row.locator(byTestId('force-release')).click();
-        await dialog.waitFor({ state: 'visible', timeout: 5000 });
+        await openDialog(page, releaseButton);
         const done = nextPost(page, '/api/v1/locks/release');
         await page.click(byTestId('confirm-ok'));
         const response = await done;
@@ -181,43 +174,25 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
         }
         await screenshot(page, '06-after-force-release');
       });
-    } finally {
-      client.close();
-    }
+    });
   });
 });
 
 describe('actions disabled (agent without an admin token)', { timeout: 120000 }, () => {
-  let cluster;
-  let agent;
-  let browser;
-
-  before(async () => {
-    cluster = await RedisCluster.start(5);
-    agent = await Agent.start(cluster, {
-      token: false,
-      label: 'no-token-agent',
-      extraArgs: LEAK_SCAN,
-    });
-    browser = await launchBrowser();
-  });
-
-  after(async () => {
-    await browser?.close();
-    await agent?.stop();
-    await cluster?.stop();
-  });
+  const stack = useStack(
+    { token: false, label: 'no-token-agent', extraArgs: LEAK_SCAN },
+    { browser: true },
+  );
 
   it('says how to enable actions and disables every action button', async () => {
+    const { cluster, agent } = stack;
     const master = cluster.master(0);
-    const key = `lw-leak-${randomId()}`;
-    assert.equal(await master.command(['SET', key, 'v']), 'OK');
-    const client = await LockClient.connect(agent.socketPath);
-    try {
+    const key = await plantLeak(master);
+    await agent.withClient(async (client) => {
       const resource = `batch-${randomId()}`;
       await client.acquire(resource, { ttl_ms: 60000, renew: true });
 
-      await withPage(browser, `${agent.baseUrl}/`, 'actions-disabled', async (page) => {
+      await stack.withPage('actions-disabled', async (page) => {
         const notice = page.locator(byTestId('actions-disabled'));
         await notice.waitFor({ state: 'visible', timeout: 5000 });
         const { actions } = await agent.state();
@@ -237,8 +212,6 @@ describe('actions disabled (agent without an admin token)', { timeout: 120000 },
         assert.ok(await leakRow.locator(byTestId('leak-delete')).isDisabled(), 'leak-delete');
         await screenshot(page, '07-actions-disabled');
       });
-    } finally {
-      client.close();
-    }
+    });
   });
 });

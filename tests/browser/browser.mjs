@@ -1,10 +1,11 @@
 // The browser side: Debian's chromium through playwright-core, pages watched for console
-// errors, screenshots.
+// errors, screenshots; and useStack, the masters, agent and browser a describe block runs against.
 
 import fs from 'node:fs';
 import path from 'node:path';
+import { after, before } from 'node:test';
 
-import { chromiumPath, here, outputDir } from './fixture.mjs';
+import { Agent, RedisCluster, chromiumPath, here, outputDir } from './fixture.mjs';
 
 async function loadPlaywright() {
   try {
@@ -108,4 +109,30 @@ export function byTestId(id, attrs = {}) {
   let sel = `[data-testid=${JSON.stringify(id)}]`;
   for (const [k, v] of Object.entries(attrs)) sel += `[data-${k}=${JSON.stringify(String(v))}]`;
   return sel;
+}
+
+// Registers before/after hooks in the calling describe block: before() starts 5 redis-server
+// masters, an agent on them (agentOptions as for Agent.start) and, with {browser: true},
+// chromium; after() stops what started. Returns the object before() fills in: {cluster, agent,
+// browser}, and withPage(name, body), which is withPage() on the agent's page.
+export function useStack(agentOptions = {}, { browser: withBrowser = false } = {}) {
+  const stack = {
+    cluster: null,
+    agent: null,
+    browser: null,
+    withPage(name, body) {
+      return withPage(stack.browser, `${stack.agent.baseUrl}/`, name, body);
+    },
+  };
+  before(async () => {
+    stack.cluster = await RedisCluster.start(5);
+    stack.agent = await Agent.start(stack.cluster, agentOptions);
+    if (withBrowser) stack.browser = await launchBrowser();
+  });
+  after(async () => {
+    await stack.browser?.close();
+    await stack.agent?.stop();
+    await stack.cluster?.stop();
+  });
+  return stack;
 }

@@ -1,7 +1,7 @@
 // Test fixture for the real-browser tests of the operator page: real redis-server masters and
 // the real lockwarden agent, as tests/support/ starts them for the C++ integration tests.
-// Everything started here is stopped by the callers' after() hooks, and killed at process exit
-// as a last resort.
+// Everything started here is stopped by the callers' after() hooks (useStack in browser.mjs
+// registers them), and killed at process exit as a last resort.
 //
 // Environment:
 //   LOCKWARDEN_BINARY           agent binary (default <repo>/build/lockwarden; CMake sets it)
@@ -377,6 +377,16 @@ export class Agent {
 
   state() {
     return this.getJson('/api/v1/state');
+  }
+
+  // Runs body(client) with a LockClient connected to the agent's socket, then closes it.
+  async withClient(body) {
+    const client = await LockClient.connect(this.socketPath);
+    try {
+      return await body(client);
+    } finally {
+      client.close();
+    }
   }
 
   // POST an admin action the way curl would (no browser headers): {status, body}.

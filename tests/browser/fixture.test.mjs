@@ -3,27 +3,16 @@
 
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 
-import { launchBrowser } from './browser.mjs';
-import { LockClient } from './clients.mjs';
-import { Agent, RedisCluster, randomId, waitUntil } from './fixture.mjs';
+import { launchBrowser, useStack } from './browser.mjs';
+import { randomId, waitUntil } from './fixture.mjs';
 
 describe('fixture', { timeout: 60000 }, () => {
-  let cluster;
-  let agent;
-
-  before(async () => {
-    cluster = await RedisCluster.start(5);
-    agent = await Agent.start(cluster, { label: 'fixture-agent' });
-  });
-
-  after(async () => {
-    await agent?.stop();
-    await cluster?.stop();
-  });
+  const stack = useStack({ label: 'fixture-agent' });
 
   it('starts 5 masters and an agent that sees them all', async () => {
+    const { cluster, agent } = stack;
     const state = await agent.state();
     assert.deepEqual(
       state.masters.map((m) => m.master),
@@ -35,8 +24,8 @@ describe('fixture', { timeout: 60000 }, () => {
   });
 
   it('acquires and releases over the socket; the state shows the lock with our pid', async () => {
-    const client = await LockClient.connect(agent.socketPath);
-    try {
+    const { agent } = stack;
+    await agent.withClient(async (client) => {
       const resource = `fixture-${randomId()}`;
       const grant = await client.acquire(resource, { ttl_ms: 30000 });
       assert.match(grant.token, /^[0-9a-f]{40}$/);
@@ -50,14 +39,12 @@ describe('fixture', { timeout: 60000 }, () => {
         async () => !(await agent.state()).locks.some((l) => l.resource === resource),
         { what: `${resource} to leave /api/v1/state` },
       );
-    } finally {
-      client.close();
-    }
+    });
   });
 
   it('force-release through the API pushes lost/revoked to the holder', async () => {
-    const client = await LockClient.connect(agent.socketPath);
-    try {
+    const { agent } = stack;
+    await agent.withClient(async (client) => {
       const resource = `fixture-${randomId()}`;
       const grant = await client.acquire(resource, { ttl_ms: 600000 });
       const refused = await agent.post('/api/v1/locks/release', { resource }, { token: null });
@@ -69,12 +56,11 @@ describe('fixture', { timeout: 60000 }, () => {
         { event: ev.event, resource: ev.resource, token: ev.token, reason: ev.reason },
         { event: 'lost', resource, token: grant.token, reason: 'revoked' },
       );
-    } finally {
-      client.close();
-    }
+    });
   });
 
   it('plants a TTL-less lock key that the scanner reports, and expires it', async () => {
+    const { cluster, agent } = stack;
     const master = cluster.master(2);
     const key = `lock:lw-leak-${randomId()}`;
     assert.equal(await master.command(['SET', key, 'v']), 'OK');
@@ -93,6 +79,7 @@ describe('fixture', { timeout: 60000 }, () => {
   });
 
   it('kills a master: the agent reports it down', async () => {
+    const { cluster, agent } = stack;
     await cluster.kill(4);
     assert.equal(cluster.master(4).running, false);
     await waitUntil(async () => (await agent.state()).masters[4].up === false, {
@@ -113,21 +100,10 @@ describe('fixture', { timeout: 60000 }, () => {
 });
 
 describe('fixture without a token', { timeout: 60000 }, () => {
-  let cluster;
-  let agent;
-
-  before(async () => {
-    cluster = await RedisCluster.start(5);
-    agent = await Agent.start(cluster, { token: false, label: 'fixture-agent-no-token' });
-  });
-
-  after(async () => {
-    await agent?.stop();
-    await cluster?.stop();
-  });
+  const stack = useStack({ token: false, label: 'fixture-agent-no-token' });
 
   it('refuses actions with 403', async () => {
-    const res = await agent.post(
+    const res = await stack.agent.post(
       '/api/v1/locks/release',
       { resource: 'x' },
       { token: 'x'.repeat(20) },
