@@ -156,8 +156,10 @@
   function renderLocks(d) {
     const locks = d.locks || [];
     const stuck = locks.filter((l) => l.stuck).length;
-    setText($('locks-sub'), locks.length ? plural(locks.length, 'lock') + (stuck ? ' \u00b7 ' + stuck +
-      ' stuck' : '') + ' \u00b7 stuck after ' + fmtPeriod(d.stuck_after_ms) : '');
+    const total = isNum(d.locks_total) ? d.locks_total : locks.length;
+    const shown = total > locks.length ? ' (showing the first ' + locks.length + ')' : '';
+    setText($('locks-sub'), locks.length ? plural(total, 'lock') + shown + (stuck ? ' \u00b7 ' +
+      stuck + ' stuck' : '') + ' \u00b7 stuck after ' + fmtPeriod(d.stuck_after_ms) : '');
     $('locks-table').hidden = locks.length === 0;
     $('locks-empty').hidden = locks.length !== 0;
     setText($('locks-empty'), 'No locks are held through this agent.');
@@ -249,16 +251,18 @@
     const dots = h('span', 'dots');
     let held = 0;
     let unknown = 0;
-    for (const p of pres) {
-      const st = PRESENCE_HELP[p.state] ? p.state : 'unknown';
+    // One state per master, in the order of d.masters.
+    pres.forEach((p, i) => {
+      const st = PRESENCE_HELP[p] ? p : 'unknown';
+      const m = S.data && S.data.masters[i] ? S.data.masters[i].master : 'master ' + (i + 1);
       if (st === 'held') held++;
       if (st === 'unknown') unknown++;
       const dot = h('span', 'dot dot-' + st);
-      dot.title = p.master + ': ' + PRESENCE_HELP[st];
+      dot.title = m + ': ' + PRESENCE_HELP[st];
       dot.setAttribute('role', 'img');
-      dot.setAttribute('aria-label', p.master + ' ' + st);
+      dot.setAttribute('aria-label', m + ' ' + st);
       dots.append(dot);
-    }
+    });
     const needed = S.data ? S.data.quorum.needed : 0;
     const checked = !!l.presence_checked_at && pres.length > 0;
     const count = h('span', 'presence-count', checked ? held + '/' + pres.length : '\u2014');

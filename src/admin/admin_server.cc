@@ -18,6 +18,8 @@ using ordered_json = nlohmann::ordered_json;
 constexpr size_t kMaxBodyBytes = 64 * 1024;
 constexpr size_t kThreads = 4;
 constexpr size_t kMaxKeyBytes = 4096;
+// A new snapshot comes every 250 ms; events, presence and scan results change in between.
+constexpr auto kStateCacheMaxAge = std::chrono::milliseconds(250);
 
 void SendJson(httplib::Response& res, int status, const ordered_json& body) {
   res.status = status;
@@ -170,6 +172,39 @@ void AdminServer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+std::string AdminServer::StateBody() {
+  auto snap = ctx_.snapshots->Latest();
+  if (!snap) return "";
+  const auto now = std::chrono::steady_clock::now();
+  // Rendered under the lock: concurrent readers wait for the one render and share it.
+  std::lock_guard lock(state_cache_.mu);
+  if (state_cache_.snapshot == snap && now - state_cache_.rendered < kStateCacheMaxAge) {
+    return state_cache_.body;
+  }
+  auto report = ctx_.scanner ? ctx_.scanner->Latest() : nullptr;
+  auto presence = ctx_.presence ? ctx_.presence->Latest() : nullptr;
+  StateInputs in;
+  in.snapshot = snap.get();
+  in.agent = ctx_.agent;
+  in.actions_enabled = !ctx_.token.empty();
+  in.max_ttl_ms = ctx_.max_ttl_ms;
+  in.stuck_after_ms = ctx_.stuck_after_ms;
+  in.leaks = report.get();
+  in.scan_interval_ms = ctx_.scanner ? ctx_.scanner->interval().count() : 0;
+  in.presence = presence.get();
+  if (ctx_.events) in.events = ctx_.events->Recent();
+  if (ctx_.history) in.history = ctx_.history();
+  state_cache_.body = Dump(StateView(in));
+  state_cache_.snapshot = std::move(snap);
+  state_cache_.rendered = now;
+  return state_cache_.body;
+}
+
+void AdminServer::InvalidateState() {
+  std::lock_guard lock(state_cache_.mu);
+  state_cache_.snapshot.reset();
+}
+
 void AdminServer::Routes() {
   httplib::Server& s = *http_;
   AdminContext& ctx = ctx_;
@@ -226,26 +261,14 @@ void AdminServer::Routes() {
     if (asset.path == "/index.html") s.Get("/", serve);
   }
 
-  s.Get("/api/v1/state", [&ctx](const httplib::Request&, httplib::Response& res) {
-    auto snap = ctx.snapshots->Latest();
-    if (!snap) return SendError(res, 503, "starting", "the agent is starting");
+  s.Get("/api/v1/state", [this](const httplib::Request&, httplib::Response& res) {
     // Someone is looking: keep checking where the held keys really are.
-    if (ctx.presence) ctx.presence->Demand();
-    auto report = ctx.scanner ? ctx.scanner->Latest() : nullptr;
-    auto presence = ctx.presence ? ctx.presence->Latest() : nullptr;
-    StateInputs in;
-    in.snapshot = snap.get();
-    in.agent = ctx.agent;
-    in.actions_enabled = !ctx.token.empty();
-    in.max_ttl_ms = ctx.max_ttl_ms;
-    in.stuck_after_ms = ctx.stuck_after_ms;
-    in.leaks = report.get();
-    in.scan_interval_ms = ctx.scanner ? ctx.scanner->interval().count() : 0;
-    in.presence = presence.get();
-    if (ctx.events) in.events = ctx.events->Recent();
-    if (ctx.history) in.history = ctx.history();
+    if (ctx_.presence) ctx_.presence->Demand();
+    std::string body = StateBody();
+    if (body.empty()) return SendError(res, 503, "starting", "the agent is starting");
     res.set_header("Cache-Control", "no-store");
-    SendJson(res, 200, StateView(in));
+    res.set_header("X-Content-Type-Options", "nosniff");
+    res.set_content(std::move(body), "application/json");
   });
 
   s.Get("/api/v1/leaks", [&ctx](const httplib::Request&, httplib::Response& res) {
@@ -254,19 +277,21 @@ void AdminServer::Routes() {
   });
 
   // Every POST goes through the same gate and the same audit line.
-  auto action = [&ctx](const char* name, auto body) {
-    return [&ctx, name, body](const httplib::Request& req, httplib::Response& res) {
+  auto action = [this, &ctx](const char* name, auto body) {
+    return [this, &ctx, name, body](const httplib::Request& req, httplib::Response& res) {
       const ActionVerdict verdict = JudgeAction(HeadersOf(req), ctx.token);
       if (verdict.refusal) {
         ctx.metrics->CountAdminAction(name, "refused");
         Audit(ctx, Severity::kWarning,
               fmt::format("{} refused for {}: {}", name, Who(req), verdict.message));
+        InvalidateState();
         const bool forbidden = *verdict.refusal == Refusal::kCrossSite ||
                                *verdict.refusal == Refusal::kDisabled;
         return SendError(res, forbidden ? 403 : 401, forbidden ? "forbidden" : "unauthorized",
                          verdict.message);
       }
       body(req, res);
+      InvalidateState();  // what it did is in the next answer (an event at least)
     };
   };
 

@@ -88,6 +88,7 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
     return !a.stuck.empty() && b.stuck.empty();
   });
   const std::string checked_at = in.presence ? IsoTime(in.presence->checked_unix_ms) : "";
+  if (rows.size() > kMaxLockRows) rows.resize(kMaxLockRows);
   nlohmann::ordered_json locks = nlohmann::ordered_json::array();
   for (const Row& row : rows) {
     const LockSnapshot& l = *row.lock;
@@ -96,11 +97,11 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
       auto it = in.presence->keys.find(l.key);
       if (it != in.presence->keys.end()) seen = &it->second;
     }
+    // One state per master, in the order of "masters" (names would triple the size).
     nlohmann::ordered_json presence = nlohmann::ordered_json::array();
     for (size_t i = 0; i < s.masters.size(); ++i) {
-      const KeyPresence p =
-          seen != nullptr && i < seen->size() ? (*seen)[i] : KeyPresence::kUnknown;
-      presence.push_back({{"master", s.masters[i].addr}, {"state", PresenceName(p)}});
+      presence.push_back(
+          PresenceName(seen != nullptr && i < seen->size() ? (*seen)[i] : KeyPresence::kUnknown));
     }
     locks.push_back({{"resource", l.resource},
                      {"session", l.session},
@@ -185,6 +186,7 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
           {"sessions", s.sessions},
           {"waiters", s.waiters},
           {"stuck_after_ms", in.stuck_after_ms},
+          {"locks_total", s.locks.size()},
           {"locks", LocksView(in)},
           {"leaks", LeaksView(in.leaks, in.scan_interval_ms)},
           {"events", EventsView(in.events)},

@@ -44,7 +44,7 @@ std::optional<json> LockOf(const json& state, const std::string& resource) {
 
 std::vector<std::string> PresenceOf(const json& lock) {
   std::vector<std::string> out;
-  for (const json& p : lock["presence"]) out.push_back(p["state"]);
+  for (const json& p : lock["presence"]) out.push_back(p);
   return out;
 }
 
