@@ -49,6 +49,9 @@ describe('overview of a healthy cluster', { timeout: 120000 }, () => {
         const row = page.locator(byTestId('lock-row', { resource }));
         await row.waitFor({ state: 'visible', timeout: msUntil(grant.receivedAt + 2000) });
         assert.match(await row.textContent(), new RegExp(`\\b${process.pid}\\b`));
+        // The presence probe finds the key with this grant's token on all 5 masters.
+        await row.locator('.presence-count', { hasText: '5/5' }).waitFor({ timeout: 5000 });
+        assert.equal(await row.locator('.dot-held').count(), 5);
         await waitForQuorum(page, 'healthy');
         await screenshot(page, '01-healthy-with-lock');
 
