@@ -8,6 +8,7 @@
 #include "admin/views.h"
 #include "admin/web_assets.h"
 #include "core/resource_name.h"
+#include "core/unix_time.h"
 #include "scan/remedy.h"
 
 namespace lw {
@@ -95,12 +96,6 @@ std::optional<std::string> ParseLeakRequest(const std::string& body, bool expire
     }
   }
   return std::nullopt;
-}
-
-int64_t UnixMsNow() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 // One audit line in the log, and the same words in the page's recent events.

@@ -18,6 +18,7 @@
 #include "agent/server.h"
 #include "agent/snapshot.h"
 #include "cli/commands.h"
+#include "core/unix_time.h"
 #include "locking/lock_engine.h"
 #include "observe/activity.h"
 #include "observe/logging.h"
@@ -36,12 +37,6 @@ std::vector<std::string> MasterNames(const Config& cfg) {
   std::vector<std::string> names;
   for (const auto& m : cfg.masters) names.push_back(m.Display());
   return names;
-}
-
-int64_t UnixMsNow() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
 }
 
 void WarnAboutMasterCount(size_t n) {

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/redlock_math.h"
+#include "core/unix_time.h"
 #include "scan/sync_redis.h"
 
 namespace lw {
@@ -18,12 +19,6 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr size_t kMaxLockCopies = 200'000;
 // Partial candidates re-read per pass.
 constexpr size_t kMaxPartialRechecks = 1'000;
-
-int64_t UnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 ScanObserver& Silent() {
   static ScanObserver silent;
@@ -259,7 +254,7 @@ FindingCounts ScanReport::CountsFor(size_t master) const {
 
 ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
   ScanReport report;
-  report.started_unix_ms = UnixMs();
+  report.started_unix_ms = UnixMsNow();
   std::vector<std::unique_ptr<SyncRedis>> conns;
   std::vector<LockCopy> copies;
   bool all_ok = true, overflow = false;
@@ -281,7 +276,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
       }
     }
     scan.pass.seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
-    scan.pass.finished_unix_ms = UnixMs();
+    scan.pass.finished_unix_ms = UnixMsNow();
     all_ok = all_ok && scan.pass.ok;
     overflow = overflow || scan.copies_overflowed;
     report.findings.insert(report.findings.end(), scan.findings.begin(), scan.findings.end());
@@ -296,7 +291,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
     CheckPartials(settings, hooks, conns, copies, report);
   }
   Dedupe(report.findings);
-  report.finished_unix_ms = UnixMs();
+  report.finished_unix_ms = UnixMsNow();
   return report;
 }
 

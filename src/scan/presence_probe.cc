@@ -8,18 +8,13 @@
 #include <optional>
 #include <unordered_set>
 
+#include "core/unix_time.h"
 #include "scan/sync_redis.h"
 
 namespace lw {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
-
-int64_t UnixMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 }  // namespace
 
@@ -194,7 +189,7 @@ PresenceReport PresenceProbe::Round(std::vector<Master>& masters, SteadyClock::t
     if (stopping()) break;
     ProbeMaster(masters[m], m, started, grants, report);
   }
-  report.checked_unix_ms = UnixMs();
+  report.checked_unix_ms = UnixMsNow();
   return report;
 }
 
