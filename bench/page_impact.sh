@@ -13,25 +13,9 @@ cycles="${2:-2000}"
 bin=build/lockwarden
 bench=build/bench/lw_bench_latency
 [[ -x $bin && -x $bench ]] || { echo "build first: bash .ci/build.sh" >&2; exit 1; }
-run=$(mktemp -d /tmp/lw-page-bench-XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$run"
-}
-trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
-masters=()
-for i in 1 2 3 4 5; do
-  port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$run" \
-    --logfile "$run/redis-$i.log" &
-  pids+=($!)
-  masters+=(--master "redis://127.0.0.1:$port")
-  until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.02; done
-done
+source bench/lib.sh
+bench_init lw-page-bench
+start_masters
 admin=$(free_port)
 $bin serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn \
   --admin-listen "127.0.0.1:$admin" --scan-interval-ms 0 2>"$run/agent.log" &

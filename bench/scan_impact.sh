@@ -16,23 +16,14 @@ cycles="${2:-2000}"
   echo "build first: bash .ci/build.sh" >&2
   exit 1
 }
-run=$(mktemp -d /tmp/lw-scan-impact-XXXXXX)
+source bench/lib.sh
+bench_init lw-scan-impact
 # Private copies: a concurrent rebuild must not swap the binaries in the middle of the run.
 cp build/lockwarden build/bench/lw_bench_latency "$run/"
 bin=$run/lockwarden
 bench=$run/lw_bench_latency
-pids=()
-agent=
-cleanup() {
-  [[ -n $agent ]] && kill "$agent" 2>/dev/null || true
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$run"
-}
-trap cleanup EXIT
 
 tck=$(getconf CLK_TCK)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 cpu_ms() { awk -v t="$tck" '{print int(($14+$15)*1000/t)}' "/proc/$1/stat"; }
 rss_mb() { awk '/^VmRSS/ {printf "%.1f", $2/1024}' "/proc/$1/status"; }
 now() { date +%s.%N; }
@@ -40,17 +31,7 @@ elapsed() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2f", b-a}'; }
 div() { awk -v a="$1" -v b="$2" 'BEGIN{ if (b+0 == 0) print "-"; else printf "%.2f", a/b }'; }
 
 # ---- 1. masters ---------------------------------------------------------------------------------
-ports=() rpids=() masters=()
-for i in 1 2 3 4 5; do
-  port=$(free_port)
-  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$run" \
-    --logfile "$run/redis-$i.log" &
-  pids+=($!)
-  rpids+=($!)
-  ports+=("$port")
-  masters+=(--master "redis://127.0.0.1:$port")
-  until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.02; done
-done
+start_masters
 redis_cpu_all() { local s=0 p; for p in "${rpids[@]}"; do s=$((s + $(cpu_ms "$p"))); done; echo $s; }
 echo "lockwarden scan impact: 5 local masters, $keys keys per master, $(nproc) cores," \
   "$cycles cycles per client"
