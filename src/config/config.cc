@@ -31,6 +31,7 @@ Overloaded(Fs...) -> Overloaded<Fs...>;
 
 // Where one setting lives in Config; the member's type decides how every source parses it.
 using Target = std::variant<std::string Config::*, int64_t Config::*, double Config::*,
+                            bool Config::*,
                             std::vector<MasterAddress> Config::*,
                             std::vector<std::string> Config::*>;
 
@@ -47,6 +48,12 @@ const std::vector<SettingDef>& Defs() {
       {"masters", &Config::masters, "redis:// URLs",
        "independent Redis masters; a lock needs a majority of them"},
       {"key_prefix", &Config::key_prefix, "string", "prefix of every lock key in Redis"},
+      {"fence_prefix", &Config::fence_prefix, "string",
+       "prefix of the fence counters (no TTL by design; never reported as leaks)"},
+      {"fence_quorum", &Config::fence_quorum, "masters",
+       "masters that must confirm a fenced grant; 0 = enough to survive a minority losing data"},
+      {"restart_quarantine", &Config::restart_quarantine, "true|false",
+       "a master younger than max_ttl_ms (or restarted) does not count toward quorum until then"},
       {"min_ttl_ms", &Config::min_ttl_ms, "ms", "smallest ttl a client may ask for"},
       {"max_ttl_ms", &Config::max_ttl_ms, "ms", "largest ttl a client may ask for"},
       {"default_ttl_ms", &Config::default_ttl_ms, "ms", "ttl when a request gives none"},
@@ -94,6 +101,7 @@ std::string DefaultText(const SettingDef& def) {
   return std::visit(Overloaded{
                         [](std::string Config::*m) { return "\"" + defaults.*m + "\""; },
                         [](int64_t Config::*m) { return std::to_string(defaults.*m); },
+                        [](bool Config::*m) { return std::string(defaults.*m ? "true" : "false"); },
                         [](double Config::*m) {
                           char buf[32];
                           const auto result = std::to_chars(buf, buf + sizeof buf, defaults.*m);
@@ -163,6 +171,17 @@ Reason ParseInt(const std::string& text, const char* unit, int64_t& out) {
   return std::nullopt;
 }
 
+Reason ParseBool(const std::string& text, bool& out) {
+  if (text == "true" || text == "1") {
+    out = true;
+  } else if (text == "false" || text == "0") {
+    out = false;
+  } else {
+    return "expected true or false, got \"" + text + "\"";
+  }
+  return std::nullopt;
+}
+
 Reason ParseDouble(const std::string& text, double& out) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
@@ -205,6 +224,7 @@ Reason ApplyText(const SettingDef& def, const std::vector<std::string>& values, 
           },
           [&](int64_t Config::*m) { return ParseInt(values.front(), def.unit, config.*m); },
           [&](double Config::*m) { return ParseDouble(values.front(), config.*m); },
+          [&](bool Config::*m) { return ParseBool(values.front(), config.*m); },
           [&](std::vector<MasterAddress> Config::*m) { return ParseMasters(values, config.*m); },
           [&](std::vector<std::string> Config::*m) { return ParseStrings(values, config.*m); },
       },
@@ -288,6 +308,12 @@ Reason ApplyToml(const SettingDef& def, const toml::node& node, Config& config) 
             if (value == nullptr) {
               return Expected("an integer (" + std::string(def.unit) + ")", node);
             }
+            config.*m = value->get();
+            return std::nullopt;
+          },
+          [&](bool Config::*m) -> Reason {
+            const auto* value = node.as_boolean();
+            if (value == nullptr) return Expected("true or false", node);
             config.*m = value->get();
             return std::nullopt;
           },

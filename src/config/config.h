@@ -28,6 +28,17 @@ struct Config {
   std::string socket_path = "/run/lockwarden/lockwarden.sock";
   std::vector<MasterAddress> masters;
   std::string key_prefix = "lock:";
+  // Fence counters (acquire with "fence": true) live at <fence_prefix><resource>, without TTL.
+  // Neither prefix may start with the other, so a fence counter can never be a lock key.
+  std::string fence_prefix = "fence:";
+  // Masters that must confirm both phases of a fenced grant. 0 (auto): enough that fences keep
+  // increasing while a majority of masters keep their data (4 of 5, 3 of 3; docs/safety.md).
+  // Otherwise quorum..masters; the quorum itself assumes no master ever loses its data.
+  int64_t fence_quorum = 0;
+  // Restart quarantine: a master that started less than max_ttl_ms ago (or whose run_id changed)
+  // does not count toward acquire/extend quorum until max_ttl_ms after its start. Turn off only
+  // for masters that persist every write (appendonly yes + appendfsync always).
+  bool restart_quarantine = true;
   int64_t min_ttl_ms = 100;
   int64_t max_ttl_ms = 3'600'000;
   int64_t default_ttl_ms = 30'000;

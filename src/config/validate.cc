@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "core/redlock_math.h"
 
 namespace lw {
 namespace {
@@ -95,17 +96,35 @@ Check CheckSocketPath(const Config& c) {
   return std::nullopt;
 }
 
-Check CheckKeyPrefix(const Config& c) {
-  const std::string& prefix = c.key_prefix;
-  if (prefix.empty()) return Problem{"key_prefix", "must not be empty"};
+Check CheckPrefix(const char* key, const std::string& prefix) {
+  if (prefix.empty()) return Problem{key, "must not be empty"};
   if (prefix.size() > kMaxKeyPrefixBytes) {
-    return Problem{"key_prefix", "is " + std::to_string(prefix.size()) + " bytes; at most " +
-                                     std::to_string(kMaxKeyPrefixBytes) + " are allowed"};
+    return Problem{key, "is " + std::to_string(prefix.size()) + " bytes; at most " +
+                            std::to_string(kMaxKeyPrefixBytes) + " are allowed"};
   }
   for (unsigned char ch : prefix) {
     if (ch <= 0x20 || ch == 0x7f) {
-      return Problem{"key_prefix", "must not contain whitespace or control characters"};
+      return Problem{key, "must not contain whitespace or control characters"};
     }
+  }
+  return std::nullopt;
+}
+
+Check CheckKeyPrefix(const Config& c) {
+  if (auto p = CheckPrefix("key_prefix", c.key_prefix)) return p;
+  if (auto p = CheckPrefix("fence_prefix", c.fence_prefix)) return p;
+  if (c.fence_prefix.starts_with(c.key_prefix) || c.key_prefix.starts_with(c.fence_prefix)) {
+    return Problem{"fence_prefix", "\"" + c.fence_prefix + "\" and key_prefix \"" + c.key_prefix +
+                                       "\" must not start with one another, or a fence counter "
+                                       "could be a lock key"};
+  }
+  const int64_t n = static_cast<int64_t>(c.masters.size());
+  if (c.fence_quorum != 0 && !c.masters.empty() &&
+      (c.fence_quorum < QuorumSize(static_cast<int>(n)) || c.fence_quorum > n)) {
+    return Problem{"fence_quorum", "is " + std::to_string(c.fence_quorum) + "; give 0 (auto) or " +
+                                       std::to_string(QuorumSize(static_cast<int>(n))) + ".." +
+                                       std::to_string(n) + " for " + std::to_string(n) +
+                                       " masters"};
   }
   return std::nullopt;
 }

@@ -6,6 +6,12 @@ namespace lw {
 
 int QuorumSize(int n_masters) { return n_masters / 2 + 1; }
 
+int FenceQuorumSize(int n_masters) {
+  const int q = QuorumSize(n_masters);
+  const int needed = (2 * n_masters - q + 2) / 2;  // ceil((2N - q + 1) / 2)
+  return needed < q ? q : needed;
+}
+
 int64_t DriftAllowanceMs(int64_t ttl_ms, double drift_factor) {
   return static_cast<int64_t>(std::ceil(static_cast<double>(ttl_ms) * drift_factor)) + 2;
 }

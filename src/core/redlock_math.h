@@ -8,6 +8,13 @@ namespace lw {
 // Votes needed out of n masters: a strict majority, n/2 + 1.
 int QuorumSize(int n_masters);
 
+// Masters that must confirm both phases of a fenced grant so that fences keep increasing while
+// a majority of masters keep their data: a grant writes its fence on W masters, the next one
+// reads on R masters, and the two must share a master that kept its data. With K >= quorum such
+// masters, |W ∩ R ∩ K| >= W + R + K - 2N >= 1 needs W = R >= ceil((2N - quorum + 1) / 2):
+// 1 of 1, 2 of 2, 3 of 3, 3 of 4, 4 of 5, 6 of 7. Never below the quorum.
+int FenceQuorumSize(int n_masters);
+
 // Clock-drift allowance for a ttl: ttl * drift_factor + 2 ms (the +2 ms covers the
 // millisecond granularity of Redis expiry), rounded up.
 int64_t DriftAllowanceMs(int64_t ttl_ms, double drift_factor);

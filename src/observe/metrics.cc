@@ -35,7 +35,7 @@ constexpr std::array<const char*, static_cast<size_t>(AcquireOutcome::kCount)> k
 constexpr std::array<const char*, static_cast<size_t>(RenewOutcome::kCount)> kRenewOutcomes = {
     "extended", "retry", "lost"};
 constexpr std::array<const char*, static_cast<size_t>(NodeCommand::kCount)> kCommands = {
-    "set_nx", "delete_if_held", "extend_if_held", "ping"};
+    "set_nx", "delete_if_held", "extend_if_held", "ping", "set_nx_read_fence", "raise_fence"};
 constexpr std::array<const char*, static_cast<size_t>(NodeError::kCount)> kNodeErrors = {
     "error_reply", "unavailable", "disconnected", "connect_failed", "stalled", "timeout"};
 

@@ -38,10 +38,16 @@ struct NodeStatus {
   // nullopt until known or while down.
   std::optional<int64_t> uptime_s;
   std::string run_id;  // Redis run_id from the last INFO server; "" until known
+  // Restart quarantine: the master may have forgotten locks (it started less than max_ttl ago,
+  // or its run_id changed), so its votes do not count toward acquire or extend quorum.
+  bool quarantined = false;
+  std::optional<int64_t> quarantine_left_ms;  // while quarantined: until its votes count again
+  std::string quarantine_reason;              // while quarantined: why, for people
 };
 
 // What a master connection reports to metrics. Called on the loop thread; must be cheap.
-enum class NodeCommand { kSetNx, kDeleteIfHeld, kExtendIfHeld, kPing, kCount };
+enum class NodeCommand { kSetNx, kDeleteIfHeld, kExtendIfHeld, kPing, kSetNxReadFence, kRaiseFence,
+                         kCount };
 enum class NodeError { kErrorReply, kUnavailable, kDisconnected, kConnectFailed, kStalled, kTimeout,
                        kCount };
 class NodeObserver {
@@ -65,6 +71,20 @@ class Node {
   // Compare-and-pexpire. Integer 1 = extended, 0 = not held by token.
   virtual void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                             ReplyHandler handler) = 0;
+  // Fenced acquire, phase 1 (one script): SET key token NX PX ttl_ms and, only if that set it,
+  // read the fence counter at fence_key. Integer n >= 0 = acquired and the counter is n (0 when
+  // absent); nil = held by someone else; error = the counter is not an integer.
+  virtual void SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
+                                    const std::string& token, int64_t ttl_ms,
+                                    ReplyHandler handler) = 0;
+  // Fenced acquire, phase 2 (one script): only if key still holds token, raise the counter at
+  // fence_key to fence. Integer 1 = raised; 0 = key not held by token (nothing written);
+  // -1 = the counter was already >= fence (nothing written).
+  virtual void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
+                                const std::string& token, int64_t fence, ReplyHandler handler) = 0;
+  // False while the master is in restart quarantine: its answers are still sent and applied,
+  // but its votes do not count toward acquire or extend quorum (releases count everywhere).
+  virtual bool votes_count() const { return true; }
   virtual NodeStatus status() const = 0;
 };
 

@@ -1,15 +1,49 @@
 #pragma once
-// Lua scripts run atomically on each master. Both compare the stored token first, so a
-// client can only delete or extend a key it still holds.
+// Lua scripts run atomically on each master. Each compares the stored token first, so a
+// client can only delete, extend or fence a key it still holds.
+
+#include <string>
 
 namespace lw::scripts {
 
+// The channel a release is announced on, so agents with waiters for that key elsewhere can try
+// at once instead of waiting out their retry delay. One channel per lock key.
+inline std::string ReleaseChannel(const std::string& key) { return "lockwarden:released:" + key; }
+
+// KEYS[1] lock key; ARGV[1] token, ARGV[2] release channel ("" = announce nothing).
+// redis.pcall: a user whose ACL forbids PUBLISH still releases (the announcement is lost, and
+// waiters elsewhere fall back to their retry delay).
 inline constexpr const char* kDeleteIfHeld =
-    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
+    "if redis.call('get', KEYS[1]) == ARGV[1] then redis.call('del', KEYS[1]) "
+    "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1 "
     "else return 0 end";
 
+// KEYS[1] lock key; ARGV[1] token, ARGV[2] ttl in ms.
 inline constexpr const char* kExtendIfHeld =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
     "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
+
+// Fenced acquire, phase 1. KEYS[1] lock key, KEYS[2] fence counter; ARGV[1] token, ARGV[2] ttl.
+// Acquired: the counter (0 when absent). Held by someone else: nil. The counter is read only
+// when the set succeeded, so every value read is at least every fence written by an earlier
+// holder on this master (it wrote while holding the key, before the key went away).
+inline constexpr const char* kSetIfAbsentReadFence =
+    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+    "local v = redis.call('get', KEYS[2]) if not v then return 0 end "
+    "local n = tonumber(v) if not n or n < 0 or n ~= math.floor(n) then "
+    "return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not a whole number') end "
+    "return n else return false end";
+
+// Fenced acquire, phase 2. KEYS[1] lock key, KEYS[2] fence counter; ARGV[1] token, ARGV[2] fence.
+// 1 = written; 0 = the lock key no longer holds the token; -1 = the counter is already >= fence
+// (never lowered; an equal value means another grant has that fence, so it is refused too).
+// The counter has no TTL by design: it must outlive every lock of the resource.
+inline constexpr const char* kRaiseFenceIfHeld =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "local v = redis.call('get', KEYS[2]) local n = 0 "
+    "if v then n = tonumber(v) if not n then "
+    "return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not a number') end end "
+    "if n >= tonumber(ARGV[2]) then return -1 end "
+    "redis.call('set', KEYS[2], ARGV[2]) return 1";
 
 }  // namespace lw::scripts
