@@ -231,10 +231,14 @@ void AdminServer::Routes() {
       res.set_content("not ready: starting\n", "text/plain");
       return;
     }
-    const std::string counts = std::to_string(snap->masters_up) + " of " +
-                               std::to_string(snap->masters.size()) + " masters up, quorum " +
-                               std::to_string(snap->quorum);
-    if (snap->masters_up >= snap->quorum) {
+    const int quarantined = snap->masters_up - snap->masters_usable;
+    const std::string counts =
+        std::to_string(snap->masters_up) + " of " + std::to_string(snap->masters.size()) +
+        " masters up" +
+        (quarantined > 0 ? " (" + std::to_string(quarantined) + " in restart quarantine)" : "") +
+        ", " + std::to_string(snap->masters_usable) + " usable, quorum " +
+        std::to_string(snap->quorum);
+    if (snap->masters_usable >= snap->quorum) {
       res.set_content("ready: " + counts + "\n", "text/plain");
     } else {
       res.status = 503;

@@ -68,7 +68,9 @@ nlohmann::ordered_json MastersView(const StateInputs& in) {
                        {"last_error", n.last_error},
                        {"uptime_s", OrNull(n.uptime_s)},
                        {"run_id", n.run_id},
-                       {"quarantined", false},
+                       {"quarantined", n.quarantined},
+                       {"quarantine_left_ms", OrNull(n.quarantine_left_ms)},
+                       {"quarantine_reason", n.quarantine_reason},
                        {"lock_keys", lock_keys},
                        {"leaked_keys", leaked_keys}});
   }
@@ -153,14 +155,14 @@ nlohmann::ordered_json HistoryView(const std::vector<HistoryPoint>& history) {
 }  // namespace
 
 std::string_view QuorumState(const Snapshot& s) {
-  if (s.masters_up < s.quorum) return "lost";
-  if (s.masters_up < static_cast<int>(s.masters.size())) return "at_risk";
+  if (s.masters_usable < s.quorum) return "lost";
+  if (s.masters_usable < static_cast<int>(s.masters.size())) return "at_risk";
   return "healthy";
 }
 
 nlohmann::ordered_json StateView(const StateInputs& in) {
   const Snapshot& s = *in.snapshot;
-  const int margin = s.masters_up - s.quorum;
+  const int margin = s.masters_usable - s.quorum;
   const int64_t uptime_ms =
       in.agent.started_unix_ms > 0 ? s.taken_unix_ms - in.agent.started_unix_ms : 0;
   nlohmann::ordered_json actions = {{"enabled", in.actions_enabled}};
@@ -178,7 +180,7 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
           {"quorum",
            {{"masters", s.masters.size()},
             {"up", s.masters_up},
-            {"usable", s.masters_up},
+            {"usable", s.masters_usable},
             {"needed", s.quorum},
             {"margin", margin},
             {"state", QuorumState(s)}}},

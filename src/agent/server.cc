@@ -157,6 +157,23 @@ void Server::ReplyFailure(SessionId sid, const nlohmann::json& request_id, std::
   Reply(sid, protocol::EncodeError(request_id, failure.code, failure.message));
 }
 
+void Server::ReplyGranted(SessionId sid, const nlohmann::json& request_id,
+                          const std::string& resource, const Grant& grant) {
+  // Validity is re-checked as the reply is written, never trusted from when it was decided:
+  // a grant whose validity ran out in between is given back and reported as a failure.
+  const auto left = grant.valid_until - Clock::now();
+  const int64_t validity_ms = std::chrono::floor<std::chrono::milliseconds>(left).count();
+  if (validity_ms <= 0) {
+    engine_->Release(sid, resource, grant.token, [](const std::optional<Failure>&) {});
+    ReplyFailure(sid, request_id, "acquire",
+                 Failure{ErrorCode::kNoQuorum, "the lock was won but its validity ran out before "
+                                               "the reply could be written; it was released"});
+    return;
+  }
+  Reply(sid, protocol::EncodeAcquired(request_id, resource, grant.token, validity_ms,
+                                      grant.waited_ms, grant.fence));
+}
+
 void Server::Reply(SessionId id, std::string line) {
   auto it = sessions_.find(id);
   if (it != sessions_.end()) it->second->Send(std::move(line));
@@ -174,15 +191,16 @@ void Server::Dispatch(Session& s, protocol::Request request) {
       [&](auto& op) {
         using T = std::decay_t<decltype(op)>;
         if constexpr (std::is_same_v<T, protocol::AcquireRequest>) {
-          engine_->Acquire(sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
-                           [this, sid, id, resource = op.resource](const auto& result) {
-                             if (auto* g = std::get_if<Grant>(&result)) {
-                               Reply(sid, protocol::EncodeAcquired(id, resource, g->token,
-                                                                   g->validity_ms, g->waited_ms));
-                             } else {
-                               ReplyFailure(sid, id, "acquire", std::get<Failure>(result));
-                             }
-                           });
+          engine_->Acquire(
+              sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
+              [this, sid, id, resource = op.resource](const auto& result) {
+                if (auto* g = std::get_if<Grant>(&result)) {
+                  ReplyGranted(sid, id, resource, *g);
+                } else {
+                  ReplyFailure(sid, id, "acquire", std::get<Failure>(result));
+                }
+              },
+              op.fence);
         } else if constexpr (std::is_same_v<T, protocol::ReleaseRequest>) {
           engine_->Release(sid, op.resource, op.token,
                            [this, sid, id](const std::optional<Failure>& f) {

@@ -68,6 +68,8 @@ class Server {
   void OnLine(Session& s, std::string_view line);
   void Dispatch(Session& s, protocol::Request request);
   void Reply(SessionId id, std::string line);
+  void ReplyGranted(SessionId sid, const nlohmann::json& request_id, const std::string& resource,
+                    const Grant& grant);
   void ReplyFailure(SessionId id, const nlohmann::json& request_id, std::string_view op,
                     const Failure& failure);
 

@@ -36,6 +36,7 @@ struct Snapshot {
   int quorum = 0;
   std::vector<NodeStatus> masters;
   int masters_up = 0;
+  int masters_usable = 0;  // up and not in restart quarantine: their votes count
   std::vector<LockSnapshot> locks;
   size_t sessions = 0;
   size_t waiters = 0;

@@ -67,12 +67,20 @@ class Agent {
     for (size_t i = 0; i < cfg.masters.size(); ++i) {
       NodeClientOptions node_options{
           cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms, cfg.health_interval_ms,
-          &activity_.Node(i, cfg.masters[i].Display(), metrics_.node(i))};
+          &activity_.Node(i, cfg.masters[i].Display(), metrics_.node(i)), cfg.max_ttl_ms,
+          cfg.restart_quarantine};
       nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
       raw.push_back(nodes_.back().get());
     }
-    EngineOptions engine_options{cfg.key_prefix,     cfg.drift_factor,    cfg.node_timeout_ms,
-                                 cfg.retry_delay_ms, cfg.retry_jitter_ms, &activity_};
+    EngineOptions engine_options;
+    engine_options.key_prefix = cfg.key_prefix;
+    engine_options.fence_prefix = cfg.fence_prefix;
+    engine_options.fence_quorum = static_cast<int>(cfg.fence_quorum);
+    engine_options.drift_factor = cfg.drift_factor;
+    engine_options.node_timeout_ms = cfg.node_timeout_ms;
+    engine_options.retry_delay_ms = cfg.retry_delay_ms;
+    engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
+    engine_options.observer = &activity_;
     engine_ = std::make_unique<LockEngine>(
         loop, raw, engine_options,
         [this](SessionId s, const std::string& res, const std::string& tok,
@@ -139,7 +147,10 @@ class Agent {
     s->taken_unix_ms = UnixMsNow();
     s->quorum = engine_->quorum();
     s->masters = engine_->NodeStatuses();
-    for (const auto& n : s->masters) s->masters_up += n.up ? 1 : 0;
+    for (const auto& n : s->masters) {
+      s->masters_up += n.up ? 1 : 0;
+      s->masters_usable += n.up && !n.quarantined ? 1 : 0;
+    }
     for (const auto& l : engine_->AllLocks()) {
       Server::Peer peer = server_.PeerOf(l.session);
       s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, l.held_ms, l.validity_ms,
@@ -149,7 +160,8 @@ class Agent {
     s->sessions = server_.session_count();
     s->waiters = engine_->waiters();
     metrics_.SetState({engine_->locks_held(), s->sessions, s->waiters,
-                       static_cast<int>(s->masters.size()), s->masters_up, s->quorum});
+                       static_cast<int>(s->masters.size()), s->masters_up, s->quorum,
+                       s->masters_usable});
     snapshots_.Publish(std::move(s));
   }
 

@@ -15,6 +15,16 @@ int64_t CeilMs(Clock::duration d) {
   return std::chrono::ceil<std::chrono::milliseconds>(d).count();
 }
 
+// Compare-and-delete on every master, waiting for every answer (or the node timeout).
+RoundRequest DeleteRound(const std::string& key, const std::string& token) {
+  RoundRequest req;
+  req.op = RoundOp::kDeleteIfHeld;
+  req.key = key;
+  req.token = token;
+  req.wait_all = true;
+  return req;
+}
+
 std::string Quoted(const std::string& s) { return "\"" + s + "\""; }
 
 }  // namespace
@@ -25,6 +35,7 @@ struct LockEngine::Waiter {
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
   bool renew = false;
+  bool fence = false;
   Clock::time_point requested, deadline;
   AcquireDone done;
   std::unique_ptr<Timer> wait_timer;
@@ -32,8 +43,9 @@ struct LockEngine::Waiter {
   bool cancelled = false;  // its session closed while its attempt was in flight
   bool expired = false;    // wait_ms ran out while its attempt was in flight
   int attempts = 0;
-  int last_answered = 0;   // masters that answered (yes or no) in the last attempt
+  std::optional<VoteTally> last_tally;  // of the last round of the last attempt
   bool last_too_slow = false;  // the last attempt won its votes but had no validity left
+  bool last_in_fence_phase = false;  // the last attempt failed writing its fence
 };
 
 struct LockEngine::Holder {
@@ -41,6 +53,7 @@ struct LockEngine::Holder {
   std::string token;
   int64_t ttl_ms = 0;
   bool renew = false;
+  std::optional<int64_t> fence;
   Clock::time_point acquired, valid_until;
   std::unique_ptr<Timer> timer;  // next renewal, or the end of validity
   bool renewing = false;
@@ -61,6 +74,8 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
       observer_(options_.observer ? options_.observer : &SilentEngineObserver()),
       on_lost_(std::move(on_lost)),
       rounds_(loop, std::move(nodes), options_.node_timeout_ms, observer_),
+      fence_quorum_(options_.fence_quorum > 0 ? options_.fence_quorum
+                                              : FenceQuorumSize(rounds_.size())),
       rng_(std::random_device{}()),
       defer_(loop) {}
 
@@ -90,7 +105,7 @@ LockEngine::Holder* LockEngine::FindHolder(const std::string& name, const std::s
 // ---- acquire ----------------------------------------------------------------------------
 
 void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl_ms,
-                         int64_t wait_ms, bool renew, AcquireDone done) {
+                         int64_t wait_ms, bool renew, AcquireDone done, bool fence) {
   if (shutting_down_) {
     observer_->AcquireFinished(AcquireOutcome::kError, {}, 0);
     Defer([done = std::move(done)] {
@@ -109,6 +124,7 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   w.ttl_ms = ttl_ms;
   w.wait_ms = wait_ms;
   w.renew = renew;
+  w.fence = fence;
   w.requested = Clock::now();
   w.deadline = w.requested + std::chrono::milliseconds(wait_ms);
   w.done = std::move(done);
@@ -138,14 +154,48 @@ void LockEngine::StartAttempt(const std::string& name) {
   ++w.attempts;
   r.attempt_in_flight = true;
   const std::string token = NewToken();
-  rounds_.Run(RoundOp::kSetIfAbsent, r.key, token, w.ttl_ms, /*wait_all=*/false,
-              [this, name, id = w.id, token](const VoteTally& t, Clock::time_point started) {
-                OnAttempt(name, id, token, t, started);
-              });
+  RoundRequest req;
+  req.op = w.fence ? RoundOp::kSetIfAbsentReadFence : RoundOp::kSetIfAbsent;
+  req.key = r.key;
+  req.token = token;
+  req.ttl_ms = w.ttl_ms;
+  if (w.fence) {
+    req.fence_key = options_.fence_prefix + name;
+    req.needed = fence_quorum_;
+  }
+  rounds_.Run(std::move(req), [this, name, id = w.id, token](const RoundResult& res) {
+    OnAttempt(name, id, token, res.tally, res.started, res.max_fence, /*fence_written=*/false);
+  });
+}
+
+void LockEngine::WriteFence(const std::string& name, uint64_t waiter_id, const std::string& token,
+                            Clock::time_point started, int64_t fence) {
+  Resource& r = *Find(name);
+  r.attempt_in_flight = true;
+  r.waiters.front().in_attempt = true;
+  RoundRequest req;
+  req.op = RoundOp::kRaiseFenceIfHeld;
+  req.key = r.key;
+  req.token = token;
+  req.fence_key = options_.fence_prefix + name;
+  req.fence = fence;
+  req.needed = fence_quorum_;
+  rounds_.Run(std::move(req), [this, name, waiter_id, token, started,
+                               fence](const RoundResult& res) {
+    if (res.fence_refused > 0) {
+      // Only possible if a counter was raised outside lockwarden, or a master that confirmed
+      // an earlier fence lost its data while others did too (docs/safety.md).
+      spdlog::error("fence {} for {} refused by {} master(s) whose counter was already at or "
+                    "above it; not granted with that fence",
+                    fence, Quoted(name), res.fence_refused);
+    }
+    OnAttempt(name, waiter_id, token, res.tally, started, fence, /*fence_written=*/true);
+  });
 }
 
 void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const std::string& token,
-                           const VoteTally& tally, Clock::time_point started) {
+                           const VoteTally& tally, Clock::time_point started, int64_t fence,
+                           bool fence_written) {
   Resource* r = Find(name);
   if (r == nullptr || r->waiters.empty() || r->waiters.front().id != waiter_id) {
     spdlog::error("internal: acquire attempt for {} finished without its waiter", Quoted(name));
@@ -155,12 +205,18 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
   r->attempt_in_flight = false;
   Waiter& w = r->waiters.front();
   w.in_attempt = false;
-  w.last_answered = tally.answered();
+  w.last_tally = tally;
+  w.last_in_fence_phase = fence_written;
   const auto now = Clock::now();
   const int64_t validity = ValidityMs(w.ttl_ms, CeilMs(now - started), options_.drift_factor);
   w.last_too_slow = tally.Won() && validity <= 0;
   if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
-    GrantHead(*r, name, token, started, now, validity);
+    if (w.fence && !fence_written) {
+      WriteFence(name, waiter_id, token, started, std::max<int64_t>(fence, 0) + 1);
+      return;
+    }
+    GrantHead(*r, name, token, started, now, validity,
+              w.fence ? std::optional<int64_t>(fence) : std::nullopt);
     return;
   }
   // Undo on every master, including those that said no or did not answer in time: a late
@@ -189,7 +245,7 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
 
 void LockEngine::GrantHead(Resource& r, const std::string& name, const std::string& token,
                            Clock::time_point started, Clock::time_point decided,
-                           int64_t validity_ms) {
+                           int64_t validity_ms, std::optional<int64_t> fence) {
   Waiter w = std::move(r.waiters.front());
   r.waiters.pop_front();
   auto h = std::make_unique<Holder>();
@@ -197,6 +253,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   h->token = token;
   h->ttl_ms = w.ttl_ms;
   h->renew = w.renew;
+  h->fence = fence;
   h->acquired = started;
   // validity_ms is what is left as of the decision (ttl - elapsed - drift): count it from
   // there, i.e. started + ttl - drift, not from `started` (that would subtract elapsed twice).
@@ -208,10 +265,11 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   sessions_[w.session].held.insert(name);
   ScheduleHolder(name, *r.holder, w.renew ? std::min(w.ttl_ms / 3, validity_ms) : validity_ms);
   const int64_t waited = CeilMs(Clock::now() - w.requested);
-  spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s))", Quoted(name),
-                validity_ms, waited, w.attempts);
+  spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s){})", Quoted(name),
+                validity_ms, waited, w.attempts,
+                fence ? ", fence " + std::to_string(*fence) : std::string());
   ReportAcquire(w, name, ErrorCode::kInternal, /*granted=*/true);
-  w.done(Grant{token, validity_ms, waited});
+  w.done(Grant{token, validity_ms, waited, fence, r.holder->valid_until});
 }
 
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {
@@ -239,7 +297,7 @@ void LockEngine::ReportAcquire(const Waiter& w, const std::string& name, ErrorCo
 }
 
 Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) const {
-  if (w.attempts == 0) {
+  if (w.attempts == 0 || !w.last_tally) {
     return {ErrorCode::kTimeout, Quoted(name) + " was held by another session of this agent for "
                                  "all of wait_ms=" + std::to_string(w.wait_ms)};
   }
@@ -248,15 +306,28 @@ Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) con
             "a quorum of masters said yes, but too slowly: no validity was left of ttl_ms=" +
                 std::to_string(w.ttl_ms) + "; raise ttl_ms or check master latency"};
   }
-  if (w.last_answered >= rounds_.quorum()) {
+  const VoteTally& t = *w.last_tally;
+  // Enough masters answered that, had the key been free, the attempt would have been won.
+  if (t.answered() >= t.needed() && t.counting_answered() >= t.quorum()) {
     return {ErrorCode::kTimeout, Quoted(name) + " stayed held by another owner for all of "
                                  "wait_ms=" + std::to_string(w.wait_ms) + " (" +
                                  std::to_string(w.attempts) + " attempt(s))"};
   }
-  return {ErrorCode::kNoQuorum,
-          "only " + std::to_string(w.last_answered) + " of " + std::to_string(rounds_.size()) +
-              " masters answered in time (quorum is " + std::to_string(rounds_.quorum()) +
-              "); see `lockwarden status` for master health"};
+  const std::string n = std::to_string(rounds_.size());
+  std::string message = "only " + std::to_string(t.answered()) + " of " + n +
+                        " masters answered in time";
+  if (w.last_in_fence_phase) {
+    message = "only " + std::to_string(t.yes()) + " of " + n +
+              " masters still held the key when its fence was written";
+  }
+  message += " (quorum is " + std::to_string(t.quorum());
+  if (w.fence) message += "; a fenced grant needs " + std::to_string(t.needed()) + " of " + n;
+  message += ")";
+  if (t.not_counting() > 0) {
+    message += "; " + std::to_string(t.not_counting()) + " master(s) are in restart quarantine "
+               "and do not count toward quorum until max_ttl_ms after their start";
+  }
+  return {ErrorCode::kNoQuorum, message + "; see `lockwarden status` for master health"};
 }
 
 void LockEngine::OnWaitExpired(const std::string& name, uint64_t waiter_id) {
@@ -296,11 +367,10 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
   }
   Resource& r = *Find(name);
   auto holder = TakeHolder(r, name);
-  rounds_.Run(RoundOp::kDeleteIfHeld, r.key, token, 0, /*wait_all=*/true,
-              [this, done = std::move(done)](const VoteTally&, Clock::time_point) {
-                done(std::nullopt);
-                MaybeFinishShutdown();
-              });
+  rounds_.Run(DeleteRound(r.key, token), [this, done = std::move(done)](const RoundResult&) {
+    done(std::nullopt);
+    MaybeFinishShutdown();
+  });
   Pump(name);  // hand off to the next local waiter now
 }
 
@@ -331,10 +401,15 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
 void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
                            ExtendDone done) {
   Resource& r = *Find(name);
+  RoundRequest req;
+  req.op = RoundOp::kExtendIfHeld;
+  req.key = r.key;
+  req.token = token;
+  req.ttl_ms = ttl_ms;
   rounds_.Run(
-      RoundOp::kExtendIfHeld, r.key, token, ttl_ms, /*wait_all=*/false,
-      [this, name, token, ttl_ms, done = std::move(done)](const VoteTally& t,
-                                                          Clock::time_point started) {
+      std::move(req), [this, name, token, ttl_ms, done = std::move(done)](const RoundResult& res) {
+        const VoteTally& t = res.tally;
+        const Clock::time_point started = res.started;
         Holder* h = FindHolder(name, token);
         if (h == nullptr) {
           done(Failure{ErrorCode::kNotHeld, Quoted(name) + " was released while extending"});
@@ -349,16 +424,21 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
           done(Extension{validity});
           return;
         }
-        if (now >= h->valid_until || t.no() >= rounds_.quorum()) {
-          done(Failure{ErrorCode::kNotHeld,
-                       Quoted(name) + " could not be extended before its validity ran out (" +
-                           std::to_string(t.yes()) + " of " + std::to_string(rounds_.size()) +
-                           " masters confirmed); the lock is lost"});
+        const std::string confirmed = std::to_string(t.counting_yes()) + " of " +
+                                      std::to_string(rounds_.size()) + " masters confirmed";
+        const std::string quarantined =
+            t.not_counting() > 0 ? "; " + std::to_string(t.not_counting()) +
+                                       " master(s) are in restart quarantine and do not count"
+                                 : "";
+        // Masters whose votes count said the key is not ours: quorum can never come back.
+        if (now >= h->valid_until || t.counting_answered() - t.counting_yes() >= t.quorum()) {
+          done(Failure{ErrorCode::kNotHeld, Quoted(name) + " could not be extended before its "
+                                            "validity ran out (" + confirmed + quarantined +
+                                            "); the lock is lost"});
           return;
         }
         done(Failure{ErrorCode::kNoQuorum,
-                     "only " + std::to_string(t.yes()) + " of " + std::to_string(rounds_.size()) +
-                         " masters confirmed the extension (quorum is " +
+                     "only " + confirmed + " the extension" + quarantined + " (quorum is " +
                          std::to_string(rounds_.quorum()) + "); the lock stays valid for " +
                          std::to_string(CeilMs(h->valid_until - now)) + " ms"});
       });
@@ -428,10 +508,9 @@ void LockEngine::Revoke(const std::string& name,
   auto h = TakeHolder(*r, name);
   spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
   observer_->LockLost("revoked");
-  rounds_.Run(RoundOp::kDeleteIfHeld, r->key, h->token, 0, /*wait_all=*/true,
-              [this, session = h->session, done = std::move(done)](const VoteTally& t,
-                                                                   Clock::time_point) {
-                done(Revocation{session, t.yes()});
+  rounds_.Run(DeleteRound(r->key, h->token),
+              [this, session = h->session, done = std::move(done)](const RoundResult& res) {
+                done(Revocation{session, res.tally.yes()});
                 MaybeFinishShutdown();
               });
   on_lost_(h->session, name, h->token, "revoked");
@@ -449,8 +528,7 @@ std::unique_ptr<LockEngine::Holder> LockEngine::TakeHolder(Resource& r, const st
 }
 
 void LockEngine::ReleaseEverywhere(const std::string& key, const std::string& token) {
-  rounds_.Run(RoundOp::kDeleteIfHeld, key, token, 0, /*wait_all=*/true,
-              [this](const VoteTally&, Clock::time_point) { MaybeFinishShutdown(); });
+  rounds_.Run(DeleteRound(key, token), [this](const RoundResult&) { MaybeFinishShutdown(); });
 }
 
 // ---- sessions, shutdown, views --------------------------------------------------------------
@@ -554,7 +632,7 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
     const Holder& h = *r->holder;
     out.push_back({name, h.session, CeilMs(now - h.acquired),
                    std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew,
-                   static_cast<int>(r->waiters.size()), h.ttl_ms, r->key});
+                   static_cast<int>(r->waiters.size()), h.ttl_ms, r->key, h.fence});
   }
   std::sort(out.begin(), out.end(),
             [](const LockInfo& a, const LockInfo& b) {

@@ -10,6 +10,12 @@
 // - Extend / renew: compare-and-pexpire everywhere; it counts only with a quorum confirmed
 //   before the current validity ran out. A renewed lock that cannot be extended before its
 //   validity ends is lost: the owner is told (LostHandler) and the lock is forgotten.
+// - Fenced acquire (opt-in): phase 1 sets the key and reads the fence counter in one script on
+//   each master; with a fence quorum of yes votes, phase 2 writes max(counters) + 1 back, in one
+//   script that writes only where the key still holds our token. The grant needs the fence
+//   quorum in both phases and validity left after both (docs/safety.md has the argument).
+// - Restart quarantine: a master whose Node::votes_count() is false does not count toward
+//   acquire or extend quorum (Rounds applies it); it still gets every command.
 // - Locks belong to a session; CloseSession releases all of them at once.
 //
 // Nothing here is thread-safe: every call must come from the loop thread. Callbacks are
@@ -43,6 +49,8 @@ using SessionId = uint64_t;
 
 struct EngineOptions {
   std::string key_prefix = "lock:";
+  std::string fence_prefix = "fence:";
+  int fence_quorum = 0;  // masters confirming both phases of a fenced grant; 0: FenceQuorumSize
   double drift_factor = 0.01;
   int64_t node_timeout_ms = 50;
   int64_t retry_delay_ms = 50;
@@ -56,8 +64,10 @@ struct Failure {
 };
 struct Grant {
   std::string token;
-  int64_t validity_ms;
+  int64_t validity_ms;  // as of the decision
   int64_t waited_ms;
+  std::optional<int64_t> fence;  // fenced acquires only
+  Clock::time_point valid_until;  // validity_ms counts to here: re-check when replying
 };
 struct Extension {
   int64_t validity_ms;
@@ -78,6 +88,7 @@ struct LockInfo {
   int waiters;
   int64_t ttl_ms;   // as requested (renewals extend by the same)
   std::string key;  // the Redis key
+  std::optional<int64_t> fence;
 };
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
@@ -96,8 +107,9 @@ class LockEngine {
   LockEngine& operator=(const LockEngine&) = delete;
 
   // Arguments are assumed validated by the protocol layer (name, ttl and wait ranges).
+  // fence: also issue a fencing token (Grant::fence).
   void Acquire(SessionId session, const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
-               bool renew, AcquireDone done);
+               bool renew, AcquireDone done, bool fence = false);
   void Release(SessionId session, const std::string& resource, const std::string& token,
                ReleaseDone done);
   void Extend(SessionId session, const std::string& resource, const std::string& token,
@@ -128,6 +140,7 @@ class LockEngine {
   void Shutdown(std::function<void()> done);
 
   int quorum() const { return rounds_.quorum(); }
+  int fence_quorum() const { return fence_quorum_; }
   std::vector<NodeStatus> NodeStatuses() const;
   size_t locks_held() const { return holders_; }
   // Acquire requests queued across all resources (each resource's contender included).
@@ -146,10 +159,15 @@ class LockEngine {
   Holder* FindHolder(const std::string& name, const std::string& token);
   void Pump(const std::string& name);
   void StartAttempt(const std::string& name);
+  // fence: phase 1 -> the highest counter read; phase 2 -> the fence written.
   void OnAttempt(const std::string& name, uint64_t waiter_id, const std::string& token,
-                 const VoteTally& tally, Clock::time_point started);
+                 const VoteTally& tally, Clock::time_point started, int64_t fence,
+                 bool fence_written);
+  void WriteFence(const std::string& name, uint64_t waiter_id, const std::string& token,
+                  Clock::time_point started, int64_t fence);
   void GrantHead(Resource& r, const std::string& name, const std::string& token,
-                 Clock::time_point started, Clock::time_point decided, int64_t validity_ms);
+                 Clock::time_point started, Clock::time_point decided, int64_t validity_ms,
+                 std::optional<int64_t> fence);
   void FailHead(Resource& r, const std::string& name, Failure failure);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
   void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
@@ -171,6 +189,7 @@ class LockEngine {
   EngineObserver* observer_;
   LostHandler on_lost_;
   Rounds rounds_;
+  int fence_quorum_;
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
   std::unordered_map<SessionId, SessionIndex> sessions_;
   size_t holders_ = 0;

@@ -1,5 +1,7 @@
 #include "locking/rounds.h"
 
+#include <algorithm>
+
 namespace lw {
 namespace {
 
@@ -7,14 +9,25 @@ enum class Vote { kYes, kNo, kFailed };
 
 Vote Classify(RoundOp op, const Reply& r) {
   using K = Reply::Kind;
-  if (op == RoundOp::kSetIfAbsent) {
-    if (r.kind == K::kStatus && r.text == "OK") return Vote::kYes;
-    if (r.kind == K::kNil) return Vote::kNo;
-    return Vote::kFailed;
+  switch (op) {
+    case RoundOp::kSetIfAbsent:
+      if (r.kind == K::kStatus && r.text == "OK") return Vote::kYes;
+      return r.kind == K::kNil ? Vote::kNo : Vote::kFailed;
+    case RoundOp::kSetIfAbsentReadFence:
+      if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
+      return r.kind == K::kNil ? Vote::kNo : Vote::kFailed;
+    case RoundOp::kDeleteIfHeld:
+    case RoundOp::kExtendIfHeld:
+    case RoundOp::kRaiseFenceIfHeld:
+      break;
   }
   if (r.kind == K::kInteger) return r.integer == 1 ? Vote::kYes : Vote::kNo;
   return Vote::kFailed;
 }
+
+// Releases reach every master and every answer counts: quarantine only keeps a master from
+// helping to grant or extend.
+bool QuarantineApplies(RoundOp op) { return op != RoundOp::kDeleteIfHeld; }
 
 }  // namespace
 
@@ -31,50 +44,71 @@ Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_m
       node_timeout_(node_timeout_ms),
       timer_(loop) {}
 
-void Rounds::Run(RoundOp op, const std::string& key, const std::string& token, int64_t ttl_ms,
-                 bool wait_all, RoundDone done) {
+void Rounds::Run(RoundRequest req, RoundDone done) {
   const uint64_t id = next_id_++;
   const auto started = Clock::now();
-  rounds_.emplace(id, Round{VoteTally(size(), quorum_), started, wait_all, std::move(done),
-                            std::vector<bool>(nodes_.size(), false)});
+  std::vector<bool> counts(nodes_.size(), true);
+  int n_counting = size();
+  if (QuarantineApplies(req.op)) {
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      counts[i] = nodes_[i]->votes_count();
+      n_counting -= counts[i] ? 0 : 1;
+    }
+  }
+  rounds_.emplace(id, Round{RoundResult{VoteTally(size(), quorum_, req.needed, n_counting),
+                                        started},
+                            req.op, req.wait_all, std::move(done),
+                            std::vector<bool>(nodes_.size(), false), std::move(counts)});
   deadlines_.emplace_back(started + node_timeout_, id);
   if (!timer_.active()) ArmTimer();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node* node = nodes_[i];
-    auto handler = [this, id, i, op](const Reply& r) { OnAnswer(id, i, op, r); };
-    switch (op) {
+    auto handler = [this, id, i](const Reply& r) { OnAnswer(id, i, r); };
+    switch (req.op) {
       case RoundOp::kSetIfAbsent:
-        node->SetIfAbsent(key, token, ttl_ms, std::move(handler));
+        node->SetIfAbsent(req.key, req.token, req.ttl_ms, std::move(handler));
         break;
       case RoundOp::kDeleteIfHeld:
-        node->DeleteIfHeld(key, token, std::move(handler));
+        node->DeleteIfHeld(req.key, req.token, std::move(handler));
         break;
       case RoundOp::kExtendIfHeld:
-        node->ExtendIfHeld(key, token, ttl_ms, std::move(handler));
+        node->ExtendIfHeld(req.key, req.token, req.ttl_ms, std::move(handler));
+        break;
+      case RoundOp::kSetIfAbsentReadFence:
+        node->SetIfAbsentReadFence(req.key, req.fence_key, req.token, req.ttl_ms,
+                                   std::move(handler));
+        break;
+      case RoundOp::kRaiseFenceIfHeld:
+        node->RaiseFenceIfHeld(req.key, req.fence_key, req.token, req.fence, std::move(handler));
         break;
     }
   }
 }
 
-void Rounds::OnAnswer(uint64_t id, size_t node, RoundOp op, const Reply& reply) {
+void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
   auto it = rounds_.find(id);
   if (it == rounds_.end()) return;  // the round already ended: a late answer never counts
   Round& round = it->second;
+  RoundResult& res = round.result;
   round.answered[node] = true;
-  switch (Classify(op, reply)) {
+  const bool counts = round.counts[node];
+  switch (Classify(round.op, reply)) {
     case Vote::kYes:
-      round.tally.Yes();
+      res.tally.Yes(counts);
+      if (round.op == RoundOp::kSetIfAbsentReadFence) {
+        res.max_fence = std::max(res.max_fence, reply.integer);
+      }
       break;
     case Vote::kNo:
-      round.tally.No();
+      res.tally.No(counts);
+      if (round.op == RoundOp::kRaiseFenceIfHeld && reply.integer == -1) ++res.fence_refused;
       break;
     case Vote::kFailed:
-      round.tally.Failed();
+      res.tally.Failed(counts);
       break;
   }
-  if (round.wait_all ? round.tally.AllIn() : (round.tally.Decided() || round.tally.AllIn())) {
-    Finish(id, /*by_deadline=*/false);
-  }
+  const VoteTally& t = res.tally;
+  if (round.wait_all ? t.AllIn() : (t.Decided() || t.AllIn())) Finish(id, /*by_deadline=*/false);
 }
 
 void Rounds::Finish(uint64_t id, bool by_deadline) {
@@ -87,7 +121,7 @@ void Rounds::Finish(uint64_t id, bool by_deadline) {
       if (!round.answered[i]) observer_->MasterMissedDeadline(i);
     }
   }
-  round.done(round.tally, round.started);
+  round.done(round.result);
 }
 
 void Rounds::OnDeadline() {

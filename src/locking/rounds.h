@@ -25,10 +25,32 @@ namespace lw {
 
 using Clock = std::chrono::steady_clock;
 
-enum class RoundOp { kSetIfAbsent, kDeleteIfHeld, kExtendIfHeld };
+enum class RoundOp {
+  kSetIfAbsent,
+  kDeleteIfHeld,
+  kExtendIfHeld,
+  kSetIfAbsentReadFence,  // fenced acquire, phase 1
+  kRaiseFenceIfHeld,      // fenced acquire, phase 2
+};
 
-// tally: the votes counted; started: when the commands were sent (before any was written).
-using RoundDone = std::function<void(const VoteTally& tally, Clock::time_point started)>;
+struct RoundRequest {
+  RoundOp op = RoundOp::kSetIfAbsent;
+  std::string key;
+  std::string token;
+  int64_t ttl_ms = 0;      // set / extend
+  std::string fence_key;   // fence ops
+  int64_t fence = 0;       // kRaiseFenceIfHeld
+  int needed = 0;          // yes votes needed in all, quarantined masters included (0: quorum)
+  bool wait_all = false;   // end when every master answered, not at the first decision
+};
+
+struct RoundResult {
+  VoteTally tally;            // the votes counted
+  Clock::time_point started;  // when the commands were sent (before any was written)
+  int64_t max_fence = -1;     // kSetIfAbsentReadFence: the highest counter among the yes votes
+  int fence_refused = 0;      // kRaiseFenceIfHeld: masters whose counter was already >= fence
+};
+using RoundDone = std::function<void(const RoundResult& result)>;
 
 class Rounds {
  public:
@@ -36,9 +58,9 @@ class Rounds {
          EngineObserver* observer = nullptr);
 
   // Starts a round; `done` runs later, from the event loop, never from inside Run.
-  // wait_all=false: end at the first decision. wait_all=true: end when all answered.
-  void Run(RoundOp op, const std::string& key, const std::string& token, int64_t ttl_ms,
-           bool wait_all, RoundDone done);
+  // Acquire, extend and fence votes of a master in restart quarantine (Node::votes_count(),
+  // asked when the round starts) do not count toward quorum; release votes always count.
+  void Run(RoundRequest request, RoundDone done);
 
   size_t in_flight() const { return rounds_.size(); }
   int size() const { return static_cast<int>(nodes_.size()); }
@@ -47,14 +69,15 @@ class Rounds {
 
  private:
   struct Round {
-    VoteTally tally;
-    Clock::time_point started;
+    RoundResult result;
+    RoundOp op;
     bool wait_all;
     RoundDone done;
     std::vector<bool> answered;  // by node index
+    std::vector<bool> counts;    // by node index: does its vote count toward quorum
   };
 
-  void OnAnswer(uint64_t id, size_t node, RoundOp op, const Reply& reply);
+  void OnAnswer(uint64_t id, size_t node, const Reply& reply);
   void Finish(uint64_t id, bool by_deadline);
   void OnDeadline();
   void ArmTimer();

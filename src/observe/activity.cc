@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/duration.h"
+
 namespace lw {
 namespace {
 
@@ -43,6 +45,18 @@ class Activity::NodeActivity final : public NodeObserver {
     }
   }
   void Reconnected() override { next_.Reconnected(); }
+  void Quarantined(bool quarantined, const std::string& reason,
+                   std::chrono::milliseconds left) override {
+    next_.Quarantined(quarantined, reason, left);
+    if (quarantined) {
+      owner_.Record("master_quarantined", Severity::kWarning,
+                    "master " + addr_ + " is quarantined for " + FormatDurationMs(left.count()) +
+                        " (its votes do not count toward quorum): " + reason);
+    } else {
+      owner_.Record("master_quarantine_ended", Severity::kInfo,
+                    "master " + addr_ + ": restart quarantine over, its votes count again");
+    }
+  }
 
  private:
   Activity& owner_;

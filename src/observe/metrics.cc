@@ -50,6 +50,7 @@ auto& Register(Builder builder, const char* name, const char* help,
 // One master's children, resolved once.
 struct MasterChildren {
   Gauge* up = nullptr;
+  Gauge* quarantined = nullptr;
   std::array<Histogram*, kCommands.size()> latency{};
   std::array<Counter*, kNodeErrors.size()> errors{};
   Counter* reconnects = nullptr;
@@ -70,6 +71,10 @@ class NodeMetrics final : public NodeObserver {
   void Error(NodeError kind) override { m_->errors[static_cast<size_t>(kind)]->Increment(); }
   void Up(bool up) override { m_->up->Set(up ? 1 : 0); }
   void Reconnected() override { m_->reconnects->Increment(); }
+  void Quarantined(bool quarantined, const std::string& /*reason*/,
+                   std::chrono::milliseconds /*left*/) override {
+    m_->quarantined->Set(quarantined ? 1 : 0);
+  }
 
  private:
   MasterChildren* m_;
@@ -202,14 +207,18 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   m.masters = gauge("lockwarden_masters", "Masters configured.");
   m.masters_up = gauge("lockwarden_masters_up", "Masters connected and answering.");
   m.quorum = gauge("lockwarden_quorum_size", "Votes a lock needs: masters/2 + 1.");
-  m.margin = gauge("lockwarden_quorum_margin", "masters_up - quorum_size; below 0 no lock "
-                                               "can be granted.");
+  m.margin = gauge("lockwarden_quorum_margin",
+                   "Usable masters (up, not in restart quarantine) - quorum_size; below 0 no lock "
+                   "can be granted.");
   m.masters->Set(static_cast<double>(master_addrs.size()));
   m.quorum->Set(static_cast<double>(master_addrs.size() / 2 + 1));
   m.margin->Set(-static_cast<double>(master_addrs.size() / 2 + 1));
 
   auto& up = Register(prometheus::BuildGauge(), "lockwarden_master_up",
                       "1 while the connection to the master is up and handshaken.", r);
+  auto& quarantined = Register(prometheus::BuildGauge(), "lockwarden_master_quarantined",
+                               "1 while the master is in restart quarantine: it started less "
+                               "than max_ttl ago, so its votes do not count toward quorum.", r);
   auto& latency = Register(prometheus::BuildHistogram(),
                            "lockwarden_master_request_duration_seconds",
                            "Round trip of commands sent to a master, by command.", r);
@@ -243,6 +252,7 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
     MasterChildren& c = m.per_master[i];
     const prometheus::Labels master{{"master", master_addrs[i]}};
     c.up = &up.Add(master);
+    c.quarantined = &quarantined.Add(master);
     for (size_t k = 0; k < kCommands.size(); ++k) {
       c.latency[k] = &latency.Add({{"master", master_addrs[i]}, {"command", kCommands[k]}},
                                   kMasterBuckets);
@@ -295,7 +305,7 @@ void Metrics::SetState(const StateSample& s) {
   impl_->masters->Set(s.masters);
   impl_->masters_up->Set(s.masters_up);
   impl_->quorum->Set(s.quorum);
-  impl_->margin->Set(s.masters_up - s.quorum);
+  impl_->margin->Set(s.masters_usable - s.quorum);
 }
 
 void Metrics::CountAdminAction(const std::string& action, const std::string& result) {

@@ -34,6 +34,7 @@ struct StateSample {
   int masters = 0;
   int masters_up = 0;
   int quorum = 0;
+  int masters_usable = 0;  // up and not in restart quarantine
 };
 
 class Metrics {

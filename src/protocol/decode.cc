@@ -241,6 +241,7 @@ Problem DecodeAcquire(const FieldReader& fields, const Limits& limits, Op* op) {
   }
   if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request.wait_ms)) return p;
   if (auto p = fields.Flag("renew", false, &request.renew)) return p;
+  if (auto p = fields.Flag("fence", false, &request.fence)) return p;
   *op = std::move(request);
   return std::nullopt;
 }
@@ -272,8 +273,8 @@ Problem DecodeBare(const FieldReader& /*fields*/, const Limits& /*limits*/, Op* 
   return std::nullopt;
 }
 
-constexpr std::string_view kAcquireFields[] = {"id",     "op",      "resource",
-                                               "ttl_ms", "wait_ms", "renew"};
+constexpr std::string_view kAcquireFields[] = {"id",      "op",    "resource", "ttl_ms",
+                                               "wait_ms", "renew", "fence"};
 constexpr std::string_view kReleaseFields[] = {"id", "op", "resource", "token"};
 constexpr std::string_view kExtendFields[] = {"id", "op", "resource", "token", "ttl_ms"};
 constexpr std::string_view kBareFields[] = {"id", "op"};

@@ -39,12 +39,14 @@ double RoundRtt(double rtt_ms) {
 std::string EncodeOk(const nlohmann::json& id) { return Finish(Success(id)); }
 
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
-                           std::string_view token, int64_t validity_ms, int64_t waited_ms) {
+                           std::string_view token, int64_t validity_ms, int64_t waited_ms,
+                           std::optional<int64_t> fence) {
   Line line = Success(id);
   line["resource"] = std::string(resource);
   line["token"] = std::string(token);
   line["validity_ms"] = validity_ms;
   line["waited_ms"] = waited_ms;
+  if (fence) line["fence"] = *fence;
   return Finish(line);
 }
 

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -19,6 +20,7 @@ struct AcquireRequest {
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
   bool renew = false;
+  bool fence = false;  // also issue a fencing token (docs/safety.md)
 };
 struct ReleaseRequest {
   std::string resource;
@@ -94,8 +96,10 @@ struct NodeHealthView {
 
 // Encoders. Each returns one complete line, '\n'-terminated.
 std::string EncodeOk(const nlohmann::json& id);
+// fence: only for acquires that asked for one.
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
-                           std::string_view token, int64_t validity_ms, int64_t waited_ms);
+                           std::string_view token, int64_t validity_ms, int64_t waited_ms,
+                           std::optional<int64_t> fence = std::nullopt);
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
 std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks);
 std::string EncodeHealth(const nlohmann::json& id, int quorum,

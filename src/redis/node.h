@@ -57,6 +57,10 @@ class NodeObserver {
   virtual void Error(NodeError /*kind*/) {}
   virtual void Up(bool /*up*/) {}
   virtual void Reconnected() {}
+  // Restart quarantine began (reason: why; left: until its votes count again) or ended
+  // (quarantined false: reason empty, left 0).
+  virtual void Quarantined(bool /*quarantined*/, const std::string& /*reason*/,
+                           std::chrono::milliseconds /*left*/) {}
 };
 
 class Node {

@@ -5,8 +5,10 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
+#include "core/duration.h"
 #include "redis/info.h"
 #include "redis/scripts.h"
 #include "redis/uv_adapter.h"
@@ -55,6 +57,24 @@ double MsSince(std::chrono::steady_clock::time_point t) {
 NodeObserver& Silent() {
   static NodeObserver silent;
   return silent;
+}
+
+struct ScriptSpec {
+  const char* body;
+  const char* numkeys;
+  NodeCommand command;
+};
+
+// By NodeClient::Script - 1.
+constexpr ScriptSpec kScriptSpecs[] = {
+    {scripts::kDeleteIfHeld, "1", NodeCommand::kDeleteIfHeld},
+    {scripts::kExtendIfHeld, "1", NodeCommand::kExtendIfHeld},
+    {scripts::kSetIfAbsentReadFence, "2", NodeCommand::kSetNxReadFence},
+    {scripts::kRaiseFenceIfHeld, "2", NodeCommand::kRaiseFence},
+};
+
+std::chrono::milliseconds CeilMs(std::chrono::steady_clock::duration d) {
+  return std::chrono::ceil<std::chrono::milliseconds>(d);
 }
 
 }  // namespace
@@ -146,6 +166,9 @@ void NodeClient::OnReply(redisAsyncContext* /*ac*/, void* reply, void* privdata)
 
 void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
   if (pending->generation == generation_ && !sent_.empty()) sent_.pop_front();
+  if (pending->generation == run_id_generation_ && reply.kind != Reply::Kind::kDisconnected) {
+    run_alive_at_ = Clock::now();  // evidence that run_id_ was still running
+  }
   if (pending->script != Script::kNone && reply.kind == Reply::Kind::kError &&
       reply.text.rfind("NOSCRIPT", 0) == 0 && state_ == State::kReady) {
     // The script cache was flushed (SCRIPT FLUSH, or a restart we have not noticed yet):
@@ -180,16 +203,28 @@ void NodeClient::BeginHandshake() {
       SendInternal({"AUTH", address_.user, address_.password}, step("AUTH"));
     }
   }
-  SendInternal({"SCRIPT", "LOAD", scripts::kDeleteIfHeld}, [this, s = step("SCRIPT LOAD")](
-                                                               const Reply& r) {
-    if (r.kind == Reply::Kind::kString) delete_sha_ = r.text;
-    s(r);
-  });
-  SendInternal({"SCRIPT", "LOAD", scripts::kExtendIfHeld}, [this, s = step("SCRIPT LOAD")](
-                                                               const Reply& r) {
-    if (r.kind == Reply::Kind::kString) extend_sha_ = r.text;
-    s(r);
-  });
+  for (size_t i = 0; i < kScripts; ++i) {
+    SendInternal({"SCRIPT", "LOAD", kScriptSpecs[i].body},
+                 [this, i, s = step("SCRIPT LOAD")](const Reply& r) {
+                   if (r.kind == Reply::Kind::kString) shas_[i] = r.text;
+                   s(r);
+                 });
+  }
+  // Ready only once we know who answers: a restarted master must not vote before we know.
+  // A refused INFO (renamed command, ACL) does not fail the handshake; it quarantines.
+  last_info_sent_ = Clock::now();
+  SendInternal({"INFO", "server"},
+               [this, s = step("INFO server"), generation = generation_](const Reply& r) {
+                 const bool answered = r.kind != Reply::Kind::kDisconnected &&
+                                       r.kind != Reply::Kind::kUnavailable;
+                 if (!answered || generation != generation_ || state_ != State::kHandshaking) {
+                   return s(r);
+                 }
+                 InfoReceived(r, /*handshake=*/true);
+                 Reply ok;
+                 ok.kind = Reply::Kind::kStatus;
+                 s(ok);
+               });
   SendInternal({"PING"}, step("PING"));
 }
 
@@ -218,8 +253,6 @@ void NodeClient::BecomeReady() {
   // Measure the round trip at the next tick rather than a full interval from now.
   last_health_ping_ = Clock::now() - std::chrono::milliseconds(options_.health_interval_ms);
   spdlog::info("master {} is up", display_);
-  // Who answers, right away: a restart (new run_id) is worth knowing before the next tick.
-  SendInfo(Clock::now());
 }
 
 void NodeClient::DropConnection(const std::string& why) {
@@ -261,8 +294,9 @@ void NodeClient::ScheduleReconnect() {
 }
 
 void NodeClient::HealthTick() {
-  if (state_ != State::kReady) return;
   const auto now = Clock::now();
+  EndQuarantineIfOver(now);
+  if (state_ != State::kReady) return;
   if (!sent_.empty() && now - sent_.front() > std::chrono::milliseconds(options_.connect_timeout_ms)) {
     ReportError(NodeError::kStalled);
     DropConnection("no reply for " + std::to_string(options_.connect_timeout_ms) +
@@ -289,36 +323,74 @@ void NodeClient::SendInfo(Clock::time_point now) {
   SendInternal({"INFO", "server"}, [this, generation = generation_](const Reply& r) {
     if (generation != generation_) return;  // that connection is gone; the flag was reset
     info_in_flight_ = false;
-    InfoReceived(r);
+    InfoReceived(r, /*handshake=*/false);
   });
 }
 
-void NodeClient::InfoReceived(const Reply& reply) {
-  if (reply.kind != Reply::Kind::kString) {
-    // E.g. an ACL user without +info. Harmless: status() just has no run_id/uptime.
-    spdlog::debug("master {}: INFO server failed: {}", display_,
-                  reply.text.empty() ? "no answer" : reply.text);
+void NodeClient::InfoReceived(const Reply& reply, bool handshake) {
+  const auto now = Clock::now();
+  const std::chrono::milliseconds max_ttl(options_.max_ttl_ms);
+  const ServerInfo info =
+      reply.kind == Reply::Kind::kString ? ParseInfoServer(reply.text) : ServerInfo{};
+  if (info.run_id.empty() || !info.uptime_s) {
+    const std::string why =
+        reply.kind != Reply::Kind::kString
+            ? "INFO server failed (" + (reply.text.empty() ? "no answer" : reply.text) + ")"
+            : "INFO server did not say run_id and uptime_in_seconds";
+    if (!handshake) {
+      // The connection's first answer decided; a later refusal changes nothing.
+      spdlog::debug("master {}: {}", display_, why);
+    } else if (options_.restart_quarantine) {
+      Quarantine(UnknownStart(now, why, max_ttl), now);
+    } else {
+      spdlog::warn("master {}: {}; cannot tell whether it restarted", display_, why);
+    }
     return;
   }
-  const auto now = Clock::now();
-  const ServerInfo info = ParseInfoServer(reply.text);
-  const bool new_run_id = !run_id_.empty() && !info.run_id.empty() && info.run_id != run_id_;
-  const bool uptime_back = uptime_s_ && info.uptime_s && *info.uptime_s < *uptime_s_;
-  if (new_run_id || uptime_back) {
-    // Its keys, and so every lock it granted, may be gone. Quarantine will key off this.
-    auto text = [](std::optional<int64_t> v) { return v ? std::to_string(*v) : "?"; };
-    const auto since = std::chrono::duration_cast<std::chrono::seconds>(now - uptime_at_).count();
-    spdlog::warn("master {} restarted: run_id {} -> {}, uptime {} s (was {} s {} s ago)",
-                 display_, run_id_, info.run_id.empty() ? run_id_ : info.run_id,
-                 text(info.uptime_s), text(uptime_s_), uptime_s_ ? since : 0);
-    previous_run_id_ = run_id_;
+  const QuarantineVerdict verdict =
+      JudgeSighting({now, *info.uptime_s, info.run_id},
+                    {run_id_, run_started_at_, run_alive_at_}, max_ttl);
+  if (verdict.restarted) {
+    // Its keys, and so every lock it granted, are gone unless it persists every write.
+    spdlog::warn("master {} restarted: run_id {} -> {}, up {} s", display_, run_id_, info.run_id,
+                 *info.uptime_s);
   }
-  if (!info.run_id.empty()) run_id_ = info.run_id;
-  if (info.uptime_s) {
-    uptime_s_ = info.uptime_s;
-    uptime_at_ = now;
-    uptime_generation_ = generation_;
+  run_id_ = info.run_id;
+  run_started_at_ = verdict.started_at;
+  run_alive_at_ = now;
+  run_id_generation_ = generation_;
+  uptime_s_ = info.uptime_s;
+  uptime_at_ = now;
+  uptime_generation_ = generation_;
+  if (options_.restart_quarantine) Quarantine(verdict, now);
+}
+
+void NodeClient::Quarantine(const QuarantineVerdict& verdict, Clock::time_point now) {
+  const bool was = !votes_count();
+  if (!verdict.until) {
+    if (was) quarantine_until_ = now;  // the facts say it is old enough after all
+    EndQuarantineIfOver(now);
+    return;
   }
+  quarantine_until_ = verdict.until;
+  quarantine_reason_ = verdict.reason;
+  if (was && !verdict.restarted) return;  // the same quarantine, its end estimated again
+  const auto left = CeilMs(*verdict.until - now);
+  spdlog::warn("master {} is quarantined for {}: {}; until then its votes do not count toward "
+               "quorum", display_, FormatDurationMs(left.count()), verdict.reason);
+  observer_->Quarantined(true, verdict.reason, left);
+}
+
+void NodeClient::EndQuarantineIfOver(Clock::time_point now) {
+  if (!quarantine_until_ || now < *quarantine_until_) return;
+  quarantine_until_.reset();
+  quarantine_reason_.clear();
+  spdlog::info("master {}: restart quarantine over, its votes count again", display_);
+  observer_->Quarantined(false, "", std::chrono::milliseconds(0));
+}
+
+bool NodeClient::votes_count() const {
+  return !quarantine_until_ || Clock::now() >= *quarantine_until_;
 }
 
 void NodeClient::ReportError(NodeError kind) {
@@ -388,38 +460,59 @@ void NodeClient::SetIfAbsent(const std::string& key, const std::string& token, i
 
 void NodeClient::DeleteIfHeld(const std::string& key, const std::string& token,
                               ReplyHandler handler) {
-  Eval(Script::kDeleteIfHeld, key, token, {}, std::move(handler));
+  Eval(Script::kDeleteIfHeld, key, {}, token, scripts::ReleaseChannel(key), std::move(handler));
 }
 
 void NodeClient::ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                               ReplyHandler handler) {
-  Eval(Script::kExtendIfHeld, key, token, std::to_string(ttl_ms), std::move(handler));
+  Eval(Script::kExtendIfHeld, key, {}, token, std::to_string(ttl_ms), std::move(handler));
 }
 
-void NodeClient::Eval(Script script, const std::string& key, const std::string& arg1,
-                      const std::string& arg2, ReplyHandler handler) {
+void NodeClient::SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
+                                      const std::string& token, int64_t ttl_ms,
+                                      ReplyHandler handler) {
+  Eval(Script::kSetIfAbsentReadFence, key, fence_key, token, std::to_string(ttl_ms),
+       std::move(handler));
+}
+
+void NodeClient::RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
+                                  const std::string& token, int64_t fence, ReplyHandler handler) {
+  Eval(Script::kRaiseFenceIfHeld, key, fence_key, token, std::to_string(fence),
+       std::move(handler));
+}
+
+void NodeClient::Eval(Script script, std::string key, std::string key2, std::string arg1,
+                      std::string arg2, ReplyHandler handler) {
   if (state_ != State::kReady) return FailSoon(std::move(handler));
   auto p = std::make_unique<Pending>();
   p->handler = std::move(handler);
   p->script = script;
-  p->command = script == Script::kDeleteIfHeld ? NodeCommand::kDeleteIfHeld
-                                               : NodeCommand::kExtendIfHeld;
-  p->key = key;
-  p->arg1 = arg1;
-  p->arg2 = arg2;
+  p->command = kScriptSpecs[static_cast<size_t>(script) - 1].command;
+  p->key = std::move(key);
+  p->key2 = std::move(key2);
+  p->arg1 = std::move(arg1);
+  p->arg2 = std::move(arg2);
   SendEval(std::move(p), /*by_sha=*/true);
 }
 
 void NodeClient::SendEval(std::unique_ptr<Pending> p, bool by_sha) {
-  const bool del = p->script == Script::kDeleteIfHeld;
-  const std::string& sha = del ? delete_sha_ : extend_sha_;
-  const char* body = del ? scripts::kDeleteIfHeld : scripts::kExtendIfHeld;
-  const char* cmd = by_sha && !sha.empty() ? "EVALSHA" : "EVAL";
-  const char* what = by_sha && !sha.empty() ? sha.c_str() : body;
-  const char* argv[] = {cmd, what, "1", p->key.c_str(), p->arg1.c_str(), p->arg2.c_str()};
-  const size_t lens[] = {strlen(cmd), strlen(what), 1, p->key.size(), p->arg1.size(),
-                         p->arg2.size()};
-  Send(del ? 5 : 6, argv, lens, std::move(p));
+  const size_t index = static_cast<size_t>(p->script) - 1;
+  const ScriptSpec& spec = kScriptSpecs[index];
+  const std::string& sha = shas_[index];
+  const bool use_sha = by_sha && !sha.empty();
+  const char* cmd = use_sha ? "EVALSHA" : "EVAL";
+  const char* what = use_sha ? sha.c_str() : spec.body;
+  const char* argv[7] = {cmd, what, spec.numkeys, p->key.c_str()};
+  size_t lens[7] = {strlen(cmd), strlen(what), 1, p->key.size()};
+  int argc = 4;
+  auto add = [&](const std::string& word) {
+    argv[argc] = word.c_str();
+    lens[argc++] = word.size();
+  };
+  if (spec.numkeys[0] == '2') add(p->key2);
+  add(p->arg1);
+  add(p->arg2);
+  Send(argc, argv, lens, std::move(p));
 }
 
 NodeStatus NodeClient::status() const {
@@ -437,6 +530,12 @@ NodeStatus NodeClient::status() const {
                  std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - uptime_at_).count();
   }
   s.run_id = run_id_;
+  const auto now = Clock::now();
+  if (quarantine_until_ && now < *quarantine_until_) {
+    s.quarantined = true;
+    s.quarantine_left_ms = CeilMs(*quarantine_until_ - now).count();
+    s.quarantine_reason = quarantine_reason_;
+  }
   return s;
 }
 

@@ -3,18 +3,22 @@
 //
 // All commands from all clients share the connection (hiredis pipelines them; writes are
 // flushed once per loop turn). hiredis 0.14 has no timeouts, so this class owns them:
-//  - connect + handshake (AUTH, SCRIPT LOAD, PING) must finish within connect_timeout;
+//  - connect + handshake (AUTH, SCRIPT LOAD, INFO server, PING) must finish within
+//    connect_timeout;
 //  - a connection whose oldest command has waited longer than connect_timeout is stalled
 //    (e.g. a SIGSTOPped master) and is dropped and reconnected;
 //  - reconnects back off exponentially up to reconnect_max_backoff.
-// Once ready, and every 5 s after, it asks INFO server for the master's run_id and uptime (for
-// status(); a changed run_id means the master restarted and lost its keys). INFO is not a lock
-// command: it is not measured and reports no errors to the observer.
+// The handshake asks INFO server for the master's run_id and uptime, and asks again every 5 s.
+// A restart always drops the connection, so a master's votes are never counted before we know
+// whether it restarted: restart quarantine (core/quarantine.h) keeps them out of quorum until
+// max_ttl after its start. If INFO is refused, the connection is used anyway but quarantined for
+// max_ttl. INFO is not a lock command: it is not measured and reports no errors to the observer.
 // Per-command timeouts are the engine's business (it stops counting at its own deadline).
 // While the connection is not ready, commands fail at once with kUnavailable.
 
 #include <uv.h>
 
+#include <array>
 #include <chrono>
 #include <deque>
 #include <initializer_list>
@@ -24,6 +28,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "core/quarantine.h"
 #include "redis/latency_window.h"
 #include "redis/node.h"
 #include "redis/timer.h"
@@ -37,6 +42,8 @@ struct NodeClientOptions {
   int64_t reconnect_max_backoff_ms = 2000;
   int64_t health_interval_ms = 1000;
   NodeObserver* observer = nullptr;  // not owned; null: nothing reported
+  int64_t max_ttl_ms = 3'600'000;    // the longest a lock may live: the quarantine's length
+  bool restart_quarantine = true;    // false: votes always count (restarts are still logged)
 };
 
 class NodeClient final : public Node {
@@ -57,11 +64,21 @@ class NodeClient final : public Node {
                     ReplyHandler handler) override;
   void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                     ReplyHandler handler) override;
+  void SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
+                            const std::string& token, int64_t ttl_ms,
+                            ReplyHandler handler) override;
+  void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
+                        const std::string& token, int64_t fence, ReplyHandler handler) override;
+  // False while in restart quarantine; ends on time (checked against the clock, no timer).
+  bool votes_count() const override;
   NodeStatus status() const override;
 
  private:
   enum class State { kIdle, kConnecting, kHandshaking, kReady, kStopped };
-  enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld };
+  // Every script takes KEYS (1 or 2) and two ARGV; see scripts.h.
+  enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld, kSetIfAbsentReadFence,
+                      kRaiseFenceIfHeld };
+  static constexpr size_t kScripts = 4;
   using Clock = std::chrono::steady_clock;
 
   // One per command in flight; handed to hiredis as privdata so every reply (or the NULL
@@ -71,7 +88,7 @@ class NodeClient final : public Node {
     uint64_t generation = 0;  // which connection carried it
     ReplyHandler handler;
     Script script = Script::kNone;  // for the EVALSHA -> EVAL fallback
-    std::string key, arg1, arg2;
+    std::string key, key2, arg1, arg2;  // key2 only for two-key scripts
     NodeCommand command = NodeCommand::kCount;  // kCount: handshake, not measured
     Clock::time_point sent_at;
   };
@@ -89,10 +106,13 @@ class NodeClient final : public Node {
   void ScheduleReconnect();
   void HealthTick();
   void SendInfo(Clock::time_point now);
-  void InfoReceived(const Reply& reply);
+  // handshake: the connection's first answer, which decides whether its votes may count.
+  void InfoReceived(const Reply& reply, bool handshake);
+  void Quarantine(const QuarantineVerdict& verdict, Clock::time_point now);
+  void EndQuarantineIfOver(Clock::time_point now);
   void ReportError(NodeError kind);
-  void Eval(Script script, const std::string& key, const std::string& arg1,
-            const std::string& arg2, ReplyHandler handler);
+  void Eval(Script script, std::string key, std::string key2, std::string arg1, std::string arg2,
+            ReplyHandler handler);
   void SendEval(std::unique_ptr<Pending> pending, bool by_sha);
   void Send(int argc, const char** argv, const size_t* lens, std::unique_ptr<Pending> pending);
   void SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,
@@ -109,7 +129,7 @@ class NodeClient final : public Node {
   redisAsyncContext* ac_ = nullptr;
   uint64_t generation_ = 0;
   std::deque<Clock::time_point> sent_;  // send times of the current connection's commands
-  std::string delete_sha_, extend_sha_;
+  std::array<std::string, kScripts> shas_;  // by Script - 1; "" until SCRIPT LOAD answered
   int handshake_left_ = 0;
   int64_t backoff_ms_ = 0;
   bool ever_ready_ = false;
@@ -122,8 +142,12 @@ class NodeClient final : public Node {
   // INFO server: one in flight at most; what the last answer said, and when.
   bool info_in_flight_ = false;
   Clock::time_point last_info_sent_;
-  std::string run_id_;
-  std::string previous_run_id_;  // the run_id before the last restart we noticed; "" if none
+  std::string run_id_;               // "" until an INFO answer said it
+  Clock::time_point run_started_at_;  // our estimate of when run_id_ started (never too early)
+  Clock::time_point run_alive_at_;    // last reply on a connection whose run_id was run_id_
+  uint64_t run_id_generation_ = 0;    // the connection whose INFO said run_id_
+  std::optional<Clock::time_point> quarantine_until_;  // restart quarantine; none: votes count
+  std::string quarantine_reason_;
   std::optional<int64_t> uptime_s_;
   Clock::time_point uptime_at_;     // when uptime_s_ was answered
   uint64_t uptime_generation_ = 0;  // by which connection (uptime is shown only for the current)

@@ -6,6 +6,10 @@
 // Environment:
 //   LOCKWARDEN_BINARY           agent binary (default <repo>/build/lockwarden; CMake sets it)
 //   LOCKWARDEN_TEST_OUTPUT_DIR  screenshots, agent logs (default <repo>/build/test-output/browser)
+//
+// The safety checker (tests/safety) uses it too: masters that can be killed (-9), restarted on
+// the same port without persistence, paused (SIGSTOP) and resumed; agents that can be killed
+// and restarted on the same socket; spawnLogged/stopChild for its client processes.
 //   LOCKWARDEN_CHROMIUM         browser binary (default /usr/bin/chromium)
 
 import { spawn } from 'node:child_process';
@@ -86,20 +90,20 @@ for (const [sig, code] of [['SIGINT', 130], ['SIGTERM', 143]]) {
   process.once(sig, () => process.exit(code));
 }
 
-function makeTempDir(prefix) {
+export function makeTempDir(prefix) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
   liveDirs.add(dir);
   return dir;
 }
 
-function removeTempDir(dir) {
+export function removeTempDir(dir) {
   fs.rmSync(dir, { recursive: true, force: true });
   liveDirs.delete(dir);
 }
 
 // Spawns argv with stdout and stderr appended to logPath. Resolves once the process is running
 // (rejects if it cannot be executed). child.exited resolves to {code, signal} when it ends.
-async function spawnLogged(argv, logPath, env = process.env) {
+export async function spawnLogged(argv, logPath, env = process.env) {
   const fd = fs.openSync(logPath, 'a');
   const child = spawn(argv[0], argv.slice(1), { stdio: ['ignore', fd, fd], env });
   fs.closeSync(fd);
@@ -117,12 +121,12 @@ async function spawnLogged(argv, logPath, env = process.env) {
   return child;
 }
 
-function hasExited(child) {
+export function hasExited(child) {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
 // Sends sig and waits up to graceMs for the exit; SIGKILL after that.
-async function stopChild(child, sig = 'SIGTERM', graceMs = 3000) {
+export async function stopChild(child, sig = 'SIGTERM', graceMs = 3000) {
   if (!child || hasExited(child)) return;
   child.kill(sig);
   const grace = new AbortController(); // so that the timer does not keep the process alive
@@ -142,6 +146,36 @@ export function fileTail(file, maxBytes = 8192) {
   } catch {
     return '';
   }
+}
+
+// The first maxBytes of file from offset on ('' if it cannot be read).
+function fileFrom(file, offset, maxBytes = 1 << 20) {
+  let fd;
+  try {
+    fd = fs.openSync(file, 'r');
+    const buf = Buffer.alloc(maxBytes);
+    const n = fs.readSync(fd, buf, 0, maxBytes, offset);
+    return buf.toString('utf8', 0, n);
+  } catch {
+    return '';
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
+  }
+}
+
+// argv with each `--flag value` pair of extra replacing the pair of the same flag in argv
+// (flags that may repeat, such as --master, are not replaced when extra does not name them).
+function overrideFlags(argv, extra) {
+  const named = new Set(extra.filter((a) => a.startsWith('--')));
+  const out = [];
+  for (let i = 0; i < argv.length; i++) {
+    if (named.has(argv[i]) && i + 1 < argv.length && !argv[i + 1].startsWith('--')) {
+      i++; // skip the default and its value
+      continue;
+    }
+    out.push(argv[i]);
+  }
+  return out.concat(extra);
 }
 
 export async function freePort() {
@@ -186,6 +220,28 @@ class RedisMaster {
       why = fileTail(path.join(this.dir, 'redis.log')) + fileTail(path.join(this.dir, 'redis.out'));
     }
     throw new Error(`cannot start redis-server after 5 attempts; last:\n${why}`);
+  }
+
+  // Starts a fresh redis-server (no persistence: it comes back empty) on the port it had, as
+  // after a crash; rejects if the port was taken meanwhile.
+  async restart() {
+    if (this.running) throw new Error(`redis-server on port ${this.port} is still running`);
+    if (await this.tryStart()) return;
+    const why = fileTail(path.join(this.dir, 'redis.log'), 2048);
+    throw new Error(`cannot restart redis-server on port ${this.port}:\n${why}`);
+  }
+
+  get pid() {
+    return this.running ? this.child.pid : null;
+  }
+
+  // SIGSTOP / SIGCONT: the process keeps its data and its connections, but answers nothing.
+  pause() {
+    this.child.kill('SIGSTOP');
+  }
+
+  resume() {
+    this.child.kill('SIGCONT');
   }
 
   async tryStart() {
@@ -282,8 +338,12 @@ export class RedisCluster {
 
 export class Agent {
   // options: token (true: generate one; a string: use it; false: actions disabled),
-  // scanIntervalMs, extraArgs, label (names the copy of the log kept in outputDir).
-  static async start(cluster, { token = true, scanIntervalMs = 500, extraArgs = [], label } = {}) {
+  // scanIntervalMs, extraArgs (a flag given there replaces the default of the same name),
+  // label (names the copy of the log kept in logDir), logDir (default outputDir).
+  static async start(
+    cluster,
+    { token = true, scanIntervalMs = 500, extraArgs = [], label, logDir = outputDir } = {},
+  ) {
     if (!fs.existsSync(agentBinary)) {
       throw new Error(
         `agent binary ${agentBinary} not found: build it ` +
@@ -293,6 +353,7 @@ export class Agent {
     const agent = new Agent();
     agent.dir = makeTempDir('lw-browser-agent-');
     agent.label = label || `agent-${randomId(3)}`;
+    agent.logDir = logDir;
     agent.socketPath = path.join(agent.dir, 'agent.sock');
     agent.logPath = path.join(agent.dir, 'agent.log');
     agent.token = token === true ? randomId(24) : token || null;
@@ -310,21 +371,47 @@ export class Agent {
       fs.writeFileSync(tokenFile, `${agent.token}\n`, { mode: 0o600 });
       argv.push('--admin-token-file', tokenFile);
     }
-    argv.push(...extraArgs);
+    agent.argv = overrideFlags(argv, extraArgs);
     // The agent reads every LOCKWARDEN_* variable as a setting and refuses unknown ones, such as
     // this harness's LOCKWARDEN_BINARY: it gets none.
-    const env = Object.fromEntries(
+    agent.env = Object.fromEntries(
       Object.entries(process.env).filter(([k]) => !k.startsWith('LOCKWARDEN_')),
     );
     try {
-      agent.child = await spawnLogged(argv, agent.logPath, env);
-      await agent.waitReady(10000);
+      await agent.spawn();
     } catch (err) {
-      const log = fileTail(agent.logPath);
       await agent.stop();
-      throw new Error(`${err.message}\n--- agent.log ---\n${log}`);
+      throw err;
     }
     return agent;
+  }
+
+  // Starts the process (again) with the same arguments, and waits until it is ready.
+  async spawn() {
+    const logOffset = fs.existsSync(this.logPath) ? fs.statSync(this.logPath).size : 0;
+    try {
+      this.child = await spawnLogged(this.argv, this.logPath, this.env);
+      await this.waitReady(10000, logOffset);
+    } catch (err) {
+      throw new Error(`${err.message}\n--- agent.log ---\n${fileTail(this.logPath)}`);
+    }
+  }
+
+  get running() {
+    return Boolean(this.child) && !hasExited(this.child);
+  }
+
+  // kill -9 (nothing released, nothing flushed), and wait until the process is gone.
+  async kill() {
+    if (!this.running) return;
+    this.child.kill('SIGKILL');
+    await this.child.exited;
+  }
+
+  // After kill(): the same agent again, on the same socket, masters and flags.
+  async restart() {
+    if (this.running) throw new Error('the agent is still running');
+    await this.spawn();
   }
 
   get baseUrl() {
@@ -334,7 +421,8 @@ export class Agent {
   // The agent binds --admin-listen 127.0.0.1:0 and logs the port it got
   // ("admin HTTP on 127.0.0.1:PORT ..."); then it is ready once /readyz says a quorum of
   // masters is up and the socket answers a ping.
-  async waitReady(timeoutMs) {
+  // Only the log written since logOffset counts (a restarted agent appends to the same log).
+  async waitReady(timeoutMs, logOffset = 0) {
     const end = Date.now() + timeoutMs;
     const left = () => Math.max(1, end - Date.now());
     const exitedError = () =>
@@ -342,7 +430,7 @@ export class Agent {
     this.adminPort = await waitUntil(
       () => {
         if (hasExited(this.child)) throw exitedError();
-        const m = /admin HTTP on [^\s:]+:(\d+)/.exec(fileTail(this.logPath, 1 << 20));
+        const m = /admin HTTP on [^\s:]+:(\d+)/.exec(fileFrom(this.logPath, logOffset));
         return m && Number(m[1]);
       },
       { timeoutMs: left(), intervalMs: PROBE_PAUSE_MS, what: 'the agent to log its admin port' },
@@ -413,8 +501,8 @@ export class Agent {
     if (this.child) await stopChild(this.child, 'SIGTERM', 3000);
     if (this.dir) {
       try {
-        fs.mkdirSync(outputDir, { recursive: true });
-        fs.copyFileSync(this.logPath, path.join(outputDir, `${this.label}.log`));
+        fs.mkdirSync(this.logDir, { recursive: true });
+        fs.copyFileSync(this.logPath, path.join(this.logDir, `${this.label}.log`));
       } catch {
         // no log to keep
       }

@@ -51,14 +51,41 @@ TEST(StateView, QuorumStateInWords) {
   Snapshot s;
   s.quorum = 3;
   s.masters.resize(5);
-  s.masters_up = 5;
+  auto up = [&s](int n) { s.masters_up = s.masters_usable = n; };
+  up(5);
   EXPECT_EQ(StateView(s)["quorum"]["state"], "healthy");
-  s.masters_up = 4;  // one down: still a margin of 1, but no longer whole
+  up(4);  // one down: still a margin of 1, but no longer whole
   EXPECT_EQ(StateView(s)["quorum"]["state"], "at_risk");
   EXPECT_EQ(StateView(s)["quorum"]["margin"], 1);
-  s.masters_up = 3;
+  up(3);
   EXPECT_EQ(StateView(s)["quorum"]["state"], "at_risk");
-  s.masters_up = 2;
+  up(2);
+  EXPECT_EQ(StateView(s)["quorum"]["state"], "lost");
+  EXPECT_EQ(StateView(s)["quorum"]["margin"], -1);
+}
+
+TEST(StateView, QuarantinedMastersAreUpButNotUsable) {
+  Snapshot s;
+  s.quorum = 3;
+  s.masters.resize(5);
+  for (auto& m : s.masters) m.up = true;
+  s.masters[1].quarantined = true;
+  s.masters[1].quarantine_left_ms = 4200;
+  s.masters[1].quarantine_reason = "started 3.0s ago; may have forgotten locks";
+  s.masters_up = 5;
+  s.masters_usable = 4;
+  auto view = StateView(s);
+  EXPECT_EQ(view["quorum"]["up"], 5);
+  EXPECT_EQ(view["quorum"]["usable"], 4);
+  EXPECT_EQ(view["quorum"]["margin"], 1);
+  EXPECT_EQ(view["quorum"]["state"], "at_risk");
+  EXPECT_EQ(view["masters"][1]["quarantined"], true);
+  EXPECT_EQ(view["masters"][1]["quarantine_left_ms"], 4200);
+  EXPECT_EQ(view["masters"][1]["quarantine_reason"], "started 3.0s ago; may have forgotten locks");
+  EXPECT_EQ(view["masters"][0]["quarantined"], false);
+  EXPECT_TRUE(view["masters"][0]["quarantine_left_ms"].is_null());
+  EXPECT_EQ(view["masters"][0]["quarantine_reason"], "");
+  s.masters_usable = 2;  // all up, three quarantined: no lock can be granted
   EXPECT_EQ(StateView(s)["quorum"]["state"], "lost");
   EXPECT_EQ(StateView(s)["quorum"]["margin"], -1);
 }

@@ -118,13 +118,57 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
     }
   }
   EXPECT_EQ(keys,
-            "socket_path masters key_prefix min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
+            "socket_path masters key_prefix fence_prefix fence_quorum restart_quarantine "
+            "min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
             "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
             "reconnect_max_backoff_ms health_interval_ms shutdown_grace_ms log_level "
             "max_line_bytes admin_listen admin_token_file stuck_after_ms scan_interval_ms "
             "scan_keys_per_second scan_batch scan_patterns ");
-  EXPECT_THAT(Settings()[7].help, HasSubstr("default 50"));
-  EXPECT_THAT(Settings()[9].help, HasSubstr("0.01"));
+  EXPECT_THAT(Settings()[10].help, HasSubstr("default 50"));
+  EXPECT_THAT(Settings()[12].help, HasSubstr("0.01"));
+  EXPECT_THAT(Settings()[5].help, HasSubstr("default true"));
+}
+
+TEST(ConfigSettings, BooleansFromEverySource) {
+  auto from_flag = [](const std::string& value) {
+    return LoadConfig({std::nullopt, {}, {{"masters", {"redis://127.0.0.1:6379"}},
+                                          {"restart_quarantine", {value}}}});
+  };
+  EXPECT_FALSE(std::get<Config>(from_flag("false")).restart_quarantine);
+  EXPECT_TRUE(std::get<Config>(from_flag("1")).restart_quarantine);
+  auto bad = from_flag("maybe");
+  ASSERT_TRUE(std::holds_alternative<std::string>(bad));
+  EXPECT_THAT(std::get<std::string>(bad), HasSubstr("expected true or false"));
+  auto env = LoadConfig({std::nullopt,
+                         {{"LOCKWARDEN_MASTERS", "redis://127.0.0.1:6379"},
+                          {"LOCKWARDEN_RESTART_QUARANTINE", "false"}},
+                         {}});
+  EXPECT_FALSE(std::get<Config>(env).restart_quarantine);
+}
+
+TEST(ConfigValidate, FencePrefixMustNotOverlapTheLockPrefix) {
+  Config c;
+  c.masters = {MasterAddress{"127.0.0.1", 6379, "", ""}};
+  c.key_prefix = "app:";
+  c.fence_prefix = "app:fence:";
+  EXPECT_THAT(ValidateConfig(c).value_or(""), HasSubstr("fence_prefix"));
+  c.fence_prefix = "ap";
+  EXPECT_THAT(ValidateConfig(c).value_or(""), HasSubstr("must not start with one another"));
+  c.fence_prefix = "fence:";
+  EXPECT_EQ(ValidateConfig(c), std::nullopt);
+}
+
+TEST(ConfigValidate, FenceQuorumIsAutoOrBetweenQuorumAndMasters) {
+  Config c;
+  for (int i = 0; i < 5; ++i) c.masters.push_back(MasterAddress{"127.0.0.1", 7000 + i, "", ""});
+  c.fence_quorum = 2;
+  EXPECT_THAT(ValidateConfig(c).value_or(""), HasSubstr("3..5"));
+  c.fence_quorum = 6;
+  EXPECT_THAT(ValidateConfig(c).value_or(""), HasSubstr("fence_quorum"));
+  for (int ok : {0, 3, 4, 5}) {
+    c.fence_quorum = ok;
+    EXPECT_EQ(ValidateConfig(c), std::nullopt) << ok;
+  }
 }
 
 TEST(ConfigSettings, EnvAndFlagNames) {

@@ -126,6 +126,50 @@ TEST(VoteTallyTest, FailuresCountAgainstQuorumButAreNotAnswers) {
   EXPECT_TRUE(tally.AllIn());
 }
 
+TEST(VoteTallyTest, QuarantinedVotesAreRecordedButDoNotCountTowardQuorum) {
+  VoteTally tally(5, 3, /*needed=*/0, /*n_counting=*/3);  // two masters in quarantine
+  tally.Yes(/*counts=*/false);
+  tally.Yes(/*counts=*/false);
+  tally.Yes();
+  tally.Yes();
+  EXPECT_FALSE(tally.Decided()) << "4 yes, but only 2 that count";
+  EXPECT_EQ(tally.yes(), 4);
+  EXPECT_EQ(tally.counting_yes(), 2);
+  EXPECT_EQ(tally.quarantined_yes(), 2);
+  EXPECT_EQ(tally.not_counting(), 2);
+  tally.No();
+  EXPECT_TRUE(tally.Lost()) << "no counting master is left to reach 3";
+  EXPECT_FALSE(tally.Won());
+}
+
+TEST(VoteTallyTest, NeedsBothTheQuorumAndTheFenceQuorum) {
+  VoteTally tally(5, 3, /*needed=*/4, /*n_counting=*/4);  // one master in quarantine
+  tally.Yes();
+  tally.Yes();
+  tally.Yes();
+  EXPECT_FALSE(tally.Won()) << "quorum met, but a fenced grant needs 4";
+  tally.Yes(/*counts=*/false);
+  EXPECT_TRUE(tally.Won()) << "a quarantined master counts toward the fence quorum";
+  VoteTally short_of_fence(5, 3, 4);
+  short_of_fence.Yes();
+  short_of_fence.Failed();
+  short_of_fence.No();
+  EXPECT_TRUE(short_of_fence.Lost()) << "at most 3 yes are possible, 4 are needed";
+  EXPECT_EQ(VoteTally(5, 3, 1).needed(), 3) << "never below the quorum";
+}
+
+TEST(FenceQuorumSizeTest, SurvivesAMinorityLosingItsData) {
+  const int expected[] = {0, 1, 2, 3, 3, 4, 5, 6, 6, 7};
+  for (int n = 1; n <= 9; ++n) {
+    EXPECT_EQ(FenceQuorumSize(n), expected[n]) << n;
+    // A write set and a read set of this size share a master with any majority that kept data.
+    const int f = FenceQuorumSize(n);
+    EXPECT_GE(f + f + QuorumSize(n) - 2 * n, 1) << n;
+    EXPECT_GE(f, QuorumSize(n));
+    EXPECT_LE(f, n);
+  }
+}
+
 TEST(VoteTallyTest, SingleMaster) {
   VoteTally won(1, 1);
   won.Yes();

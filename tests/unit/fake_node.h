@@ -37,13 +37,14 @@ class FakeNode : public Node {
  public:
   using Clock = std::chrono::steady_clock;
 
-  enum class Op { kSet, kDelete, kExtend };
+  enum class Op { kSet, kDelete, kExtend, kSetReadFence, kRaiseFence };
 
   struct Command {
     Op op;
     std::string key;
     std::string token;
-    int64_t ttl_ms = 0;
+    int64_t ttl_ms = 0;  // kRaiseFence: the fence
+    std::string fence_key;
     Clock::time_point sent;
     uint64_t seq = 0;            // global send order across all nodes sharing the counter
     std::optional<Reply> reply;  // set once the reply was delivered
@@ -66,6 +67,8 @@ class FakeNode : public Node {
     delay_ms_ = ms;
   }
   void Hold() { mode_ = Mode::kHold; }
+  // Restart quarantine as the engine sees it (votes_count()).
+  void Quarantine(bool on) { quarantined_ = on; }
   void Fail() { mode_ = Mode::kFail; }
 
   // Lets every held command be answered (in order, from the loop, on its next turn).
@@ -95,6 +98,16 @@ class FakeNode : public Node {
     data_[key] = Entry{token, Clock::now() + std::chrono::milliseconds(ttl_ms)};
   }
   void Erase(const std::string& key) { data_.erase(key); }
+  // Fence counters (no expiry); a master that lost its data is Forget()-ed.
+  void SetCounter(const std::string& key, int64_t value) { counters_[key] = value; }
+  std::optional<int64_t> Counter(const std::string& key) const {
+    auto it = counters_.find(key);
+    return it == counters_.end() ? std::nullopt : std::optional<int64_t>(it->second);
+  }
+  void Forget() {
+    data_.clear();
+    counters_.clear();
+  }
   // The token holding key now, if any (expired keys do not count).
   std::optional<std::string> Holder(const std::string& key) const {
     auto it = data_.find(key);
@@ -131,6 +144,16 @@ class FakeNode : public Node {
                     ReplyHandler handler) override {
     Enqueue(Op::kExtend, key, token, ttl_ms, std::move(handler));
   }
+  void SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
+                            const std::string& token, int64_t ttl_ms,
+                            ReplyHandler handler) override {
+    Enqueue(Op::kSetReadFence, key, token, ttl_ms, std::move(handler), fence_key);
+  }
+  void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
+                        const std::string& token, int64_t fence, ReplyHandler handler) override {
+    Enqueue(Op::kRaiseFence, key, token, fence, std::move(handler), fence_key);
+  }
+  bool votes_count() const override { return !quarantined_; }
   NodeStatus status() const override {
     NodeStatus s;
     s.addr = "fake-" + std::to_string(index_) + ":6379";
@@ -153,10 +176,10 @@ class FakeNode : public Node {
   };
 
   void Enqueue(Op op, const std::string& key, const std::string& token, int64_t ttl_ms,
-               ReplyHandler handler) {
+               ReplyHandler handler, const std::string& fence_key = {}) {
     const auto now = Clock::now();
-    log_.push_back(
-        Command{op, key, token, ttl_ms, now, ++*seq_counter_, std::nullopt, std::nullopt});
+    log_.push_back(Command{op, key, token, ttl_ms, fence_key, now, ++*seq_counter_, std::nullopt,
+                           std::nullopt});
     if (timer_ == nullptr) return;  // closed: never answers
     Pending p{log_.size() - 1, std::move(handler), mode_ == Mode::kHold, mode_ == Mode::kFail,
               now + std::chrono::milliseconds(mode_ == Mode::kDelay ? delay_ms_ : 0)};
@@ -210,12 +233,29 @@ class FakeNode : public Node {
     Reply r;
     switch (c.op) {
       case Op::kSet:
+      case Op::kSetReadFence:
         if (it != data_.end()) {
           r.kind = Reply::Kind::kNil;
-        } else {
+        } else if (c.op == Op::kSet) {
           data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
           r.kind = Reply::Kind::kStatus;
           r.text = "OK";
+        } else {
+          data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
+          r.kind = Reply::Kind::kInteger;
+          r.integer = Counter(c.fence_key).value_or(0);
+        }
+        break;
+      case Op::kRaiseFence:
+        r.kind = Reply::Kind::kInteger;
+        r.integer = 0;
+        if (it != data_.end() && it->second.token == c.token) {
+          if (Counter(c.fence_key).value_or(0) >= c.ttl_ms) {
+            r.integer = -1;
+          } else {
+            counters_[c.fence_key] = c.ttl_ms;
+            r.integer = 1;
+          }
         }
         break;
       case Op::kDelete:
@@ -246,6 +286,8 @@ class FakeNode : public Node {
   std::deque<Pending> pending_;
   std::vector<Command> log_;
   std::unordered_map<std::string, Entry> data_;
+  std::unordered_map<std::string, int64_t> counters_;
+  bool quarantined_ = false;
 };
 
 }  // namespace lw::fake

@@ -1,0 +1,166 @@
+// The checks of the safety run, over its history (pure functions, no I/O):
+//   h = {cfg, t0, trafficStart, trafficEnd, grants, ops, resources, failures, faults}
+// grants: the clients' records (client.mjs); ops: the register's log (register.mjs); every time
+// is µs on CLOCK_MONOTONIC. Each check returns {id, title, stats, violations: [{text, ...}]}.
+
+const ms = (us) => us / 1000;
+const sec = (h, us) => ((us - h.t0) / 1e6).toFixed(3);
+
+function groupBy(items, key) {
+  const groups = new Map();
+  for (const item of items) {
+    const k = key(item);
+    if (!groups.has(k)) groups.set(k, []);
+    groups.get(k).push(item);
+  }
+  return groups;
+}
+
+// The end of a grant's window: it stops counting at its exit or at the end of its validity,
+// whichever comes first (a client stopped past its validity no longer holds the lock).
+const windowEnd = (g) => Math.min(g.t_exit ?? g.validity_end, g.validity_end);
+const who = (h, g) =>
+  `${g.client}@${g.agent} fence ${g.fence} [${sec(h, g.t_granted)} s, ${sec(h, windowEnd(g))} s]`;
+
+// (1) Fences. (a) The register accepted writes whose fences strictly increase per resource: an
+// equal fence only from the same grant. (b) Grants of a resource, in the order they were
+// granted, carry strictly increasing fences. (c) No write was rejected while its grant was
+// still valid: that would mean a higher fence was accepted during its validity.
+export function checkFences(h) {
+  const violations = [];
+  const byToken = new Map(h.grants.map((g) => [g.token, g]));
+  const last = new Map();
+  let acceptedWrites = 0;
+  for (const op of h.ops) {
+    if (op.op !== 'write') continue;
+    if (op.accepted) {
+      acceptedWrites++;
+      const prev = last.get(op.resource);
+      if (prev && (op.fence < prev.fence || (op.fence === prev.fence && op.token !== prev.token))) {
+        violations.push({ kind: 'accepted-order', text: `${op.resource}: accepted fence ${op.fence} ` +
+          `(${op.client}, t=${sec(h, op.t)} s) after fence ${prev.fence} (${prev.client}, t=${sec(h, prev.t)} s)` });
+      }
+      last.set(op.resource, op);
+      continue;
+    }
+    const g = byToken.get(op.token);
+    if (g && op.t < g.validity_end) {
+      violations.push({ kind: 'rejected-while-valid', text: `${op.resource}: write of ${who(h, g)} ` +
+        `rejected at ${sec(h, op.t)} s, ${ms(g.validity_end - op.t).toFixed(1)} ms before its validity ended` });
+    }
+  }
+  for (const [resource, grants] of groupBy(h.grants, (g) => g.resource)) {
+    grants.sort((a, b) => a.t_granted - b.t_granted);
+    for (let i = 1; i < grants.length; i++) {
+      if (grants[i].fence <= grants[i - 1].fence) {
+        violations.push({ kind: 'grant-order', text: `${resource}: ${who(h, grants[i])} granted after ` +
+          `${who(h, grants[i - 1])}` });
+      }
+    }
+  }
+  return { id: 1, title: 'accepted fences strictly increase per resource', violations,
+    stats: `${acceptedWrites} accepted writes, ${h.grants.length} grants` };
+}
+
+// (2) Mutual exclusion: no two grants of a resource have overlapping windows
+// [t_granted, min(t_exit, t_granted + validity)]. Sweep in grant order, keeping the grant whose
+// window reaches furthest.
+export function checkExclusion(h) {
+  const violations = [];
+  for (const [resource, grants] of groupBy(h.grants, (g) => g.resource)) {
+    grants.sort((a, b) => a.t_granted - b.t_granted);
+    let reach = null;
+    for (const g of grants) {
+      if (reach && g.t_granted < windowEnd(reach)) {
+        violations.push({ text: `${resource}: ${who(h, g)} granted while ${who(h, reach)} held it ` +
+          `(overlap ${ms(Math.min(windowEnd(reach), windowEnd(g)) - g.t_granted).toFixed(1)} ms)`,
+        a: reach, b: g });
+      }
+      if (!reach || windowEnd(g) > windowEnd(reach)) reach = g;
+    }
+  }
+  return { id: 2, title: 'no overlapping validity windows per resource', violations,
+    stats: `${h.grants.length} windows` };
+}
+
+// (3) No acknowledged write lost: every write the register acknowledged incremented the value
+// it read, so the final value is the number of acknowledged writes, counted both by the
+// register and by the clients. A lost update (two holders reading the same value) shows here.
+export function checkLostWrites(h) {
+  const violations = [];
+  const acked = new Map();
+  for (const g of h.grants) if (g.write === 'accepted') acked.set(g.resource, (acked.get(g.resource) || 0) + 1);
+  const parts = [];
+  for (const [resource, s] of Object.entries(h.resources)) {
+    const byClients = acked.get(resource) || 0;
+    parts.push(`${resource}=${s.value}`);
+    if (s.value !== s.accepted || s.value !== byClients) {
+      violations.push({ text: `${resource}: final value ${s.value}, writes acknowledged ` +
+        `${s.accepted} (register) / ${byClients} (clients): ${s.accepted - s.value} lost` });
+    }
+  }
+  return { id: 3, title: 'no acknowledged write lost', violations, stats: `final values ${parts.join(' ')}` };
+}
+
+// First index in sorted (ascending) with value >= x.
+function lowerBound(sorted, x) {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (sorted[mid] < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+// (4) Liveness after faults: the first grant (any resource, any agent) after each fault healed
+// comes within max_ttl + 1 s. Fills fault.resume_ms and fault.grants_during.
+export function checkResume(h) {
+  const violations = [];
+  const times = h.grants.map((g) => g.t_granted).sort((a, b) => a - b);
+  const limitMs = h.cfg.maxTtlMs + 1000;
+  for (const f of h.faults) {
+    f.grants_during = lowerBound(times, f.heal) - lowerBound(times, f.start);
+    const next = times[lowerBound(times, f.heal)];
+    f.resume_ms = next === undefined ? null : ms(next - f.heal);
+    if (f.error) {
+      violations.push({ text: `${f.name}: not injected as planned: ${f.error}` });
+    } else if (f.resume_ms === null || f.resume_ms > limitMs) {
+      const got = f.resume_ms === null ? 'no grant at all' : `the first after ${f.resume_ms.toFixed(0)} ms`;
+      violations.push({ text: `${f.name} (${f.target}) healed at ${sec(h, f.heal)} s: ${got}` });
+    }
+  }
+  return { id: 4, title: `grants resume within max_ttl + 1 s (${limitMs} ms) of each heal`, violations,
+    stats: `${h.faults.length} faults` };
+}
+
+// (5) The client stopped past its validity: its late write must be rejected whenever a higher
+// fence was accepted for its resource meanwhile ("exercised").
+export function checkStaleWrites(h) {
+  const violations = [];
+  let paused = 0;
+  let exercised = 0;
+  let rejected = 0;
+  for (const f of h.faults) {
+    if (!f.paused) continue;
+    paused++;
+    const p = f.paused;
+    const higher = h.ops.filter((op) => op.op === 'write' && op.accepted && op.resource === p.resource &&
+      op.fence > p.fence && op.t < p.write_t);
+    p.higher_accepted_meanwhile = higher.length;
+    if (!p.write_accepted) rejected++;
+    if (higher.length === 0) continue;
+    exercised++;
+    if (p.write_accepted) {
+      violations.push({ text: `${p.resource}: late write of ${p.client} (fence ${p.fence}) accepted at ` +
+        `${sec(h, p.write_t)} s although fence ${higher.at(-1).fence} was accepted meanwhile` });
+    }
+  }
+  return { id: 5, title: 'a client stopped past its validity has its late write rejected', violations,
+    stats: `${paused} paused, ${exercised} with a higher fence accepted meanwhile, ${rejected} rejected` };
+}
+
+export function analyze(h) {
+  return [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h), checkStaleWrites(h)];
+}

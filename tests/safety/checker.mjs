@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+// Jepsen-style safety checker (issue 5): several agents over the same 5 real redis-server
+// masters, client processes contending for a few resources with fenced locks, a fenced register
+// in this process, and faults (masters killed and restarted empty, a master and a client
+// stopped past the ttl, an agent killed) while they run. See README.md here.
+//
+//   node tests/safety/checker.mjs            short mode (about 2 minutes)
+//   node tests/safety/checker.mjs --long     until 100 000 grants, faults cycling
+//
+// Environment: LOCKWARDEN_BINARY (default build/lockwarden), LOCKWARDEN_TEST_OUTPUT_DIR
+// (default build/test-output/safety: agent and client logs, history.json, summary.txt).
+// Exit status: 0 pass, 1 a violation or too little done, 2 the run could not be set up.
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { setTimeout as pause } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+
+import {
+  Agent, RedisCluster, agentBinary, makeTempDir, removeTempDir, repoRoot, spawnLogged,
+  stopChild, waitUntil,
+} from '../browser/fixture.mjs';
+import { analyze } from './analysis.mjs';
+import { runFaults } from './faults.mjs';
+import { FencedRegister, nowUs } from './register.mjs';
+import { summaryLines, writeHistory } from './report.mjs';
+
+const { values: opts } = parseArgs({
+  options: {
+    long: { type: 'boolean', default: false },
+    grants: { type: 'string' }, // long mode: stop after this many grants (default 100000)
+    cycles: { type: 'string' }, // short mode: fault cycles (default 2)
+    agents: { type: 'string', default: '3' },
+    clients: { type: 'string', default: '9' },
+    // An agent setting for this run, NAME=VALUE (e.g. node-timeout-ms=100); repeatable.
+    'agent-arg': { type: 'string', multiple: true, default: [] },
+  },
+});
+const mode = opts.long ? 'long' : 'short';
+const outDir = process.env.LOCKWARDEN_TEST_OUTPUT_DIR ||
+  path.join(repoRoot, 'build', 'test-output', 'safety');
+const clientScript = fileURLToPath(new URL('./client.mjs', import.meta.url));
+
+const cfg = {
+  masters: 5,
+  agents: Number(opts.agents),
+  clients: Number(opts.clients),
+  resources: ['r0', 'r1', 'r2'],
+  ttlMinMs: 1000,
+  ttlMaxMs: 2000,
+  maxTtlMs: 2000, // the agents' max_ttl_ms: also their restart quarantine
+  waitMs: 3000,
+  minValidityLeftMs: 100, // a client with less left skips the write
+  holdMaxMs: 2, // a random pause between read and write, so that holders overlap if they can
+  masterDownMs: 2000,
+  agentDownMs: 1000,
+  faultGapMs: 6000, // plain traffic after each fault (> max_ttl: quarantines end in between)
+  warmupMs: 4000,
+  shortCycles: Number(opts.cycles || 2),
+  longGrants: Number(opts.grants || 100000),
+  minGrantsShort: 200,
+};
+
+const t0 = nowUs();
+const say = (msg) => console.log(`[${((nowUs() - t0) / 1e6).toFixed(1).padStart(6)} s] ${msg}`);
+
+// The agents' settings (over the fixture's defaults), then the --agent-arg ones over these.
+const agentSettings = new Map([
+  ['restart-quarantine', 'true'],
+  ['max-ttl-ms', String(cfg.maxTtlMs)],
+  ['default-ttl-ms', String(cfg.ttlMinMs)],
+  ['min-ttl-ms', '100'],
+  ['reconnect-max-backoff-ms', '250'],
+  ['health-interval-ms', '250'],
+  ['scan-interval-ms', '0'],
+  ['log-level', 'info'],
+]);
+for (const a of opts['agent-arg']) {
+  const eq = a.indexOf('=');
+  if (eq < 0) throw new Error(`--agent-arg ${a}: give NAME=VALUE`);
+  agentSettings.set(a.slice(0, eq).replace(/^--/, ''), a.slice(eq + 1));
+}
+const agentArgs = [...agentSettings].flatMap(([k, v]) => [`--${k}`, v]);
+
+// Client processes: spawned with their logs in outDir; exited() tells how each ended.
+async function startClients(agents, registerSocket) {
+  const clients = [];
+  const config = JSON.stringify({
+    resources: cfg.resources, ttlMinMs: cfg.ttlMinMs, ttlMaxMs: cfg.ttlMaxMs, waitMs: cfg.waitMs,
+    minValidityLeftMs: cfg.minValidityLeftMs, holdMaxMs: cfg.holdMaxMs,
+  });
+  for (let i = 0; i < cfg.clients; i++) {
+    const agent = agents[i % agents.length];
+    const name = `c${i}`;
+    const argv = [process.execPath, clientScript, name, agent.label, agent.socketPath, registerSocket, config];
+    const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
+    clients.push({ name, agent: agent.label, child });
+  }
+  return clients;
+}
+
+// Progress every 10 s: grants so far, the rate over the last 10 s, failures.
+function startProgress(register) {
+  let last = 0;
+  const timer = setInterval(() => {
+    const n = register.grants.length;
+    const failures = [...register.failures.values()].reduce((a, b) => a + b, 0);
+    say(`progress: ${n} grants (${((n - last) / 10).toFixed(0)}/s), ${failures} acquire failures`);
+    last = n;
+  }, 10000);
+  return () => clearInterval(timer);
+}
+
+async function main() {
+  fs.rmSync(outDir, { recursive: true, force: true });
+  fs.mkdirSync(outDir, { recursive: true });
+  const workDir = makeTempDir('lw-safety-');
+  const register = new FencedRegister(path.join(workDir, 'register.sock'));
+  let cluster = null;
+  const agents = [];
+  let clients = [];
+  const problems = [];
+  try {
+    say(`agent binary ${agentBinary}; output in ${outDir}`);
+    await register.start();
+    cluster = await RedisCluster.start(cfg.masters);
+    say(`masters up: ${cluster.masters.map((m) => m.address).join(' ')}`);
+    for (let i = 0; i < cfg.agents; i++) {
+      agents.push(await Agent.start(cluster, {
+        token: false, label: `a${i}`, logDir: outDir, extraArgs: agentArgs,
+      }));
+    }
+    say(`${agents.length} agents ready; starting ${cfg.clients} clients`);
+    const ready = nowUs();
+    clients = await startClients(agents, register.socketPath);
+    await waitUntil(() => register.grants.length > 0 || clients.some((c) => c.child.exitCode !== null), {
+      timeoutMs: cfg.maxTtlMs + 15000, intervalMs: 20, what: 'the first grant',
+    });
+    const early = clients.find((c) => c.child.exitCode !== null);
+    if (early) throw new Error(`client ${early.name} exited with ${early.child.exitCode}; see its log`);
+    const firstGrantMs = (register.grants[0].t_granted - ready) / 1000;
+    say(`first grant ${firstGrantMs.toFixed(0)} ms after the agents were ready`);
+
+    const trafficStart = nowUs();
+    const stopProgress = startProgress(register);
+    await pause(cfg.warmupMs);
+    const ctx = { cluster, agents, register, cfg, say };
+    const faults = await runFaults(ctx, (done) =>
+      opts.long
+        ? register.grants.length >= cfg.longGrants
+        : done.length >= cfg.shortCycles * 5);
+    stopProgress();
+
+    say('stopping the clients');
+    register.broadcastStop();
+    for (const c of clients) {
+      const exit = await Promise.race([c.child.exited, pause(cfg.waitMs + 10000, null)]);
+      if (!exit) {
+        problems.push(`client ${c.name} did not stop; killed`);
+        await stopChild(c.child, 'SIGKILL');
+      } else if (exit.code !== 0) {
+        problems.push(`client ${c.name} exited with ${exit.code ?? exit.signal} (see client-${c.name}.log)`);
+      }
+    }
+    const trafficEnd = nowUs();
+    if (mode === 'short' && register.grants.length < cfg.minGrantsShort) {
+      problems.push(`only ${register.grants.length} grants (short mode wants >= ${cfg.minGrantsShort})`);
+    }
+    if (mode === 'long' && register.grants.length < cfg.longGrants) {
+      problems.push(`only ${register.grants.length} grants (long mode wants >= ${cfg.longGrants})`);
+    }
+    const h = {
+      mode, cfg, t0, trafficStart, trafficEnd, firstGrantMs, faults,
+      failures: Object.fromEntries(register.failures),
+      resources: Object.fromEntries(register.resources),
+      grants: register.grants, ops: register.ops,
+    };
+    const checks = analyze(h);
+    const { lines, pass } = summaryLines(h, checks, problems, mode);
+    console.log(`\n${lines.join('\n')}`);
+    fs.writeFileSync(path.join(outDir, 'summary.txt'), `${lines.join('\n')}\n`);
+    writeHistory(path.join(outDir, 'history.json'), h, checks, problems);
+    say(`history: ${path.join(outDir, 'history.json')}`);
+    return pass ? 0 : 1;
+  } finally {
+    for (const c of clients) await stopChild(c.child, 'SIGKILL');
+    for (const a of agents) await a.stop();
+    if (cluster) await cluster.stop();
+    await register.close();
+    removeTempDir(workDir);
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    console.error(`safety checker: the run could not be completed: ${err.stack || err}`);
+    process.exit(2);
+  },
+);

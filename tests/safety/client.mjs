@@ -1,0 +1,127 @@
+// One client process of the safety checker: contends for a few resources through one agent,
+// with fenced locks, and uses each grant to increment the fenced register (register.mjs).
+//
+//   node client.mjs NAME AGENT_LABEL AGENT_SOCKET REGISTER_SOCKET CONFIG_JSON
+//
+// CONFIG_JSON: {"resources":["r0",...],"ttlMinMs":1000,"ttlMaxMs":2000,"waitMs":3000,
+//               "minValidityLeftMs":100,"holdMaxMs":2}
+//
+// One cycle: acquire (fence: true) → t_granted and validity → enough validity left? → register
+// read → (hold) → register write value+1 → t_exit → release → send the record. Times are µs on
+// CLOCK_MONOTONIC (process.hrtime.bigint()), shared with the checker. The agent may be killed
+// and restarted under us: on a lost connection, reconnect with backoff and carry on.
+
+import { setTimeout as pause } from 'node:timers/promises';
+
+import { LockClient } from '../browser/clients.mjs';
+
+const [name, agentLabel, agentSocket, registerSocket, configJson] = process.argv.slice(2);
+const cfg = JSON.parse(configJson);
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+const randInt = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo + 1));
+
+const register = await LockClient.connect(registerSocket);
+const checkerGone = () => process.exit(3); // nothing left to report to
+register.sock.on('close', checkerGone);
+const send = (msg) => register.sock.write(`${JSON.stringify({ op: 'record', client: name, ...msg })}\n`);
+register.sock.write(`${JSON.stringify({ op: 'hello', client: name, pid: process.pid, agent: agentLabel })}\n`);
+const stopRequested = () => register.events.some((e) => e.event === 'stop');
+
+let agent = null;
+let backoffMs = 20;
+async function agentConnection() {
+  while (!agent || agent.closed) {
+    if (stopRequested()) return null;
+    try {
+      agent = await LockClient.connect(agentSocket, { timeoutMs: 1000 });
+      backoffMs = 20;
+    } catch {
+      send({ type: 'failure', error: 'connect', t: nowUs() });
+      await pause(backoffMs);
+      backoffMs = Math.min(backoffMs * 2, 500);
+    }
+  }
+  return agent;
+}
+
+// acquire → {ok, reply, tGranted} or {ok: false, error}
+async function acquire(conn, resource, ttlMs) {
+  const tRequested = nowUs();
+  try {
+    const reply = await conn.call(
+      { op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: cfg.waitMs, fence: true },
+      { timeoutMs: cfg.waitMs + 5000 },
+    );
+    const tGranted = nowUs();
+    if (!reply.ok) return { ok: false, error: reply.error, message: reply.message, tRequested };
+    return { ok: true, reply, tRequested, tGranted };
+  } catch (err) {
+    // The agent died or did not answer: whatever it may have granted dies with the connection
+    // (or with the ttl, if the agent is gone).
+    const error = conn.closed ? 'disconnected' : 'no_reply';
+    conn.close();
+    return { ok: false, error, message: err.message, tRequested };
+  }
+}
+
+async function cycle() {
+  const conn = await agentConnection();
+  if (!conn) return;
+  const resource = cfg.resources[randInt(0, cfg.resources.length - 1)];
+  const ttlMs = randInt(cfg.ttlMinMs, cfg.ttlMaxMs);
+  const got = await acquire(conn, resource, ttlMs);
+  if (!got.ok) {
+    send({ type: 'failure', error: got.error, message: got.message, resource, t: nowUs() });
+    if (got.error === 'bad_request') {
+      console.error(`${name}: the agent refused the request: ${got.message}`);
+      process.exit(2);
+    }
+    if (got.error !== 'timeout') await pause(randInt(10, 50));
+    return;
+  }
+  const { reply, tRequested, tGranted } = got;
+  const validityEndUs = tGranted + reply.validity_ms * 1000;
+  const record = {
+    type: 'grant', agent: agentLabel, resource, token: reply.token, fence: reply.fence,
+    ttl_ms: ttlMs, validity_ms: reply.validity_ms, waited_ms: reply.waited_ms,
+    t_requested: tRequested, t_granted: tGranted, validity_end: validityEndUs,
+  };
+  if (!Number.isSafeInteger(reply.fence)) {
+    console.error(`${name}: a fenced grant without an integer fence: ${JSON.stringify(reply)}`);
+    process.exit(2);
+  }
+  if (validityEndUs - nowUs() < cfg.minValidityLeftMs * 1000) {
+    record.write = 'skipped'; // too little validity left to do the work safely
+  } else {
+    const common = { client: name, resource, fence: reply.fence, token: reply.token };
+    // A long timeout: the checker may SIGSTOP us right here, and after SIGCONT the timers run
+    // before the reply waiting in the socket is read.
+    const read = await register.call(
+      { op: 'read', ...common, validity_end_us: validityEndUs },
+      { timeoutMs: 120000 },
+    );
+    record.t_read = nowUs();
+    record.read_value = read.value;
+    if (cfg.holdMaxMs > 0) await pause(randInt(0, cfg.holdMaxMs));
+    record.t_write = nowUs();
+    const written = await register.call(
+      { op: 'write', ...common, value: read.value + 1 },
+      { timeoutMs: 120000 },
+    );
+    record.write = written.accepted ? 'accepted' : 'rejected';
+    record.highest_seen = written.highest;
+  }
+  record.t_exit = nowUs();
+  try {
+    const rel = await conn.call({ op: 'release', resource, token: reply.token }, { timeoutMs: 5000 });
+    record.release = rel.ok ? 'ok' : rel.error;
+  } catch {
+    record.release = 'disconnected';
+  }
+  send(record);
+}
+
+while (!stopRequested()) await cycle();
+if (agent) agent.close();
+register.sock.off('close', checkerGone);
+register.sock.end(() => process.exit(0));

@@ -1,0 +1,112 @@
+// The faults the checker injects while the clients run. Each records when it started and when
+// it was healed (µs on CLOCK_MONOTONIC, as every other time of the run): the checker wants a
+// grant within max_ttl + 1 s of each heal.
+//
+// ctx: {cluster, agents, register, cfg, say}. round: which cycle this is, to rotate the targets.
+
+import { setTimeout as pause } from 'node:timers/promises';
+
+import { waitUntil } from '../browser/fixture.mjs';
+import { nowUs } from './register.mjs';
+
+const N = (ctx) => ctx.cluster.masters.length;
+
+// kill -9 masters, keep them down for cfg.masterDownMs, restart them empty on the same ports.
+async function killMasters(ctx, indices) {
+  const masters = indices.map((i) => ctx.cluster.master(i));
+  const start = nowUs();
+  await Promise.all(masters.map((m) => m.kill()));
+  await pause(ctx.cfg.masterDownMs);
+  const healing = nowUs();
+  // Restarted one after the other: the port is each one's own, no race between them.
+  for (const m of masters) await m.restart();
+  return { start, healing, heal: nowUs(), target: masters.map((m) => m.address).join(' ') };
+}
+
+export const FAULTS = [
+  {
+    name: 'kill -9 one master',
+    run: (ctx, round) => killMasters(ctx, [round % N(ctx)]),
+  },
+  {
+    name: 'kill -9 two masters',
+    run: (ctx, round) => killMasters(ctx, [(round + 1) % N(ctx), (round + 3) % N(ctx)]),
+  },
+  {
+    // Longer than any ttl: every lock key it holds expires while it cannot answer.
+    name: 'SIGSTOP one master',
+    run: async (ctx, round) => {
+      const m = ctx.cluster.master((round + 2) % N(ctx));
+      const start = nowUs();
+      m.pause();
+      try {
+        await pause(ctx.cfg.maxTtlMs + 1000);
+      } finally {
+        m.resume();
+      }
+      return { start, healing: nowUs(), heal: nowUs(), target: m.address };
+    },
+  },
+  {
+    // The register stops the next client that reads, before it sees the value: it holds a
+    // grant and is between its read and its write. It stays stopped until 1 s after its
+    // validity ended; its late write must then be rejected if a higher fence was accepted.
+    name: 'SIGSTOP one client',
+    run: async (ctx) => {
+      const start = nowUs();
+      const p = await ctx.register.pauseNextRead();
+      try {
+        const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
+        await pause(stopForMs);
+      } finally {
+        process.kill(p.pid, 'SIGCONT');
+      }
+      const heal = nowUs();
+      const write = await waitUntil(() => ctx.register.writeOf(p.token), {
+        timeoutMs: 10000,
+        intervalMs: 10,
+        what: `the late write of client ${p.client}`,
+      });
+      return {
+        start: p.t, armed: start, healing: heal, heal, target: `${p.client} (pid ${p.pid})`,
+        paused: { client: p.client, resource: p.resource, fence: p.fence, token: p.token,
+          validity_end: p.validityEndUs, write_t: write.t, write_accepted: write.accepted },
+      };
+    },
+  },
+  {
+    name: 'kill -9 one agent',
+    run: async (ctx, round) => {
+      const agent = ctx.agents[round % ctx.agents.length];
+      const start = nowUs();
+      await agent.kill();
+      await pause(ctx.cfg.agentDownMs);
+      const healing = nowUs();
+      await agent.restart();
+      return { start, healing, heal: nowUs(), target: agent.label };
+    },
+  },
+];
+
+// Runs the faults in order, cfg.faultGapMs of plain traffic after each, until done() says so
+// (checked after each fault; at least one fault runs). Returns the fault records.
+export async function runFaults(ctx, done) {
+  const records = [];
+  for (let i = 0; ; i++) {
+    const fault = FAULTS[i % FAULTS.length];
+    const round = Math.floor(i / FAULTS.length);
+    ctx.say(`fault ${i + 1}: ${fault.name}`);
+    let rec;
+    try {
+      rec = { name: fault.name, round, ...(await fault.run(ctx, round)) };
+      ctx.say(`  ${rec.target}: healed after ${((rec.heal - rec.start) / 1e6).toFixed(1)} s`);
+    } catch (err) {
+      // Not injected (or not healed) as planned: the run cannot vouch for this fault.
+      rec = { name: fault.name, round, start: nowUs(), heal: nowUs(), error: err.message };
+      ctx.say(`  FAILED: ${err.message}`);
+    }
+    records.push(rec);
+    await pause(ctx.cfg.faultGapMs);
+    if (done(records)) return records;
+  }
+}

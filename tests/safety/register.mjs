@@ -1,0 +1,161 @@
+// The fenced register: the storage a lock protects, served by the checker process on a Unix
+// socket (newline-delimited JSON). Per resource it keeps the highest fence it has accepted and
+// a counter. A write is accepted iff its fence >= highest (then highest = fence), so a holder
+// whose lock expired under it cannot overwrite the work of a later holder with a higher fence.
+//
+// Client → register (one JSON object per line; ops with an id get a reply with that id):
+//   {"op":"hello","client":"c1","pid":123,"agent":"a0"}
+//   {"id":1,"op":"read","client":"c1","resource":"r0","fence":7,"token":"..."}
+//        → {"id":1,"ok":true,"value":41,"highest":6}
+//   {"id":2,"op":"write","client":"c1","resource":"r0","fence":7,"value":42,"token":"..."}
+//        → {"id":2,"ok":true,"accepted":true,"highest":7}
+//   {"op":"record", ...}   a finished grant or a failed acquire (see client.mjs), no reply
+// Register → client: {"event":"stop"} (finish the current cycle, then exit).
+//
+// Every op is logged with the register's monotonic clock (µs, CLOCK_MONOTONIC, the same clock
+// the clients read with process.hrtime.bigint()).
+
+import fs from 'node:fs';
+import net from 'node:net';
+
+export const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+
+export class FencedRegister {
+  constructor(socketPath) {
+    this.socketPath = socketPath;
+    this.resources = new Map(); // resource -> {highest, value, accepted}
+    this.ops = []; // {t, client, op, resource, fence, token, value, accepted}
+    this.grants = []; // records of finished grants, as the clients sent them
+    this.failures = new Map(); // acquire error code -> count
+    this.clients = new Map(); // name -> {pid, agent, conn}
+    this.armed = null; // the armed client pause, see pauseNextRead
+    this.onGrant = null; // called with each grant record as it arrives
+    this.connections = new Set();
+  }
+
+  async start() {
+    fs.rmSync(this.socketPath, { force: true });
+    this.server = net.createServer((conn) => this.serve(conn));
+    await new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(this.socketPath, resolve);
+    });
+  }
+
+  async close() {
+    for (const conn of this.connections) conn.destroy();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  state(resource) {
+    let s = this.resources.get(resource);
+    if (!s) {
+      s = { highest: null, value: 0, accepted: 0 };
+      this.resources.set(resource, s);
+    }
+    return s;
+  }
+
+  serve(conn) {
+    this.connections.add(conn);
+    conn.setEncoding('utf8');
+    let buf = '';
+    const session = { name: null };
+    conn.on('data', (chunk) => {
+      buf += chunk;
+      let nl;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.trim()) this.handle(conn, session, JSON.parse(line));
+      }
+    });
+    conn.on('error', () => {});
+    conn.on('close', () => this.connections.delete(conn));
+  }
+
+  handle(conn, session, msg) {
+    const reply = (fields) => conn.write(`${JSON.stringify({ id: msg.id, ok: true, ...fields })}\n`);
+    const t = nowUs();
+    switch (msg.op) {
+      case 'hello':
+        session.name = msg.client;
+        this.clients.set(msg.client, { pid: msg.pid, agent: msg.agent, conn });
+        return;
+      case 'record':
+        if (msg.type === 'grant') {
+          this.grants.push(msg);
+          if (this.onGrant) this.onGrant(msg);
+        } else if (msg.type === 'failure') {
+          this.failures.set(msg.error, (this.failures.get(msg.error) || 0) + 1);
+        }
+        return;
+      case 'read': {
+        const s = this.state(msg.resource);
+        this.ops.push({ t, op: 'read', client: msg.client, resource: msg.resource,
+          fence: msg.fence, token: msg.token, value: s.value });
+        const fields = { value: s.value, highest: s.highest };
+        if (this.armed && this.armed.wants(msg)) {
+          // Stop the client before it can see the reply: the pause lands between its read and
+          // its write, whatever the scheduler does. The reply waits in the socket buffer.
+          const { pid } = this.clients.get(msg.client);
+          process.kill(pid, 'SIGSTOP');
+          const armed = this.armed;
+          this.armed = null;
+          armed.resolve({ client: msg.client, pid, t, resource: msg.resource, fence: msg.fence,
+            token: msg.token, validityEndUs: msg.validity_end_us });
+        }
+        reply(fields);
+        return;
+      }
+      case 'write': {
+        const s = this.state(msg.resource);
+        const accepted = s.highest === null || msg.fence >= s.highest;
+        if (accepted) {
+          s.highest = msg.fence;
+          s.value = msg.value;
+          s.accepted++;
+        }
+        this.ops.push({ t, op: 'write', client: msg.client, resource: msg.resource,
+          fence: msg.fence, token: msg.token, value: msg.value, accepted });
+        reply({ accepted, highest: s.highest });
+        return;
+      }
+      default:
+        conn.write(`${JSON.stringify({ id: msg.id, ok: false, error: `unknown op ${msg.op}` })}\n`);
+    }
+  }
+
+  // Arms a client pause: the next read (from a client accepted by pick(name)) SIGSTOPs that
+  // client before the reply is sent. Resolves with {client, pid, t, resource, fence, token,
+  // validityEndUs} once a client is stopped; rejects after timeoutMs without one.
+  pauseNextRead(pick = () => true, timeoutMs = 10000) {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.armed = null;
+        reject(new Error(`no client read within ${timeoutMs} ms to pause`));
+      }, timeoutMs);
+      this.armed = {
+        wants: (msg) => pick(msg.client),
+        resolve: (v) => {
+          clearTimeout(timer);
+          resolve(v);
+        },
+      };
+    });
+  }
+
+  // Tells every client to finish its current cycle and exit.
+  broadcastStop() {
+    for (const { conn } of this.clients.values()) conn.write('{"event":"stop"}\n');
+  }
+
+  // The write the client sent with that token, once it arrived (null until then).
+  writeOf(token) {
+    for (let i = this.ops.length - 1; i >= 0; i--) {
+      const op = this.ops[i];
+      if (op.op === 'write' && op.token === token) return op;
+    }
+    return null;
+  }
+}

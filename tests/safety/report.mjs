@@ -1,0 +1,85 @@
+// What the safety checker prints (the summary) and keeps (the JSON history of the run).
+
+import fs from 'node:fs';
+
+const SHOWN_PER_CHECK = 5;
+
+function countBy(items, key) {
+  const counts = {};
+  for (const item of items) {
+    const k = key(item);
+    counts[k] = (counts[k] || 0) + 1;
+  }
+  return counts;
+}
+
+const list = (counts) =>
+  Object.entries(counts)
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ') || 'none';
+
+// The summary as lines of text. problems: run-level failures besides the checks' violations.
+export function summaryLines(h, checks, problems, mode) {
+  const { cfg } = h;
+  const trafficS = (h.trafficEnd - h.trafficStart) / 1e6;
+  const writes = countBy(h.grants, (g) => g.write);
+  const out = [];
+  out.push(`lockwarden safety checker, ${mode} mode: ${cfg.masters} masters, ${cfg.agents} agents, ` +
+    `${cfg.clients} clients, ${cfg.resources.length} resources, ttl ${cfg.ttlMinMs}-${cfg.ttlMaxMs} ms, ` +
+    `max_ttl ${cfg.maxTtlMs} ms, fenced grants`);
+  out.push(`grants: ${h.grants.length} in ${trafficS.toFixed(1)} s of traffic ` +
+    `(${(h.grants.length / trafficS).toFixed(1)}/s); first grant ${h.firstGrantMs.toFixed(0)} ms after ` +
+    `the agents were ready (restart quarantine of the fresh masters)`);
+  out.push(`  by agent: ${list(countBy(h.grants, (g) => g.agent))}`);
+  out.push(`  by resource: ${list(countBy(h.grants, (g) => g.resource))}`);
+  out.push(`  writes: ${list(writes)}`);
+  out.push(`acquire failures: ${list(h.failures)}`);
+  out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
+  out.push('    #  t start  down s  fault                 target                                   ' +
+    'grants during  heal -> grant');
+  h.faults.forEach((f, i) => {
+    const t = ((f.start - h.t0) / 1e6).toFixed(1).padStart(7);
+    const down = ((f.heal - f.start) / 1e6).toFixed(1).padStart(6);
+    const resume = f.resume_ms === null ? 'none' : `${f.resume_ms.toFixed(0)} ms`;
+    let target = f.error ? `FAILED: ${f.error}` : f.target;
+    if (f.paused) {
+      target += `, ${f.paused.resource} fence ${f.paused.fence}: late write ` +
+        `${f.paused.write_accepted ? 'ACCEPTED' : 'rejected'}`;
+    }
+    out.push(`  ${String(i + 1).padStart(3)}  ${t}  ${down}  ${f.name.padEnd(20)}  ${target.padEnd(40)} ` +
+      `${String(f.grants_during).padStart(13)}  ${resume.padStart(13)}`);
+  });
+  out.push('checks:');
+  for (const c of checks) {
+    const status = c.violations.length ? `FAIL ${c.violations.length} violation(s)` : 'ok';
+    out.push(`  (${c.id}) ${c.title}: ${status}  [${c.stats}]`);
+    for (const v of c.violations.slice(0, SHOWN_PER_CHECK)) out.push(`        ${v.text}`);
+    if (c.violations.length > SHOWN_PER_CHECK) {
+      out.push(`        ... and ${c.violations.length - SHOWN_PER_CHECK} more (see the history)`);
+    }
+  }
+  for (const p of problems) out.push(`problem: ${p}`);
+  const violations = checks.reduce((n, c) => n + c.violations.length, 0);
+  const pass = violations === 0 && problems.length === 0;
+  out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${h.faults.length} faults, ` +
+    `${violations} violation(s), ${problems.length} problem(s)`);
+  return { lines: out, pass };
+}
+
+// Writes the history as one JSON object, the big arrays one element per line, without building
+// the whole text in memory (a long run has hundreds of thousands of ops).
+export function writeHistory(file, h, checks, problems) {
+  const fd = fs.openSync(file, 'w');
+  const put = (s) => fs.writeSync(fd, s);
+  const { grants, ops, ...rest } = h;
+  const head = { ...rest, checks, problems };
+  put(JSON.stringify(head, null, 1).replace(/\n}$/, ',\n'));
+  for (const [name, items] of [['grants', grants], ['register_ops', ops]]) {
+    put(` "${name}": [\n`);
+    items.forEach((item, i) => put(`  ${JSON.stringify(item)}${i + 1 < items.length ? ',' : ''}\n`));
+    put(name === 'grants' ? ' ],\n' : ' ]\n');
+  }
+  put('}\n');
+  fs.closeSync(fd);
+}
