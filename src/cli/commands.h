@@ -25,6 +25,7 @@ struct LockArgs {
   int64_t kill_grace_ms = 2'000;
   int conflict_exit_code = kExitNotAcquired;
   bool verbose = false;
+  bool fence = false;  // ask for a fencing token and export it as LOCKWARDEN_FENCE
   std::vector<std::string> command;
 };
 int RunLock(const LockArgs& args);

@@ -35,7 +35,7 @@ void InstallForwarding() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
 }
 
-pid_t Spawn(const LockArgs& a, const std::string& token) {
+pid_t Spawn(const LockArgs& a, const std::string& token, const std::optional<int64_t>& fence) {
   const pid_t pid = fork();
   if (pid != 0) {
     if (pid > 0) setpgid(pid, pid);  // also done in the child; whichever runs first wins
@@ -45,6 +45,11 @@ pid_t Spawn(const LockArgs& a, const std::string& token) {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
   setenv("LOCKWARDEN_RESOURCE", a.resource.c_str(), 1);
   setenv("LOCKWARDEN_TOKEN", token.c_str(), 1);
+  if (fence) {
+    setenv("LOCKWARDEN_FENCE", std::to_string(*fence).c_str(), 1);
+  } else {
+    unsetenv("LOCKWARDEN_FENCE");  // never pass on an outer lock's fence as ours
+  }
   std::vector<char*> argv;
   for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
   argv.push_back(nullptr);
@@ -127,20 +132,35 @@ int RunLock(const LockArgs& a) {
   try {
     c.emplace(a.socket_path);
     reply = c->Acquire(a.resource, a.ttl_ms, a.wait_ms, /*renew=*/true,
-                       std::chrono::milliseconds(a.wait_ms + 30'000));
+                       std::chrono::milliseconds(a.wait_ms + 30'000), a.fence);
   } catch (const client::ClientError& e) {
     std::fprintf(stderr, "lockwarden: %s\n", e.what());
     return kExitUnavailable;
   }
   if (!reply.value("ok", false)) return AcquireFailureExit(a, reply);
   const std::string token = reply.value("token", "");
+  std::optional<int64_t> fence;
+  if (a.fence) {
+    if (!reply.contains("fence") || !reply["fence"].is_number_integer()) {
+      std::fprintf(stderr, "lockwarden: the agent granted the lock without a fence (an older "
+                           "agent?); not running the command\n");
+      try {
+        c->Release(a.resource, token);
+      } catch (const client::ClientError&) {
+        // the agent releases it when this connection closes
+      }
+      return kExitUnavailable;
+    }
+    fence = reply["fence"].get<int64_t>();
+  }
   if (a.verbose) {
-    std::fprintf(stderr, "lockwarden: acquired \"%s\" (validity %lld ms, waited %lld ms)\n",
+    std::fprintf(stderr, "lockwarden: acquired \"%s\" (validity %lld ms, waited %lld ms%s)\n",
                  a.resource.c_str(), static_cast<long long>(reply.value("validity_ms", 0)),
-                 static_cast<long long>(reply.value("waited_ms", 0)));
+                 static_cast<long long>(reply.value("waited_ms", 0)),
+                 fence ? (", fence " + std::to_string(*fence)).c_str() : "");
   }
   InstallForwarding();
-  const pid_t child = Spawn(a, token);
+  const pid_t child = Spawn(a, token, fence);
   if (child < 0) {
     std::fprintf(stderr, "lockwarden: fork failed: %s\n", std::strerror(errno));
     return kExitUnavailable;

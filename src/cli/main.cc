@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
                    "exit code when the lock was not acquired within --wait")
       ->capture_default_str();
   lock->add_flag("-v,--verbose", lock_args.verbose, "say when the lock is acquired and released");
+  lock->add_flag("--fence", lock_args.fence,
+                 "also get a fencing token (strictly increasing per resource) and export it to "
+                 "the command as LOCKWARDEN_FENCE; see docs/safety.md");
   lock->add_option("resource", lock_args.resource, "resource name")->required();
   lock->add_option("command", lock_args.command, "command and arguments (after --)")->required();
 

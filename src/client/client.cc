@@ -153,10 +153,11 @@ std::optional<nlohmann::json> Client::NextEvent(Ms timeout) {
 }
 
 nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
-                               bool renew, Ms timeout) {
-  return Call({{"op", "acquire"}, {"resource", resource}, {"ttl_ms", ttl_ms},
-               {"wait_ms", wait_ms}, {"renew", renew}},
-              timeout);
+                               bool renew, Ms timeout, bool fence) {
+  nlohmann::json request = {{"op", "acquire"}, {"resource", resource}, {"ttl_ms", ttl_ms},
+                            {"wait_ms", wait_ms}, {"renew", renew}};
+  if (fence) request["fence"] = true;
+  return Call(std::move(request), timeout);
 }
 
 nlohmann::json Client::Release(const std::string& resource, const std::string& token) {

@@ -314,6 +314,14 @@ Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) con
                                  std::to_string(w.attempts) + " attempt(s))"};
   }
   const std::string n = std::to_string(rounds_.size());
+  if (rounds_.size() - t.not_counting() < t.quorum()) {
+    return {ErrorCode::kNoQuorum,
+            std::to_string(t.not_counting()) + " of " + n + " masters are in restart quarantine "
+            "(they started less than max_ttl_ms ago and may have forgotten locks), so only " +
+                std::to_string(rounds_.size() - t.not_counting()) + " can count toward quorum (" +
+                std::to_string(t.quorum()) + "); see `lockwarden status` for when each counts "
+                "again"};
+  }
   std::string message = "only " + std::to_string(t.answered()) + " of " + n +
                         " masters answered in time";
   if (w.last_in_fence_phase) {

@@ -54,6 +54,9 @@ class MasterScanner {
 
  private:
   bool IsLockKey(const std::string& key) const { return key.starts_with(settings_.key_prefix); }
+  bool IsFenceKey(const std::string& key) const {
+    return key.starts_with(settings_.fence_prefix);
+  }
 
   std::optional<std::string> ScanPattern(const std::string& pattern, bool skip_lock_keys) {
     std::string cursor = "0";
@@ -70,7 +73,9 @@ class MasterScanner {
       cursor = r.elements[0].text;
       std::vector<std::string> keys;
       for (const SyncReply& k : r.elements[1].elements) {
-        if (!(skip_lock_keys && IsLockKey(k.text))) keys.push_back(k.text);
+        if (!(skip_lock_keys && IsLockKey(k.text)) && !IsFenceKey(k.text)) {
+          keys.push_back(k.text);
+        }
       }
       if (auto error = Inspect(keys)) return error;
       const uint64_t returned = r.elements[1].elements.size();
@@ -225,6 +230,7 @@ ScanSettings ScanSettingsFrom(const Config& config) {
   ScanSettings settings;
   settings.masters = config.masters;
   settings.key_prefix = config.key_prefix;
+  settings.fence_prefix = config.fence_prefix;
   settings.extra_patterns = config.scan_patterns;
   settings.max_ttl_ms = config.max_ttl_ms;
   settings.batch = config.scan_batch;

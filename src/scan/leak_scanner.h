@@ -27,6 +27,8 @@ namespace lw {
 struct ScanSettings {
   std::vector<MasterAddress> masters;
   std::string key_prefix = "lock:";
+  // Fence counters have no TTL by design: never reported, whatever pattern finds them.
+  std::string fence_prefix = "fence:";
   std::vector<std::string> extra_patterns;  // scanned after "<key_prefix>*"
   int64_t max_ttl_ms = 3'600'000;
   int64_t batch = 500;
