@@ -65,6 +65,7 @@ struct LockEngine::Resource {
   std::deque<Waiter> waiters;  // FIFO; only the front contends on Redis
   std::unique_ptr<Timer> retry_timer;
   bool attempt_in_flight = false;
+  bool watched = false;  // release announcements of this key are being listened to
 };
 
 LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions options,
@@ -241,6 +242,24 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
       RetryDelayMs(options_.retry_delay_ms, options_.retry_jitter_ms, unit(rng_)), remaining);
   if (!r->retry_timer) r->retry_timer = std::make_unique<Timer>(loop_);
   r->retry_timer->Start(delay, [this, name] { Pump(name); });
+  // Held elsewhere: listen for its release so that the retry need not wait for the timer.
+  if (options_.release_watch != nullptr && !r->watched && w.last_tally &&
+      w.last_tally->no() > 0) {
+    r->watched = true;
+    options_.release_watch->Watch(r->key);
+  }
+}
+
+void LockEngine::ReleasedElsewhere(const std::string& key) {
+  if (!key.starts_with(options_.key_prefix)) return;
+  const std::string name = key.substr(options_.key_prefix.size());
+  Resource* r = Find(name);
+  if (r == nullptr || r->holder || r->attempt_in_flight || !r->retry_timer ||
+      !r->retry_timer->active()) {
+    return;  // nobody here is backing off for it
+  }
+  r->retry_timer->Stop();
+  Pump(name);
 }
 
 void LockEngine::GrantHead(Resource& r, const std::string& name, const std::string& token,
@@ -583,6 +602,7 @@ void LockEngine::MaybeErase(const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr || r->holder || !r->waiters.empty() || r->attempt_in_flight) return;
   if (r->retry_timer && r->retry_timer->active()) return;
+  if (r->watched && options_.release_watch != nullptr) options_.release_watch->Unwatch(r->key);
   resources_.erase(name);
 }
 

@@ -41,6 +41,7 @@
 #include "locking/engine_observer.h"
 #include "locking/rounds.h"
 #include "redis/node.h"
+#include "redis/release_watch.h"
 #include "redis/timer.h"
 
 namespace lw {
@@ -56,6 +57,8 @@ struct EngineOptions {
   int64_t retry_delay_ms = 50;
   int64_t retry_jitter_ms = 50;
   EngineObserver* observer = nullptr;  // not owned; null: nothing reported
+  // Not owned; null: waiters for a key held elsewhere only retry on their timer.
+  ReleaseWatch* release_watch = nullptr;
 };
 
 struct Failure {
@@ -134,6 +137,10 @@ class LockEngine {
   };
   void Revoke(const std::string& resource,
               std::function<void(const std::optional<Revocation>&)> done);
+
+  // Another agent released `key` (heard through ReleaseWatch): a local waiter backing off for
+  // it tries again now. Keys this engine has no waiter for are ignored.
+  void ReleasedElsewhere(const std::string& key);
 
   // Refuse new work, fail waiters with shutting_down, release every lock, and call `done`
   // once every release round has ended (each ends within the node timeout).

@@ -1198,7 +1198,7 @@ TEST_F(LockEngineTest, QuarantinedMastersDoNotCountTowardAcquireQuorum) {
   AcquireRecord* a = Acquire(1, "res", 1000, 0);
   ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }));
   ASSERT_TRUE(a->failed(ErrorCode::kNoQuorum)) << a->Describe();
-  EXPECT_THAT(a->failure().message, HasSubstr("3 master(s) are in restart quarantine"));
+  EXPECT_THAT(a->failure().message, HasSubstr("3 of 5 masters are in restart quarantine"));
   ASSERT_TRUE(RunUntilQuiet());
   for (const auto& n : nodes_) {
     EXPECT_EQ(n->Count(Op::kSet), 1u) << "quarantined masters still get the command";
@@ -1233,6 +1233,37 @@ TEST_F(LockEngineTest, QuarantinedMastersStillCountTowardTheFenceQuorum) {
   nodes_[2]->Immediate();
   ASSERT_TRUE(RunUntilQuiet());
   EXPECT_EQ(FencedGrant(2, "res"), 1) << "2, 3, 4 count; 0 and 1 make up the fence quorum";
+}
+
+class FakeWatch : public ReleaseWatch {
+ public:
+  void Watch(const std::string& key) override { watched.insert(key); }
+  void Unwatch(const std::string& key) override {
+    watched.erase(key);
+    ++unwatches;
+  }
+  std::set<std::string> watched;
+  int unwatches = 0;
+};
+
+TEST_F(LockEngineTest, AWaiterForAKeyHeldElsewhereTriesAgainWhenItsReleaseIsAnnounced) {
+  FakeWatch watch;
+  EngineOptions options = Options(/*node_timeout_ms=*/50, /*retry_delay_ms=*/2000,
+                                  /*retry_jitter_ms=*/0);
+  options.release_watch = &watch;
+  MakeEngine(options);
+  for (auto& n : nodes_) n->Put(Key("res"), "another-agent", 60'000);
+  AcquireRecord* a = Acquire(1, "res", 1000, 10'000);
+  ASSERT_TRUE(RunUntil([&] { return watch.watched.count(Key("res")) == 1; }));
+  engine_->ReleasedElsewhere(Key("unrelated"));  // ignored
+  for (auto& n : nodes_) n->Erase(Key("res"));
+  engine_->ReleasedElsewhere(Key("res"));
+  ASSERT_TRUE(RunUntil([a] { return a->calls > 0; }, /*timeout_ms=*/1000))
+      << "without the announcement the retry would come only after 2000 ms";
+  EXPECT_TRUE(a->granted()) << a->Describe();
+  Release(1, "res", a->grant().token);
+  ASSERT_TRUE(RunUntil([&] { return watch.watched.empty(); }));
+  EXPECT_EQ(watch.unwatches, 1) << "the watch ends when nobody here wants the key any more";
 }
 
 }  // namespace
