@@ -364,6 +364,9 @@ export class Agent {
       '--admin-listen', '127.0.0.1:0',
       '--scan-interval-ms', String(scanIntervalMs),
       '--health-interval-ms', '250',
+      // Every master here is fresh: restart quarantine would keep them all out of quorum for
+      // max_ttl. A test that wants it passes --restart-quarantine true.
+      '--restart-quarantine', 'false',
     ];
     for (const url of cluster.urls) argv.push('--master', url);
     if (agent.token) {

@@ -46,18 +46,23 @@ const cfg = {
   masters: 5,
   agents: Number(opts.agents),
   clients: Number(opts.clients),
+  // Per agent: one slow client holding r0 for up to 80% of its validity (so that faults find
+  // locks held), the others fast on r1 and r2 (so that there are many grants).
   resources: ['r0', 'r1', 'r2'],
+  slowResources: ['r0'],
+  fastResources: ['r1', 'r2'],
+  slowHoldShare: 0.8,
   ttlMinMs: 1000,
   ttlMaxMs: 2000,
   maxTtlMs: 2000, // the agents' max_ttl_ms: also their restart quarantine
   waitMs: 3000,
   minValidityLeftMs: 100, // a client with less left skips the write
   holdMaxMs: 2, // a random pause between read and write, so that holders overlap if they can
-  masterDownMs: 2000,
+  masterDownMs: 100, // restarted empty while the locks it held are still valid
   agentDownMs: 1000,
-  faultGapMs: 6000, // plain traffic after each fault (> max_ttl: quarantines end in between)
+  faultGapMs: 5000, // plain traffic after each fault (> max_ttl: quarantines end in between)
   warmupMs: 4000,
-  shortCycles: Number(opts.cycles || 2),
+  shortCycles: Number(opts.cycles || 3),
   longGrants: Number(opts.grants || 100000),
   minGrantsShort: 200,
 };
@@ -86,13 +91,19 @@ const agentArgs = [...agentSettings].flatMap(([k, v]) => [`--${k}`, v]);
 // Client processes: spawned with their logs in outDir; exited() tells how each ended.
 async function startClients(agents, registerSocket) {
   const clients = [];
-  const config = JSON.stringify({
-    resources: cfg.resources, ttlMinMs: cfg.ttlMinMs, ttlMaxMs: cfg.ttlMaxMs, waitMs: cfg.waitMs,
+  const common = {
+    ttlMinMs: cfg.ttlMinMs, ttlMaxMs: cfg.ttlMaxMs, waitMs: cfg.waitMs,
     minValidityLeftMs: cfg.minValidityLeftMs, holdMaxMs: cfg.holdMaxMs,
-  });
+  };
   for (let i = 0; i < cfg.clients; i++) {
     const agent = agents[i % agents.length];
-    const name = `c${i}`;
+    const slow = i < agents.length;
+    const name = slow ? `slow${i}` : `c${i}`;
+    const config = JSON.stringify({
+      ...common,
+      resources: slow ? cfg.slowResources : cfg.fastResources,
+      holdShareMax: slow ? cfg.slowHoldShare : 0,
+    });
     const argv = [process.execPath, clientScript, name, agent.label, agent.socketPath, registerSocket, config];
     const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
     clients.push({ name, agent: agent.label, child });
@@ -124,6 +135,7 @@ async function main() {
   try {
     say(`agent binary ${agentBinary}; output in ${outDir}`);
     await register.start();
+    const mastersStarted = nowUs();
     cluster = await RedisCluster.start(cfg.masters);
     say(`masters up: ${cluster.masters.map((m) => m.address).join(' ')}`);
     for (let i = 0; i < cfg.agents; i++) {
@@ -132,15 +144,19 @@ async function main() {
       }));
     }
     say(`${agents.length} agents ready; starting ${cfg.clients} clients`);
-    const ready = nowUs();
     clients = await startClients(agents, register.socketPath);
     await waitUntil(() => register.grants.length > 0 || clients.some((c) => c.child.exitCode !== null), {
       timeoutMs: cfg.maxTtlMs + 15000, intervalMs: 20, what: 'the first grant',
     });
     const early = clients.find((c) => c.child.exitCode !== null);
     if (early) throw new Error(`client ${early.name} exited with ${early.child.exitCode}; see its log`);
-    const firstGrantMs = (register.grants[0].t_granted - ready) / 1000;
-    say(`first grant ${firstGrantMs.toFixed(0)} ms after the agents were ready`);
+    // Every master is fresh: restart quarantine must hold every grant back for max_ttl.
+    const firstGrantMs = (register.grants[0].t_granted - mastersStarted) / 1000;
+    say(`first grant ${firstGrantMs.toFixed(0)} ms after the masters started`);
+    if (agentSettings.get('restart-quarantine') === 'true' && firstGrantMs < cfg.maxTtlMs) {
+      problems.push(`a grant ${firstGrantMs.toFixed(0)} ms after the masters started: the restart ` +
+        `quarantine (max_ttl ${cfg.maxTtlMs} ms) was not honoured`);
+    }
 
     const trafficStart = nowUs();
     const stopProgress = startProgress(register);

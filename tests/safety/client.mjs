@@ -3,8 +3,10 @@
 //
 //   node client.mjs NAME AGENT_LABEL AGENT_SOCKET REGISTER_SOCKET CONFIG_JSON
 //
-// CONFIG_JSON: {"resources":["r0",...],"ttlMinMs":1000,"ttlMaxMs":2000,"waitMs":3000,
-//               "minValidityLeftMs":100,"holdMaxMs":2}
+// CONFIG_JSON: {"resources":["r1",...],"ttlMinMs":1000,"ttlMaxMs":2000,"waitMs":3000,
+//               "minValidityLeftMs":100,"holdMaxMs":2,"holdShareMax":0}
+// The hold between read and write: up to holdMaxMs, plus, when holdShareMax > 0, up to that
+// share of the validity left (a slow holder, still within its lock, when a fault strikes).
 //
 // One cycle: acquire (fence: true) → t_granted and validity → enough validity left? → register
 // read → (hold) → register write value+1 → t_exit → release → send the record. Times are µs on
@@ -102,7 +104,9 @@ async function cycle() {
     );
     record.t_read = nowUs();
     record.read_value = read.value;
-    if (cfg.holdMaxMs > 0) await pause(randInt(0, cfg.holdMaxMs));
+    const left = (validityEndUs - nowUs()) / 1000 - cfg.minValidityLeftMs;
+    const holdMs = randInt(0, cfg.holdMaxMs) + Math.max(0, Math.random() * cfg.holdShareMax * left);
+    if (holdMs >= 1) await pause(holdMs);
     record.t_write = nowUs();
     const written = await register.call(
       { op: 'write', ...common, value: read.value + 1 },

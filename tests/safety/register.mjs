@@ -17,6 +17,7 @@
 
 import fs from 'node:fs';
 import net from 'node:net';
+import readline from 'node:readline';
 
 export const nowUs = () => Number(process.hrtime.bigint() / 1000n);
 
@@ -58,28 +59,18 @@ export class FencedRegister {
 
   serve(conn) {
     this.connections.add(conn);
-    conn.setEncoding('utf8');
-    let buf = '';
-    const session = { name: null };
-    conn.on('data', (chunk) => {
-      buf += chunk;
-      let nl;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.trim()) this.handle(conn, session, JSON.parse(line));
-      }
+    readline.createInterface({ input: conn, crlfDelay: Infinity }).on('line', (line) => {
+      if (line.trim()) this.handle(conn, JSON.parse(line));
     });
     conn.on('error', () => {});
     conn.on('close', () => this.connections.delete(conn));
   }
 
-  handle(conn, session, msg) {
+  handle(conn, msg) {
     const reply = (fields) => conn.write(`${JSON.stringify({ id: msg.id, ok: true, ...fields })}\n`);
     const t = nowUs();
     switch (msg.op) {
       case 'hello':
-        session.name = msg.client;
         this.clients.set(msg.client, { pid: msg.pid, agent: msg.agent, conn });
         return;
       case 'record':

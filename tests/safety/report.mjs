@@ -30,7 +30,7 @@ export function summaryLines(h, checks, problems, mode) {
     `max_ttl ${cfg.maxTtlMs} ms, fenced grants`);
   out.push(`grants: ${h.grants.length} in ${trafficS.toFixed(1)} s of traffic ` +
     `(${(h.grants.length / trafficS).toFixed(1)}/s); first grant ${h.firstGrantMs.toFixed(0)} ms after ` +
-    `the agents were ready (restart quarantine of the fresh masters)`);
+    `the masters started (restart quarantine: none before max_ttl)`);
   out.push(`  by agent: ${list(countBy(h.grants, (g) => g.agent))}`);
   out.push(`  by resource: ${list(countBy(h.grants, (g) => g.resource))}`);
   out.push(`  writes: ${list(writes)}`);
@@ -42,13 +42,15 @@ export function summaryLines(h, checks, problems, mode) {
     const t = ((f.start - h.t0) / 1e6).toFixed(1).padStart(7);
     const down = ((f.heal - f.start) / 1e6).toFixed(1).padStart(6);
     const resume = f.resume_ms === null ? 'none' : `${f.resume_ms.toFixed(0)} ms`;
-    let target = f.error ? `FAILED: ${f.error}` : f.target;
-    if (f.paused) {
-      target += `, ${f.paused.resource} fence ${f.paused.fence}: late write ` +
-        `${f.paused.write_accepted ? 'ACCEPTED' : 'rejected'}`;
-    }
+    const target = f.error ? `FAILED: ${f.error}` : f.target;
     out.push(`  ${String(i + 1).padStart(3)}  ${t}  ${down}  ${f.name.padEnd(20)}  ${target.padEnd(40)} ` +
       `${String(f.grants_during).padStart(13)}  ${resume.padStart(13)}`);
+    if (f.paused) {
+      const p = f.paused;
+      out.push(`${' '.repeat(40)}late write (${p.resource}, fence ${p.fence}) ` +
+        `${p.write_accepted ? 'ACCEPTED' : 'rejected'}, ${p.higher_accepted_meanwhile} higher ` +
+        `fence(s) accepted meanwhile`);
+    }
   });
   out.push('checks:');
   for (const c of checks) {
