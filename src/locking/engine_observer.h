@@ -13,6 +13,11 @@ namespace lw {
 
 enum class AcquireOutcome { kAcquired, kTimeout, kNoQuorum, kError, kCount };
 enum class RenewOutcome { kExtended, kRetry, kLost, kCount };
+// Phase 2 of a fenced acquire: its fence was written on the fence quorum (a fenced grant, if
+// validity was left); it was not (the key had gone from too many masters, or too few answered);
+// or a master's counter was already at or above the new fence (never expected: the counter was
+// raised outside lockwarden, or masters that confirmed an earlier fence lost their data).
+enum class FenceOutcome { kWritten, kNotConfirmed, kCounterAhead, kCount };
 
 class EngineObserver {
  public:
@@ -28,6 +33,7 @@ class EngineObserver {
   // A granted lock ended (released, lost, its session closed, shutdown) after `held`.
   virtual void HoldEnded(std::chrono::nanoseconds /*held*/) {}
   virtual void Renewed(RenewOutcome /*outcome*/) {}
+  virtual void FenceRound(FenceOutcome /*outcome*/) {}
   // reason: "renew_failed", "expired" or "revoked".
   virtual void LockLost(std::string_view /*reason*/) {}
   // Master `index` had not answered a round when its node timeout ended the round.

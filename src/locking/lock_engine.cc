@@ -183,7 +183,9 @@ void LockEngine::WriteFence(const std::string& name, uint64_t waiter_id, const s
   req.needed = fence_quorum_;
   rounds_.Run(std::move(req), [this, name, waiter_id, token, started,
                                fence](const RoundResult& res) {
+    observer_->FenceRound(res.tally.Won() ? FenceOutcome::kWritten : FenceOutcome::kNotConfirmed);
     if (res.fence_refused > 0) {
+      observer_->FenceRound(FenceOutcome::kCounterAhead);
       // Only possible if a counter was raised outside lockwarden, or a master that confirmed
       // an earlier fence lost its data while others did too (docs/safety.md).
       spdlog::error("fence {} for {} refused by {} master(s) whose counter was already at or "
@@ -250,16 +252,17 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
   }
 }
 
-void LockEngine::ReleasedElsewhere(const std::string& key) {
-  if (!key.starts_with(options_.key_prefix)) return;
+bool LockEngine::ReleasedElsewhere(const std::string& key) {
+  if (!key.starts_with(options_.key_prefix)) return false;
   const std::string name = key.substr(options_.key_prefix.size());
   Resource* r = Find(name);
   if (r == nullptr || r->holder || r->attempt_in_flight || !r->retry_timer ||
       !r->retry_timer->active()) {
-    return;  // nobody here is backing off for it
+    return false;  // nobody here is backing off for it
   }
   r->retry_timer->Stop();
   Pump(name);
+  return true;
 }
 
 void LockEngine::GrantHead(Resource& r, const std::string& name, const std::string& token,

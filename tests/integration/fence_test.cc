@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "metrics_util.h"
 #include "support/agent_process.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
@@ -45,6 +46,13 @@ TEST_F(FenceTest, FencesStrictlyIncreaseAcrossTwoAgentsAndCountersHaveNoTtl) {
     last = fence;
   }
   EXPECT_EQ(last, 10) << "one counter, raised by one per grant";
+  EXPECT_EQ(MetricNow(a.admin_port(), "lockwarden_fence_rounds_total", {{"outcome", "written"}}) +
+                MetricNow(b.admin_port(), "lockwarden_fence_rounds_total",
+                          {{"outcome", "written"}}),
+            10);
+  EXPECT_EQ(MetricNow(a.admin_port(), "lockwarden_fence_rounds_total",
+                      {{"outcome", "counter_ahead"}}),
+            0);
   for (int m = 0; m < 5; ++m) {
     EXPECT_EQ(cluster_.Get(m, kFenceKey), "10") << "master " << m;
     EXPECT_EQ(cluster_.Pttl(m, kFenceKey), -1) << "a fence counter must outlive every lock";
