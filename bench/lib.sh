@@ -2,7 +2,9 @@
 # process started killed on exit, and five fresh redis-server masters on free loopback ports.
 #
 #   bench_init NAME     run=/tmp/NAME-XXXXXX; pids=() and agent= are killed by the EXIT trap
-#   start_masters       sets ports, rpids and masters (the --master arguments for the agent)
+#   start_masters       sets ports, rpids and masters (the --master arguments for the agent);
+#                       the masters are fresh, so run the agent with --restart-quarantine false
+#                       (or it keeps them out of quorum for max_ttl)
 
 bench_init() {
   run=$(mktemp -d "/tmp/$1-XXXXXX")

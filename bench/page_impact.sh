@@ -18,7 +18,8 @@ bench_init lw-page-bench
 start_masters
 admin=$(free_port)
 $bin serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn \
-  --admin-listen "127.0.0.1:$admin" --scan-interval-ms 0 2>"$run/agent.log" &
+  --admin-listen "127.0.0.1:$admin" --scan-interval-ms 0 --restart-quarantine false \
+  2>"$run/agent.log" &
 agent=$!
 pids+=($agent)
 until $bin status --socket "$run/agent.sock" >/dev/null 2>&1; do sleep 0.05; done

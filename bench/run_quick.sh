@@ -10,7 +10,7 @@ bench=build/bench/lw_bench_latency
 source bench/lib.sh
 bench_init lw-bench
 start_masters
-${LW_AGENT_WRAPPER:-} $bin serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn --admin-listen off --scan-interval-ms 0 2>"$run/agent.log" &
+${LW_AGENT_WRAPPER:-} $bin serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn --admin-listen off --scan-interval-ms 0 --restart-quarantine false 2>"$run/agent.log" &
 agent=$!
 pids+=($agent)
 until $bin status --socket "$run/agent.sock" >/dev/null 2>&1; do sleep 0.05; done

@@ -116,7 +116,7 @@ start_agent() {
   local admin=$1
   shift
   "$bin" serve --socket "$run/agent.sock" "${masters[@]}" --log-level warn --admin-listen "$admin" \
-    "$@" 2>>"$run/agent.log" &
+    --restart-quarantine false "$@" 2>>"$run/agent.log" &
   agent=$!
   local tries=0
   until "$bin" status --socket "$run/agent.sock" >/dev/null 2>&1; do

@@ -189,13 +189,13 @@ if [[ $socket != "$DEFAULT_SOCKET" ]]; then
 fi
 cat <<BANNER
     $BIN status
-    $BIN lock -v demo:job -- sleep 3
-    $BIN lock -v --wait 1s demo:job -- true    # while the first holds it: exit 75
+    $BIN lock -v --ttl 10s demo:job -- sleep 3
+    $BIN lock -v --ttl 10s --wait 1s demo:job -- true  # while the first holds it: exit 75
     redis-cli -p ${ports[0]} shutdown nosave   # kill a master; status shows 4 up
     redis-cli -p ${ports[1]} shutdown nosave   # and another: still a quorum (3 of 5)
     redis-cli -p ${ports[2]} shutdown nosave   # a third: QUORUM LOST, lock exits 69
     curl -s 127.0.0.1:$admin_port/metrics | grep -E '^lockwarden_(masters_up|quorum_margin)'
-    $BIN lock demo:long --ttl 10m -- sleep 600 &  # a lock to look at (or force-release) on the page
+    $BIN lock demo:long --ttl 15s -- sleep 600 &  # a lock to look at (or force-release) on the page
     redis-cli -p ${ports[3]} set lock:forgotten x   # a key without TTL: on the page, under leaked keys
     $BIN scan ${master_args[*]}
                                                # one-shot leak scan: exit 1 on a key without TTL
@@ -209,7 +209,7 @@ BANNER
 # but `wait` returns as soon as a signal arrives, so Ctrl-C is handled at once.
 setsid "$BIN" serve --socket "$socket" "${master_args[@]}" \
   --admin-listen "127.0.0.1:$admin_port" --admin-token-file "$token_file" \
-  --scan-interval-ms 10000 </dev/null &
+  --scan-interval-ms 10000 --max-ttl-ms 15000 --default-ttl-ms 10000 </dev/null &
 agent_pid=$!
 
 for ((try = 0; try < 100; try++)); do
@@ -219,6 +219,7 @@ for ((try = 0; try < 100; try++)); do
 done
 if ((agent_ready)); then
   say "agent is up (pid $agent_pid)"
+  say "the masters are fresh: they count for locking only ~15 s after they started (restart quarantine, max ttl 15 s; docs/safety.md)"
 elif kill -0 "$agent_pid" 2>/dev/null; then
   say "warning: the agent does not answer on $socket yet"
   agent_ready=1  # it is ours and running: its socket is ours to clean up

@@ -46,7 +46,8 @@
     const icon = { healthy: '\u2713', at_risk: '!', lost: '\u2715', unknown: '?' }[state];
     setText($('quorum-icon'), icon);
     setText($('quorum-title'), 'Quorum ' + word + ' \u2014 ' + usable + ' of ' + q.masters +
-      ' masters usable, ' + q.needed + ' needed, margin ' + q.margin);
+      ' masters usable' + (quarantined.length ? ' (' + quarantined.length + ' quarantined)' : '') +
+      ', ' + q.needed + ' needed, margin ' + q.margin);
 
     const detail = [];
     if (state === 'at_risk' && q.margin === 0) {
@@ -57,7 +58,10 @@
     }
     if (state === 'lost') detail.push('No lock can be granted or renewed.');
     if (down.length) detail.push('Down: ' + down.join(', ') + '.');
-    if (quarantined.length) detail.push('Quarantined: ' + quarantined.join(', ') + '.');
+    if (quarantined.length) {
+      detail.push(plural(quarantined.length, 'master') + ' in restart quarantine (up, but not counted ' +
+        'until max_ttl after their start): ' + quarantined.join(', ') + '.');
+    }
     if (state === 'healthy') {
       detail.push('Locking works; ' + plural(q.margin, 'master') + ' may fail before it stops.');
     }
@@ -92,8 +96,9 @@
   function renderMasters(d) {
     const ms = d.masters;
     const down = ms.filter((m) => !m.up).length;
+    const quarantined = ms.filter((m) => m.up && m.quarantined).length;
     setText($('masters-sub'), ms.length - down + ' of ' + ms.length + ' up' +
-      (down ? ' \u00b7 ' + down + ' down' : ''));
+      (down ? ' \u00b7 ' + down + ' down' : '') + (quarantined ? ' \u00b7 ' + quarantined + ' quarantined' : ''));
     reconcile($('master-grid'), ms.map((m) => ({ sig: JSON.stringify(m), data: m, build: buildMaster })));
   }
 
@@ -102,6 +107,7 @@
     card.setAttribute('data-testid', 'master-card');
     card.setAttribute('data-master', m.master);
     card.setAttribute('data-up', m.up ? 'true' : 'false');
+    card.setAttribute('data-quarantined', m.quarantined ? 'true' : 'false');
 
     const head = h('div', 'mc-head');
     const addr = h('span', 'mc-addr mono', m.master);
@@ -109,13 +115,7 @@
     head.append(addr);
     head.append(h('span', 'pill ' + (m.up ? 'pill-ok' : 'pill-bad'), m.up ? 'UP' : 'DOWN'));
     card.append(head);
-    if (m.quarantined) {
-      card.classList.add('is-quarantined');
-      const qn = h('div', 'mc-quarantine');
-      qn.append(h('span', 'pill pill-warn', 'QUARANTINED'), h('span', null, ' not counted'));
-      qn.title = 'up, but the agent does not count this master towards the quorum while it is quarantined';
-      card.append(qn);
-    }
+    if (m.quarantined) card.append(buildQuarantine(card, m));
 
     const dl = h('dl', 'mc-stats');
     const row = (label, value, cls, title) => {
@@ -149,6 +149,30 @@
       card.append(err);
     }
     return card;
+  }
+
+  /* Restart quarantine: the pill, the time until its votes count again (ticking), and why. */
+  function buildQuarantine(card, m) {
+    card.classList.add('is-quarantined');
+    const box = h('div', 'mc-quarantine');
+    box.setAttribute('data-testid', 'master-quarantine');
+    const line = h('div', 'mc-q-line');
+    line.append(h('span', 'pill pill-warn', 'QUARANTINED'));
+    line.append(live('span', 'mc-q-left', (n) => {
+      const c = card._data || m;
+      const left = isNum(c.quarantine_left_ms) ? c.quarantine_left_ms - sinceSnapshot() : NaN;
+      setText(n, !isNum(left) ? 'not counted' : left > 0 ? 'counts again in ' + fmtDur(left)
+        : 'counts again any moment');
+    }));
+    box.append(line);
+    line.title = 'the agent does not count this master\u2019s votes toward the quorum: it started ' +
+      'less than max_ttl ago, so it may have forgotten locks it held';
+    if (m.quarantine_reason) {
+      const why = h('div', 'mc-q-reason', m.quarantine_reason);
+      why.title = m.quarantine_reason;
+      box.append(why);
+    }
+    return box;
   }
 
   // ---------------------------------------------------------------- render: locks

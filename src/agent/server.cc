@@ -227,7 +227,10 @@ void Server::Dispatch(Session& s, protocol::Request request) {
           s.Send(protocol::EncodeHeld(id, locks));
         } else if constexpr (std::is_same_v<T, protocol::HealthRequest>) {
           std::vector<protocol::NodeHealthView> nodes;
-          for (auto& n : engine_->NodeStatuses()) nodes.push_back({n.addr, n.up, n.rtt_ms});
+          for (auto& n : engine_->NodeStatuses()) {
+            nodes.push_back({n.addr, n.up, n.rtt_ms, n.quarantined,
+                             n.quarantine_left_ms.value_or(0), n.quarantine_reason});
+          }
           s.Send(protocol::EncodeHealth(id, engine_->quorum(), nodes));
         } else if constexpr (std::is_same_v<T, protocol::LocksRequest>) {
           std::vector<protocol::AgentLockView> locks;

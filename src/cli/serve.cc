@@ -25,6 +25,7 @@
 #include "observe/metrics.h"
 #include "observe/recent.h"
 #include "redis/node_client.h"
+#include "redis/release_subscribers.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
 
@@ -72,6 +73,14 @@ class Agent {
       nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
       raw.push_back(nodes_.back().get());
     }
+    // Releases announced by other agents wake our waiters for keys held elsewhere. The engine
+    // does not exist yet: the handler looks it up when an announcement arrives.
+    release_watch_ = std::make_unique<ReleaseSubscribers>(
+        loop, cfg.masters,
+        SubscriberOptions{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms},
+        [this](const std::string& key) {
+          if (engine_ && engine_->ReleasedElsewhere(key)) metrics_.CountReleaseWakeup();
+        });
     EngineOptions engine_options;
     engine_options.key_prefix = cfg.key_prefix;
     engine_options.fence_prefix = cfg.fence_prefix;
@@ -81,6 +90,7 @@ class Agent {
     engine_options.retry_delay_ms = cfg.retry_delay_ms;
     engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
     engine_options.observer = &activity_;
+    engine_options.release_watch = release_watch_.get();
     engine_ = std::make_unique<LockEngine>(
         loop, raw, engine_options,
         [this](SessionId s, const std::string& res, const std::string& tok,
@@ -99,6 +109,7 @@ class Agent {
     // Stopping a node fails its commands in flight into the engine, so the engine must
     // still be alive then; after that nothing references the nodes.
     for (auto& n : nodes_) n->Stop();
+    release_watch_->Stop();
     engine_.reset();
     nodes_.clear();
   }
@@ -287,6 +298,7 @@ class Agent {
     commands_.Close();
     server_.CloseSessions();
     for (auto& n : nodes_) n->Stop();
+    release_watch_->Stop();
     for (auto* h : signals_) {
       uv_close(reinterpret_cast<uv_handle_t*>(h),
                [](uv_handle_t* x) { delete reinterpret_cast<uv_signal_t*>(x); });
@@ -302,6 +314,7 @@ class Agent {
   Activity activity_;  // between the engine/masters and metrics_: events and history
   Server server_;
   std::vector<std::unique_ptr<NodeClient>> nodes_;
+  std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
   std::unique_ptr<LockEngine> engine_;
   SnapshotBox snapshots_;
   Timer snapshot_timer_;

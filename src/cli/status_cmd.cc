@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "client/client.h"
+#include "core/duration.h"
 
 namespace lw::cli {
 
@@ -18,26 +19,38 @@ int RunStatus(const std::string& socket_path, bool json) {
     return kExitUnavailable;
   }
   const int quorum = health.value("quorum", 0);
-  int up = 0;
-  for (const auto& n : health.value("nodes", nlohmann::json::array())) up += n.value("up", false);
-  const bool healthy = up >= quorum && quorum > 0;
+  int up = 0, usable = 0;  // usable: up and out of restart quarantine (its votes count)
+  for (const auto& n : health.value("nodes", nlohmann::json::array())) {
+    const bool node_up = n.value("up", false);
+    up += node_up;
+    usable += node_up && !n.value("quarantined", false);
+  }
+  const bool healthy = usable >= quorum && quorum > 0;
   if (json) {
     nlohmann::json out = {{"socket", socket_path}, {"quorum", quorum}, {"masters_up", up},
+                          {"masters_usable", usable},
                           {"nodes", health.value("nodes", nlohmann::json::array())},
                           {"locks", locks.value("locks", nlohmann::json::array())}};
     std::printf("%s\n", out.dump(2).c_str());
     return healthy ? 0 : kExitUnavailable;
   }
   const auto& nodes = health["nodes"];
-  std::printf("agent   %s\nmasters %d up of %zu, quorum %d: %s\n", socket_path.c_str(), up,
-              nodes.size(), quorum,
+  const std::string quarantined =
+      up > usable ? " (" + std::to_string(up - usable) + " in restart quarantine)" : "";
+  std::printf("agent   %s\nmasters %d up of %zu%s, quorum %d: %s\n", socket_path.c_str(), up,
+              nodes.size(), quarantined.c_str(), quorum,
               !healthy ? "QUORUM LOST (no lock can be granted)"
-              : up - quorum == 0 ? "at risk (one more failure loses quorum)"
-                                 : "healthy");
+              : usable - quorum == 0 ? "at risk (one more failure loses quorum)"
+                                     : "healthy");
   for (const auto& n : nodes) {
     const bool node_up = n.value("up", false);
     std::printf("  %-24s %-4s", n.value("addr", "?").c_str(), node_up ? "up" : "DOWN");
     if (node_up) std::printf(" rtt %.2f ms", n.value("rtt_ms", 0.0));
+    if (n.value("quarantined", false)) {
+      std::printf("  QUARANTINED, counts again in %s: %s",
+                  FormatDurationMs(n.value("quarantine_left_ms", int64_t{0})).c_str(),
+                  n.value("quarantine_reason", "").c_str());
+    }
     std::printf("\n");
   }
   const auto all = locks.value("locks", nlohmann::json::array());

@@ -16,7 +16,8 @@ constexpr int64_t kMaxUptimeS = 1'000'000'000;
 std::string Short(const std::string& run_id) { return run_id.substr(0, 8); }
 
 std::string Ago(std::chrono::steady_clock::duration d) {
-  return FormatDurationMs(std::max<int64_t>(0, duration_cast<milliseconds>(d).count())) + " ago";
+  const int64_t ms = duration_cast<milliseconds>(d).count();
+  return ms < 1000 ? "just now" : FormatDurationMs(ms) + " ago";
 }
 
 }  // namespace
@@ -25,7 +26,8 @@ QuarantineVerdict JudgeSighting(const MasterSighting& now, const PreviousSightin
                                 milliseconds max_ttl) {
   QuarantineVerdict v;
   const auto uptime = std::chrono::seconds(std::clamp<int64_t>(now.uptime_s, 0, kMaxUptimeS));
-  v.started_at = now.answered_at - uptime;
+  // uptime_in_seconds = floor(now) - floor(start) < real uptime + 1 s.
+  v.started_at = now.answered_at - uptime + std::chrono::seconds(1);
   if (!before.run_id.empty() && before.run_id == now.run_id) {
     v.started_at = std::max(v.started_at, before.started_at);
   } else if (!before.run_id.empty()) {

@@ -40,8 +40,10 @@ struct QuarantineVerdict {
   std::string reason;  // why, for people (set when until is)
 };
 
-// The start is estimated as answered_at - uptime_s: uptime is floored to whole seconds and
-// the answer is seen after it was written, so the estimate is never earlier than the real start.
+// The start is estimated as answered_at - uptime_s + 1 s, never earlier than the real start:
+// Redis computes uptime as the difference of two whole-second clock readings (now and its start,
+// each floored), which overstates the real uptime by less than a second; and the answer is seen
+// after it was written.
 // For the same run_id as before, the later of this and the previous estimate is kept (a wall
 // clock stepped back makes Redis report a smaller uptime; the estimate only moves later). For a
 // new run_id, the start is at least the last moment the old one was seen alive: Redis computes

@@ -139,8 +139,8 @@ class LockEngine {
               std::function<void(const std::optional<Revocation>&)> done);
 
   // Another agent released `key` (heard through ReleaseWatch): a local waiter backing off for
-  // it tries again now. Keys this engine has no waiter for are ignored.
-  void ReleasedElsewhere(const std::string& key);
+  // it tries again now. Keys this engine has no waiter for are ignored. True if a waiter woke.
+  bool ReleasedElsewhere(const std::string& key);
 
   // Refuse new work, fail waiters with shutting_down, release every lock, and call `done`
   // once every release round has ended (each ends within the node timeout).

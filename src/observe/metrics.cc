@@ -34,6 +34,8 @@ constexpr std::array<const char*, static_cast<size_t>(AcquireOutcome::kCount)> k
     "acquired", "timeout", "no_quorum", "error"};
 constexpr std::array<const char*, static_cast<size_t>(RenewOutcome::kCount)> kRenewOutcomes = {
     "extended", "retry", "lost"};
+constexpr std::array<const char*, static_cast<size_t>(FenceOutcome::kCount)> kFenceOutcomes = {
+    "written", "not_confirmed", "counter_ahead"};
 constexpr std::array<const char*, static_cast<size_t>(NodeCommand::kCount)> kCommands = {
     "set_nx", "delete_if_held", "extend_if_held", "ping", "set_nx_read_fence", "raise_fence"};
 constexpr std::array<const char*, static_cast<size_t>(NodeError::kCount)> kNodeErrors = {
@@ -90,10 +92,12 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
   Family<Counter>* failures_family = nullptr;
   Counter* lost_failures = nullptr;
   std::array<Counter*, kRenewOutcomes.size()> renewals{};
+  std::array<Counter*, kFenceOutcomes.size()> fence_rounds{};
   Family<Counter>* lost_family = nullptr;
   Gauge *locks_held = nullptr, *sessions = nullptr, *waiters = nullptr, *masters = nullptr,
         *masters_up = nullptr, *quorum = nullptr, *margin = nullptr;
   Family<Counter>* admin_actions = nullptr;
+  Counter* release_wakeups = nullptr;
   std::vector<MasterChildren> per_master;
   std::vector<std::unique_ptr<NodeMetrics>> node_observers;
 
@@ -106,6 +110,9 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
   void HoldEnded(std::chrono::nanoseconds held) override { hold->Observe(Seconds(held)); }
   void Renewed(RenewOutcome outcome) override {
     renewals[static_cast<size_t>(outcome)]->Increment();
+  }
+  void FenceRound(FenceOutcome outcome) override {
+    fence_rounds[static_cast<size_t>(outcome)]->Increment();
   }
   void LockLost(std::string_view reason) override {
     lost_family->Add({{"reason", std::string(reason)}}).Increment();
@@ -191,11 +198,20 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   for (size_t i = 0; i < kRenewOutcomes.size(); ++i) {
     m.renewals[i] = &renewals.Add({{"outcome", kRenewOutcomes[i]}});
   }
+  auto& fences = Register(prometheus::BuildCounter(), "lockwarden_fence_rounds_total",
+                          "Fence writes (phase 2 of a fenced acquire) by outcome; "
+                          "counter_ahead should stay 0 (docs/safety.md).", r);
+  for (size_t i = 0; i < kFenceOutcomes.size(); ++i) {
+    m.fence_rounds[i] = &fences.Add({{"outcome", kFenceOutcomes[i]}});
+  }
   m.lost_family = &Register(prometheus::BuildCounter(), "lockwarden_locks_lost_total",
                             "Locks taken away from their holder, by reason.", r);
   for (const char* reason : {"renew_failed", "expired", "revoked"}) {
     m.lost_family->Add({{"reason", reason}});
   }
+  m.release_wakeups = &Register(prometheus::BuildCounter(), "lockwarden_release_wakeups_total",
+                                "Waiters woken early by a release announced by another agent.", r)
+                           .Add({});
   for (const char* op : {"acquire", "release", "extend"}) m.requests_family->Add({{"op", op}});
 
   auto gauge = [&](const char* name, const char* help) {
@@ -311,6 +327,8 @@ void Metrics::SetState(const StateSample& s) {
 void Metrics::CountAdminAction(const std::string& action, const std::string& result) {
   impl_->admin_actions->Add({{"action", action}, {"result", result}}).Increment();
 }
+
+void Metrics::CountReleaseWakeup() { impl_->release_wakeups->Increment(); }
 
 std::string Metrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(impl_->registry->Collect());

@@ -56,6 +56,8 @@ class Metrics {
   void SetState(const StateSample& state);
   // action: expire_key, delete_key, rescan; result: done, refused, stale, error.
   void CountAdminAction(const std::string& action, const std::string& result);
+  // A release announced by another agent woke a waiter backing off here.
+  void CountReleaseWakeup();
 
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;

@@ -71,7 +71,15 @@ Line ToLine(const AgentLockView& lock) {
 }
 
 Line ToLine(const NodeHealthView& node) {
-  return {{"addr", node.addr}, {"up", node.up}, {"rtt_ms", RoundRtt(node.rtt_ms)}};
+  Line line = {{"addr", node.addr},
+               {"up", node.up},
+               {"rtt_ms", RoundRtt(node.rtt_ms)},
+               {"quarantined", node.quarantined}};
+  if (node.quarantined) {
+    line["quarantine_left_ms"] = node.quarantine_left_ms;
+    line["quarantine_reason"] = node.quarantine_reason;
+  }
+  return line;
 }
 
 template <typename View>

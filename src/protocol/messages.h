@@ -92,6 +92,10 @@ struct NodeHealthView {
   std::string addr;
   bool up = false;
   double rtt_ms = 0;  // last health-check round trip; meaningless when !up
+  // Restart quarantine: its votes do not count toward quorum (left and reason only while so).
+  bool quarantined = false;
+  int64_t quarantine_left_ms = 0;
+  std::string quarantine_reason = {};
 };
 
 // Encoders. Each returns one complete line, '\n'-terminated.

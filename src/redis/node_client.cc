@@ -111,28 +111,15 @@ void NodeClient::Stop() {
 
 void NodeClient::Connect() {
   state_ = State::kConnecting;
-  // Note: redisAsyncConnect resolves host names with a blocking getaddrinfo; use addresses
-  // (or names that resolve from /etc/hosts) for masters.
-  redisAsyncContext* ac = redisAsyncConnect(address_.host.c_str(), address_.port);
-  if (ac == nullptr || ac->err) {
-    last_error_ = ac ? ac->errstr : "out of memory";
-    if (ac) redisAsyncFree(ac);
+  redisAsyncContext* ac = ConnectOnLoop(loop_, address_.host, address_.port, this, OnConnect,
+                                        OnDisconnect, &last_error_);
+  if (ac == nullptr) {
     state_ = State::kIdle;
     ScheduleReconnect();
     return;
   }
-  if (!AttachToLoop(ac, loop_)) {
-    last_error_ = "cannot watch the socket on the event loop";
-    redisAsyncFree(ac);
-    state_ = State::kIdle;
-    ScheduleReconnect();
-    return;
-  }
-  ac->data = this;
   ac_ = ac;
   ++generation_;
-  redisAsyncSetConnectCallback(ac, OnConnect);
-  redisAsyncSetDisconnectCallback(ac, OnDisconnect);
   connect_timer_.Start(options_.connect_timeout_ms, [this] {
     DropConnection("no connection and handshake within " +
                    std::to_string(options_.connect_timeout_ms) + " ms");

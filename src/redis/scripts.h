@@ -2,13 +2,23 @@
 // Lua scripts run atomically on each master. Each compares the stored token first, so a
 // client can only delete, extend or fence a key it still holds.
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace lw::scripts {
 
 // The channel a release is announced on, so agents with waiters for that key elsewhere can try
 // at once instead of waiting out their retry delay. One channel per lock key.
-inline std::string ReleaseChannel(const std::string& key) { return "lockwarden:released:" + key; }
+inline constexpr std::string_view kReleaseChannelPrefix = "lockwarden:released:";
+inline std::string ReleaseChannel(const std::string& key) {
+  return std::string(kReleaseChannelPrefix) + key;
+}
+// The lock key whose release `channel` announces; nullopt when it is not a release channel.
+inline std::optional<std::string> ReleasedKey(std::string_view channel) {
+  if (!channel.starts_with(kReleaseChannelPrefix)) return std::nullopt;
+  return std::string(channel.substr(kReleaseChannelPrefix.size()));
+}
 
 // KEYS[1] lock key; ARGV[1] token, ARGV[2] release channel ("" = announce nothing).
 // redis.pcall: a user whose ACL forbids PUBLISH still releases (the announcement is lost, and

@@ -86,4 +86,25 @@ bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop) {
   return true;
 }
 
+redisAsyncContext* ConnectOnLoop(uv_loop_s* loop, const std::string& host, int port, void* data,
+                                 void (*on_connect)(const redisAsyncContext*, int status),
+                                 void (*on_disconnect)(const redisAsyncContext*, int status),
+                                 std::string* error) {
+  redisAsyncContext* ac = redisAsyncConnect(host.c_str(), port);
+  if (ac == nullptr || ac->err) {
+    *error = ac ? ac->errstr : "out of memory";
+    if (ac) redisAsyncFree(ac);
+    return nullptr;
+  }
+  if (!AttachToLoop(ac, loop)) {
+    *error = "cannot watch the socket on the event loop";
+    redisAsyncFree(ac);
+    return nullptr;
+  }
+  ac->data = data;
+  redisAsyncSetConnectCallback(ac, on_connect);
+  redisAsyncSetDisconnectCallback(ac, on_disconnect);
+  return ac;
+}
+
 }  // namespace lw

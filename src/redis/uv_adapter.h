@@ -7,6 +7,8 @@
 // hangs in "connecting" forever (hiredis issues #508 and #367, fixed upstream after 0.14).
 // This adapter forwards the error to hiredis by letting it attempt the I/O.
 
+#include <string>
+
 struct redisAsyncContext;
 struct uv_loop_s;
 
@@ -14,5 +16,15 @@ namespace lw {
 
 // Returns false if the poll handle could not be set up (the caller frees the context).
 bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop);
+
+// Starts a non-blocking connect to host:port on loop, with ac->data = data and both callbacks
+// set (hiredis 0.14 has no connect timeout: the caller runs its own timer). Returns nullptr,
+// with the reason in *error, when the connect cannot even start.
+// Note: hiredis resolves host names with a blocking getaddrinfo; use addresses (or names that
+// resolve from /etc/hosts) for masters.
+redisAsyncContext* ConnectOnLoop(uv_loop_s* loop, const std::string& host, int port, void* data,
+                                 void (*on_connect)(const redisAsyncContext*, int status),
+                                 void (*on_disconnect)(const redisAsyncContext*, int status),
+                                 std::string* error);
 
 }  // namespace lw

@@ -102,3 +102,41 @@ describe('overview while masters die', { timeout: 120000 }, () => {
     });
   });
 });
+
+describe('restart quarantine', { timeout: 120000 }, () => {
+  // max_ttl 4 s: the fresh masters count ~4 s after they started (the agent is ready only then),
+  // and a restarted one 4 s after its restart.
+  const stack = useStack(
+    {
+      label: 'quarantine-agent',
+      extraArgs: ['--restart-quarantine', 'true', '--max-ttl-ms', '4000', '--default-ttl-ms', '1000'],
+    },
+    { browser: true },
+  );
+
+  it('shows a restarted master quarantined, why and for how long, then counts it again', async () => {
+    const { cluster } = stack;
+    await stack.withPage('quarantine', async (page) => {
+      await waitForAllMastersUp(page, 5);
+      await waitForQuorum(page, 'healthy');
+      const m = cluster.master(0);
+      await cluster.kill(0);
+      await m.restart();
+      const card = page.locator(byTestId('master-card', { master: m.address, quarantined: true }));
+      await card.waitFor({ timeout: 10000 });
+      await waitForQuorum(page, 'at_risk', 2000);
+      assert.match(await card.locator('.mc-q-reason').textContent(),
+        /^restarted (just now|.* ago) \(run_id \w+ became \w+\); may have forgotten the locks it held$/);
+      assert.match(await card.locator('.mc-q-left').textContent(), /counts again in \d/);
+      assert.match(await page.locator('#quorum-title').textContent(),
+        /4 of 5 masters usable \(1 quarantined\)/);
+      assert.match(await page.locator('#quorum-detail').textContent(),
+        /1 master in restart quarantine .*: 127\.0\.0\.1:\d+\./);
+      await screenshot(page, '04-quarantined');
+      // max_ttl after its restart it counts again.
+      await page.waitForSelector(byTestId('master-card', { master: m.address, quarantined: false }),
+        { timeout: 8000 });
+      await waitForQuorum(page, 'healthy', 2000);
+    });
+  });
+});

@@ -11,29 +11,13 @@
 #include "support/agent_process.h"
 #include "support/http.h"
 #include "support/redis_cluster.h"
+#include "state_util.h"
 #include "test_util.h"
 
 namespace lw::test {
 namespace {
 
 using nlohmann::json;
-
-json State(const AgentProcess& agent) {
-  const HttpResult r = HttpGet(agent.admin_port(), "/api/v1/state");
-  if (r.status != 200) return json::object();
-  return json::parse(r.body);
-}
-
-// The state once `condition` holds of it (re-read every snapshot), or the last one read.
-json StateWhen(const AgentProcess& agent, const std::function<bool(const json&)>& condition,
-               milliseconds deadline = milliseconds(5000)) {
-  json last;
-  Eventually([&] {
-    last = State(agent);
-    return !last.empty() && condition(last);
-  }, deadline);
-  return last;
-}
 
 std::optional<json> LockOf(const json& state, const std::string& resource) {
   for (const json& l : state.value("locks", json::array())) {
@@ -46,15 +30,6 @@ std::vector<std::string> PresenceOf(const json& lock) {
   std::vector<std::string> out;
   for (const json& p : lock["presence"]) out.push_back(p);
   return out;
-}
-
-bool HasEvent(const json& state, const std::string& kind, const std::string& text) {
-  for (const json& e : state.value("events", json::array())) {
-    if (e["kind"] == kind && e["message"].get<std::string>().find(text) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
 }
 
 class StateApiTest : public ::testing::Test {

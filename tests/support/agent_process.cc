@@ -81,6 +81,12 @@ AgentProcess::AgentProcess(std::vector<std::string> master_urls,
     argv.push_back("--admin-listen");
     argv.push_back("127.0.0.1:" + std::to_string(admin_port_));
   }
+  // Fresh masters are quarantined for max_ttl (1 h by default); tests that want restart
+  // quarantine ask for it (a flag given twice is refused).
+  if (std::find(extra_args.begin(), extra_args.end(), "--restart-quarantine") == extra_args.end()) {
+    argv.push_back("--restart-quarantine");
+    argv.push_back("false");
+  }
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   try {
     pid_ = SpawnTestProcess(argv, log_path_);

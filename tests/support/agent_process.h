@@ -25,8 +25,10 @@ class AgentProcess {
   };
 
   // Runs `lockwarden serve --socket <dir>/agent.sock --master <url>... --log-level debug
-  // --admin-listen 127.0.0.1:<free port> <extra_args>` (no --admin-listen of ours if
-  // extra_args has one) against every master of the cluster, then WaitReady(10 s). Throws
+  // --admin-listen 127.0.0.1:<free port> --restart-quarantine false <extra_args>` (without
+  // those two flags of ours when extra_args has them: the fixture's masters are all fresh, and
+  // restart quarantine would keep them out of quorum for max_ttl) against every master of the
+  // cluster, then WaitReady(10 s). Throws
   // std::runtime_error with the agent's log tail if it cannot start or does not become ready
   // (the process is killed and its dir removed by the throw).
   explicit AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args = {},

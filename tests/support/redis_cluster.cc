@@ -466,4 +466,21 @@ void RedisCluster::FlushAll() { OnEveryLiveMaster({"FLUSHALL"}); }
 
 void RedisCluster::ScriptFlush() { OnEveryLiveMaster({"SCRIPT", "FLUSH"}); }
 
+void RedisCluster::Run(int i, const std::vector<std::string>& command) {
+  ReplyPtr r = Command(port(i), command, kInspectTimeout);
+  if (!r || r->type != REDIS_REPLY_STATUS || ReplyString(*r) != "OK") {
+    throw std::runtime_error(command.at(0) + " on master " + std::to_string(i) + " failed" +
+                             (r && r->type == REDIS_REPLY_ERROR ? ": " + ReplyString(*r) : ""));
+  }
+}
+
+int64_t RedisCluster::NumSub(int i, const std::string& channel) const {
+  ReplyPtr r = Command(port(i), {"PUBSUB", "NUMSUB", channel}, kInspectTimeout);
+  if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+      r->element[1]->type != REDIS_REPLY_INTEGER) {
+    return -1;
+  }
+  return r->element[1]->integer;
+}
+
 }  // namespace lw::test

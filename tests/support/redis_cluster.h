@@ -94,6 +94,11 @@ class RedisCluster {
   void FlushAll();
   // Empties every live master's Lua script cache (EVALSHA then answers NOSCRIPT).
   void ScriptFlush();
+  // Runs a command that answers +OK (e.g. ACL SETUSER) on master i; throws std::runtime_error
+  // (with the error reply, if any) otherwise.
+  void Run(int i, const std::vector<std::string>& command);
+  // PUBSUB NUMSUB channel on master i: its subscribers, or -1 when the master does not answer.
+  int64_t NumSub(int i, const std::string& channel) const;
 
  private:
   struct Node {

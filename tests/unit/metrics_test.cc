@@ -1,11 +1,12 @@
 // Metrics and Activity: how restart quarantine shows in the exposition and the event list.
 
+#include "observe/metrics.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "observe/activity.h"
-#include "observe/metrics.h"
 
 namespace lw {
 namespace {
@@ -38,8 +39,9 @@ TEST(Metrics, QuarantinedMasterIsUpButOutOfTheMargin) {
 TEST(Activity, QuarantineStartAndEndAreEvents) {
   Metrics m({"10.0.0.1:6379"}, {"0.1.0", "abc"}, 0);
   EventLog events;
-  Activity activity(m.engine(), events, [](uint64_t) { return std::string("pid 1"); },
-                    [t = int64_t{1'700'000'000'000}]() mutable { return t += 1000; });
+  Activity activity(
+      m.engine(), events, [](uint64_t) { return std::string("pid 1"); },
+      [t = int64_t{1'700'000'000'000}]() mutable { return t += 1000; });
   NodeObserver& node = activity.Node(0, "10.0.0.1:6379", m.node(0));
   node.Quarantined(true, "started 3.0s ago; may have forgotten locks", milliseconds(57'000));
   node.Quarantined(false, "", milliseconds(0));

@@ -559,12 +559,16 @@ TEST(EncodeTest, HeldEmptyAndFull) {
 }
 
 TEST(EncodeTest, Health) {
-  const std::vector<NodeHealthView> nodes = {{"10.0.0.1:6379", true, 0.25},
-                                             {"10.0.0.2:6379", false, 0}};
+  const std::vector<NodeHealthView> nodes = {
+      {"10.0.0.1:6379", true, 0.25},
+      {"10.0.0.2:6379", false, 0},
+      {"10.0.0.3:6379", true, 0.5, true, 4200, "started 3.0s ago"}};
   EXPECT_EQ(EncodeHealth(1, 2, nodes),
             "{\"id\":1,\"ok\":true,\"quorum\":2,\"nodes\":["
-            "{\"addr\":\"10.0.0.1:6379\",\"up\":true,\"rtt_ms\":0.25},"
-            "{\"addr\":\"10.0.0.2:6379\",\"up\":false,\"rtt_ms\":0.0}]}\n");
+            "{\"addr\":\"10.0.0.1:6379\",\"up\":true,\"rtt_ms\":0.25,\"quarantined\":false},"
+            "{\"addr\":\"10.0.0.2:6379\",\"up\":false,\"rtt_ms\":0.0,\"quarantined\":false},"
+            "{\"addr\":\"10.0.0.3:6379\",\"up\":true,\"rtt_ms\":0.5,\"quarantined\":true,"
+            "\"quarantine_left_ms\":4200,\"quarantine_reason\":\"started 3.0s ago\"}]}\n");
   EXPECT_EQ(EncodeHealth(nullptr, 1, {}), "{\"id\":null,\"ok\":true,\"quorum\":1,\"nodes\":[]}\n");
 }
 

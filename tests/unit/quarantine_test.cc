@@ -19,7 +19,8 @@ MasterSighting Seen(Clock::time_point at, int64_t uptime_s, std::string run_id) 
 }
 
 TEST(QuarantineTest, FirstSightOfAYoungMasterIsQuarantinedUntilMaxTtlAfterItsStart) {
-  const auto v = JudgeSighting(Seen(kT0, 3, "aaaa"), {}, kMaxTtl);
+  // Uptime 4 s is floor(now) - floor(start): the real uptime is more than 3 s.
+  const auto v = JudgeSighting(Seen(kT0, 4, "aaaa"), {}, kMaxTtl);
   EXPECT_FALSE(v.restarted);
   EXPECT_EQ(v.started_at, kT0 - seconds(3));
   ASSERT_TRUE(v.until.has_value());
@@ -28,17 +29,21 @@ TEST(QuarantineTest, FirstSightOfAYoungMasterIsQuarantinedUntilMaxTtlAfterItsSta
 }
 
 TEST(QuarantineTest, FirstSightOfAnOldMasterCountsAtOnce) {
-  const auto v = JudgeSighting(Seen(kT0, 60, "aaaa"), {}, kMaxTtl);
+  const auto v = JudgeSighting(Seen(kT0, 61, "aaaa"), {}, kMaxTtl);
   EXPECT_FALSE(v.until.has_value());
   EXPECT_EQ(v.reason, "");
   EXPECT_FALSE(JudgeSighting(Seen(kT0, 86'400, "aaaa"), {}, kMaxTtl).until.has_value());
 }
 
-TEST(QuarantineTest, JustUnderMaxTtlIsStillQuarantined) {
-  // Uptime 59 s may be anything in [59 s, 60 s): the estimate takes 59 s, never too early.
-  const auto v = JudgeSighting(Seen(kT0, 59, "aaaa"), {}, kMaxTtl);
+TEST(QuarantineTest, UptimeIsTakenAsUpToOneSecondTooLarge) {
+  // Started at 10.9 s, asked at 11.1 s: Redis says 11 - 10 = 1 s; the estimate must not say
+  // it started before it did. Even uptime max_ttl/1000 s may be a real uptime under max_ttl.
+  const auto v = JudgeSighting(Seen(kT0, 60, "aaaa"), {}, kMaxTtl);
   ASSERT_TRUE(v.until.has_value());
   EXPECT_EQ(*v.until, kT0 + seconds(1));
+  const auto young = JudgeSighting(Seen(kT0, 1, "aaaa"), {}, kMaxTtl);
+  EXPECT_EQ(young.started_at, kT0);
+  EXPECT_EQ(young.reason, "started just now; may have forgotten locks it held before a restart");
 }
 
 TEST(QuarantineTest, SameRunIdKeepsTheLaterStartEstimate) {
@@ -50,7 +55,7 @@ TEST(QuarantineTest, SameRunIdKeepsTheLaterStartEstimate) {
   ASSERT_TRUE(forward.until.has_value());
   EXPECT_EQ(*forward.until, kT0 - seconds(3) + kMaxTtl);
   // Stepped back: uptime shrinks, and the estimate moves later (longer quarantine).
-  const auto back = JudgeSighting(Seen(kT0 + seconds(5), 1, "aaaa"), before, kMaxTtl);
+  const auto back = JudgeSighting(Seen(kT0 + seconds(5), 2, "aaaa"), before, kMaxTtl);
   EXPECT_EQ(back.started_at, kT0 + seconds(4));
   EXPECT_EQ(*back.until, kT0 + seconds(4) + kMaxTtl);
 }
@@ -70,7 +75,7 @@ TEST(QuarantineTest, NewRunIdStartsNoEarlierThanTheOldOneWasLastSeenAlive) {
 
 TEST(QuarantineTest, NewRunIdWithAPlausibleUptimeUsesTheUptime) {
   const PreviousSighting before{"aaaa", kT0 - std::chrono::hours(5), kT0};
-  const auto v = JudgeSighting(Seen(kT0 + seconds(10), 4, "bbbb"), before, kMaxTtl);
+  const auto v = JudgeSighting(Seen(kT0 + seconds(10), 5, "bbbb"), before, kMaxTtl);
   EXPECT_TRUE(v.restarted);
   EXPECT_EQ(v.started_at, kT0 + seconds(6));
   EXPECT_EQ(*v.until, kT0 + seconds(6) + kMaxTtl);
@@ -88,7 +93,7 @@ TEST(QuarantineTest, AbsurdUptimesDoNotOverflow) {
   const auto v = JudgeSighting(Seen(kT0, INT64_MAX, "aaaa"), {}, kMaxTtl);
   EXPECT_FALSE(v.until.has_value());
   const auto negative = JudgeSighting(Seen(kT0, -5, "aaaa"), {}, kMaxTtl);
-  EXPECT_EQ(negative.started_at, kT0);
+  EXPECT_EQ(negative.started_at, kT0 + seconds(1));
   EXPECT_TRUE(negative.until.has_value());
 }
 

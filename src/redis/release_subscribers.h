@@ -1,0 +1,39 @@
+#pragma once
+// ReleaseSubscribers: the ReleaseWatch the agent runs, one Subscriber per master. A key is
+// watched on every master, so one release is usually heard once per master that applied it;
+// a master that is down or refuses the subscription costs nothing but its share of the
+// announcements. Connections exist only while some key is watched (see Subscriber).
+
+#include <uv.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config.h"
+#include "redis/release_watch.h"
+#include "redis/subscriber.h"
+
+namespace lw {
+
+class ReleaseSubscribers final : public ReleaseWatch {
+ public:
+  // Called on the loop thread with the lock key of every release heard on a watched key,
+  // once per master that announced it.
+  using ReleaseHandler = std::function<void(const std::string& key)>;
+
+  ReleaseSubscribers(uv_loop_t* loop, const std::vector<MasterAddress>& masters,
+                     SubscriberOptions options, ReleaseHandler on_release);
+
+  void Watch(const std::string& key) override;
+  void Unwatch(const std::string& key) override;
+  // Closes every connection for good; Watch and Unwatch are no-ops afterwards.
+  void Stop();
+
+ private:
+  ReleaseHandler on_release_;
+  std::vector<std::unique_ptr<Subscriber>> subscribers_;
+};
+
+}  // namespace lw

@@ -1,0 +1,184 @@
+// Cross-agent hand-off: a release through one agent is announced on the masters
+// (PUBLISH lockwarden:released:<key>), and a waiter backing off in another agent tries again at
+// once instead of sleeping out its retry delay. Two real agents over 5 real masters.
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+
+#include <csignal>
+#include <future>
+#include <sstream>
+#include <utility>
+
+#include "metrics_util.h"
+#include "support/agent_process.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+namespace lw::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kRetryDelayMs = 3000;
+const std::string kChannel = "lockwarden:released:lock:r";
+
+// The waiting agent's retry comes only after 3 s (no jitter): anything sooner is the
+// announcement's doing.
+std::vector<std::string> SlowRetry() {
+  return {"--retry-delay-ms", std::to_string(kRetryDelayMs), "--retry-jitter-ms", "0"};
+}
+
+std::vector<std::string> UrlsAs(const RedisCluster& cluster, const std::string& user) {
+  std::vector<std::string> urls;
+  for (int i = 0; i < cluster.size(); ++i) {
+    urls.push_back("redis://" + user + ":secret@127.0.0.1:" + std::to_string(cluster.port(i)));
+  }
+  return urls;
+}
+
+// Clients of master i in subscribe mode (CLIENT LIST TYPE pubsub); -1 when it does not answer.
+int PubSubClients(const RedisCluster& cluster, int i) {
+  redisContext* ctx = redisConnect("127.0.0.1", cluster.port(i));
+  if (ctx == nullptr || ctx->err) {
+    if (ctx) redisFree(ctx);
+    return -1;
+  }
+  auto* r = static_cast<redisReply*>(redisCommand(ctx, "CLIENT LIST TYPE pubsub"));
+  int n = -1;
+  if (r != nullptr && r->type == REDIS_REPLY_STRING) {
+    std::istringstream lines(std::string(r->str, r->len));
+    std::string line;
+    for (n = 0; std::getline(lines, line);) n += line.empty() ? 0 : 1;
+  }
+  if (r) freeReplyObject(r);
+  redisFree(ctx);
+  return n;
+}
+
+// What the waiting client saw.
+struct Wait {
+  json reply;
+  SteadyClock::time_point answered;
+};
+
+// A client of `agent` asks for "r" with wait_ms 10 s, on its own thread.
+std::future<Wait> WaitFor(const AgentProcess& agent) {
+  return std::async(std::launch::async, [&agent] {
+    auto c = agent.Connect();
+    json reply = c.Acquire("r", 10'000, 10'000);
+    return Wait{std::move(reply), SteadyClock::now()};
+  });
+}
+
+// True once every master but `skip` counts a subscriber on kChannel.
+bool EveryMasterListens(const RedisCluster& cluster, int skip = -1) {
+  for (int i = 0; i < cluster.size(); ++i) {
+    if (i != skip && cluster.NumSub(i, kChannel) < 1) return false;
+  }
+  return true;
+}
+
+class HandoffTest : public ::testing::Test {
+ protected:
+  // a holds "r"; a client of b waits for it; once b listens for its release, a releases.
+  // Returns ms from a's release reply to b's grant (the test fails if there was none).
+  double HandOff(AgentProcess& a, AgentProcess& b, int skip = -1) {
+    auto holder = a.Connect();
+    const json held = holder.Acquire("r", 30'000, 0);
+    EXPECT_TRUE(held.value("ok", false)) << held.dump();
+    auto waiting = WaitFor(b);
+    if (!Eventually([&] { return EveryMasterListens(cluster_, skip); }, milliseconds(5000))) {
+      ADD_FAILURE() << "b never listened for the release\n" << b.Log();
+      return 1e9;
+    }
+    const json released = holder.Release("r", held["token"]);
+    const auto released_at = SteadyClock::now();
+    EXPECT_TRUE(released.value("ok", false)) << released.dump();
+    const Wait w = waiting.get();
+    EXPECT_TRUE(w.reply.value("ok", false)) << w.reply.dump() << b.Log();
+    return std::chrono::duration<double, std::milli>(w.answered - released_at).count();
+  }
+
+  RedisCluster cluster_{5};
+};
+
+TEST_F(HandoffTest, AReleaseInOneAgentWakesTheWaiterInAnotherAtOnce) {
+  AgentProcess a(cluster_);
+  AgentProcess b(cluster_, SlowRetry());
+  // Lazy: nothing is watched yet, so neither agent holds a subscribe connection.
+  for (int i = 0; i < cluster_.size(); ++i) EXPECT_EQ(PubSubClients(cluster_, i), 0);
+
+  const double ms = HandOff(a, b);
+  EXPECT_LT(ms, 1000) << "the grant waited for the retry timer, not the announcement\n" << b.Log();
+  EXPECT_GE(MetricNow(b.admin_port(), "lockwarden_release_wakeups_total"), 1);
+  // Nobody in b wants "r" any more (its client closed): the subscriptions end.
+  EXPECT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < cluster_.size(); ++i) {
+          if (cluster_.NumSub(i, kChannel) != 0) return false;
+        }
+        return true;
+      },
+      milliseconds(3000)));
+  // Its connections linger for 30 s in case another wait comes; shutdown must not wait for them.
+  b.Signal(SIGTERM);
+  EXPECT_EQ(b.WaitExit(milliseconds(2000)), 0) << b.Log();
+}
+
+TEST_F(HandoffTest, TheOtherMastersAnnouncementsSufficeWhileOneIsStopped) {
+  AgentProcess a(cluster_);
+  AgentProcess b(cluster_, SlowRetry());
+  cluster_.Stop(4);
+  const double ms = HandOff(a, b, /*skip=*/4);
+  EXPECT_LT(ms, 1000) << b.Log();
+  cluster_.Cont(4);
+}
+
+TEST_F(HandoffTest, AUserWhoMayNotPublishStillReleasesAndWaitersFallBackToTheirRetry) {
+  for (int i = 0; i < cluster_.size(); ++i) {
+    cluster_.Run(i,
+                 {"ACL", "SETUSER", "releaser", "on", ">secret", "~*", "&*", "+@all", "-publish"});
+  }
+  AgentProcess a(UrlsAs(cluster_, "releaser"));
+  AgentProcess b(cluster_, SlowRetry());
+  auto holder = a.Connect();
+  const json held = holder.Acquire("r", 30'000, 0);
+  ASSERT_TRUE(held.value("ok", false)) << held.dump();
+  const auto asked_at = SteadyClock::now();
+  auto waiting = WaitFor(b);
+  ASSERT_TRUE(Eventually([&] { return EveryMasterListens(cluster_); }, milliseconds(5000)));
+  const json released = holder.Release("r", held["token"]);
+  ASSERT_TRUE(released.value("ok", false)) << released.dump() << a.Log();
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("r")), 0) << "the release deleted the key everywhere";
+  const Wait w = waiting.get();
+  EXPECT_TRUE(w.reply.value("ok", false)) << w.reply.dump();
+  // Nothing was announced, so the waiter got it on its retry timer.
+  EXPECT_GE(MsSince(asked_at) - MsSince(w.answered), kRetryDelayMs - 100);
+  EXPECT_EQ(MetricNow(b.admin_port(), "lockwarden_release_wakeups_total"), 0);
+}
+
+TEST_F(HandoffTest, AWaiterWhoMayNotSubscribeFallsBackToItsRetry) {
+  for (int i = 0; i < cluster_.size(); ++i) {
+    cluster_.Run(i, {"ACL", "SETUSER", "waiter", "on", ">secret", "~*", "resetchannels", "+@all"});
+  }
+  AgentProcess a(cluster_);
+  AgentProcess b(UrlsAs(cluster_, "waiter"), SlowRetry());
+  auto holder = a.Connect();
+  const json held = holder.Acquire("r", 30'000, 0);
+  ASSERT_TRUE(held.value("ok", false)) << held.dump();
+  const auto asked_at = SteadyClock::now();
+  auto waiting = WaitFor(b);
+  ASSERT_TRUE(
+      Eventually([&] { return b.Log().find("refused the subscription") != std::string::npos; },
+                 milliseconds(5000)))
+      << b.Log();
+  ASSERT_TRUE(holder.Release("r", held["token"]).value("ok", false));
+  const Wait w = waiting.get();
+  EXPECT_TRUE(w.reply.value("ok", false)) << w.reply.dump() << b.Log();
+  EXPECT_GE(MsSince(asked_at) - MsSince(w.answered), kRetryDelayMs - 100);
+  EXPECT_TRUE(b.WaitReady(milliseconds(1000))) << "the refusal costs the agent nothing else";
+}
+
+}  // namespace
+}  // namespace lw::test
