@@ -20,7 +20,7 @@ int RunServe(const ConfigSources& sources);
 struct LockArgs {
   std::string socket_path;
   std::string resource;
-  int64_t ttl_ms = 30'000;
+  int64_t ttl_ms = 0;  // 0: the agent's default_ttl_ms
   int64_t wait_ms = 30'000;
   int64_t kill_grace_ms = 2'000;
   int conflict_exit_code = kExitNotAcquired;

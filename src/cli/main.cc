@@ -97,11 +97,12 @@ int main(int argc, char** argv) {
 
   const DurationValidator duration;
   lw::cli::LockArgs lock_args;
-  std::string ttl = "30s", wait = "30s", grace = "2s";
+  std::string ttl, wait = "30s", grace = "2s";
   auto* lock = app.add_subcommand(
       "lock", "Run a command while holding a lock (renewed while it runs), like flock(1)");
-  lock->add_option("--ttl", ttl, "lock time-to-live, renewed at ttl/3")
-      ->check(duration)->capture_default_str();
+  lock->add_option("--ttl", ttl,
+                   "lock time-to-live, renewed at ttl/3 (default: the agent's default_ttl_ms)")
+      ->check(duration);
   lock->add_option("--wait", wait, "how long to wait for the lock")
       ->check(duration)->capture_default_str();
   lock->add_option("--socket", lock_args.socket_path, "agent socket (env LOCKWARDEN_SOCKET)");
@@ -140,7 +141,7 @@ int main(int argc, char** argv) {
   if (scan->parsed()) return lw::cli::RunScan(scan_flags.Sources(scan), scan_json);
   if (lock->parsed()) {
     if (lock_args.socket_path.empty()) lock_args.socket_path = lw::client::DefaultSocketPath();
-    lock_args.ttl_ms = Ms(ttl);
+    lock_args.ttl_ms = ttl.empty() ? 0 : Ms(ttl);
     lock_args.wait_ms = Ms(wait);
     lock_args.kill_grace_ms = Ms(grace);
     return lw::cli::RunLock(lock_args);

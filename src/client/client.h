@@ -38,7 +38,7 @@ class Client {
   // Events and other replies that arrive meanwhile are kept for NextEvent / later calls.
   nlohmann::json Call(nlohmann::json request, Ms timeout = kDefaultTimeout);
 
-  // fence: ask for a fencing token too (the reply's "fence").
+  // fence: ask for a fencing token too (the reply's "fence"). ttl_ms <= 0: the agent's default.
   nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
                          bool renew = false, Ms timeout = kDefaultTimeout, bool fence = false);
   nlohmann::json Release(const std::string& resource, const std::string& token);
