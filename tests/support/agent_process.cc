@@ -154,7 +154,10 @@ bool AgentProcess::WaitReady(milliseconds deadline) {
             if (n.is_object() && n.value("up", false)) ++up;
           }
         }
-        if (up >= QuorumOf(health, master_urls_.size())) return true;
+        const int wanted = readiness_ == Readiness::kAllMasters
+                               ? static_cast<int>(master_urls_.size())
+                               : QuorumOf(health, master_urls_.size());
+        if (up >= wanted) return true;
       }
     } catch (const lw::client::ClientError&) {
       client.reset();  // not listening yet, or the connection broke: reconnect next round

@@ -20,7 +20,9 @@ class AgentProcess {
  public:
   // When the constructor considers the agent ready (see WaitReady).
   enum class Readiness {
-    kQuorum,  // health answers ok:true and at least quorum masters are up (the usual case)
+    kAllMasters,  // health answers ok:true and every configured master is up (the usual case:
+                  // a test that expects its writes on every master must not race the handshakes)
+    kQuorum,      // health answers ok:true and at least quorum masters are up
     kSocket,  // health answers ok:true, whatever the masters (for no-quorum tests)
   };
 
@@ -32,7 +34,7 @@ class AgentProcess {
   // std::runtime_error with the agent's log tail if it cannot start or does not become ready
   // (the process is killed and its dir removed by the throw).
   explicit AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args = {},
-                        Readiness readiness = Readiness::kQuorum);
+                        Readiness readiness = Readiness::kAllMasters);
   // Same with an explicit list of master URLs, e.g. including masters that were never started.
   explicit AgentProcess(std::vector<std::string> master_urls,
                         std::vector<std::string> extra_args = {},
@@ -49,9 +51,10 @@ class AgentProcess {
   int admin_port() const { return admin_port_; }
 
   // Polls until `deadline` from now: connect a client to the socket and ask for health. True
-  // once the agent is ready in the sense of the constructor's Readiness (quorum: the "quorum"
-  // field of the reply, or n/2+1 of the configured masters if absent). False on deadline or if
-  // the agent exited (its status is kept for WaitExit).
+  // once the agent is ready in the sense of the constructor's Readiness (all masters: every
+  // configured master up; quorum: the "quorum" field of the reply, or n/2+1 of the configured
+  // masters if absent). False on deadline or if the agent exited (its status is kept for
+  // WaitExit).
   bool WaitReady(std::chrono::milliseconds deadline);
 
   // Sends sig to the agent (no-op once it has been reaped).
