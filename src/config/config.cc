@@ -4,6 +4,7 @@
 
 #include "config/config.h"
 
+#include <sys/stat.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -72,12 +73,43 @@ const std::vector<SettingDef>& Defs() {
       {"log_level", &Config::log_level, "trace|debug|info|warn|error|critical|off",
        "log verbosity"},
       {"max_line_bytes", &Config::max_line_bytes, "bytes", "longest request line accepted"},
+      {"max_connections", &Config::max_connections, "connections",
+       "client sessions at once; more are closed at once"},
+      {"max_inflight_per_session", &Config::max_inflight_per_session, "requests",
+       "unanswered requests of one session; more get too_many"},
+      {"max_locks_per_session", &Config::max_locks_per_session, "locks",
+       "locks one session may hold at once"},
+      {"max_waiters_per_resource", &Config::max_waiters_per_resource, "waiters",
+       "queued acquires of one resource on this agent"},
+      {"idle_timeout_ms", &Config::idle_timeout_ms, "ms",
+       "close a session with no lock, no request and no input for this long; 0 = never"},
+      {"max_unsent_bytes", &Config::max_unsent_bytes, "bytes",
+       "stop reading a session whose unsent replies exceed this, until they drain"},
+      {"socket_mode", &Config::socket_mode, "octal", "permissions of the Unix socket"},
+      {"socket_owner", &Config::socket_owner, "user name or uid",
+       "owner of the socket and its directory; empty = the agent's user"},
+      {"socket_group", &Config::socket_group, "group name or gid",
+       "group of the socket and its directory; empty = the agent's group"},
+      {"access", &Config::access, "rules \"<uid:N|gid:N|user:NAME|group:NAME|any> <prefix>...\"",
+       "who may lock which resource prefixes; none = any peer that can open the socket"},
+      {"redis_user", &Config::redis_user, "ACL user name",
+       "user for masters whose URL names none"},
+      {"redis_password_file", &Config::redis_password_file, "path",
+       "file whose first line is the password for masters whose URL has none"},
+      {"redis_password", &Config::redis_password, "secret",
+       "password for masters whose URL has none (env or TOML only, never a flag)"},
       {"admin_listen", &Config::admin_listen, "host:port or off",
        "admin HTTP listener: /metrics, /healthz, /readyz, /api/v1"},
       {"admin_token_file", &Config::admin_token_file, "path",
        "file with the bearer token admin actions require; empty disables actions"},
       {"stuck_after_ms", &Config::stuck_after_ms, "ms",
        "operator page: a lock held longer (or not renewed with a longer ttl) is stuck"},
+      {"admin_max_connections", &Config::admin_max_connections, "connections",
+       "admin HTTP connections at once; more get 503"},
+      {"admin_timeout_ms", &Config::admin_timeout_ms, "ms",
+       "admin HTTP: deadline to receive a request and to send its response"},
+      {"admin_max_body_bytes", &Config::admin_max_body_bytes, "bytes",
+       "admin HTTP: largest request body"},
       {"scan_interval_ms", &Config::scan_interval_ms, "ms",
        "pause between leak-scanner passes; 0 turns the scanner off"},
       {"scan_keys_per_second", &Config::scan_keys_per_second, "keys/s",
@@ -430,8 +462,73 @@ Reason ApplyFlags(const std::map<std::string, std::vector<std::string>>& flags, 
              Suggestion(key, [](const std::string& k) { return FlagFor(k); });
     }
     const std::string source = "flag " + FlagFor(key);
+    if (key == "redis_password") {
+      return Fail(key, source,
+                  "a password on the command line is visible to every user of the host (ps, "
+                  "/proc); use LOCKWARDEN_REDIS_PASSWORD or redis_password_file");
+    }
     if (auto reason = ApplyText(*def, values, config)) return Fail(def->key, source, *reason);
     origins[def->key] = source;
+  }
+  return std::nullopt;
+}
+
+// The first line of a secret file. Refuses a file every user may read, and an empty secret.
+Reason ReadSecretFile(const std::string& path, std::string& out) {
+  struct stat st{};
+  if (stat(path.c_str(), &st) != 0) return "cannot read " + path + ": " + std::strerror(errno);
+  if ((st.st_mode & S_IROTH) != 0) {
+    return path + " may be read by every user of the host; chmod o-r it (e.g. 0640)";
+  }
+  std::FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) return "cannot read " + path + ": " + std::strerror(errno);
+  char line[4096];
+  const bool got = std::fgets(line, sizeof line, file) != nullptr;
+  std::fclose(file);
+  out = got ? line : "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  if (out.empty()) return path + ": the first line is empty";
+  return std::nullopt;
+}
+
+// Gives masters whose URL carries no credentials the agent-wide ones.
+Reason ApplyCredentials(Config& config, const Origins& origins) {
+  std::string password = config.redis_password;
+  if (!config.redis_password_file.empty()) {
+    if (auto reason = ReadSecretFile(config.redis_password_file, password)) {
+      return Fail("redis_password_file", origins.at("redis_password_file"), *reason);
+    }
+  }
+  if (password.empty() && !config.redis_user.empty()) {
+    return Fail("redis_user", origins.at("redis_user"),
+                "an ACL user needs a password: set redis_password_file or "
+                "LOCKWARDEN_REDIS_PASSWORD");
+  }
+  if (password.empty()) return std::nullopt;
+  for (MasterAddress& m : config.masters) {
+    if (!m.password.empty()) continue;
+    if (m.user.empty()) m.user = config.redis_user;
+    m.password = password;
+  }
+  config.redis_password = password;
+  return std::nullopt;
+}
+
+// Passwords in a TOML file every user may read are refused: anyone on the host could use them.
+Reason CheckTomlSecrecy(const std::string& path, const Config& config, const Origins& origins) {
+  auto from_file = [&](const char* key) {
+    auto it = origins.find(key);
+    return it != origins.end() && it->second.starts_with(path + ":");
+  };
+  bool secret = from_file("redis_password") && !config.redis_password.empty();
+  if (from_file("masters")) {
+    for (const MasterAddress& m : config.masters) secret = secret || !m.password.empty();
+  }
+  struct stat st{};
+  if (secret && stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
+    return "config file " + path +
+           " holds a Redis password and may be read by every user of the host; chmod o-r it "
+           "(e.g. 0640)";
   }
   return std::nullopt;
 }
@@ -461,6 +558,7 @@ std::string EnvVarFor(const std::string& key) {
 std::string FlagFor(const std::string& key) {
   if (key == "masters") return "--master";  // repeatable: one URL per occurrence
   if (key == "scan_patterns") return "--scan-pattern";  // repeatable
+  // "access" is repeatable too: --access "user:alice orders/" --access "group:ops *".
   std::string flag = "--" + key;
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
@@ -483,6 +581,10 @@ std::variant<Config, std::string> LoadConfig(const ConfigSources& sources) {
     return Fail(key, origin == origins.end() ? "default" : origin->second,
                 error->substr(colon + 2));
   }
+  if (sources.toml_path) {
+    if (auto error = CheckTomlSecrecy(*sources.toml_path, config, origins)) return *error;
+  }
+  if (auto error = ApplyCredentials(config, origins)) return *error;
   return config;
 }
 

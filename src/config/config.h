@@ -54,6 +54,37 @@ struct Config {
   std::string log_level = "info";     // trace, debug, info, warn, error, critical, off
   int64_t max_line_bytes = 65'536;
 
+  // Client limits (docs/security.md). Each refusal is a `too_many` error and a count in
+  // lockwarden_limit_refusals_total{limit}.
+  int64_t max_connections = 1'024;         // sessions at once; more are accepted and closed
+  int64_t max_inflight_per_session = 128;  // requests of one session not yet answered
+  int64_t max_locks_per_session = 1'024;   // locks one session holds at once
+  int64_t max_waiters_per_resource = 1'024;  // queued acquires of one resource on this agent
+  // A session with no lock, no request in flight and no byte received for this long is
+  // closed (0: never).
+  int64_t idle_timeout_ms = 300'000;
+  // A session whose unsent replies exceed this is not read from until they drain (a slow or
+  // stalled reader cannot make the agent buffer without end).
+  int64_t max_unsent_bytes = 1'048'576;
+
+  // The Unix socket's permissions: mode (octal text), and owner/group (name or number; empty:
+  // the agent's own). The directory is created 0750 with the same owner and group.
+  std::string socket_mode = "0660";
+  std::string socket_owner;
+  std::string socket_group;
+  // Who may lock what: "<who> <prefix> [<prefix>...]" with who = uid:N, gid:N, user:NAME,
+  // group:NAME or any, and "*" for every resource. Empty: any peer that can open the socket
+  // may lock anything. Otherwise an acquire is allowed when some rule matches both the peer
+  // (its uid, primary gid or a supplementary group) and a prefix of the resource.
+  std::vector<std::string> access;
+
+  // Credentials for masters whose URL has none: an ACL user (empty: AUTH with the password
+  // only), and a password from a file (first line) or LOCKWARDEN_REDIS_PASSWORD. The password is
+  // never logged; a flag for it is refused (command lines are visible to every user).
+  std::string redis_user;
+  std::string redis_password_file;
+  std::string redis_password;
+
   // Admin HTTP listener (/metrics, /healthz, /readyz, /api/v1/*): "host:port", "[v6]:port", or
   // "off". Port 0 picks a free port (logged).
   std::string admin_listen = "127.0.0.1:9477";
@@ -62,6 +93,12 @@ struct Config {
   // The operator page flags a lock as stuck when it has been held longer than this, or when it
   // is not renewed and its ttl is longer than this (a hung holder keeps it that long).
   int64_t stuck_after_ms = 300'000;
+  // The admin HTTP server's own bounds: connections at once (more get 503 and are closed), a
+  // deadline for receiving each request and sending its response (a slow drip is cut off), and
+  // the largest request body.
+  int64_t admin_max_connections = 32;
+  int64_t admin_timeout_ms = 5'000;
+  int64_t admin_max_body_bytes = 65'536;
 
   // Leak scanner: a pass over every master each interval (0: scanner off).
   int64_t scan_interval_ms = 60'000;
@@ -78,6 +115,8 @@ struct ListenAddress {
 };
 // Returns the address, nullopt for "off", or a human error.
 std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(const std::string& text);
+// True for hosts only this machine can reach: 127.0.0.0/8, ::1, localhost.
+bool IsLoopbackHost(const std::string& host);
 
 // One setting as seen by all three sources. `key` is the TOML key (snake_case); the env var
 // is LOCKWARDEN_<KEY upper-cased>; the flag is --<key with '_' -> '-'>.

@@ -8,6 +8,10 @@
 
 namespace lw {
 
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
+}
+
 std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(
     const std::string& text) {
   if (text == "off") return std::optional<ListenAddress>{};

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "core/access.h"
 #include "core/redlock_math.h"
 
 namespace lw {
@@ -192,14 +193,96 @@ Check CheckLogLevelAndLines(const Config& c) {
   return InRange("max_line_bytes", c.max_line_bytes, 1024, 16 * kMiB, "bytes");
 }
 
+Check CheckClientLimits(const Config& c) {
+  if (auto p = InRange("max_connections", c.max_connections, 1, 1'000'000, "connections")) {
+    return p;
+  }
+  if (auto p = InRange("max_inflight_per_session", c.max_inflight_per_session, 1, 100'000,
+                       "requests")) {
+    return p;
+  }
+  if (auto p = InRange("max_locks_per_session", c.max_locks_per_session, 1, 1'000'000, "locks")) {
+    return p;
+  }
+  if (auto p = InRange("max_waiters_per_resource", c.max_waiters_per_resource, 1, 1'000'000,
+                       "waiters")) {
+    return p;
+  }
+  if (c.idle_timeout_ms != 0) {
+    if (auto p = InRange("idle_timeout_ms", c.idle_timeout_ms, 1000, 7 * kDayMs)) return p;
+  }
+  return InRange("max_unsent_bytes", c.max_unsent_bytes, 64 * 1024, 1024 * kMiB, "bytes");
+}
+
+// A user or group as a name or a number; resolved when the agent starts.
+Check CheckPrincipal(const char* key, const std::string& value) {
+  for (unsigned char ch : value) {
+    if (ch <= 0x20 || ch >= 0x7f || ch == ':') {
+      return Problem{key, "\"" + value + "\" is not a user/group name or number"};
+    }
+  }
+  return std::nullopt;
+}
+
+Check CheckSocketAccess(const Config& c) {
+  const std::string& mode = c.socket_mode;
+  int64_t bits = -1;
+  if (mode.size() >= 3 && mode.size() <= 4 &&
+      mode.find_first_not_of("01234567") == std::string::npos) {
+    std::from_chars(mode.data(), mode.data() + mode.size(), bits, 8);
+  }
+  if (bits < 0 || bits > 0777) {
+    return Problem{"socket_mode", "\"" + mode + "\" is not an octal mode such as 0660"};
+  }
+  if ((bits & 0600) != 0600) {
+    return Problem{"socket_mode", mode + " does not let the owner read and write the socket"};
+  }
+  if (auto p = CheckPrincipal("socket_owner", c.socket_owner)) return p;
+  if (auto p = CheckPrincipal("socket_group", c.socket_group)) return p;
+  for (size_t i = 0; i < c.access.size(); ++i) {
+    auto parsed = ParseAccessRule(c.access[i]);
+    if (auto* error = std::get_if<std::string>(&parsed)) {
+      return Problem{"access", "rule " + std::to_string(i + 1) + " (\"" + c.access[i] +
+                                   "\"): " + *error};
+    }
+  }
+  return std::nullopt;
+}
+
+Check CheckCredentials(const Config& c) {
+  if (auto p = CheckPrincipal("redis_user", c.redis_user)) return p;
+  if (!c.redis_password_file.empty() && c.redis_password_file.front() != '/') {
+    return Problem{"redis_password_file", "must be an absolute path"};
+  }
+  if (!c.redis_password_file.empty() && !c.redis_password.empty()) {
+    return Problem{"redis_password_file", "and redis_password are both set; give one"};
+  }
+  if (c.redis_password.find_first_of("\r\n") != std::string::npos) {
+    return Problem{"redis_password", "must not contain a line break"};
+  }
+  return std::nullopt;
+}
+
 Check CheckAdmin(const Config& c) {
   auto parsed = ParseListenAddress(c.admin_listen);
   if (auto* error = std::get_if<std::string>(&parsed)) return Problem{"admin_listen", *error};
   if (!c.admin_token_file.empty() && c.admin_token_file.front() != '/') {
     return Problem{"admin_token_file", "must be an absolute path"};
   }
+  const auto& listen = std::get<std::optional<ListenAddress>>(parsed);
+  if (listen && !IsLoopbackHost(listen->host) && c.admin_token_file.empty()) {
+    return Problem{"admin_listen",
+                   c.admin_listen + " is reachable beyond this host, where every endpoint but "
+                                    "/healthz and /readyz needs the admin token; set "
+                                    "admin_token_file too (or listen on 127.0.0.1)"};
+  }
   if (auto p = InRange("stuck_after_ms", c.stuck_after_ms, 1000, 7 * kDayMs)) return p;
-  return std::nullopt;
+  if (auto p = InRange("admin_max_connections", c.admin_max_connections, 1, 10'000,
+                       "connections")) {
+    return p;
+  }
+  if (auto p = InRange("admin_timeout_ms", c.admin_timeout_ms, 100, 600'000)) return p;
+  return InRange("admin_max_body_bytes", c.admin_max_body_bytes, 1024, 16 * kMiB, "bytes");
 }
 
 Check CheckScanner(const Config& c) {
@@ -219,8 +302,8 @@ Check CheckScanner(const Config& c) {
 
 Check FindProblem(const Config& c) {
   for (auto check : {CheckMasters, CheckSocketPath, CheckKeyPrefix, CheckTtls, CheckTimeouts,
-                     CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines, CheckAdmin,
-                     CheckScanner}) {
+                     CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines, CheckClientLimits,
+                     CheckSocketAccess, CheckCredentials, CheckAdmin, CheckScanner}) {
     if (auto problem = check(c)) return problem;
   }
   return std::nullopt;

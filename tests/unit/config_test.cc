@@ -77,9 +77,14 @@ class ConfigFileTest : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  std::string Write(const std::string& name, const std::string& contents) {
+  // Written 0640, as a config file holding a password must be; `mode` to test other modes.
+  std::string Write(const std::string& name, const std::string& contents,
+                    std::filesystem::perms mode = std::filesystem::perms::owner_read |
+                                                  std::filesystem::perms::owner_write |
+                                                  std::filesystem::perms::group_read) {
     std::string path = (dir_ / name).string();
     std::ofstream(path) << contents;
+    std::filesystem::permissions(path, mode);
     return path;
   }
 
@@ -122,7 +127,11 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
             "min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
             "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
             "reconnect_max_backoff_ms health_interval_ms shutdown_grace_ms log_level "
-            "max_line_bytes admin_listen admin_token_file stuck_after_ms scan_interval_ms "
+            "max_line_bytes max_connections max_inflight_per_session max_locks_per_session "
+            "max_waiters_per_resource idle_timeout_ms max_unsent_bytes socket_mode "
+            "socket_owner socket_group access redis_user redis_password_file redis_password "
+            "admin_listen admin_token_file stuck_after_ms admin_max_connections "
+            "admin_timeout_ms admin_max_body_bytes scan_interval_ms "
             "scan_keys_per_second scan_batch scan_patterns ");
   EXPECT_THAT(Settings()[10].help, HasSubstr("default 50"));
   EXPECT_THAT(Settings()[12].help, HasSubstr("0.01"));

@@ -1,0 +1,66 @@
+#pragma once
+// Access rules: which local peers may lock which resources. Pure logic; the caller resolves
+// user and group names (NSS) through the Resolver it passes in, and supplies each peer's ids
+// (SO_PEERCRED, SO_PEERGROUPS).
+//
+// A rule is "<who> <prefix> [<prefix> ...]":
+//   who     uid:N | gid:N | user:NAME | group:NAME | any
+//   prefix  a resource prefix, or * for every resource
+// No rules: every peer that can open the socket may lock anything. With rules, an acquire is
+// allowed when one rule matches the peer (its uid, primary gid or a supplementary group) and a
+// prefix of the resource; everything else is refused.
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace lw {
+
+struct AccessRule {
+  enum class Who { kUid, kGid, kUser, kGroup, kAny };
+  Who who = Who::kAny;
+  std::string name;   // kUser, kGroup: the name as written
+  uint32_t id = 0;    // kUid, kGid: the number; kUser, kGroup: filled in by resolution
+  std::vector<std::string> prefixes;  // "" (written "*") matches every resource
+  std::string text;   // the rule as written, for messages
+};
+
+// Parses one rule; a human error naming what is wrong otherwise.
+std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text);
+
+// The ids of a connected peer.
+struct PeerIds {
+  uid_t uid = static_cast<uid_t>(-1);
+  gid_t gid = static_cast<gid_t>(-1);
+  std::vector<gid_t> groups;  // supplementary groups (may include gid)
+};
+
+// Looks a user or group name up; nullopt when there is no such name.
+struct NameResolver {
+  std::function<std::optional<uid_t>(const std::string&)> user;
+  std::function<std::optional<gid_t>(const std::string&)> group;
+};
+
+class AccessPolicy {
+ public:
+  AccessPolicy() = default;  // open: no rules
+
+  // Parses and resolves every rule; the first problem as "rule N (\"...\"): reason".
+  static std::variant<AccessPolicy, std::string> Build(const std::vector<std::string>& rules,
+                                                      const NameResolver& resolver);
+
+  bool open() const { return rules_.empty(); }
+  bool Allows(const PeerIds& peer, std::string_view resource) const;
+  size_t size() const { return rules_.size(); }
+
+ private:
+  std::vector<AccessRule> rules_;
+};
+
+}  // namespace lw
