@@ -13,6 +13,8 @@ packages=(
   libcpp-httplib-dev libtomlplusplus-dev libcli11-dev libgtest-dev libgmock-dev
   redis-server redis-tools
   prometheus  # promtool (rule tests, exposition lint) and the server the alert tests start
+  clang-14 libclang-rt-14-dev  # libFuzzer targets and the sanitizer builds (tests/fuzz)
+  stunnel4 openssl  # the TLS recipe of deploy/stunnel and its test
 )
 browser=0
 case "${1:-}" in
