@@ -12,8 +12,10 @@
 #include <unordered_map>
 
 #include "agent/session.h"
+#include "core/access.h"
 #include "locking/lock_engine.h"
 #include "protocol/messages.h"
+#include "redis/timer.h"
 
 namespace lw {
 
@@ -24,12 +26,41 @@ class RequestObserver {
   virtual ~RequestObserver() = default;
   virtual void Received(std::string_view /*op*/) {}
   virtual void Failed(std::string_view /*op*/, ErrorCode /*code*/) {}
+  // A client limit refused something; limit: one of kLimitNames.
+  virtual void LimitReached(std::string_view /*limit*/) {}
+  virtual void AccessDenied() {}
+  // A session stopped (true) or resumed (false) being read because of unsent replies.
+  virtual void Backpressure(bool /*paused*/) {}
+};
+
+// The limits LimitReached reports, as labels of lockwarden_limit_refusals_total.
+inline constexpr std::string_view kLimitNames[] = {
+    "connections", "line_length", "inflight", "locks_per_session", "waiters_per_resource",
+    "idle_timeout"};
+
+// Bounds on what one client can make the agent hold (0: no bound).
+struct ClientLimits {
+  size_t max_connections = 0;
+  size_t max_inflight = 0;
+  size_t max_locks = 0;
+  int64_t idle_timeout_ms = 0;
+  size_t max_unsent_bytes = 0;
+};
+
+// Who owns the socket file and who may open it.
+struct SocketAccess {
+  unsigned mode = 0660;
+  int owner = -1;  // uid; -1: the agent's
+  int group = -1;  // gid; -1: the agent's
 };
 
 struct ServerOptions {
   std::string socket_path;
   size_t max_line_bytes = 65'536;
   protocol::Limits limits;
+  ClientLimits client_limits;
+  SocketAccess socket_access;
+  AccessPolicy access;  // who may lock what
   RequestObserver* observer = nullptr;  // not owned; null: nothing reported
 };
 
@@ -55,10 +86,12 @@ class Server {
   void StopListening();
   void CloseSessions();
   size_t session_count() const { return sessions_.size(); }
+  size_t paused_sessions() const { return paused_sessions_; }
   // Who is at the other end of a session (SO_PEERCRED and /proc at connect time).
   struct Peer {
     int pid = -1;  // -1: the session is gone
     int uid = -1;
+    int gid = -1;
     std::string cmdline;
   };
   Peer PeerOf(SessionId id) const;
@@ -67,7 +100,12 @@ class Server {
   void OnConnection();
   void OnLine(Session& s, std::string_view line);
   void Dispatch(Session& s, protocol::Request request);
-  void Reply(SessionId id, std::string line);
+  // Answers one request of the session (it is no longer in flight).
+  void Answer(SessionId id, std::string line);
+  void Answer(Session& s, std::string line);
+  // Refuses a decoded request before it reaches the engine; nullopt: go ahead.
+  std::optional<Failure> Refusal(Session& s, const protocol::Request& request);
+  void CloseIdleSessions();
   void ReplyGranted(SessionId sid, const nlohmann::json& request_id, const std::string& resource,
                     const Grant& grant);
   void ReplyFailure(SessionId id, const nlohmann::json& request_id, std::string_view op,
@@ -82,6 +120,8 @@ class Server {
   bool listening_ = false;
   SessionId next_session_ = 1;
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
+  size_t paused_sessions_ = 0;
+  Timer idle_timer_;
 };
 
 }  // namespace lw

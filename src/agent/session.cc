@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -55,8 +56,28 @@ std::string PrintableCmdline(std::string_view raw, size_t max_bytes) {
   return out;
 }
 
-Session::Session(uv_loop_t* loop, SessionId id, size_t max_line, Callbacks callbacks)
-    : id_(id), max_line_(max_line), callbacks_(std::move(callbacks)) {
+// The peer's supplementary groups (Linux 4.13+); empty when the kernel cannot tell.
+std::vector<gid_t> PeerGroups(int fd) {
+#ifdef SO_PEERGROUPS
+  std::vector<gid_t> groups(64);
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) == 0) {
+      groups.resize(len / sizeof(gid_t));
+      return groups;
+    }
+    if (errno != ERANGE) break;
+    groups.resize(len / sizeof(gid_t) + 1);  // len now holds the size needed
+  }
+#else
+  (void)fd;
+#endif
+  return {};
+}
+
+Session::Session(uv_loop_t* loop, SessionId id, size_t max_line, size_t max_unsent,
+                 Callbacks callbacks)
+    : id_(id), max_line_(max_line), max_unsent_(max_unsent), callbacks_(std::move(callbacks)) {
   uv_pipe_init(loop, &pipe_, 0);
   pipe_.data = this;
 }
@@ -77,14 +98,34 @@ bool Session::Accept(uv_stream_t* listener) {
       gid_ = cred.gid;
       cmdline_ = ReadCmdline(pid_);
     }
+    groups_ = PeerGroups(fd);
   }
+  StartReading();
+  return true;
+}
+
+void Session::StartReading() {
   uv_read_start(
-      stream,
+      reinterpret_cast<uv_stream_t*>(&pipe_),
       [](uv_handle_t*, size_t, uv_buf_t* buf) {
         *buf = uv_buf_init(g_read_buffer, sizeof g_read_buffer);
       },
       OnRead);
-  return true;
+}
+
+// A session that does not read its replies is not read from either: its unsent bytes stay
+// bounded by max_unsent plus what one read's worth of requests can produce.
+void Session::UpdateBackpressure() {
+  if (max_unsent_ == 0 || closing_) return;
+  if (!paused_ && queued_bytes_ > max_unsent_) {
+    paused_ = true;
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+    if (callbacks_.on_backpressure) callbacks_.on_backpressure(*this, true);
+  } else if (paused_ && queued_bytes_ <= max_unsent_ / 2) {
+    paused_ = false;
+    StartReading();
+    if (callbacks_.on_backpressure) callbacks_.on_backpressure(*this, false);
+  }
 }
 
 void Session::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
@@ -93,7 +134,10 @@ void Session::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
     self->Close();
     return;
   }
-  if (nread > 0) self->Consume(buf->base, static_cast<size_t>(nread));
+  if (nread > 0) {
+    self->last_input_ = std::chrono::steady_clock::now();
+    self->Consume(buf->base, static_cast<size_t>(nread));
+  }
 }
 
 void Session::Consume(const char* data, size_t len) {
@@ -146,14 +190,21 @@ void Session::Send(std::string line) {
   uv_buf_t buf = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
   const int rc = uv_write(&w->req, stream, &buf, 1, [](uv_write_t* req, int status) {
     std::unique_ptr<WriteRequest> done(static_cast<WriteRequest*>(req->data));
-    done->session->queued_bytes_ -= done->data.size();
-    if (status < 0 && status != UV_ECANCELED) done->session->Close();
+    Session* s = done->session;
+    s->queued_bytes_ -= done->data.size();
+    if (status < 0 && status != UV_ECANCELED) {
+      s->Close();
+    } else {
+      s->UpdateBackpressure();
+    }
   });
   if (rc != 0) {
     queued_bytes_ -= w->data.size();
     delete w;
     Close();
+    return;
   }
+  UpdateBackpressure();
 }
 
 void Session::Close() {

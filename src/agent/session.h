@@ -6,10 +6,12 @@
 #include <sys/types.h>
 #include <uv.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lw {
 
@@ -25,9 +27,13 @@ class Session {
     std::function<void(Session&, std::string_view line)> on_line;
     std::function<void(Session&, size_t bytes)> on_line_too_long;  // the line is dropped
     std::function<void(Session&)> on_closed;  // after the handle is closed; may delete *this
+    // Reading stopped (true) because unsent replies exceed max_unsent, or resumed (false).
+    std::function<void(Session&, bool paused)> on_backpressure;
   };
 
-  Session(uv_loop_t* loop, SessionId id, size_t max_line, Callbacks callbacks);
+  // max_unsent: unsent reply bytes above which the session is not read from until they drain
+  // to half of it (0: no bound).
+  Session(uv_loop_t* loop, SessionId id, size_t max_line, size_t max_unsent, Callbacks callbacks);
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
@@ -45,17 +51,29 @@ class Session {
   pid_t peer_pid() const { return pid_; }
   uid_t peer_uid() const { return uid_; }
   gid_t peer_gid() const { return gid_; }
+  // The peer's supplementary groups at connect time (SO_PEERGROUPS; empty if unknown).
+  const std::vector<gid_t>& peer_groups() const { return groups_; }
   // The peer's command line when it connected ("" if unknown), at most 512 bytes.
   const std::string& peer_cmdline() const { return cmdline_; }
   size_t queued_bytes() const { return queued_bytes_; }
+  bool paused() const { return paused_; }
+  // When the peer last sent a byte (or connected).
+  std::chrono::steady_clock::time_point last_input() const { return last_input_; }
 
+  // Requests read but not yet answered (the server counts them).
+  size_t inflight = 0;
+  size_t inflight_acquires = 0;
+  bool denied_logged = false;  // an access refusal was logged for this session already
  private:
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   void Consume(const char* data, size_t len);
+  void StartReading();
+  void UpdateBackpressure();
 
   uv_pipe_t pipe_;
   SessionId id_;
   size_t max_line_;
+  size_t max_unsent_;
   Callbacks callbacks_;
   std::string inbuf_;
   bool discarding_ = false;  // inside an over-long line: drop bytes until '\n'
@@ -63,8 +81,11 @@ class Session {
   pid_t pid_ = -1;
   uid_t uid_ = static_cast<uid_t>(-1);
   gid_t gid_ = static_cast<gid_t>(-1);
+  std::vector<gid_t> groups_;
   std::string cmdline_;
   size_t queued_bytes_ = 0;
+  bool paused_ = false;
+  std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace lw

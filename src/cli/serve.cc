@@ -14,6 +14,7 @@
 
 #include "admin/admin_server.h"
 #include "admin/auth.h"
+#include "agent/host.h"
 #include "agent/loop_commands.h"
 #include "agent/server.h"
 #include "agent/snapshot.h"
@@ -53,14 +54,20 @@ void WarnAboutMasterCount(size_t n) {
 // Everything that lives on the loop, in construction order.
 class Agent {
  public:
-  Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token)
+  // Resolved from the config before the loop starts (names need the host's databases).
+  struct HostAccess {
+    SocketAccess socket;
+    AccessPolicy policy;
+  };
+
+  Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host)
       : loop_(loop),
         cfg_(cfg),
         metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
                  static_cast<double>(cfg.scan_interval_ms) / 1000.0),
         activity_(metrics_.engine(), events_,
                   [this](uint64_t session) { return DescribeSession(session); }, UnixMsNow),
-        server_(loop, Options(cfg, metrics_)),
+        server_(loop, Options(cfg, metrics_, std::move(host))),
         snapshot_timer_(loop),
         commands_(loop),
         admin_token_(std::move(admin_token)) {
@@ -91,6 +98,7 @@ class Agent {
     engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
     engine_options.observer = &activity_;
     engine_options.release_watch = release_watch_.get();
+    engine_options.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
     engine_ = std::make_unique<LockEngine>(
         loop, raw, engine_options,
         [this](SessionId s, const std::string& res, const std::string& tok,
@@ -142,11 +150,17 @@ class Agent {
   }
 
  private:
-  static ServerOptions Options(const Config& cfg, Metrics& metrics) {
+  static ServerOptions Options(const Config& cfg, Metrics& metrics, HostAccess host) {
     ServerOptions o;
     o.socket_path = cfg.socket_path;
     o.max_line_bytes = static_cast<size_t>(cfg.max_line_bytes);
     o.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
+    o.client_limits = {static_cast<size_t>(cfg.max_connections),
+                       static_cast<size_t>(cfg.max_inflight_per_session),
+                       static_cast<size_t>(cfg.max_locks_per_session), cfg.idle_timeout_ms,
+                       static_cast<size_t>(cfg.max_unsent_bytes)};
+    o.socket_access = host.socket;
+    o.access = std::move(host.policy);
     o.observer = &metrics.requests();
     return o;
   }
@@ -346,15 +360,37 @@ int RunServe(const ConfigSources& sources) {
       return kExitUsage;
     }
   }
+  auto socket_access = ResolveSocketAccess(cfg);
+  if (auto* error = std::get_if<std::string>(&socket_access)) {
+    std::fprintf(stderr, "lockwarden: configuration error: %s\n", error->c_str());
+    return kExitUsage;
+  }
+  auto policy = AccessPolicy::Build(cfg.access, SystemNameResolver());
+  if (auto* error = std::get_if<std::string>(&policy)) {
+    std::fprintf(stderr, "lockwarden: configuration error: access: %s\n", error->c_str());
+    return kExitUsage;
+  }
   SetUpLogging(cfg.log_level);
   WarnAboutMasterCount(cfg.masters.size());
+  // Per master: a lock connection, a subscriber, a scanner and a presence connection.
+  const size_t descriptors = static_cast<size_t>(cfg.max_connections + cfg.admin_max_connections) +
+                             4 * cfg.masters.size() + 64;
+  if (std::string warning = RaiseFileLimit(descriptors); !warning.empty()) {
+    spdlog::warn("{}", warning);
+  }
+  if (!std::get<AccessPolicy>(policy).open()) {
+    spdlog::info("access rules: {} (a peer no rule allows gets forbidden)",
+                 std::get<AccessPolicy>(policy).size());
+  }
   signal(SIGPIPE, SIG_IGN);
 
   uv_loop_t loop;
   uv_loop_init(&loop);
   int rc = 0;
   {
-    Agent agent(&loop, cfg, std::move(admin_token));
+    Agent agent(&loop, cfg, std::move(admin_token),
+                {std::get<SocketAccess>(socket_access),
+                 std::get<AccessPolicy>(std::move(policy))});
     if (agent.Start()) {
       uv_run(&loop, UV_RUN_DEFAULT);
     } else {

@@ -114,6 +114,24 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
     });
     return;
   }
+  if (options_.max_waiters_per_resource > 0) {
+    const Resource* existing = Find(name);
+    const size_t queued =
+        existing == nullptr
+            ? 0
+            : static_cast<size_t>(std::count_if(existing->waiters.begin(), existing->waiters.end(),
+                                                 [](const Waiter& w) { return !w.cancelled; }));
+    if (queued >= options_.max_waiters_per_resource) {
+      observer_->AcquireFinished(AcquireOutcome::kError, {}, 0);
+      Defer([done = std::move(done), queued] {
+        done(Failure{ErrorCode::kTooMany,
+                     std::to_string(queued) + " acquires of this resource are already queued "
+                                              "on this agent (max_waiters_per_resource); retry "
+                                              "later"});
+      });
+      return;
+    }
+  }
   auto& slot = resources_[name];
   if (!slot) {
     slot = std::make_unique<Resource>();
@@ -678,6 +696,14 @@ std::vector<std::pair<std::string, std::string>> LockEngine::HeldGrants() const 
     if (r->holder) out.emplace_back(r->key, r->holder->token);
   }
   return out;
+}
+
+size_t LockEngine::Commitments(SessionId session) const {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return 0;
+  size_t n = it->second.held.size();
+  for (const auto& [name, count] : it->second.waiting) n += static_cast<size_t>(count);
+  return n;
 }
 
 size_t LockEngine::waiters() const {

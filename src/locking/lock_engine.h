@@ -59,6 +59,9 @@ struct EngineOptions {
   EngineObserver* observer = nullptr;  // not owned; null: nothing reported
   // Not owned; null: waiters for a key held elsewhere only retry on their timer.
   ReleaseWatch* release_watch = nullptr;
+  // Queued acquires of one resource (its contender included) beyond which Acquire fails with
+  // too_many; 0: no bound.
+  size_t max_waiters_per_resource = 0;
 };
 
 struct Failure {
@@ -118,6 +121,8 @@ class LockEngine {
   void Extend(SessionId session, const std::string& resource, const std::string& token,
               int64_t ttl_ms, ExtendDone done);
   std::vector<HeldLock> HeldBy(SessionId session) const;
+  // Locks the session holds plus acquires it has queued: what it could hold at once.
+  size_t Commitments(SessionId session) const;
   // Every lock held through this engine, longest-held first.
   std::vector<LockInfo> AllLocks() const;
   // {Redis key, token} of every lock held (for the leak scanner; never shown to anyone).

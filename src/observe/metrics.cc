@@ -144,6 +144,22 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
     }
     it->second->Increment();
   }
+  void LimitReached(std::string_view limit) override {
+    for (size_t i = 0; i < std::size(kLimitNames); ++i) {
+      if (kLimitNames[i] == limit) limit_refusals[i]->Increment();
+    }
+  }
+  void AccessDenied() override { access_denied->Increment(); }
+  void Backpressure(bool paused) override {
+    if (paused) {
+      sessions_paused->Increment();
+    } else {
+      sessions_paused->Decrement();
+    }
+  }
+  std::array<Counter*, std::size(kLimitNames)> limit_refusals{};
+  Counter* access_denied = nullptr;
+  Gauge* sessions_paused = nullptr;
   std::map<std::string, Counter*, std::less<>> request_children;
   std::map<std::pair<std::string, ErrorCode>, Counter*> failure_children;
 
@@ -213,6 +229,17 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
                                 "Waiters woken early by a release announced by another agent.", r)
                            .Add({});
   for (const char* op : {"acquire", "release", "extend"}) m.requests_family->Add({{"op", op}});
+  auto& limits = Register(prometheus::BuildCounter(), "lockwarden_limit_refusals_total",
+                          "Requests or connections a client limit refused, by limit.", r);
+  for (size_t i = 0; i < std::size(kLimitNames); ++i) {
+    m.limit_refusals[i] = &limits.Add({{"limit", std::string(kLimitNames[i])}});
+  }
+  m.access_denied = &Register(prometheus::BuildCounter(), "lockwarden_access_denied_total",
+                              "Acquires refused because no access rule allows the peer.", r)
+                         .Add({});
+  m.sessions_paused = &Register(prometheus::BuildGauge(), "lockwarden_sessions_paused",
+                                "Sessions not read from until their unsent replies drain.", r)
+                           .Add({});
 
   auto gauge = [&](const char* name, const char* help) {
     return &Register(prometheus::BuildGauge(), name, help, r).Add({});
