@@ -65,9 +65,16 @@ AgentProcess::AgentProcess(std::vector<std::string> master_urls,
                            std::vector<std::string> extra_args, Readiness readiness)
     : master_urls_(std::move(master_urls)), readiness_(readiness) {
   dir_ = MakeTempDir("lw-agent-");
-  socket_path_ = dir_ + "/agent.sock";
   log_path_ = dir_ + "/agent.log";
-  std::vector<std::string> argv = {LockwardenBinary(), "serve", "--socket", socket_path_};
+  std::vector<std::string> argv = {LockwardenBinary(), "serve"};
+  // A test may place the socket itself (e.g. to check the directory the agent creates).
+  const auto socket_arg = std::find(extra_args.begin(), extra_args.end(), "--socket");
+  if (socket_arg != extra_args.end() && socket_arg + 1 != extra_args.end()) {
+    socket_path_ = *(socket_arg + 1);
+  } else {
+    socket_path_ = dir_ + "/agent.sock";
+    argv.insert(argv.end(), {"--socket", socket_path_});
+  }
   for (const auto& url : master_urls_) {
     argv.push_back("--master");
     argv.push_back(url);

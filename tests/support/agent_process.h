@@ -26,7 +26,8 @@ class AgentProcess {
     kSocket,  // health answers ok:true, whatever the masters (for no-quorum tests)
   };
 
-  // Runs `lockwarden serve --socket <dir>/agent.sock --master <url>... --log-level debug
+  // Runs `lockwarden serve --socket <dir>/agent.sock (unless extra_args has --socket)
+  // --master <url>... --log-level debug
   // --admin-listen 127.0.0.1:<free port> --restart-quarantine false <extra_args>` (without
   // those two flags of ours when extra_args has them: the fixture's masters are all fresh, and
   // restart quarantine would keep them out of quorum for max_ttl) against every master of the
