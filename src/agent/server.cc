@@ -77,7 +77,8 @@ Server::Server(uv_loop_t* loop, ServerOptions options)
     : observer_(options.observer ? options.observer : &SilentRequests()),
       loop_(loop),
       options_(std::move(options)),
-      idle_timer_(loop) {}
+      idle_timer_(loop),
+      accept_timer_(loop) {}
 
 Server::~Server() {
   if (listener_ != nullptr && !uv_is_closing(reinterpret_cast<uv_handle_t*>(listener_))) {
@@ -103,7 +104,13 @@ std::optional<std::string> Server::Listen() {
     }
     if (auto problem = Chown(options_.socket_path, access)) return problem;
     rc = uv_listen(reinterpret_cast<uv_stream_t*>(listener_), 511, [](uv_stream_t* l, int status) {
-      if (status == 0) static_cast<Server*>(l->data)->OnConnection();
+      // Not accepted here: libuv would call again at once for the next pending connection,
+      // and a connect storm would keep the loop in this callback forever. Left unaccepted,
+      // the listener pauses until the accept at the start of the next loop iteration, after
+      // every other ready socket was served: one connection per iteration, fairly.
+      if (status == 0) static_cast<Server*>(l->data)->accept_timer_.Start(0, [l] {
+        static_cast<Server*>(l->data)->OnConnection();
+      });
     });
   }
   if (rc != 0) {
@@ -134,6 +141,7 @@ void Server::StopListening() {
   if (!listening_) return;
   listening_ = false;
   idle_timer_.Stop();
+  accept_timer_.Stop();
   uv_close(reinterpret_cast<uv_handle_t*>(listener_),
            [](uv_handle_t* h) { delete reinterpret_cast<uv_pipe_t*>(h); });
   listener_ = nullptr;
@@ -145,6 +153,7 @@ void Server::CloseSessions() {
 }
 
 void Server::OnConnection() {
+  if (!listening_) return;
   const SessionId id = next_session_++;
   Session::Callbacks cb;
   cb.on_line = [this](Session& s, std::string_view line) { OnLine(s, line); };

@@ -122,6 +122,7 @@ class Server {
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
   size_t paused_sessions_ = 0;
   Timer idle_timer_;
+  Timer accept_timer_;  // accepts the pending connection on the next loop iteration
 };
 
 }  // namespace lw

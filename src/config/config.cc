@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <set>
 #include <string_view>
@@ -383,7 +384,9 @@ Reason ApplyToml(const SettingDef& def, const toml::node& node, Config& config) 
 
 using Origins = std::map<std::string, std::string>;
 
-Reason ApplyTomlFile(const std::string& path, Config& config, Origins& origins) {
+// Sets holds_secret when the file gives a Redis password (CheckTomlSecrecy).
+Reason ApplyTomlFile(const std::string& path, Config& config, Origins& origins,
+                     bool& holds_secret) {
   if (path.empty()) return "config file: the path is empty";
   // Checked first because toml++ reports only "could not be opened" and reads a directory
   // as an empty file.
@@ -420,6 +423,11 @@ Reason ApplyTomlFile(const std::string& path, Config& config, Origins& origins) 
     }
     if (auto reason = ApplyToml(*def, *node, config)) return Fail(def->key, where, *reason);
     origins[def->key] = where;
+    const std::string_view name = def->key;
+    if (name == "redis_password" && !config.redis_password.empty()) holds_secret = true;
+    if (name == "masters") {
+      for (const MasterAddress& m : config.masters) holds_secret |= !m.password.empty();
+    }
   }
   return std::nullopt;
 }
@@ -473,19 +481,20 @@ Reason ApplyFlags(const std::map<std::string, std::vector<std::string>>& flags, 
   return std::nullopt;
 }
 
-// The first line of a secret file. Refuses a file every user may read, and an empty secret.
+// The first line of a secret file, without its line ending. Refuses what is not a regular
+// file, a file every user may read, and an empty secret.
 Reason ReadSecretFile(const std::string& path, std::string& out) {
   struct stat st{};
   if (stat(path.c_str(), &st) != 0) return "cannot read " + path + ": " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return path + " is not a regular file";
   if ((st.st_mode & S_IROTH) != 0) {
     return path + " may be read by every user of the host; chmod o-r it (e.g. 0640)";
   }
-  std::FILE* file = std::fopen(path.c_str(), "r");
-  if (file == nullptr) return "cannot read " + path + ": " + std::strerror(errno);
-  char line[4096];
-  const bool got = std::fgets(line, sizeof line, file) != nullptr;
-  std::fclose(file);
-  out = got ? line : "";
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return "cannot read " + path + ": " + std::strerror(errno);
+  // The whole line, however long: a silently truncated password would only fail at AUTH.
+  out.clear();
+  std::getline(file, out);
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (out.empty()) return path + ": the first line is empty";
   return std::nullopt;
@@ -510,22 +519,17 @@ Reason ApplyCredentials(Config& config, const Origins& origins) {
     if (m.user.empty()) m.user = config.redis_user;
     m.password = password;
   }
-  config.redis_password = password;
+  // The file's password is not copied into redis_password: with both set, the loaded config
+  // would fail ValidateConfig ("both set"). The masters carry it.
   return std::nullopt;
 }
 
 // Passwords in a TOML file every user may read are refused: anyone on the host could use them.
-Reason CheckTomlSecrecy(const std::string& path, const Config& config, const Origins& origins) {
-  auto from_file = [&](const char* key) {
-    auto it = origins.find(key);
-    return it != origins.end() && it->second.starts_with(path + ":");
-  };
-  bool secret = from_file("redis_password") && !config.redis_password.empty();
-  if (from_file("masters")) {
-    for (const MasterAddress& m : config.masters) secret = secret || !m.password.empty();
-  }
+// `holds_secret` is what the file itself says (a master URL with a password, or
+// redis_password), whether or not a later source overrides it: the file stays readable.
+Reason CheckTomlSecrecy(const std::string& path, bool holds_secret) {
   struct stat st{};
-  if (secret && stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
+  if (holds_secret && stat(path.c_str(), &st) == 0 && (st.st_mode & S_IROTH) != 0) {
     return "config file " + path +
            " holds a Redis password and may be read by every user of the host; chmod o-r it "
            "(e.g. 0640)";
@@ -568,7 +572,11 @@ std::variant<Config, std::string> LoadConfig(const ConfigSources& sources) {
   Config config;
   Origins origins;
   if (sources.toml_path) {
-    if (auto error = ApplyTomlFile(*sources.toml_path, config, origins)) return *error;
+    bool holds_secret = false;
+    if (auto error = ApplyTomlFile(*sources.toml_path, config, origins, holds_secret)) {
+      return *error;
+    }
+    if (auto error = CheckTomlSecrecy(*sources.toml_path, holds_secret)) return *error;
   }
   if (auto error = ApplyEnv(sources.env, config, origins)) return *error;
   if (auto error = ApplyFlags(sources.flags, config, origins)) return *error;
@@ -580,9 +588,6 @@ std::variant<Config, std::string> LoadConfig(const ConfigSources& sources) {
     const auto origin = origins.find(key);
     return Fail(key, origin == origins.end() ? "default" : origin->second,
                 error->substr(colon + 2));
-  }
-  if (sources.toml_path) {
-    if (auto error = CheckTomlSecrecy(*sources.toml_path, config, origins)) return *error;
   }
   if (auto error = ApplyCredentials(config, origins)) return *error;
   return config;

@@ -250,7 +250,13 @@ Check CheckSocketAccess(const Config& c) {
 }
 
 Check CheckCredentials(const Config& c) {
-  if (auto p = CheckPrincipal("redis_user", c.redis_user)) return p;
+  for (unsigned char ch : c.redis_user) {
+    if (ch <= 0x20 || ch >= 0x7f) {
+      return Problem{"redis_user", "\"" + c.redis_user +
+                                       "\" is not a usable ACL user name (no blanks, control or "
+                                       "non-ASCII characters)"};
+    }
+  }
   if (!c.redis_password_file.empty() && c.redis_password_file.front() != '/') {
     return Problem{"redis_password_file", "must be an absolute path"};
   }

@@ -26,8 +26,7 @@ std::optional<uint32_t> Number(std::string_view text) {
 }
 
 bool PrintableAscii(std::string_view text) {
-  return std::all_of(text.begin(), text.end(),
-                     [](char c) { return c > 0x20 && c < 0x7f; });
+  return std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
 }  // namespace
@@ -40,8 +39,9 @@ std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
   }
   const auto words = Words(text);
   if (words.size() < 2) {
-    return std::string("expected \"<who> <prefix> [<prefix>...]\", e.g. \"user:alice orders/\" "
-                       "or \"group:ops *\"");
+    return std::string(
+        "expected \"<who> <prefix> [<prefix>...]\", e.g. \"user:alice orders/\" "
+        "or \"group:ops *\"");
   }
   AccessRule rule;
   rule.text = std::string(text);
@@ -58,6 +58,11 @@ std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
     if (kind == "uid" || kind == "gid") {
       auto id = Number(value);
       if (!id) return "\"" + std::string(value) + "\" is not a number in " + std::string(who);
+      // (uid_t)-1 is no one: the "unknown" id, which a peer whose credentials could not be read
+      // would carry.
+      if (*id == static_cast<uint32_t>(-1)) {
+        return std::string(who) + " is the invalid id (uid_t)-1, not a user or group";
+      }
       rule.who = kind == "uid" ? AccessRule::Who::kUid : AccessRule::Who::kGid;
       rule.id = *id;
     } else if (kind == "user" || kind == "group") {
@@ -69,13 +74,22 @@ std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
     }
   }
   for (size_t i = 1; i < words.size(); ++i) {
+    // Prefixes are literal: "orders:*" would only match resources that begin with "orders:*",
+    // almost surely not what was meant, and a rule that silently matches nothing is refused.
+    const size_t star = words[i].find('*');
+    if (words[i] != "*" && star != std::string_view::npos) {
+      const std::string before(words[i].substr(0, star));
+      return "prefix \"" + std::string(words[i]) + "\": prefixes are literal, not globs; write " +
+             (before.empty() ? std::string() : "\"" + before + "\" for that prefix, or ") +
+             "* alone for every resource";
+    }
     rule.prefixes.push_back(words[i] == "*" ? std::string() : std::string(words[i]));
   }
   return rule;
 }
 
 std::variant<AccessPolicy, std::string> AccessPolicy::Build(const std::vector<std::string>& rules,
-                                                           const NameResolver& resolver) {
+                                                            const NameResolver& resolver) {
   AccessPolicy policy;
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::string where = "rule " + std::to_string(i + 1) + " (\"" + rules[i] + "\"): ";
@@ -111,8 +125,8 @@ bool AccessPolicy::Allows(const PeerIds& peer, std::string_view resource) const 
       case AccessRule::Who::kGid:
       case AccessRule::Who::kGroup:
         matches = peer.gid == static_cast<gid_t>(rule.id) ||
-                  std::find(peer.groups.begin(), peer.groups.end(),
-                            static_cast<gid_t>(rule.id)) != peer.groups.end();
+                  std::find(peer.groups.begin(), peer.groups.end(), static_cast<gid_t>(rule.id)) !=
+                      peer.groups.end();
         break;
     }
     if (!matches) continue;

@@ -5,7 +5,7 @@
 //
 // A rule is "<who> <prefix> [<prefix> ...]":
 //   who     uid:N | gid:N | user:NAME | group:NAME | any
-//   prefix  a resource prefix, or * for every resource
+//   prefix  a resource prefix, matched literally (no globs), or * alone for every resource
 // No rules: every peer that can open the socket may lock anything. With rules, an acquire is
 // allowed when one rule matches the peer (its uid, primary gid or a supplementary group) and a
 // prefix of the resource; everything else is refused.
@@ -25,10 +25,10 @@ namespace lw {
 struct AccessRule {
   enum class Who { kUid, kGid, kUser, kGroup, kAny };
   Who who = Who::kAny;
-  std::string name;   // kUser, kGroup: the name as written
-  uint32_t id = 0;    // kUid, kGid: the number; kUser, kGroup: filled in by resolution
+  std::string name;  // kUser, kGroup: the name as written
+  uint32_t id = 0;   // kUid, kGid: the number; kUser, kGroup: filled in by resolution
   std::vector<std::string> prefixes;  // "" (written "*") matches every resource
-  std::string text;   // the rule as written, for messages
+  std::string text;                   // the rule as written, for messages
 };
 
 // Parses one rule; a human error naming what is wrong otherwise.
@@ -53,7 +53,7 @@ class AccessPolicy {
 
   // Parses and resolves every rule; the first problem as "rule N (\"...\"): reason".
   static std::variant<AccessPolicy, std::string> Build(const std::vector<std::string>& rules,
-                                                      const NameResolver& resolver);
+                                                       const NameResolver& resolver);
 
   bool open() const { return rules_.empty(); }
   bool Allows(const PeerIds& peer, std::string_view resource) const;

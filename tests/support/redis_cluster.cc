@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <thread>
+#include <utility>
 
 namespace lw::test {
 namespace {
@@ -83,13 +84,21 @@ timeval ToTimeval(milliseconds ms) {
   return tv;
 }
 
-// Runs one command on a fresh connection to 127.0.0.1:port; connect and reply each bounded by
-// timeout. Returns nullptr when the master cannot be reached or does not answer in time.
-ReplyPtr Command(int port, const std::vector<std::string>& args, milliseconds timeout) {
+// Runs one command on a fresh connection to 127.0.0.1:port, after AUTH <password> unless the
+// password is empty; connect and reply each bounded by timeout. Returns nullptr when the master
+// cannot be reached, refuses the AUTH or does not answer in time.
+ReplyPtr Command(int port, const std::string& password, const std::vector<std::string>& args,
+                 milliseconds timeout) {
   std::unique_ptr<redisContext, ContextFree> ctx(
       redisConnectWithTimeout("127.0.0.1", port, ToTimeval(timeout)));
   if (!ctx || ctx->err != 0) return nullptr;
   if (redisSetTimeout(ctx.get(), ToTimeval(timeout)) != REDIS_OK) return nullptr;
+  if (!password.empty()) {
+    const char* auth[] = {"AUTH", password.c_str()};
+    const size_t auth_lens[] = {4, password.size()};
+    ReplyPtr ok(static_cast<redisReply*>(redisCommandArgv(ctx.get(), 2, auth, auth_lens)));
+    if (!ok || ok->type != REDIS_REPLY_STATUS) return nullptr;
+  }
   std::vector<const char*> argv;
   std::vector<size_t> lens;
   for (const auto& a : args) {
@@ -105,8 +114,8 @@ std::string ReplyString(const redisReply& r) { return std::string(r.str, r.len);
 
 // The process_id the server on port reports, or -1 when it does not answer. Lets readiness tell
 // our child apart from some other server that happens to hold the port.
-pid_t ServerPid(int port, milliseconds timeout) {
-  ReplyPtr r = Command(port, {"INFO", "server"}, timeout);
+pid_t ServerPid(int port, const std::string& password, milliseconds timeout) {
+  ReplyPtr r = Command(port, password, {"INFO", "server"}, timeout);
   if (!r || r->type != REDIS_REPLY_STRING) return -1;
   std::istringstream in(ReplyString(*r));
   std::string line;
@@ -224,7 +233,9 @@ int PickFreePort() {
 // ---------------------------------------------------------------------------------------------
 // RedisCluster
 
-RedisCluster::RedisCluster(int n) {
+RedisCluster::RedisCluster(int n) : RedisCluster(n, RedisClusterOptions{}) {}
+
+RedisCluster::RedisCluster(int n, RedisClusterOptions options) : options_(std::move(options)) {
   if (n <= 0) throw std::invalid_argument("RedisCluster needs at least one master");
   nodes_.resize(static_cast<size_t>(n));
   try {
@@ -285,6 +296,7 @@ bool RedisCluster::TryStart(Node& nd, std::string* why) {
       "--protected-mode", "no",
   };
   // clang-format on
+  argv.insert(argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   pid_t pid = SpawnTestProcess(argv, out);
   // redis-server offers no readiness event, so probe until it answers as this very process.
   const auto deadline = Clock::now() + kReadyDeadline;
@@ -295,7 +307,7 @@ bool RedisCluster::TryStart(Node& nd, std::string* why) {
              "\n--- redis.log ---\n" + FileTail(log) + "--- stdout/stderr ---\n" + FileTail(out);
       return false;
     }
-    if (ServerPid(nd.port, kReadyProbeTimeout) == pid) {
+    if (ServerPid(nd.port, options_.password, kReadyProbeTimeout) == pid) {
       nd.pid = pid;
       nd.last_pid = pid;
       nd.stopped = false;
@@ -392,13 +404,13 @@ bool RedisCluster::running(int i) const {
 }
 
 std::optional<std::string> RedisCluster::Get(int i, const std::string& key) const {
-  ReplyPtr r = Command(port(i), {"GET", key}, kInspectTimeout);
+  ReplyPtr r = Command(port(i), options_.password, {"GET", key}, kInspectTimeout);
   if (!r || r->type != REDIS_REPLY_STRING) return std::nullopt;
   return ReplyString(*r);
 }
 
 int64_t RedisCluster::Pttl(int i, const std::string& key) const {
-  ReplyPtr r = Command(port(i), {"PTTL", key}, kInspectTimeout);
+  ReplyPtr r = Command(port(i), options_.password, {"PTTL", key}, kInspectTimeout);
   if (!r || r->type != REDIS_REPLY_INTEGER) return kUnreachable;
   return r->integer;
 }
@@ -407,8 +419,8 @@ std::vector<std::string> RedisCluster::Keys(int i, const std::string& pattern) c
   std::vector<std::string> keys;
   std::string cursor = "0";
   do {
-    ReplyPtr r =
-        Command(port(i), {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, kInspectTimeout);
+    ReplyPtr r = Command(port(i), options_.password,
+                         {"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}, kInspectTimeout);
     if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || r->element[1]->type != REDIS_REPLY_ARRAY) {
       return {};
@@ -433,7 +445,7 @@ int RedisCluster::CountWithKey(const std::string& key) const {
   int count = 0;
   for (int i = 0; i < size(); ++i) {
     if (!running(i) || node(i).stopped) continue;
-    ReplyPtr r = Command(port(i), {"EXISTS", key}, kInspectTimeout);
+    ReplyPtr r = Command(port(i), options_.password, {"EXISTS", key}, kInspectTimeout);
     if (r && r->type == REDIS_REPLY_INTEGER && r->integer > 0) ++count;
   }
   return count;
@@ -445,7 +457,7 @@ void RedisCluster::Set(int i, const std::string& key, const std::string& value, 
     args.push_back("PX");
     args.push_back(std::to_string(px_ms));
   }
-  ReplyPtr r = Command(port(i), args, kInspectTimeout);
+  ReplyPtr r = Command(port(i), options_.password, args, kInspectTimeout);
   if (!r || r->type != REDIS_REPLY_STATUS || ReplyString(*r) != "OK") {
     throw std::runtime_error("SET " + key + " on master " + std::to_string(i) + " failed" +
                              (r && r->type == REDIS_REPLY_ERROR ? ": " + ReplyString(*r) : ""));
@@ -455,7 +467,7 @@ void RedisCluster::Set(int i, const std::string& key, const std::string& value, 
 void RedisCluster::OnEveryLiveMaster(const std::vector<std::string>& command) {
   for (int i = 0; i < size(); ++i) {
     if (!running(i) || node(i).stopped) continue;
-    ReplyPtr r = Command(port(i), command, kInspectTimeout);
+    ReplyPtr r = Command(port(i), options_.password, command, kInspectTimeout);
     if (!r || r->type != REDIS_REPLY_STATUS || ReplyString(*r) != "OK") {
       throw std::runtime_error(command[0] + " on master " + std::to_string(i) + " failed");
     }
@@ -467,7 +479,7 @@ void RedisCluster::FlushAll() { OnEveryLiveMaster({"FLUSHALL"}); }
 void RedisCluster::ScriptFlush() { OnEveryLiveMaster({"SCRIPT", "FLUSH"}); }
 
 void RedisCluster::Run(int i, const std::vector<std::string>& command) {
-  ReplyPtr r = Command(port(i), command, kInspectTimeout);
+  ReplyPtr r = Command(port(i), options_.password, command, kInspectTimeout);
   if (!r || r->type != REDIS_REPLY_STATUS || ReplyString(*r) != "OK") {
     throw std::runtime_error(command.at(0) + " on master " + std::to_string(i) + " failed" +
                              (r && r->type == REDIS_REPLY_ERROR ? ": " + ReplyString(*r) : ""));
@@ -475,7 +487,7 @@ void RedisCluster::Run(int i, const std::vector<std::string>& command) {
 }
 
 int64_t RedisCluster::NumSub(int i, const std::string& channel) const {
-  ReplyPtr r = Command(port(i), {"PUBSUB", "NUMSUB", channel}, kInspectTimeout);
+  ReplyPtr r = Command(port(i), options_.password, {"PUBSUB", "NUMSUB", channel}, kInspectTimeout);
   if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
       r->element[1]->type != REDIS_REPLY_INTEGER) {
     return -1;

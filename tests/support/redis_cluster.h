@@ -36,12 +36,23 @@ std::string FileTail(const std::string& path, size_t max_bytes = 4096);
 // Another process may take it before the caller binds it: callers must retry on failure.
 int PickFreePort();
 
+// What a test may add to every master of a RedisCluster.
+struct RedisClusterOptions {
+  // Appended to every redis-server command line, e.g. {"--requirepass", "secret"}.
+  std::vector<std::string> extra_args;
+  // For masters that need AUTH (requirepass): every connection of the fixture itself (readiness
+  // probe, Get, Set, Run, ...) sends AUTH <password> first. Empty: no AUTH.
+  std::string password;
+};
+
 class RedisCluster {
  public:
   // Starts n masters and waits until each answers; throws std::runtime_error (with the log tail
   // of the master that failed) if one cannot be started within its deadline. Masters already
   // started are cleaned up by the throw.
   explicit RedisCluster(int n);
+  // The same, each master started with options.extra_args (Restart too).
+  RedisCluster(int n, RedisClusterOptions options);
   // Kills every master still running (SIGCONT first if stopped), reaps it, removes temp dirs.
   ~RedisCluster();
   RedisCluster(const RedisCluster&) = delete;
@@ -122,6 +133,7 @@ class RedisCluster {
   void Cleanup() noexcept;
   void OnEveryLiveMaster(const std::vector<std::string>& command);
 
+  RedisClusterOptions options_;
   std::vector<Node> nodes_;
 };
 

@@ -1,0 +1,374 @@
+// The TLS recipe of deploy/stunnel against real processes: a CA and a server certificate made
+// with openssl, three TLS-only redis-server masters (--port 0 --tls-port P) that also require a
+// password, stunnel4 in client mode running the shipped deploy/stunnel/lockwarden-redis.conf
+// with only the site values replaced (ports, master addresses, CA path, the certificate's name),
+// and the real agent taking and releasing a lock through the tunnels. Also: a plain-TCP client
+// gets nothing from a TLS port, and a tunnel whose checkHost does not match the certificate
+// carries no connection.
+
+#include <gtest/gtest.h>
+#include <hiredis/hiredis.h>
+#include <pwd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+#include "support/agent_process.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+#ifndef LOCKWARDEN_SOURCE_DIR
+#error "LOCKWARDEN_SOURCE_DIR must name the source tree (set by tests/CMakeLists.txt)"
+#endif
+
+namespace lw::test {
+namespace {
+
+using nlohmann::json;
+
+constexpr int kMasters = 3;
+const std::string kPassword = "tls-test-password-5c1d";
+// The name in the server certificate; the shipped config's checkHost is replaced by it.
+const std::string kCertName = "localhost";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string Trim(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+// Runs a tool to completion (openssl); throws with its output when it fails.
+void RunTool(const std::vector<std::string>& argv, const std::string& dir) {
+  const std::string out = dir + "/" + std::filesystem::path(argv[0]).filename().string() + ".out";
+  const pid_t pid = SpawnTestProcess(argv, out);
+  const int code = WaitChild(pid, milliseconds(30'000));
+  if (code != 0) {
+    if (code < 0) {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+    std::string command;
+    for (const auto& a : argv) command += a + " ";
+    throw std::runtime_error(command + "failed (" + std::to_string(code) + "):\n" + FileTail(out));
+  }
+}
+
+// Kills (SIGKILL) and reaps the processes it was given, at the latest when it goes away.
+class Children {
+ public:
+  ~Children() {
+    for (pid_t pid : pids_) Kill(pid);
+  }
+  pid_t Add(pid_t pid) {
+    pids_.push_back(pid);
+    return pid;
+  }
+  static void Kill(pid_t pid) {
+    if (kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
+  }
+  // True while pid has not exited (it is not reaped here).
+  static bool Alive(pid_t pid) {
+    siginfo_t info{};
+    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+           info.si_pid == 0;
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// One command on a plain connection to 127.0.0.1:port (a tunnel's accept port, or a TLS port to
+// show that it does not work), after AUTH. The reply as text; "(no reply: ...)" when there is none.
+std::string Ask(int port, const std::vector<std::string>& command) {
+  timeval tv{2, 0};
+  redisContext* ctx = redisConnectWithTimeout("127.0.0.1", port, tv);
+  if (ctx == nullptr || ctx->err) {
+    std::string why = ctx ? ctx->errstr : "out of memory";
+    if (ctx) redisFree(ctx);
+    return "(no connection: " + why + ")";
+  }
+  redisSetTimeout(ctx, tv);
+  std::string out;
+  for (const std::vector<std::string>& c : {std::vector<std::string>{"AUTH", kPassword}, command}) {
+    std::vector<const char*> argv;
+    std::vector<size_t> lens;
+    for (const auto& a : c) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(
+        redisCommandArgv(ctx, static_cast<int>(argv.size()), argv.data(), lens.data()));
+    if (r == nullptr) {
+      out = "(no reply: " + std::string(ctx->errstr) + ")";
+      break;
+    }
+    if (r->type == REDIS_REPLY_NIL) {
+      out = "(nil)";
+    } else {
+      out = (r->type == REDIS_REPLY_ERROR ? "(error) " : "") +
+            (r->str ? std::string(r->str, r->len) : std::to_string(r->integer));
+    }
+    freeReplyObject(r);
+    if (out.rfind("(error)", 0) == 0) break;
+  }
+  redisFree(ctx);
+  return out;
+}
+
+struct Tunnel {
+  int accept_port = 0;  // plain, on 127.0.0.1: what the agent connects to
+  int tls_port = 0;     // the master's TLS port
+};
+
+// The shipped config with this test's values. In the k-th [section]: accept, connect, CAfile and
+// checkHost replaced (checkHost only when check_host is given); sections beyond the tunnels are
+// dropped; setuid/setgid are kept only when this test may switch to that user. Every other line
+// (client, verifyChain, sslVersionMin, delay, ...) is the shipped one. Fails the test when a
+// section lacks one of the replaced keys.
+std::string TunnelConfig(const std::vector<Tunnel>& tunnels, const std::string& ca,
+                         const std::optional<std::string>& check_host) {
+  const std::string shipped =
+      ReadFile(std::string(LOCKWARDEN_SOURCE_DIR) + "/deploy/stunnel/lockwarden-redis.conf");
+  const bool may_setuid = geteuid() == 0 && getpwnam("stunnel4") != nullptr;
+  std::istringstream lines(shipped);
+  std::ostringstream out;
+  int section = -1;
+  std::map<int, std::set<std::string>> replaced;
+  for (std::string line; std::getline(lines, line);) {
+    const std::string text = Trim(line);
+    if (text.starts_with("[")) ++section;
+    if (section >= static_cast<int>(tunnels.size())) continue;
+    const size_t eq = text.find('=');
+    if (text.starts_with(";") || eq == std::string::npos) {
+      out << line << "\n";
+      continue;
+    }
+    const std::string key = Trim(text.substr(0, eq));
+    const std::string value = Trim(text.substr(eq + 1));
+    if (section < 0) {
+      if ((key == "setuid" || key == "setgid") && !may_setuid) continue;
+      out << line << "\n";
+      continue;
+    }
+    const Tunnel& t = tunnels[static_cast<size_t>(section)];
+    if (key == "accept") {
+      EXPECT_TRUE(value.starts_with("127.0.0.1:")) << "the shipped plain side must be loopback";
+      out << "accept = 127.0.0.1:" << t.accept_port << "\n";
+    } else if (key == "connect") {
+      out << "connect = 127.0.0.1:" << t.tls_port << "\n";
+    } else if (key == "CAfile") {
+      out << "CAfile = " << ca << "\n";
+    } else if (key == "checkHost" && check_host) {
+      out << "checkHost = " << *check_host << "\n";
+    } else {
+      out << line << "\n";
+    }
+    replaced[section].insert(key + (key == "client" || key == "verifyChain" ? "=" + value : ""));
+  }
+  for (int k = 0; k < static_cast<int>(tunnels.size()); ++k) {
+    for (const char* want :
+         {"accept", "connect", "CAfile", "checkHost", "client=yes", "verifyChain=yes"}) {
+      EXPECT_TRUE(replaced[k].contains(want))
+          << "section " << k + 1 << " of the shipped config has no " << want;
+    }
+  }
+  return out.str();
+}
+
+class TlsTunnelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = MakeTempDir("lw-tls-");
+    chmod(dir_.c_str(), 0755);  // stunnel may run as stunnel4 and read the CA from here
+    MakeCertificates();
+    for (int i = 0; i < kMasters; ++i) tunnels_.push_back({0, StartTlsMaster(i)});
+  }
+  void TearDown() override {
+    children_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  // A CA, and a server certificate it signed for localhost / 127.0.0.1 (EC keys: quick).
+  void MakeCertificates() {
+    const std::string d = dir_ + "/";
+    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt",
+                                         "ec_paramgen_curve:prime256v1", "-nodes"};
+    std::vector<std::string> ca = {"openssl", "req", "-x509"};
+    ca.insert(ca.end(), ec.begin(), ec.end());
+    ca.insert(ca.end(), {"-keyout", d + "ca.key", "-out", d + "ca.crt", "-days", "2", "-subj",
+                         "/CN=lockwarden test CA"});
+    RunTool(ca, dir_);
+    std::vector<std::string> csr = {"openssl", "req"};
+    csr.insert(csr.end(), ec.begin(), ec.end());
+    csr.insert(csr.end(), {"-keyout", d + "server.key", "-out", d + "server.csr", "-subj",
+                           "/CN=" + kCertName});
+    RunTool(csr, dir_);
+    std::ofstream(d + "san.cnf") << "subjectAltName=DNS:" << kCertName << ",IP:127.0.0.1\n";
+    RunTool({"openssl", "x509", "-req", "-in", d + "server.csr", "-CA", d + "ca.crt", "-CAkey",
+             d + "ca.key", "-CAcreateserial", "-out", d + "server.crt", "-days", "2", "-extfile",
+             d + "san.cnf"},
+            dir_);
+    chmod((d + "ca.crt").c_str(), 0644);
+  }
+
+  // A redis-server with TLS only (no plain port) that requires kPassword; returns its TLS port.
+  int StartTlsMaster(int i) {
+    const std::string d = dir_ + "/redis-" + std::to_string(i);
+    std::filesystem::create_directory(d);
+    const std::string log = d + "/redis.log";
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      const int port = PickFreePort();
+      // clang-format off
+      const pid_t pid = children_->Add(SpawnTestProcess({
+          "redis-server",
+          "--port", "0",
+          "--tls-port", std::to_string(port),
+          "--tls-cert-file", dir_ + "/server.crt",
+          "--tls-key-file", dir_ + "/server.key",
+          "--tls-ca-cert-file", dir_ + "/ca.crt",
+          "--tls-auth-clients", "no",
+          "--requirepass", kPassword,
+          "--bind", "127.0.0.1",
+          "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
+          "--dir", d, "--logfile", log}, d + "/redis.out"));
+      // clang-format on
+      // Its log is the only word on readiness; an early exit is a taken port (or no TLS).
+      const bool ready = Eventually(
+          [&] {
+            return !Children::Alive(pid) ||
+                   ReadFile(log).find("Ready to accept connections") != std::string::npos;
+          },
+          milliseconds(5000));
+      if (ready && Children::Alive(pid)) return port;
+      Children::Kill(pid);
+      why_ = "redis-server with TLS on port " + std::to_string(port) + " did not start:\n" +
+             FileTail(log) + FileTail(d + "/redis.out");
+    }
+    throw std::runtime_error(why_);
+  }
+
+  // stunnel4 with the shipped config; returns once every tunnel answers PING (or fails the test).
+  pid_t StartStunnel(const std::optional<std::string>& check_host, const std::string& name) {
+    const std::string conf = dir_ + "/" + name + ".conf";
+    const std::string log = dir_ + "/" + name + ".log";
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      for (Tunnel& t : tunnels_) t.accept_port = PickFreePort();
+      std::ofstream(conf) << TunnelConfig(tunnels_, dir_ + "/ca.crt", check_host);
+      chmod(conf.c_str(), 0644);
+      // stunnel wants an absolute path to its configuration.
+      const pid_t pid = children_->Add(SpawnTestProcess({"stunnel4", conf}, log));
+      const bool listening = Eventually(
+          [&] {
+            if (!Children::Alive(pid)) return true;
+            for (const Tunnel& t : tunnels_) {
+              if (Ask(t.accept_port, {"PING"}).rfind("(no connection", 0) == 0) return false;
+            }
+            return true;
+          },
+          milliseconds(5000));
+      if (listening && Children::Alive(pid)) {
+        stunnel_log_ = log;
+        return pid;
+      }
+      Children::Kill(pid);
+      why_ = "stunnel4 " + conf + " did not start:\n" + FileTail(log);
+    }
+    throw std::runtime_error(why_);
+  }
+
+  std::vector<std::string> TunnelUrls() const {
+    std::vector<std::string> urls;
+    for (const Tunnel& t : tunnels_)
+      urls.push_back("redis://127.0.0.1:" + std::to_string(t.accept_port));
+    return urls;
+  }
+
+  std::string PasswordFile() {
+    const std::string path = dir_ + "/redis.pw";
+    std::ofstream(path) << kPassword << "\n";
+    chmod(path.c_str(), 0600);
+    return path;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Children> children_ = std::make_unique<Children>();
+  std::vector<Tunnel> tunnels_;
+  std::string stunnel_log_;
+  std::string why_;
+};
+
+TEST_F(TlsTunnelTest, TheAgentLocksThroughTheShippedStunnelRecipe) {
+  StartStunnel(kCertName, "lockwarden-redis");
+  for (const Tunnel& t : tunnels_) ASSERT_EQ(Ask(t.accept_port, {"PING"}), "PONG");
+  AgentProcess agent(TunnelUrls(), {"--redis-password-file", PasswordFile()},
+                     AgentProcess::Readiness::kAllMasters);
+  auto client = agent.Connect();
+  const json grant = client.Acquire("over-tls", 30'000, 1'000);
+  ASSERT_TRUE(grant.value("ok", false)) << grant << agent.Log();
+  const std::string token = grant["token"];
+  // Every master holds the key (read back through its tunnel: the masters speak only TLS).
+  for (const Tunnel& t : tunnels_) EXPECT_EQ(Ask(t.accept_port, {"GET", "lock:over-tls"}), token);
+  EXPECT_TRUE(client.Extend("over-tls", token, 40'000).value("ok", false));
+  EXPECT_TRUE(client.Release("over-tls", token).value("ok", false)) << agent.Log();
+  for (const Tunnel& t : tunnels_) {
+    EXPECT_EQ(Ask(t.accept_port, {"GET", "lock:over-tls"}), "(nil)");
+  }
+  // stunnel verified each master's certificate.
+  const std::string log = ReadFile(stunnel_log_);
+  EXPECT_NE(log.find("Certificate accepted at depth=0: CN=" + kCertName), std::string::npos) << log;
+  EXPECT_EQ(agent.Log().find("AUTH failed"), std::string::npos) << agent.Log();
+}
+
+TEST_F(TlsTunnelTest, APlainTcpClientGetsNothingFromATlsPort) {
+  // The TLS port takes the TCP connection but answers plain RESP with nothing.
+  for (const Tunnel& t : tunnels_) {
+    const std::string answer = Ask(t.tls_port, {"PING"});
+    EXPECT_EQ(answer.rfind("(no reply", 0), 0u) << answer;
+  }
+  // Nor can the agent use it without the tunnel.
+  std::vector<std::string> direct;
+  for (const Tunnel& t : tunnels_)
+    direct.push_back("redis://127.0.0.1:" + std::to_string(t.tls_port));
+  AgentProcess agent(direct, {"--redis-password-file", PasswordFile()},
+                     AgentProcess::Readiness::kSocket);
+  const std::string first = "master " + direct.front().substr(8) + ": connect attempt failed";
+  ASSERT_TRUE(Eventually([&] { return agent.Log().find(first) != std::string::npos; },
+                         milliseconds(10'000)))
+      << agent.Log();
+  auto client = agent.Connect();
+  EXPECT_EQ(client.Acquire("never", 30'000, 0).value("error", ""), "no_quorum");
+}
+
+TEST_F(TlsTunnelTest, ATunnelRefusesAMasterWhoseCertificateIsNotForTheCheckedName) {
+  // The shipped checkHost (redis-N.example.internal) left as it is: the certificate names
+  // localhost, so stunnel must drop every connection rather than talk to that master.
+  StartStunnel(std::nullopt, "wrong-name");
+  for (const Tunnel& t : tunnels_) {
+    const std::string answer = Ask(t.accept_port, {"PING"});
+    EXPECT_EQ(answer.rfind("(no reply", 0), 0u) << answer;
+  }
+  const std::string log = ReadFile(stunnel_log_);
+  EXPECT_EQ(log.find("Certificate accepted"), std::string::npos) << log;
+  EXPECT_NE(log.find("Rejected by CERT"), std::string::npos) << "stunnel says why\n" << log;
+}
+
+}  // namespace
+}  // namespace lw::test
