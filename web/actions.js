@@ -1,6 +1,7 @@
 // lockwarden operator page: admin actions. The token box, the "actions disabled"
 // notice, the action buttons of the lock and leak rows, the confirmation dialog, and the POSTs it
-// sends. The token is kept in sessionStorage (this tab only) and sent as a Bearer header.
+// sends. The token is kept in sessionStorage (this tab only) and sent as a Bearer header, with
+// every action and with every poll (an agent listening beyond loopback needs it for reads too).
 'use strict';
 
 (() => {
@@ -30,6 +31,7 @@
       /* storage disabled: memToken keeps it for this page */
     }
     renderTokenStatus();
+    if (LW.tokenChanged) LW.tokenChanged(); // app.js: poll with it at once
   }
 
   function renderTokenStatus() {
@@ -307,5 +309,5 @@
     });
   }
 
-  Object.assign(LW, { renderActionsNotice, actionButton, initToken, initActions });
+  Object.assign(LW, { getToken, renderActionsNotice, actionButton, initToken, initActions });
 })();

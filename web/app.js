@@ -22,7 +22,7 @@
   const LW = (window.LW = window.LW || {});
   const { $, setText, setAttr, tickWithin, S, sinceSnapshot, fmtDur, fmtClock } = LW;
   const { renderHeader, renderQuorum, renderMasters, renderLocks, renderLeaks, renderEvents } = LW;
-  const { renderCharts, initCharts, renderActionsNotice, initToken, initActions } = LW;
+  const { renderCharts, initCharts, renderActionsNotice, initToken, initActions, getToken } = LW;
 
   const POLL_MS = 1000;
   const POLL_TIMEOUT_MS = 4000;
@@ -53,13 +53,21 @@
     const ctl = new AbortController();
     const timeout = setTimeout(() => ctl.abort(), POLL_TIMEOUT_MS);
     let d = null;
+    let refused = null; // a 401: {had: whether a token was sent, message}
+    const token = getToken();
+    const headers = { Accept: 'application/json' };
+    if (token) headers.Authorization = 'Bearer ' + token;
     try {
-      const r = await fetch('/api/v1/state', {
-        cache: 'no-store',
-        signal: ctl.signal,
-        headers: { Accept: 'application/json' },
-      });
-      if (!r.ok) {
+      const r = await fetch('/api/v1/state', { cache: 'no-store', signal: ctl.signal, headers });
+      if (r.status === 401) {
+        refused = { had: !!token, message: '' };
+        try {
+          const j = await r.json();
+          refused.message = (j && j.message) || '';
+        } catch (e) {
+          /* not JSON */
+        }
+      } else if (!r.ok) {
         let msg = 'HTTP ' + r.status;
         try {
           const j = await r.json();
@@ -69,10 +77,12 @@
         }
         throw new Error(msg);
       }
-      d = await r.json();
-      if (!d || typeof d !== 'object' || !d.quorum || !Array.isArray(d.masters)) {
-        d = null;
-        throw new Error('the answer is not a state snapshot');
+      if (!refused) {
+        d = await r.json();
+        if (!d || typeof d !== 'object' || !d.quorum || !Array.isArray(d.masters)) {
+          d = null;
+          throw new Error('the answer is not a state snapshot');
+        }
       }
     } catch (e) {
       S.pollError = e && e.name === 'AbortError' ? 'no answer within ' + POLL_TIMEOUT_MS / 1000 + ' s'
@@ -82,6 +92,7 @@
     }
     if (d) {
       try {
+        if (S.needToken) needToken(null);
         accept(d);
         S.pollError = '';
       } catch (e) {
@@ -90,9 +101,46 @@
       }
     }
     S.inFlight = false;
+    if (refused) {
+      // An agent listening beyond loopback shows nothing without the right token. Polling again
+      // cannot help (and each refusal is a console error): wait for a token (tokenChanged),
+      // unless one was saved while this poll was out.
+      needToken(refused.had, refused.message);
+      if (S.again) schedule(0);
+      S.again = false;
+      return;
+    }
     tick();
     schedule(S.again ? 0 : POLL_MS);
     S.again = false;
+  }
+
+  /* Shows (had: whether a token was sent) or clears (had === null) the "needs the admin token"
+   * state, in which the page shows nothing else and does not poll. */
+  function needToken(had, message) {
+    const on = had !== null;
+    S.needToken = on;
+    document.body.classList.toggle('needs-token', on);
+    $('token-needed').hidden = !on;
+    if (!on) return;
+    S.data = null; // what was shown before may no longer be shown
+    S.keys = {};
+    S.pollError = '';
+    setText($('token-needed-title'), had ? 'The admin token was refused.'
+      : 'This agent needs the admin token to show anything.');
+    setText($('token-needed-text'), (had ? 'Paste the right one in the box above' : 'Paste it in the box above') +
+      ' (the content of the agent\u2019s admin_token_file; it is kept for this tab only).' +
+      (message ? ' The agent says: ' + message : ''));
+    setText($('last-update'), had ? 'token refused' : 'token needed');
+    setAttr($('last-update'), 'data-stale', 'true');
+    $('stale-warning').hidden = true;
+    document.body.classList.remove('is-stale');
+    if (document.activeElement === document.body) $('token-input').focus();
+  }
+
+  /* The token was saved or forgotten: poll with it now. */
+  function tokenChanged() {
+    pollSoon();
   }
 
   function accept(d) {
@@ -123,6 +171,7 @@
 
   /* Updates "updated … ago", the stale warning and every ticking cell. */
   function tick() {
+    if (S.needToken) return;
     const lu = $('last-update');
     const warn = $('stale-warning');
     if (!S.data) {
@@ -165,6 +214,7 @@
   }
 
   LW.pollSoon = pollSoon; // for actions.js: show an action's effect at once
+  LW.tokenChanged = tokenChanged;
 
   if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', start);
   else start();

@@ -18,6 +18,7 @@
     timer: 0,
     keys: {}, // section name -> signature of what it shows
     memToken: '', // used when sessionStorage is unavailable
+    needToken: false, // the agent refused to show its state without the (right) admin token
     pending: null, // the action the dialog is asking about
     busy: false, // an action request is in flight
     title: '', // tab title for the quorum state

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "admin/auth.h"
+#include "admin/bounded_http_server.h"
 #include "admin/views.h"
 #include "admin/web_assets.h"
 #include "core/resource_name.h"
@@ -16,8 +17,6 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-constexpr size_t kMaxBodyBytes = 64 * 1024;
-constexpr size_t kThreads = 4;
 constexpr size_t kMaxKeyBytes = 4096;
 // A new snapshot comes every 250 ms; events, presence and scan results change in between.
 constexpr auto kStateCacheMaxAge = std::chrono::milliseconds(250);
@@ -31,6 +30,22 @@ void SendJson(httplib::Response& res, int status, const ordered_json& body) {
 void SendError(httplib::Response& res, int status, std::string_view code,
                std::string_view message) {
   SendJson(res, status, ErrorView(code, message));
+}
+
+// A refusal by the action or the read gate: 403 when no token would help (cross-site, disabled),
+// else 401 with the challenge. Counted in lockwarden_admin_refusals_total.
+void SendRefusal(const AdminContext& ctx, httplib::Response& res, Refusal refusal,
+                 std::string_view message) {
+  const bool forbidden = refusal == Refusal::kCrossSite || refusal == Refusal::kDisabled;
+  ctx.metrics->CountAdminRefusal(forbidden ? "forbidden" : "unauthorized");
+  if (!forbidden) res.set_header("WWW-Authenticate", "Bearer realm=\"lockwarden\"");
+  SendError(res, forbidden ? 403 : 401, forbidden ? "forbidden" : "unauthorized", message);
+}
+
+// "64 KiB", "1500 bytes".
+std::string BytesText(int64_t bytes) {
+  return bytes % 1024 == 0 ? std::to_string(bytes / 1024) + " KiB"
+                           : std::to_string(bytes) + " bytes";
 }
 
 // JSON-quoted, so a key or header cannot forge log lines.
@@ -126,20 +141,27 @@ ActionHeaders HeadersOf(const httplib::Request& req) {
 }  // namespace
 
 AdminServer::AdminServer(ListenAddress listen, AdminContext context)
-    : listen_(std::move(listen)), ctx_(std::move(context)) {}
+    : listen_(std::move(listen)),
+      ctx_(std::move(context)),
+      // Decided by the configured address, never by the peer: a listener on 0.0.0.0 is reachable
+      // from elsewhere even when this request came over 127.0.0.1.
+      read_scope_(IsLoopbackHost(listen_.host) ? ReadScope::kLoopback
+                                               : ReadScope::kBeyondLoopback) {}
 
 AdminServer::~AdminServer() { Stop(); }
 
 std::optional<std::string> AdminServer::Start() {
-  http_ = std::make_unique<httplib::Server>();
-  http_->new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
-  http_->set_payload_max_length(kMaxBodyBytes);
-  http_->set_read_timeout(5, 0);
-  http_->set_write_timeout(5, 0);
-  // Short keep-alive: the page polls every second and reuses its connection, while an idle
-  // one holds a worker (and delays shutdown) for at most this long.
-  http_->set_keep_alive_timeout(2);
-  http_->set_keep_alive_max_count(100);
+  HttpBounds bounds;
+  bounds.max_connections = static_cast<size_t>(ctx_.max_connections);
+  bounds.timeout = ctx_.http_timeout;
+  bounds.max_body_bytes = static_cast<size_t>(ctx_.max_body_bytes);
+  // Called on server threads; metrics are thread-safe. Not logged above debug: the metric is
+  // the signal, and whoever causes these must not be able to flood the log.
+  http_ = std::make_unique<BoundedHttpServer>(
+      bounds, [metrics = ctx_.metrics](std::string_view reason) {
+        metrics->CountAdminRefusal(reason);
+        spdlog::debug("admin: connection refused: {}", reason);
+      });
   // cpp-httplib's default also sets SO_REUSEPORT, which would let a second agent bind the
   // same port and take half the scrapes. Only SO_REUSEADDR (quick restarts).
   http_->set_socket_options([](socket_t sock) {
@@ -148,23 +170,20 @@ std::optional<std::string> AdminServer::Start() {
   });
   Routes();
   const std::string host = listen_.host == "localhost" ? "127.0.0.1" : listen_.host;
-  if (listen_.port == 0) {
-    port_ = http_->bind_to_any_port(host);
-    if (port_ < 0) return "admin_listen: cannot bind " + host + ":0";
-  } else {
-    if (!http_->bind_to_port(host, listen_.port)) {
-      return "admin_listen: cannot bind " + host + ":" + std::to_string(listen_.port) +
-             " (in use? another agent? set --admin-listen host:port or off)";
-    }
-    port_ = listen_.port;
+  port_ = http_->Bind(host, listen_.port);
+  if (port_ < 0) {
+    const std::string hint =
+        listen_.port == 0 ? "" : " (in use? another agent? set --admin-listen host:port or off)";
+    return "admin_listen: cannot bind " + host + ":" + std::to_string(listen_.port) + hint;
   }
-  thread_ = std::thread([this] { http_->listen_after_bind(); });
+  thread_ = std::thread([this] { http_->Serve(); });
   return std::nullopt;
 }
 
 void AdminServer::Stop() {
-  if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;  // not started, or stopped already
+  http_->Shutdown();
+  thread_.join();
 }
 
 std::string AdminServer::StateBody() {
@@ -200,9 +219,33 @@ void AdminServer::InvalidateState() {
   state_cache_.snapshot.reset();
 }
 
+void AdminServer::GuardReads() {
+  // Open: the probes, and the page's files (the same in every agent: no state in them).
+  open_paths_ = {"/healthz", "/readyz", "/"};
+  for (const WebAsset& asset : WebAssets()) open_paths_.emplace(asset.path);
+  action_paths_ = {"/api/v1/leaks/expire", "/api/v1/leaks/delete", "/api/v1/scan",
+                   "/api/v1/locks/release"};
+  // Decided before the body is read. Everything not open, unknown paths included, is judged.
+  http_->SetGate([this](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "POST" && action_paths_.contains(req.path)) {
+      return httplib::Server::HandlerResponse::Unhandled;
+    }
+    const PathExposure exposure =
+        open_paths_.contains(req.path) ? PathExposure::kOpen : PathExposure::kState;
+    const ActionVerdict verdict =
+        JudgeRead(req.get_header_value("Authorization"), ctx_.token, read_scope_, exposure);
+    if (!verdict.refusal) return httplib::Server::HandlerResponse::Unhandled;
+    spdlog::debug("admin: {} {} refused for {}: {}", req.method, Quote(req.path.substr(0, 200)),
+                  Who(req), verdict.message);
+    SendRefusal(ctx_, res, *verdict.refusal, verdict.message);
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 void AdminServer::Routes() {
   httplib::Server& s = *http_;
   AdminContext& ctx = ctx_;
+  GuardReads();
 
   s.Get("/metrics", [&ctx](const httplib::Request&, httplib::Response& res) {
     res.set_content(ctx.metrics->Serialize(), "text/plain; version=0.0.4; charset=utf-8");
@@ -284,10 +327,7 @@ void AdminServer::Routes() {
         Audit(ctx, Severity::kWarning,
               fmt::format("{} refused for {}: {}", name, Who(req), verdict.message));
         InvalidateState();
-        const bool forbidden = *verdict.refusal == Refusal::kCrossSite ||
-                               *verdict.refusal == Refusal::kDisabled;
-        return SendError(res, forbidden ? 403 : 401, forbidden ? "forbidden" : "unauthorized",
-                         verdict.message);
+        return SendRefusal(ctx, res, *verdict.refusal, verdict.message);
       }
       body(req, res);
       InvalidateState();  // what it did is in the next answer (an event at least)
@@ -382,11 +422,17 @@ void AdminServer::Routes() {
                         {"masters", outcome->masters}});
   }));
 
-  s.set_error_handler([](const httplib::Request&, httplib::Response& res) {
+  s.set_error_handler([&ctx](const httplib::Request&, httplib::Response& res) {
     if (!res.body.empty()) return;  // a handler's own error
     if (res.status == 404) return SendError(res, 404, "not_found", "no such endpoint");
-    if (res.status == 413) {
-      return SendError(res, 413, "bad_request", "the body is larger than 64 KiB");
+    if (res.status == 413 || res.status == 411) {  // refused on its headers, the body unread
+      ctx.metrics->CountAdminRefusal("too_large");
+      res.set_header("Connection", "close");
+      return SendError(res, res.status, "bad_request",
+                       res.status == 411
+                           ? "a request body needs a Content-Length (a chunked one is refused)"
+                           : "the body is larger than " + BytesText(ctx.max_body_bytes) +
+                                 " (admin_max_body_bytes)");
     }
     SendError(res, res.status, "bad_request",
               "malformed HTTP request (HTTP " + std::to_string(res.status) +

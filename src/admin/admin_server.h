@@ -14,17 +14,22 @@
 //
 // Handlers read the loop's latest Snapshot and the scanner's latest report; they never touch
 // loop-owned state. POST actions need the admin token and a same-origin (or non-browser)
-// request, and are written to the log as audit lines.
+// request, and are written to the log as audit lines. On a listener bound beyond loopback every
+// read but /healthz, /readyz and the page's files needs the token too (JudgeRead). The server is
+// bounded (BoundedHttpServer): connections at once, a deadline per request and response, body
+// size; what it refuses is counted in lockwarden_admin_refusals_total.
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "admin/auth.h"
 #include "admin/views.h"
 #include "agent/snapshot.h"
 #include "config/config.h"
@@ -33,11 +38,9 @@
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
 
-namespace httplib {
-class Server;
-}
-
 namespace lw {
+
+class BoundedHttpServer;
 
 // What a force-release did, as the loop reports it.
 struct RevokeOutcome {
@@ -68,6 +71,12 @@ struct AdminContext {
   std::string token;               // empty: actions are disabled
   std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails
   std::chrono::milliseconds action_timeout{2000};
+  // The server's own bounds (admin_max_connections, admin_timeout_ms, admin_max_body_bytes):
+  // connections served or waiting at once (one more gets 503), the deadline to receive a request
+  // and to send its response, the largest request body (a larger one gets 413).
+  int64_t max_connections = 32;
+  std::chrono::milliseconds http_timeout{5000};
+  int64_t max_body_bytes = 64 * 1024;
 };
 
 class AdminServer {
@@ -84,6 +93,9 @@ class AdminServer {
 
  private:
   void Routes();
+  // Beyond loopback, every read but the open paths needs the token (JudgeRead); the action
+  // POSTs keep their own, stricter gate (JudgeAction), which audits.
+  void GuardReads();
 
   // The state answer, rendered once per published snapshot whatever the number of readers (at
   // 1000 locks a render is ~8 ms; many pages, or a script polling flat out, must not cost the
@@ -99,8 +111,11 @@ class AdminServer {
 
   ListenAddress listen_;
   AdminContext ctx_;
+  ReadScope read_scope_;
+  std::set<std::string, std::less<>> open_paths_;    // reads that never need the token
+  std::set<std::string, std::less<>> action_paths_;  // POSTs that JudgeAction gates and audits
   StateCache state_cache_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<BoundedHttpServer> http_;
   std::thread thread_;
   int port_ = 0;
 };

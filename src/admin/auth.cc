@@ -20,6 +20,18 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+namespace {
+
+constexpr std::string_view kBearer = "Bearer ";
+
+// Whether `authorization` is "Bearer <token>", compared in constant time.
+bool BearerMatches(std::string_view authorization, const std::string& token) {
+  return authorization.starts_with(kBearer) &&
+         ConstantTimeEquals(authorization.substr(kBearer.size()), token);
+}
+
+}  // namespace
+
 ActionVerdict JudgeAction(const ActionHeaders& h, const std::string& token) {
   if (token.empty()) {
     return {Refusal::kDisabled,
@@ -35,15 +47,28 @@ ActionVerdict JudgeAction(const ActionHeaders& h, const std::string& token) {
     return {Refusal::kCrossSite, "cross-origin request refused (Origin " + h.origin +
                                      " is not this server)"};
   }
-  constexpr std::string_view kBearer = "Bearer ";
   if (h.authorization.empty()) {
     return {Refusal::kNoToken, "this action needs the admin token: "
                                "\"Authorization: Bearer <token>\""};
   }
-  if (!h.authorization.starts_with(kBearer) ||
-      !ConstantTimeEquals(std::string_view(h.authorization).substr(kBearer.size()), token)) {
-    return {Refusal::kBadToken, "wrong admin token"};
+  if (!BearerMatches(h.authorization, token)) return {Refusal::kBadToken, "wrong admin token"};
+  return {std::nullopt, {}};
+}
+
+ActionVerdict JudgeRead(std::string_view authorization, const std::string& token, ReadScope scope,
+                        PathExposure exposure) {
+  if (scope == ReadScope::kLoopback || exposure == PathExposure::kOpen) return {std::nullopt, {}};
+  if (token.empty()) {
+    return {Refusal::kDisabled,
+            "this admin listener is reachable beyond this host and no admin token is set: "
+            "only /healthz and /readyz answer; set admin_token_file (--admin-token-file)"};
   }
+  if (authorization.empty()) {
+    return {Refusal::kNoToken,
+            "this admin listener is reachable beyond this host: reads need the admin token "
+            "(\"Authorization: Bearer <token>\"); /healthz and /readyz need none"};
+  }
+  if (!BearerMatches(authorization, token)) return {Refusal::kBadToken, "wrong admin token"};
   return {std::nullopt, {}};
 }
 

@@ -274,6 +274,9 @@ class Agent {
     ctx.agent = {LOCKWARDEN_VERSION, static_cast<int>(getpid()), started_unix_ms_,
                  cfg_.socket_path};
     ctx.stuck_after_ms = cfg_.stuck_after_ms;
+    ctx.max_connections = cfg_.admin_max_connections;
+    ctx.http_timeout = std::chrono::milliseconds(cfg_.admin_timeout_ms);
+    ctx.max_body_bytes = cfg_.admin_max_body_bytes;
     ctx.revoke = [this](const std::string& resource, std::chrono::milliseconds timeout) {
       return RevokeFromOtherThread(resource, timeout);
     };

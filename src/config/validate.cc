@@ -278,9 +278,10 @@ Check CheckAdmin(const Config& c) {
   const auto& listen = std::get<std::optional<ListenAddress>>(parsed);
   if (listen && !IsLoopbackHost(listen->host) && c.admin_token_file.empty()) {
     return Problem{"admin_listen",
-                   c.admin_listen + " is reachable beyond this host, where every endpoint but "
-                                    "/healthz and /readyz needs the admin token; set "
-                                    "admin_token_file too (or listen on 127.0.0.1)"};
+                   c.admin_listen + " is reachable beyond this host, where everything but "
+                                    "/healthz, /readyz and the page's static files needs the "
+                                    "admin token; set admin_token_file too (or listen on "
+                                    "127.0.0.1)"};
   }
   if (auto p = InRange("stuck_after_ms", c.stuck_after_ms, 1000, 7 * kDayMs)) return p;
   if (auto p = InRange("admin_max_connections", c.admin_max_connections, 1, 10'000,

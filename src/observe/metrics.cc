@@ -97,6 +97,7 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
   Gauge *locks_held = nullptr, *sessions = nullptr, *waiters = nullptr, *masters = nullptr,
         *masters_up = nullptr, *quorum = nullptr, *margin = nullptr;
   Family<Counter>* admin_actions = nullptr;
+  std::array<Counter*, kAdminRefusalReasons.size()> admin_refusals{};
   Counter* release_wakeups = nullptr;
   std::vector<MasterChildren> per_master;
   std::vector<std::unique_ptr<NodeMetrics>> node_observers;
@@ -332,6 +333,12 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
       m.admin_actions->Add({{"action", action}, {"result", result}});
     }
   }
+  auto& refusals = Register(prometheus::BuildCounter(), "lockwarden_admin_refusals_total",
+                            "Requests and connections the admin HTTP server refused, by reason.",
+                            r);
+  for (size_t i = 0; i < kAdminRefusalReasons.size(); ++i) {
+    m.admin_refusals[i] = &refusals.Add({{"reason", std::string(kAdminRefusalReasons[i])}});
+  }
 }
 
 Metrics::~Metrics() = default;
@@ -353,6 +360,12 @@ void Metrics::SetState(const StateSample& s) {
 
 void Metrics::CountAdminAction(const std::string& action, const std::string& result) {
   impl_->admin_actions->Add({{"action", action}, {"result", result}}).Increment();
+}
+
+void Metrics::CountAdminRefusal(std::string_view reason) {
+  for (size_t i = 0; i < kAdminRefusalReasons.size(); ++i) {
+    if (kAdminRefusalReasons[i] == reason) return impl_->admin_refusals[i]->Increment();
+  }
 }
 
 void Metrics::CountReleaseWakeup() { impl_->release_wakeups->Increment(); }

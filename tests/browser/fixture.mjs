@@ -459,9 +459,11 @@ export class Agent {
     }
   }
 
-  // GET path -> parsed JSON body.
+  // GET path -> parsed JSON body. Sends the token when the agent has one: an agent listening
+  // beyond loopback needs it for reads too (on loopback it is ignored).
   async getJson(p) {
-    const res = await httpRequest(this.baseUrl + p);
+    const headers = this.token ? { Authorization: `Bearer ${this.token}` } : {};
+    const res = await httpRequest(this.baseUrl + p, { headers });
     if (res.status !== 200) throw new Error(`GET ${p}: HTTP ${res.status}: ${res.text}`);
     return JSON.parse(res.text);
   }

@@ -1,8 +1,14 @@
-// Admin API pure parts: token comparison, the action gate, JSON views, listen addresses.
+// Admin API pure parts: token comparison, the action and read gates, the connection queue, JSON
+// views, listen addresses.
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
+#include <thread>
+
 #include "admin/auth.h"
+#include "admin/connection_queue.h"
 #include "admin/views.h"
 #include "config/config.h"
 
@@ -40,6 +46,143 @@ TEST(JudgeAction, RefusesCrossSiteBrowsersEvenWithTheToken) {
             Refusal::kCrossSite);
   EXPECT_FALSE(JudgeAction({auth, "same-origin", "http://h:1", "h:1"}, kToken).refusal);
   EXPECT_FALSE(JudgeAction({auth, "none", "", "h:1"}, kToken).refusal);
+}
+
+TEST(JudgeRead, OpenOnLoopback) {
+  for (auto exposure : {PathExposure::kOpen, PathExposure::kState}) {
+    EXPECT_FALSE(JudgeRead("", kToken, ReadScope::kLoopback, exposure).refusal);
+    EXPECT_FALSE(JudgeRead("Bearer wrong", kToken, ReadScope::kLoopback, exposure).refusal);
+    EXPECT_FALSE(JudgeRead("", "", ReadScope::kLoopback, exposure).refusal);
+  }
+}
+
+TEST(JudgeRead, BeyondLoopbackStateNeedsTheBearerToken) {
+  const auto beyond = ReadScope::kBeyondLoopback;
+  const auto state = PathExposure::kState;
+  auto none = JudgeRead("", kToken, beyond, state);
+  EXPECT_EQ(none.refusal, Refusal::kNoToken);
+  EXPECT_NE(none.message.find("Authorization: Bearer"), std::string::npos) << none.message;
+  EXPECT_EQ(JudgeRead("Bearer wrong", kToken, beyond, state).refusal, Refusal::kBadToken);
+  EXPECT_EQ(JudgeRead(kToken, kToken, beyond, state).refusal, Refusal::kBadToken);
+  EXPECT_EQ(JudgeRead("Basic " + kToken, kToken, beyond, state).refusal, Refusal::kBadToken);
+  EXPECT_EQ(JudgeRead("Bearer " + kToken + "x", kToken, beyond, state).refusal, Refusal::kBadToken);
+  EXPECT_FALSE(JudgeRead("Bearer " + kToken, kToken, beyond, state).refusal);
+}
+
+TEST(JudgeRead, BeyondLoopbackOpenPathsNeedNothing) {
+  EXPECT_FALSE(JudgeRead("", kToken, ReadScope::kBeyondLoopback, PathExposure::kOpen).refusal);
+  EXPECT_FALSE(
+      JudgeRead("Bearer wrong", kToken, ReadScope::kBeyondLoopback, PathExposure::kOpen).refusal);
+}
+
+TEST(JudgeRead, BeyondLoopbackWithoutAConfiguredTokenFailsClosed) {
+  const auto v = JudgeRead("Bearer ", "", ReadScope::kBeyondLoopback, PathExposure::kState);
+  EXPECT_EQ(v.refusal, Refusal::kDisabled);
+  EXPECT_NE(v.message.find("admin_token_file"), std::string::npos) << v.message;
+}
+
+TEST(HttpWorkers, OnePerAdmittedConnectionUpToTheCap) {
+  EXPECT_EQ(HttpWorkersFor(1), 1u);
+  EXPECT_EQ(HttpWorkersFor(32), 32u);
+  EXPECT_EQ(HttpWorkersFor(10'000), kMaxHttpWorkers);
+}
+
+// A task that blocks until released, and says it started.
+struct Gate {
+  std::promise<void> started;
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::function<void()> Task() {
+    return [this] {
+      started.set_value();
+      released.wait();
+    };
+  }
+};
+
+TEST(ConnectionQueue, ShedsInlineOnceCapacityIsTaken) {
+  ConnectionQueue queue(/*workers=*/1, /*capacity=*/2);
+  Gate running;
+  auto started = running.started.get_future();
+  queue.enqueue(running.Task());
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  std::atomic<bool> second_ran{false};
+  std::atomic<bool> second_shed{true};
+  queue.enqueue([&] {
+    second_shed = ConnectionQueue::ShedNow();
+    second_ran = true;
+  });
+  EXPECT_EQ(queue.waiting(), 1u);
+  EXPECT_EQ(queue.admitted(), 2u);
+  EXPECT_TRUE(queue.NeedsWorker());
+
+  // Past capacity: runs at once, on this thread, told to shed.
+  const auto caller = std::this_thread::get_id();
+  std::thread::id ran_on;
+  bool shed = false;
+  queue.enqueue([&] {
+    ran_on = std::this_thread::get_id();
+    shed = ConnectionQueue::ShedNow();
+  });
+  EXPECT_EQ(ran_on, caller);
+  EXPECT_TRUE(shed);
+  EXPECT_FALSE(ConnectionQueue::ShedNow());
+  EXPECT_EQ(queue.admitted(), 2u);
+
+  running.release.set_value();
+  queue.shutdown();  // runs what is queued, then joins
+  EXPECT_TRUE(second_ran);
+  EXPECT_FALSE(second_shed);
+  EXPECT_EQ(queue.admitted(), 0u);
+  EXPECT_FALSE(queue.NeedsWorker());
+}
+
+TEST(ConnectionQueue, PastCapacityATaskTakesThePlaceOfOneMakeRoomEnded) {
+  bool room = true;  // make_room ends a connection once
+  int asked = 0;
+  ConnectionQueue queue(1, 1, [&] {
+    ++asked;
+    const bool r = room;
+    room = false;
+    return r;
+  });
+  Gate running;
+  auto started = running.started.get_future();
+  queue.enqueue(running.Task());
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_EQ(asked, 0);  // there was room
+
+  bool shed = true;
+  queue.enqueue([&] { shed = ConnectionQueue::ShedNow(); });  // in place of the running one
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(queue.admitted(), 2u);
+  bool third_shed = false;
+  queue.enqueue([&] { third_shed = ConnectionQueue::ShedNow(); });  // no room left to make
+  EXPECT_EQ(asked, 2);
+  EXPECT_TRUE(third_shed);
+
+  queue.EvictionDone();  // the one make_room ended is gone
+  running.release.set_value();
+  queue.shutdown();
+  EXPECT_FALSE(shed);
+  EXPECT_EQ(queue.admitted(), 0u);
+}
+
+TEST(ConnectionQueue, TasksKnowWhenTheyWereEnqueued) {
+  ConnectionQueue queue(1, 4);
+  Gate first;
+  auto started = first.started.get_future();
+  queue.enqueue(first.Task());
+  ASSERT_EQ(started.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  const auto before = ConnectionQueue::Clock::now();
+  std::promise<ConnectionQueue::Clock::time_point> seen;
+  queue.enqueue([&] { seen.set_value(ConnectionQueue::EnqueuedAt()); });
+  const auto after = ConnectionQueue::Clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the wait must not count
+  first.release.set_value();
+  const auto enqueued = seen.get_future().get();
+  EXPECT_GE(enqueued, before);
+  EXPECT_LE(enqueued, after);
 }
 
 TEST(IsoTime, FormatsUtcWithMilliseconds) {
