@@ -190,7 +190,7 @@
     const ctx = [d.actions, d.quorum.needed];
     reconcile($('locks-tbody'), locks.map((l) => ({
       // Ticking fields stay out of the signature; they are updated in place.
-      sig: JSON.stringify([ctx, l.resource, l.session, l.pid, l.uid, l.cmdline, l.ttl_ms, l.renew,
+      sig: JSON.stringify([ctx, l.resource, l.session, l.pid, l.uid, l.gid, l.cmdline, l.ttl_ms, l.renew,
         l.waiters, l.stuck, l.stuck_reason, l.presence, !!l.presence_checked_at]),
       data: l,
       build: buildLockRow,
@@ -221,7 +221,8 @@
     const who = h('div', 'holder-id');
     if (isNum(l.pid) && l.pid >= 0) who.append(h('span', 'mono', 'pid ' + l.pid));
     else who.append(h('span', 'muted', 'holder disconnected'));
-    who.append(h('span', 'muted', ' \u00b7 uid ' + (isNum(l.uid) && l.uid >= 0 ? l.uid : '\u2014') +
+    const id = (v) => (isNum(v) && v >= 0 ? v : '\u2014');
+    who.append(h('span', 'muted', ' \u00b7 uid ' + id(l.uid) + ' \u00b7 gid ' + id(l.gid) +
       ' \u00b7 session ' + l.session));
     tdHold.append(who);
     const cmd = h('div', 'cmdline mono' + (l.cmdline ? '' : ' muted'), l.cmdline || 'command line unknown');

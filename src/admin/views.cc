@@ -109,6 +109,7 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
                      {"session", l.session},
                      {"pid", l.pid},
                      {"uid", l.uid},
+                     {"gid", l.gid},
                      {"cmdline", l.cmdline},
                      {"held_ms", l.held_ms},
                      {"validity_ms", l.validity_ms},

@@ -21,6 +21,7 @@ struct LockSnapshot {
   uint64_t session = 0;
   int pid = -1;
   int uid = -1;
+  int gid = -1;
   int64_t held_ms = 0;
   int64_t validity_ms = 0;
   bool renew = false;

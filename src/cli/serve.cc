@@ -178,7 +178,8 @@ class Agent {
     }
     for (const auto& l : engine_->AllLocks()) {
       Server::Peer peer = server_.PeerOf(l.session);
-      s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, l.held_ms, l.validity_ms,
+      s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, peer.gid, l.held_ms,
+                          l.validity_ms,
                           l.renew, l.waiters, l.ttl_ms, l.key, std::move(peer.cmdline)});
     }
     for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));

@@ -62,6 +62,7 @@ TEST_F(StateApiTest, ShowsTheHolderAndWhereItsKeyReallyIs) {
   EXPECT_NE((*lock)["presence_checked_at"], "");
   EXPECT_EQ((*lock)["pid"], static_cast<int>(getpid()));
   EXPECT_EQ((*lock)["uid"], static_cast<int>(getuid()));
+  EXPECT_EQ((*lock)["gid"], static_cast<int>(getgid()));
   EXPECT_NE((*lock)["cmdline"].get<std::string>().find("lw_integration_tests"), std::string::npos)
       << (*lock)["cmdline"];
   EXPECT_EQ((*lock)["ttl_ms"], 60'000);
