@@ -6,19 +6,29 @@
 # Unit tests first (pure logic, run in parallel), then integration tests (label "integration":
 # each starts real redis-server masters and a real agent; CTest runs them one at a time). The
 # browser tests (tests/browser, headless Chromium) are one of the integration tests.
-# Exits non-zero if anything fails. Extra arguments go to both ctest runs (e.g. -R Acquire).
+# Then the proof stages, each in its own build directory (docs/security.md):
+#   fuzz  the libFuzzer targets, LOCKWARDEN_FUZZ_SECONDS (default 25) each (tests/fuzz/run.sh)
+#   asan  unit and integration tests under ASan+UBSan+LSan (.ci/sanitize.sh address)
+#   tsan  unit tests and the threaded integration tests under TSan (.ci/sanitize.sh thread)
+# Exits non-zero if anything fails. Extra arguments go to every ctest run (e.g. -R Acquire).
+# LOCKWARDEN_SKIP="fuzz asan tsan" skips stages (reported as skipped, never as ok).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 start=$SECONDS
-stage=deps unit=skipped integration=skipped
+stage=deps unit=skipped integration=skipped fuzz=skipped asan=skipped tsan=skipped
+timings=""
 summary() {
   local rc=$?
+  local results="unit: $unit, integration: $integration, fuzz: $fuzz, asan: $asan, tsan: $tsan"
   echo
-  if [[ $stage == finished && $unit == ok && $integration == ok ]]; then
-    echo "tests/run.sh: PASS (unit: ok, integration: ok) in $((SECONDS - start))s"
+  [[ -n $timings ]] && echo "tests/run.sh: stage times:$timings"
+  if [[ $stage == finished ]] && ! grep -qE 'FAIL|skipped' <<<"$results"; then
+    echo "tests/run.sh: PASS ($results) in $((SECONDS - start))s"
+  elif [[ $stage == finished ]] && ! grep -q FAIL <<<"$results"; then
+    echo "tests/run.sh: PASS with stages skipped ($results) in $((SECONDS - start))s"
   elif [[ $stage == finished ]]; then
-    echo "tests/run.sh: FAIL (unit: $unit, integration: $integration) in $((SECONDS - start))s"
+    echo "tests/run.sh: FAIL ($results) in $((SECONDS - start))s"
   else
     echo "tests/run.sh: FAIL at $stage (exit $rc) in $((SECONDS - start))s"
   fi
@@ -36,8 +46,24 @@ run_ctest() {  # $1 = name, rest = ctest arguments
   ctest --test-dir build --output-on-failure --no-tests=error "$@"
 }
 
-stage=tests unit=FAIL integration=FAIL
-run_ctest unit -LE integration --parallel "$(nproc)" "$@" && unit=ok
-run_ctest integration -L integration "$@" && integration=ok
+# Runs stage $1 (its result in the variable of that name) unless LOCKWARDEN_SKIP names it.
+run_stage() {
+  local name=$1 began=$SECONDS; shift
+  if [[ " ${LOCKWARDEN_SKIP:-} " == *" $name "* ]]; then
+    echo
+    echo "==> $name: skipped (LOCKWARDEN_SKIP)"
+    return
+  fi
+  printf -v "$name" FAIL
+  if "$@"; then printf -v "$name" ok; fi
+  timings+=" $name $((SECONDS - began))s"
+}
+
+stage=tests
+run_stage unit run_ctest unit -LE integration --parallel "$(nproc)" "$@"
+run_stage integration run_ctest integration -L integration "$@"
+run_stage fuzz bash tests/fuzz/run.sh "${LOCKWARDEN_FUZZ_SECONDS:-25}"
+run_stage asan bash .ci/sanitize.sh address "$@"
+run_stage tsan bash .ci/sanitize.sh thread "$@"
 stage=finished
-[[ $unit == ok && $integration == ok ]]
+[[ $unit == ok && $integration == ok && $fuzz != FAIL && $asan != FAIL && $tsan != FAIL ]]
