@@ -44,6 +44,9 @@ for t in "${targets[@]}"; do
   [[ -x $build/tests/fuzz/$t ]] || { echo "fuzz: $t did not build" >&2; exit 1; }
 done
 
+# One of libFuzzer's final "stat::<name>: <value>" lines of the log in $dir.
+final_stat() { grep -E "^stat::$1:" "$dir/fuzz.log" | awk '{print $2}' | tail -1; }
+
 # A target's directory in tests/fuzz/corpus/ and its dictionary: protocol_fuzz -> protocol.
 failed=()
 for t in "${targets[@]}"; do
@@ -64,22 +67,24 @@ for t in "${targets[@]}"; do
     "$build/tests/fuzz/$t" "${args[@]}" "$dir/corpus" </dev/null >"$dir/fuzz.log" 2>&1 || rc=$?
   # libFuzzer's last status line: "#N DONE cov: C ft: F corp: K/S lim: L exec/s: E rss: R".
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$dir/fuzz.log" | tail -1 || true)
-  stat() { grep -E "^stat::$1:" "$dir/fuzz.log" | awk '{print $2}' | tail -1; }
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$done_line")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")
   files=$(find "$dir/corpus" -type f | wc -l)
   bytes=$(du -sb "$dir/corpus" | cut -f1)
   if ((rc != 0)) || [[ -z $done_line ]]; then
-    echo "fuzz: $t FAILED (exit $rc); its report:"
-    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|Uses:' "$dir/fuzz.log" | tail -60
+    echo "fuzz: $t FAILED (exit $rc):"
+    grep -E -A1 'fuzz invariant violated|ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error' \
+      "$dir/fuzz.log" | head -20 || true
+    echo "--- the end of its log ($dir/fuzz.log):"
+    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|Uses:' "$dir/fuzz.log" | tail -30
     ls "$dir"/crash-* "$dir"/timeout-* "$dir"/oom-* "$dir"/leak-* 2>/dev/null \
       | sed 's/^/fuzz: input to reproduce: /' || true
     failed+=("$t")
     continue
   fi
-  echo "fuzz: $t ok: $(stat number_of_executed_units) execs ($(stat average_exec_per_sec)/s)," \
-    "cov $cov, ft $ft, corpus $files files ($bytes bytes, $seeds seeds), peak rss" \
-    "$(stat peak_rss_mb) MB"
+  execs=$(final_stat number_of_executed_units)
+  echo "fuzz: $t ok: $execs execs ($(final_stat average_exec_per_sec)/s), cov $cov, ft $ft," \
+    "corpus $files files ($bytes bytes, $seeds seeds), peak rss $(final_stat peak_rss_mb) MB"
 done
 
 echo
