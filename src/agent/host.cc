@@ -4,22 +4,14 @@
 #include <pwd.h>
 #include <sys/resource.h>
 
-#include <charconv>
 #include <optional>
 #include <vector>
 
 namespace lw {
 namespace {
 
-std::optional<uint32_t> Number(const std::string& text) {
-  uint32_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
-
 std::optional<uid_t> LookUpUser(const std::string& name) {
-  if (auto id = Number(name)) return static_cast<uid_t>(*id);
+  if (auto id = ParseId(name)) return static_cast<uid_t>(*id);
   std::vector<char> buffer(16 * 1024);
   passwd entry{};
   passwd* found = nullptr;
@@ -31,7 +23,7 @@ std::optional<uid_t> LookUpUser(const std::string& name) {
 }
 
 std::optional<gid_t> LookUpGroup(const std::string& name) {
-  if (auto id = Number(name)) return static_cast<gid_t>(*id);
+  if (auto id = ParseId(name)) return static_cast<gid_t>(*id);
   std::vector<char> buffer(64 * 1024);  // groups with many members have long entries
   group entry{};
   group* found = nullptr;

@@ -18,18 +18,19 @@ std::vector<std::string_view> Words(std::string_view text) {
   return words;
 }
 
-std::optional<uint32_t> Number(std::string_view text) {
-  uint32_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
-  return value;
-}
 
 bool PrintableAscii(std::string_view text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return c > 0x20 && c < 0x7f; });
 }
 
 }  // namespace
+
+std::optional<uint32_t> ParseId(std::string_view text) {
+  uint32_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
 
 std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
   for (char c : text) {
@@ -56,7 +57,7 @@ std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
       return "\"" + std::string(who) + "\" is not uid:N, gid:N, user:NAME, group:NAME or any";
     }
     if (kind == "uid" || kind == "gid") {
-      auto id = Number(value);
+      auto id = ParseId(value);
       if (!id) return "\"" + std::string(value) + "\" is not a number in " + std::string(who);
       // (uid_t)-1 is no one: the "unknown" id, which a peer whose credentials could not be read
       // would carry.

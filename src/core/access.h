@@ -31,6 +31,9 @@ struct AccessRule {
   std::string text;                   // the rule as written, for messages
 };
 
+// A uid or gid written as a whole decimal number; nullopt otherwise.
+std::optional<uint32_t> ParseId(std::string_view text);
+
 // Parses one rule; a human error naming what is wrong otherwise.
 std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text);
 
