@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The side-by-side benchmark of bench/README.md in one command: the agent (lw_bench), the raw
+# pipelined limit (lw_bench_raw) and node-redlock with and without ioredis auto-pipelining
+# (bench/node), in the same run on the same 5 fresh local masters, then the hold test, then a
+# results table with the ratios of issue 7's goals. Figures only: nothing here asserts a speed.
+#
+#   bash bench/run.sh            # full run, about 3 minutes
+#   bash bench/run.sh --smoke    # everything tiny (CI: keeps it compiling and working)
+#
+# LOCKWARDEN_BUILD_DIR   build directory to use (default build/; built with .ci/build.sh if
+#                        it is build/, else `cmake --build` of the needed targets)
+# LOCKWARDEN_BENCH_NO_BUILD=1  use the binaries as they are (the ctest registration does)
+# LOCKWARDEN_BENCH_OUT   where results.md and results.jsonl go (default <build>/bench-results)
+# BENCH_SECONDS, BENCH_WARMUP, HOLD_SESSIONS, HOLD_LOCKS, HOLD_TTL_MS, HOLD_SECONDS override
+# the shape sizes.
+#
+# Exit status: 0 when every part ran and no cycle failed; 1 otherwise (the table is printed
+# either way).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+
+smoke=0
+case "${1:-}" in
+  --smoke) smoke=1 ;;
+  '') ;;
+  *) echo "usage: bash bench/run.sh [--smoke]" >&2; exit 64 ;;
+esac
+
+build=${LOCKWARDEN_BUILD_DIR:-build}
+build=$(cd "$(dirname "$build")" && echo "$PWD/$(basename "$build")")
+targets=(lockwarden lw_bench lw_bench_raw)
+if [[ -z ${LOCKWARDEN_BENCH_NO_BUILD:-} ]]; then
+  if [[ $build == "$root/build" ]]; then
+    bash .ci/build.sh "${targets[@]}"
+  else
+    [[ -f $build/CMakeCache.txt ]] || cmake -S . -B "$build" -G Ninja \
+      -DCMAKE_BUILD_TYPE=RelWithDebInfo -DLOCKWARDEN_WERROR=ON >/dev/null
+    cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}"
+  fi
+fi
+bin=$build/lockwarden
+bench=$build/bench/lw_bench
+raw=$build/bench/lw_bench_raw
+for b in "$bin" "$bench" "$raw"; do
+  [[ -x $b ]] || { echo "bench/run.sh: $b missing; build first" >&2; exit 1; }
+done
+build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2)
+[[ $build_type == RelWithDebInfo || $build_type == Release ]] ||
+  echo "bench/run.sh: warning: $build is a $build_type build; figures mean little" >&2
+
+# node-redlock, pinned in bench/node/package-lock.json; npm ci only when the lockfile changed.
+node_dir=bench/node
+lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
+stamp=$node_dir/node_modules/.lockwarden-lock.sha256
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
+  echo "bench/run.sh: npm ci in $node_dir"
+  (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
+  echo "$lock_sum" >"$stamp"
+fi
+
+if ((smoke)); then
+  seconds=${BENCH_SECONDS:-1} warmup=${BENCH_WARMUP:-0.2}
+  hold_sessions=${HOLD_SESSIONS:-20} hold_locks=${HOLD_LOCKS:-10}
+  hold_ttl=${HOLD_TTL_MS:-600} hold_seconds=${HOLD_SECONDS:-1.5}
+else
+  seconds=${BENCH_SECONDS:-5} warmup=${BENCH_WARMUP:-1}
+  hold_sessions=${HOLD_SESSIONS:-1000} hold_locks=${HOLD_LOCKS:-100}
+  hold_ttl=${HOLD_TTL_MS:-30000} hold_seconds=${HOLD_SECONDS:-30}
+fi
+
+out=${LOCKWARDEN_BENCH_OUT:-$build/bench-results}
+mkdir -p "$out"
+results=$out/results.jsonl
+: >"$results"
+
+source bench/lib.sh
+bench_init lw-bench-run
+start_masters
+hostports=$(printf '127.0.0.1:%s,' "${ports[@]}")
+hostports=${hostports%,}
+redis_pids=$(IFS=,; echo "${rpids[*]}")
+
+# Starts a fresh agent on its own socket; sets agent and admin_port.
+start_agent() {
+  local sock=$run/agent-$1.sock
+  admin_port=$(free_port)
+  # The agent refuses LOCKWARDEN_* variables that are not settings (ours included): it gets
+  # none, its whole configuration is on the command line.
+  env $(compgen -e | grep '^LOCKWARDEN_' | sed 's/^/-u /') \
+    ${LW_AGENT_WRAPPER:-} "$bin" serve --socket "$sock" "${masters[@]}" --log-level warn \
+    --admin-listen "127.0.0.1:$admin_port" --scan-interval-ms 0 --restart-quarantine false \
+    2>>"$run/agent.log" &
+  agent=$!
+  pids+=("$agent")
+  agent_sock=$sock
+  local i
+  for ((i = 0; i < 200; i++)); do
+    # Every master up and usable, not just a quorum: the first part must not meet a master
+    # still handshaking.
+    "$bin" status --socket "$sock" --json 2>/dev/null | grep -q '"masters_usable": 5' && return 0
+    sleep 0.05
+  done
+  echo "bench/run.sh: the agent did not come up; its log:" >&2
+  cat "$run/agent.log" >&2
+  exit 1
+}
+stop_agent() {
+  kill "$agent" 2>/dev/null || true
+  wait "$agent" 2>/dev/null || true
+  agent=
+}
+flushall() { for p in "${ports[@]}"; do redis-cli -p "$p" flushall >/dev/null; done; }
+metric() {  # sum of the samples whose line starts with $1 (0 when the agent does not answer)
+  curl -sf "http://127.0.0.1:$admin_port/metrics" |
+    awk -v m="$1" 'index($0, m) == 1 { s += $NF } END { printf "%d", s }' || true
+}
+
+failed_parts=()
+# Runs one part; its JSON goes to $results. A part that fails is named at the end.
+part() {
+  local name=$1; shift
+  printf '%-34s ' "$name"
+  if ! "$@" --label "$name" --json "$results" 2>>"$run/bench.err"; then
+    failed_parts+=("$name")
+    echo "    ^ failed (exit status); stderr:"
+    sed 's/^/    /' "$run/bench.err" | tail -5
+  fi
+  : >"$run/bench.err"
+  flushall
+}
+
+echo "lockwarden side-by-side bench: 5 local masters, $(nproc) cores, $build_type build," \
+  "${seconds}s per part (+${warmup}s warmup)$( ((smoke)) && echo ', SMOKE mode')"
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load average before: $load_before"
+start_agent cycles
+common=(--seconds "$seconds" --warmup-seconds "$warmup" --redis-pids "$redis_pids")
+# shape name, mode, clients
+shapes=("c1 uncontended 1" "c64 uncontended 64" "c16-on-1 contended 16" "mixed64 mixed 64")
+for s in "${shapes[@]}"; do
+  set -- $s
+  shape=$1 mode=$2 clients=$3
+  part "$shape agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode "$mode" \
+    --clients "$clients" "${common[@]}"
+  part "$shape raw" "$raw" --masters "$hostports" --mode "$mode" --clients "$clients" \
+    "${common[@]}"
+  part "$shape node" node "$node_dir/redlock_bench.mjs" --masters "$hostports" --mode "$mode" \
+    --clients "$clients" "${common[@]}"
+  part "$shape node-autopipe" node "$node_dir/redlock_bench.mjs" --masters "$hostports" \
+    --mode "$mode" --clients "$clients" "${common[@]}" --autopipeline
+done
+stop_agent
+
+# Hold: a fresh agent, so its RSS is the hold's alone.
+start_agent hold
+renewals_before=$(metric 'lockwarden_renewals_total{outcome="extended"}')
+retries_before=$(metric 'lockwarden_renewals_total{outcome="retry"}')
+part "hold" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode hold \
+  --sessions "$hold_sessions" --locks "$hold_locks" --ttl-ms "$hold_ttl" \
+  --seconds "$hold_seconds" --masters "$hostports"
+renewed=$(($(metric 'lockwarden_renewals_total{outcome="extended"}') - renewals_before))
+retried=$(($(metric 'lockwarden_renewals_total{outcome="retry"}') - retries_before))
+echo "{\"label\":\"hold-metrics\",\"renewals_extended\":$renewed,\"renewals_retry\":$retried}" \
+  >>"$results"
+printf '%-34s agent metrics: %s renewals extended, %s retried\n' "" "$renewed" "$retried"
+stop_agent
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+echo "load average after: $load_after"
+
+python3 bench/results.py "$results" --smoke "$smoke" --note "$(date -u +%F), $(nproc) cores, \
+$build_type, ${seconds} s per part, load average $load_before before, $load_after after" \
+  >"$out/results.md"
+echo
+cat "$out/results.md"
+echo
+echo "results: $out/results.md, $out/results.jsonl"
+if [[ -s $run/agent.log ]]; then
+  echo "agent log ($(wc -l <"$run/agent.log") lines, warn and above), first lines:"
+  head -5 "$run/agent.log"
+fi
+if ((${#failed_parts[@]})); then
+  echo "bench/run.sh: FAILED parts: ${failed_parts[*]}" >&2
+  exit 1
+fi
