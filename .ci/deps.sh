@@ -15,6 +15,8 @@ packages=(
   prometheus  # promtool (rule tests, exposition lint) and the server the alert tests start
   clang-14 libclang-rt-14-dev  # libFuzzer targets and the sanitizer builds (tests/fuzz)
   stunnel4 openssl  # the TLS recipe of deploy/stunnel and its test
+  libsystemd-dev systemd python3-yaml  # sd_notify (Type=notify, watchdog); tests/deploy/check.sh
+  python3 nodejs golang-go socat  # clients/ (Python, Node 18+, Go 1.19+, shell) and their tests
 )
 browser=0
 case "${1:-}" in
@@ -83,12 +85,16 @@ if ! command -v npm >/dev/null || ((node_major < 20)); then
     "https://deb.nodesource.com) and run bash .ci/deps.sh again" >&2
   exit 1
 fi
-lock_sum=$(sha256sum "$browser_dir/package-lock.json" | cut -d' ' -f1)
-stamp="$browser_dir/node_modules/.lockwarden-lock.sha256"
-if [[ "$(cat "$stamp" 2>/dev/null)" == "$lock_sum" ]]; then
-  echo "deps: $browser_dir/node_modules up to date"
-else
-  echo "deps: npm ci in $browser_dir"
-  (cd "$browser_dir" && npm ci --no-audit --no-fund)
-  echo "$lock_sum" >"$stamp"
-fi
+# Also the benchmark's node-redlock baseline (redlock + ioredis, pinned in bench/node), which
+# the bench_smoke integration test runs.
+for node_dir in "$browser_dir" bench/node; do
+  lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
+  stamp="$node_dir/node_modules/.lockwarden-lock.sha256"
+  if [[ "$(cat "$stamp" 2>/dev/null)" == "$lock_sum" ]]; then
+    echo "deps: $node_dir/node_modules up to date"
+  else
+    echo "deps: npm ci in $node_dir"
+    (cd "$node_dir" && npm ci --no-audit --no-fund)
+    echo "$lock_sum" >"$stamp"
+  fi
+done

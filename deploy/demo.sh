@@ -14,6 +14,10 @@
 #   LOCKWARDEN_DEMO_SOCKET=PATH      agent socket (default /run/lockwarden/lockwarden.sock, or
 #                                    under $XDG_RUNTIME_DIR when /run is not writable)
 #   LOCKWARDEN_DEMO_ADMIN_PORT=9477  admin HTTP port on 127.0.0.1 (/metrics, /readyz, /api/v1)
+#   LOCKWARDEN_DEMO_PROMETHEUS=1     also run Debian's Prometheus server, scraping the agent
+#                                    every 5 s with the rules of alerts/ loaded, so the alerts
+#                                    can be watched firing (http://127.0.0.1:9090/alerts)
+#   LOCKWARDEN_DEMO_PROMETHEUS_PORT=9090  its port on 127.0.0.1
 set -euo pipefail
 
 # Started in the background by a non-interactive shell (`bash deploy/demo.sh &` in a script), bash
@@ -46,9 +50,15 @@ socket=${LOCKWARDEN_DEMO_SOCKET:-}
 admin_port=${LOCKWARDEN_DEMO_ADMIN_PORT:-9477}
 [[ $admin_port =~ ^[1-9][0-9]{3,4}$ ]] && ((admin_port <= 65535)) \
   || die "LOCKWARDEN_DEMO_ADMIN_PORT must be a port between 1000 and 65535, got \"$admin_port\""
+with_prometheus=${LOCKWARDEN_DEMO_PROMETHEUS:-0}
+[[ $with_prometheus == [01] ]] \
+  || die "LOCKWARDEN_DEMO_PROMETHEUS must be 0 or 1, got \"$with_prometheus\""
+prom_port=${LOCKWARDEN_DEMO_PROMETHEUS_PORT:-9090}
+[[ $prom_port =~ ^[1-9][0-9]{3,4}$ ]] && ((prom_port <= 65535)) \
+  || die "LOCKWARDEN_DEMO_PROMETHEUS_PORT must be a port between 1000 and 65535, got \"$prom_port\""
 # The agent refuses LOCKWARDEN_* variables it does not know; these are the demo's, not its.
 unset LOCKWARDEN_DEMO_BASE_PORT LOCKWARDEN_DEMO_SECONDS LOCKWARDEN_DEMO_SOCKET \
-  LOCKWARDEN_DEMO_ADMIN_PORT
+  LOCKWARDEN_DEMO_ADMIN_PORT LOCKWARDEN_DEMO_PROMETHEUS LOCKWARDEN_DEMO_PROMETHEUS_PORT
 
 ports=()
 for ((i = 0; i < MASTERS; i++)); do ports+=($((base_port + i))); done
@@ -62,6 +72,9 @@ for p in "${ports[@]}"; do
 done
 if port_in_use "$admin_port"; then
   die "admin port $admin_port is already in use (another agent?); pick another with LOCKWARDEN_DEMO_ADMIN_PORT=$((admin_port + 1))"
+fi
+if ((with_prometheus)) && port_in_use "$prom_port"; then
+  die "port $prom_port is already in use (Debian's own prometheus service? systemctl stop prometheus); or pick another with LOCKWARDEN_DEMO_PROMETHEUS_PORT=$((prom_port + 1))"
 fi
 
 # --- dependencies and build -------------------------------------------------------------------
@@ -95,7 +108,7 @@ fi
 ((${#socket} < 108)) || { rmdir "$run_dir"; die "socket path too long (max 107 bytes): $socket"; }
 
 # --- cleanup, whatever way the demo ends ------------------------------------------------------
-agent_pid='' timer_pid='' agent_ready=0 cleaned=0
+agent_pid='' timer_pid='' prom_pid='' agent_ready=0 cleaned=0
 redis_pids=()
 
 stop_pid() {  # stop_pid PID SECONDS: SIGTERM, wait up to SECONDS, then SIGKILL; reap it
@@ -118,6 +131,10 @@ cleanup() {
   if [[ -n $agent_pid ]]; then
     say "stopping the agent (pid $agent_pid): it releases its locks"
     stop_pid "$agent_pid" 10  # the agent itself gives releases shutdown_grace_ms (2 s)
+  fi
+  if [[ -n $prom_pid ]]; then
+    say "stopping prometheus (pid $prom_pid)"
+    stop_pid "$prom_pid" 10
   fi
   if ((${#redis_pids[@]})); then
     say "stopping the ${#redis_pids[@]} masters"
@@ -159,6 +176,37 @@ for i in "${!ports[@]}"; do
   done
 done
 
+# --- prometheus (optional): the alert rules of alerts/ against this agent ---------------------
+if ((with_prometheus)); then
+  command -v prometheus >/dev/null || die "prometheus not found (Debian package prometheus; bash .ci/deps.sh installs it)"
+  prom_dir=$run_dir/prometheus
+  mkdir -p "$prom_dir/data"
+  # The job is named lockwarden, as the rules expect. 5 s intervals so the tour is quick; the
+  # rules' own `for:` durations are kept (LockwardenQuorumLost fires after 1 min).
+  cat >"$prom_dir/prometheus.yml" <<PROMETHEUS
+global:
+  scrape_interval: 5s
+  evaluation_interval: 5s
+rule_files:
+  - $ROOT/alerts/lockwarden.rules.yml
+scrape_configs:
+  - job_name: lockwarden
+    static_configs:
+      - targets: ["127.0.0.1:$admin_port"]
+PROMETHEUS
+  setsid prometheus --config.file="$prom_dir/prometheus.yml" --storage.tsdb.path="$prom_dir/data" \
+    --web.listen-address="127.0.0.1:$prom_port" >"$prom_dir/prometheus.log" 2>&1 </dev/null &
+  prom_pid=$!
+  for ((try = 0; ; try++)); do
+    port_in_use "$prom_port" && break
+    if ! kill -0 "$prom_pid" 2>/dev/null || ((try >= 100)); then
+      tail -n 5 "$prom_dir/prometheus.log" >&2 2>/dev/null || true
+      die "prometheus did not come up on port $prom_port (log above)"
+    fi
+    sleep 0.1
+  done
+fi
+
 # --- admin token (the page's actions need it) ---------------------------------------------------
 token_file=$run_dir/admin.token
 (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '\n/+=' >"$token_file")
@@ -181,6 +229,14 @@ cat <<BANNER
                 admin token for its actions: $admin_token
   admin HTTP    http://127.0.0.1:$admin_port/metrics  /readyz  /api/v1/state  /api/v1/leaks
                 (leak scanner every 10 s)
+BANNER
+if ((with_prometheus)); then
+  cat <<BANNER
+  prometheus    http://127.0.0.1:$prom_port/alerts  (alerts/lockwarden.rules.yml, scraping the
+                agent every 5 s; kill 3 masters: LockwardenQuorumLost pending, firing 1 min later)
+BANNER
+fi
+cat <<BANNER
 
   Try from another terminal:
 BANNER

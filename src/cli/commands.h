@@ -15,7 +15,10 @@ inline constexpr int kExitUnavailable = 69;  // agent unreachable, or no quorum 
 inline constexpr int kExitLost = 72;         // the lock was lost; the command was terminated
 inline constexpr int kExitNotAcquired = 75;  // held by someone else for all of --wait
 
-int RunServe(const ConfigSources& sources);
+// check_only (`serve --check-config`): load and validate everything serve would (settings,
+// secret files, socket owner/group, access rules), print a summary, and exit 0 or 64 without
+// listening or connecting to anything.
+int RunServe(const ConfigSources& sources, bool check_only = false);
 
 struct LockArgs {
   std::string socket_path;

@@ -94,6 +94,10 @@ int main(int argc, char** argv) {
   ConfigFlags serve_flags, scan_flags;
   auto* serve = app.add_subcommand("serve", "Run the agent in the foreground");
   serve_flags.AddTo(serve);
+  bool serve_check_only = false;
+  serve->add_flag("--check-config", serve_check_only,
+                  "validate the configuration (file, env, flags, secret files, access rules), "
+                  "print a summary and exit: 0 valid, 64 not; listens and connects to nothing");
 
   const DurationValidator duration;
   lw::cli::LockArgs lock_args;
@@ -137,7 +141,7 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : lw::cli::kExitUsage;
   }
 
-  if (serve->parsed()) return lw::cli::RunServe(serve_flags.Sources(serve));
+  if (serve->parsed()) return lw::cli::RunServe(serve_flags.Sources(serve), serve_check_only);
   if (scan->parsed()) return lw::cli::RunScan(scan_flags.Sources(scan), scan_json);
   if (lock->parsed()) {
     if (lock_args.socket_path.empty()) lock_args.socket_path = lw::client::DefaultSocketPath();

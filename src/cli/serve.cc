@@ -18,7 +18,9 @@
 #include "agent/loop_commands.h"
 #include "agent/server.h"
 #include "agent/snapshot.h"
+#include "agent/systemd_notify.h"
 #include "cli/commands.h"
+#include "core/redlock_math.h"
 #include "core/unix_time.h"
 #include "locking/lock_engine.h"
 #include "observe/activity.h"
@@ -70,7 +72,8 @@ class Agent {
         server_(loop, Options(cfg, metrics_, std::move(host))),
         snapshot_timer_(loop),
         commands_(loop),
-        admin_token_(std::move(admin_token)) {
+        admin_token_(std::move(admin_token)),
+        systemd_(loop) {
     std::vector<Node*> raw;
     for (size_t i = 0; i < cfg.masters.size(); ++i) {
       NodeClientOptions node_options{
@@ -146,6 +149,7 @@ class Agent {
     }
     spdlog::info("lockwarden listening on {} with {} master(s), quorum {}", cfg_.socket_path,
                  nodes_.size(), engine_->quorum());
+    systemd_.Start(cfg_.socket_path);  // READY=1 follows from a snapshot with a usable quorum
     return true;
   }
 
@@ -188,7 +192,8 @@ class Agent {
     metrics_.SetState({engine_->locks_held(), s->sessions, s->waiters,
                        static_cast<int>(s->masters.size()), s->masters_up, s->quorum,
                        s->masters_usable});
-    snapshots_.Publish(std::move(s));
+    snapshots_.Publish(s);
+    systemd_.Observe(*s);  // after Publish: /readyz already agrees when systemd hears READY=1
   }
 
   void StartScanner() {
@@ -298,6 +303,7 @@ class Agent {
     }
     shutting_down_ = true;
     spdlog::info("signal {}: shutting down, releasing {} lock(s)", sig, engine_->locks_held());
+    systemd_.Stopping(engine_->locks_held());
     server_.StopListening();
     grace_ = std::make_unique<Timer>(loop_);
     grace_->Start(cfg_.shutdown_grace_ms, [this] {
@@ -313,6 +319,7 @@ class Agent {
     finished_ = true;
     if (grace_) grace_->Stop();
     snapshot_timer_.Stop();
+    systemd_.Stop();
     commands_.Close();
     server_.CloseSessions();
     for (auto& n : nodes_) n->Stop();
@@ -344,13 +351,14 @@ class Agent {
   std::unique_ptr<AdminServer> admin_;
   std::vector<uv_signal_t*> signals_;
   std::unique_ptr<Timer> grace_;
+  SystemdNotifier systemd_;  // no-op unless started by systemd (NOTIFY_SOCKET)
   bool shutting_down_ = false;
   bool finished_ = false;
 };
 
 }  // namespace
 
-int RunServe(const ConfigSources& sources) {
+int RunServe(const ConfigSources& sources, bool check_only) {
   auto loaded = LoadConfig(sources);
   if (auto* err = std::get_if<std::string>(&loaded)) {
     std::fprintf(stderr, "lockwarden: configuration error: %s\n", err->c_str());
@@ -373,6 +381,12 @@ int RunServe(const ConfigSources& sources) {
   if (auto* error = std::get_if<std::string>(&policy)) {
     std::fprintf(stderr, "lockwarden: configuration error: access: %s\n", error->c_str());
     return kExitUsage;
+  }
+  if (check_only) {
+    std::printf("configuration OK: socket %s, %zu master(s), quorum %d, admin %s\n",
+                cfg.socket_path.c_str(), cfg.masters.size(),
+                QuorumSize(static_cast<int>(cfg.masters.size())), cfg.admin_listen.c_str());
+    return 0;
   }
   SetUpLogging(cfg.log_level);
   WarnAboutMasterCount(cfg.masters.size());

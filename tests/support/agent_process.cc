@@ -63,10 +63,21 @@ AgentProcess::AgentProcess(const RedisCluster& cluster, std::vector<std::string>
 
 AgentProcess::AgentProcess(std::vector<std::string> master_urls,
                            std::vector<std::string> extra_args, Readiness readiness)
+    : AgentProcess(std::move(master_urls), std::move(extra_args), readiness, {}) {}
+
+AgentProcess::AgentProcess(std::vector<std::string> master_urls,
+                           std::vector<std::string> extra_args, Readiness readiness,
+                           std::vector<std::string> extra_env)
     : master_urls_(std::move(master_urls)), readiness_(readiness) {
   dir_ = MakeTempDir("lw-agent-");
   log_path_ = dir_ + "/agent.log";
-  std::vector<std::string> argv = {LockwardenBinary(), "serve"};
+  std::vector<std::string> argv;
+  if (!extra_env.empty()) {
+    // `env -- NAME=value... lockwarden serve ...` ("--": an entry is never read as an option).
+    argv.insert(argv.end(), {"env", "--"});
+    argv.insert(argv.end(), extra_env.begin(), extra_env.end());
+  }
+  argv.insert(argv.end(), {LockwardenBinary(), "serve"});
   // A test may place the socket itself (e.g. to check the directory the agent creates).
   const auto socket_arg = std::find(extra_args.begin(), extra_args.end(), "--socket");
   if (socket_arg != extra_args.end() && socket_arg + 1 != extra_args.end()) {

@@ -40,6 +40,11 @@ class AgentProcess {
   explicit AgentProcess(std::vector<std::string> master_urls,
                         std::vector<std::string> extra_args = {},
                         Readiness readiness = Readiness::kQuorum);
+  // Same, with `extra_env` ("NAME=value" each, e.g. NOTIFY_SOCKET for the systemd test) added
+  // to the environment the agent inherits from the test. The agent is started through env(1),
+  // which execs it in place: pid() is still the agent's.
+  AgentProcess(std::vector<std::string> master_urls, std::vector<std::string> extra_args,
+               Readiness readiness, std::vector<std::string> extra_env);
   // SIGTERM, up to 3 s for a clean exit, then SIGKILL; reaps the process and removes the dir.
   ~AgentProcess();
   AgentProcess(const AgentProcess&) = delete;

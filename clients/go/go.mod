@@ -1,0 +1,3 @@
+module lockwarden/clients/go
+
+go 1.19

@@ -1,0 +1,304 @@
+// Tests against a live agent at $LOCKWARDEN_SOCKET with real masters (skipped when it is
+// unset).
+//
+// Run by tests/integration/clients_test.cc, which starts 5 redis-server masters and the agent,
+// builds this with `go test -c` and runs the binary with LWTEST_CONTROL=stdio: a test that
+// needs the masters changed prints `@@lw <action>` on stdout and reads the harness's answer
+// from stdin (clients/README.md#tests). Without LWTEST_CONTROL, those tests are skipped.
+package lockwarden
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	controlled = os.Getenv("LWTEST_CONTROL") == "stdio"
+	answers    = bufio.NewReader(os.Stdin)
+)
+
+// control asks the harness to act on the masters and returns its answer after "ok ".
+func control(t *testing.T, action string) string {
+	t.Helper()
+	if !controlled {
+		t.Skip("needs the harness (LWTEST_CONTROL=stdio)")
+	}
+	fmt.Fprintf(os.Stdout, "@@lw %s\n", action)
+	line, err := answers.ReadString('\n')
+	line = strings.TrimSpace(line)
+	if err != nil || !strings.HasPrefix(line, "ok") {
+		t.Fatalf("harness could not %s: %q %v", action, line, err)
+	}
+	return strings.TrimSpace(strings.TrimPrefix(line, "ok"))
+}
+
+func controlInt(t *testing.T, action string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(control(t, action), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// clients opens two connections (two sessions) closed at the end of the test.
+func clients(t *testing.T) (*Client, *Client) {
+	t.Helper()
+	if os.Getenv("LOCKWARDEN_SOCKET") == "" {
+		t.Skip("LOCKWARDEN_SOCKET is not set")
+	}
+	var cs [2]*Client
+	for i := range cs {
+		c, err := Dial("")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		cs[i] = c
+	}
+	return cs[0], cs[1]
+}
+
+func wantCode(t *testing.T, err error, code string) {
+	t.Helper()
+	if !IsCode(err, code) {
+		t.Fatalf("want a %q error, got %v", code, err)
+	}
+}
+
+type heldLock struct {
+	Resource   string `json:"resource"`
+	ValidityMs int64  `json:"validity_ms"`
+	Renew      bool   `json:"renew"`
+	Waiters    int    `json:"waiters"`
+}
+
+// waitLost waits (5 s at most) for the lock to be lost and returns the reason.
+func waitLost(t *testing.T, lock *Lock) string {
+	t.Helper()
+	select {
+	case <-lock.Lost():
+		return lock.LostReason()
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lock was never reported lost")
+		return ""
+	}
+}
+
+func held(t *testing.T, c *Client) []heldLock {
+	t.Helper()
+	raw, err := c.Held(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locks []heldLock
+	if err := json.Unmarshal(raw, &locks); err != nil {
+		t.Fatal(err)
+	}
+	return locks
+}
+
+func TestAcquireAndRelease(t *testing.T) {
+	a, _ := clients(t)
+	ctx := context.Background()
+	lock, err := a.Acquire(ctx, "go:basic", AcquireOptions{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(lock.Token) || lock.Validity < 9*time.Second {
+		t.Fatalf("bad grant %+v", lock)
+	}
+	if h := held(t, a); len(h) != 1 || h[0].Resource != "go:basic" {
+		t.Fatalf("held: %+v", h)
+	}
+	if controlled && controlInt(t, "count go:basic") != 5 {
+		t.Fatal("the lock is not on all 5 masters")
+	}
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(t, a); len(h) != 0 {
+		t.Fatalf("held after release: %+v", h)
+	}
+	if controlled && controlInt(t, "count go:basic") != 0 {
+		t.Fatal("the lock is still on the masters")
+	}
+}
+
+func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	if _, err := a.Acquire(ctx, "go:busy", AcquireOptions{TTL: 10 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.Acquire(ctx, "go:busy", AcquireOptions{TTL: time.Second, Wait: 200 * time.Millisecond})
+	wantCode(t, err, CodeTimeout)
+}
+
+func TestWaiterGetsTheLockWhenTheHolderReleases(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	holder, err := a.Acquire(ctx, "go:queue", AcquireOptions{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		lock *Lock
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		l, err := b.Acquire(ctx, "go:queue", AcquireOptions{TTL: 10 * time.Second, Wait: 10 * time.Second})
+		got <- result{l, err}
+	}()
+	// The agent lists queued requests: release only once b is really waiting.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		raw, err := a.Request(ctx, "locks", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var r struct{ Locks []heldLock }
+		if err := json.Unmarshal(raw, &r); err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Locks) == 1 && r.Locks[0].Waiters == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("b never queued")
+		}
+	}
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-got
+	if r.err != nil || r.lock.Waited <= 0 {
+		t.Fatalf("waiter: %+v %v", r.lock, r.err)
+	}
+}
+
+func TestRenewKeepsTheLockPastItsTTL(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	lock, err := a.Acquire(ctx, "go:renew", AcquireOptions{TTL: 300 * time.Millisecond, Renew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // more than 3 ttls: only renewals keep it
+	if err := lock.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if h := held(t, a); len(h) != 1 || !h[0].Renew {
+		t.Fatalf("held: %+v", h)
+	}
+	_, err = b.Acquire(ctx, "go:renew", AcquireOptions{TTL: time.Second})
+	wantCode(t, err, CodeTimeout)
+}
+
+func TestExplicitExtend(t *testing.T) {
+	a, _ := clients(t)
+	ctx := context.Background()
+	lock, err := a.Acquire(ctx, "go:extend", AcquireOptions{TTL: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	validity, err := lock.Extend(ctx, 20*time.Second)
+	if err != nil || validity < 19*time.Second {
+		t.Fatalf("extend: %v %v", validity, err)
+	}
+	if h := held(t, a); len(h) != 1 || h[0].ValidityMs < 19000 {
+		t.Fatalf("held: %+v", h)
+	}
+	if controlled && controlInt(t, "pttl go:extend") < 15000 {
+		t.Fatal("the masters did not get the new ttl")
+	}
+}
+
+func TestLockWithoutRenewExpiresAndIsReportedLost(t *testing.T) {
+	a, _ := clients(t)
+	ctx := context.Background()
+	lock, err := a.Acquire(ctx, "go:expire", AcquireOptions{TTL: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason := waitLost(t, lock); reason != "expired" {
+		t.Fatalf("reason %q", reason)
+	}
+	_, err = lock.Extend(ctx, time.Second)
+	wantCode(t, err, CodeLost)
+}
+
+func TestLostWhenRenewalFails(t *testing.T) {
+	a, _ := clients(t)
+	ctx := context.Background()
+	lock, err := a.Acquire(ctx, "go:lost", AcquireOptions{TTL: 600 * time.Millisecond, Renew: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	control(t, "flush") // the keys vanish: the next renewal finds the lock gone
+	if reason := waitLost(t, lock); reason != "renew_failed" {
+		t.Fatalf("reason %q", reason)
+	}
+	if h := held(t, a); len(h) != 0 {
+		t.Fatalf("held: %+v", h)
+	}
+}
+
+func TestNoQuorumWhenAMajorityOfMastersIsDown(t *testing.T) {
+	a, _ := clients(t)
+	ctx := context.Background()
+	control(t, "kill-majority")
+	_, err := a.Acquire(ctx, "go:quorum", AcquireOptions{TTL: time.Second, Wait: 100 * time.Millisecond})
+	control(t, "restore")
+	wantCode(t, err, CodeNoQuorum)
+	lock, err := a.Acquire(ctx, "go:quorum", AcquireOptions{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Release(ctx)
+}
+
+func TestClosingTheConnectionReleasesItsLocks(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	lock, err := a.Acquire(ctx, "go:close", AcquireOptions{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	if reason := waitLost(t, lock); reason != CodeDisconnected {
+		t.Fatalf("reason %q", reason)
+	}
+	if _, err := b.Acquire(ctx, "go:close", AcquireOptions{TTL: time.Second, Wait: 2 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, a.Ping(ctx), CodeDisconnected)
+}
+
+func TestCancelledAcquireGivesTheLateGrantBack(t *testing.T) {
+	a, b := clients(t)
+	holder, err := a.Acquire(context.Background(), "go:cancel", AcquireOptions{TTL: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err = b.Acquire(ctx, "go:cancel", AcquireOptions{TTL: 10 * time.Second, Wait: 5 * time.Second})
+	if err != context.DeadlineExceeded {
+		t.Fatalf("want DeadlineExceeded, got %v", err)
+	}
+	holder.Release(context.Background()) // b's abandoned request gets the lock, and gives it back
+	l, err := a.Acquire(context.Background(), "go:cancel", AcquireOptions{TTL: time.Second, Wait: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Release(context.Background())
+}

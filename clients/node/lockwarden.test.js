@@ -1,0 +1,145 @@
+'use strict';
+// Tests of lockwarden.js against a live agent at $LOCKWARDEN_SOCKET with real masters:
+// `node lockwarden.test.js` (node --test works too, without the harness).
+//
+// Run by tests/integration/clients_test.cc, which starts 5 redis-server masters and the agent and
+// sets LWTEST_CONTROL=stdio: a test that needs the masters changed prints `@@lw <action>` on
+// stdout and reads the harness's answer from stdin (clients/README.md#tests). Without
+// LWTEST_CONTROL, those tests are skipped.
+
+const { test, beforeEach, afterEach, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { once } = require('node:events');
+const readline = require('node:readline');
+const { setTimeout: sleep } = require('node:timers/promises');
+const { Client, LockError } = require('./lockwarden');
+
+const CONTROLLED = process.env.LWTEST_CONTROL === 'stdio';
+const limit = { timeout: 10000 }; // a test waiting for an event that never comes fails
+const needsHarness = CONTROLLED ? limit : { skip: 'needs the harness (LWTEST_CONTROL=stdio)' };
+
+let stdin = null; // the harness's answers, one per line
+let answers = null;
+after(() => stdin && stdin.close()); // else the open stdin keeps the process alive
+// Asks the harness to act on the masters; resolves to its answer after "ok ".
+async function control(action) {
+  if (!stdin) {
+    stdin = readline.createInterface({ input: process.stdin });
+    answers = stdin[Symbol.asyncIterator]();
+  }
+  process.stdout.write(`@@lw ${action}\n`);
+  const { value } = await answers.next();
+  if (!value || !value.startsWith('ok')) throw new Error(`harness could not ${action}: ${value}`);
+  return value.slice(3);
+}
+
+async function rejectsWith(promise, code) {
+  await assert.rejects(promise, (err) => {
+    assert.ok(err instanceof LockError, String(err));
+    assert.equal(err.code, code);
+    return true;
+  });
+}
+
+let a;
+let b;
+beforeEach(async () => {
+  a = await Client.connect();
+  b = await Client.connect();
+});
+afterEach(async () => {
+  await a.close();
+  await b.close();
+});
+
+test('acquire and release', limit, async () => {
+  await a.withLock('js:basic', { ttlMs: 10000 }, async (lock) => {
+    assert.match(lock.token, /^[0-9a-f]{40}$/);
+    assert.ok(lock.validityMs > 9000);
+    assert.deepEqual((await a.held()).map((l) => l.resource), ['js:basic']);
+    if (CONTROLLED) assert.equal(await control('count js:basic'), '5');
+  });
+  assert.deepEqual(await a.held(), []);
+  if (CONTROLLED) assert.equal(await control('count js:basic'), '0');
+});
+
+test('timeout when another connection holds it', limit, async () => {
+  const lock = await a.acquire('js:busy', { ttlMs: 10000 });
+  await rejectsWith(b.acquire('js:busy', { ttlMs: 10000, waitMs: 200 }), 'timeout');
+  await lock.release();
+});
+
+test('a waiter gets the lock when the holder releases', limit, async () => {
+  const holder = await a.acquire('js:queue', { ttlMs: 10000 });
+  const waiting = b.acquire('js:queue', { ttlMs: 10000, waitMs: 10000 });
+  // The agent lists queued requests: release only once b is really waiting.
+  const deadline = Date.now() + 5000;
+  for (;;) {
+    const { locks } = await a.request('locks');
+    if (locks.some((l) => l.resource === 'js:queue' && l.waiters === 1)) break;
+    assert.ok(Date.now() < deadline, 'b never queued');
+  }
+  await holder.release();
+  const lock = await waiting;
+  assert.ok(lock.waitedMs > 0);
+  await lock.release();
+});
+
+test('renew keeps the lock past its ttl', limit, async () => {
+  const lock = await a.acquire('js:renew', { ttlMs: 300, renew: true });
+  await sleep(1000); // more than 3 ttls: only renewals keep it
+  assert.equal(lock.lost, null);
+  assert.equal((await a.held())[0].renew, true);
+  await rejectsWith(b.acquire('js:renew', { ttlMs: 1000 }), 'timeout');
+  await lock.release();
+});
+
+test('explicit extend', limit, async () => {
+  const lock = await a.acquire('js:extend', { ttlMs: 500 });
+  assert.ok((await lock.extend(20000)) > 19000);
+  assert.ok((await a.held())[0].validity_ms > 19000);
+  if (CONTROLLED) assert.ok(Number(await control('pttl js:extend')) > 15000);
+  await lock.release();
+});
+
+test('a lock without renew expires and is reported lost', limit, async () => {
+  const lock = await a.acquire('js:expire', { ttlMs: 200 });
+  const [reason] = await once(lock, 'lost');
+  assert.equal(reason, 'expired');
+  await rejectsWith(lock.extend(1000), 'lost');
+});
+
+test('lost when renewal fails', needsHarness, async () => {
+  const work = a.withLock('js:lost', { ttlMs: 600, renew: true }, async (lock) => {
+    await control('flush'); // the keys vanish: the next renewal finds the lock gone
+    await once(lock.signal, 'abort');
+    assert.equal(lock.lost, 'renew_failed');
+  });
+  await rejectsWith(work, 'lost');
+  assert.deepEqual(await a.held(), []);
+});
+
+test('no_quorum when a majority of masters is down', needsHarness, async () => {
+  await control('kill-majority');
+  try {
+    await rejectsWith(a.acquire('js:quorum', { ttlMs: 1000, waitMs: 100 }), 'no_quorum');
+  } finally {
+    await control('restore');
+  }
+  await (await a.acquire('js:quorum', { ttlMs: 1000 })).release();
+});
+
+test('closing the connection releases its locks', limit, async () => {
+  await a.acquire('js:close', { ttlMs: 10000 });
+  await a.close();
+  await (await b.acquire('js:close', { ttlMs: 1000, waitMs: 2000 })).release();
+  await rejectsWith(a.ping(), 'disconnected');
+});
+
+test('replies are matched by id, not by order', limit, async () => {
+  const holder = await a.acquire('js:order', { ttlMs: 10000 });
+  const slow = b.acquire('js:order', { ttlMs: 1000, waitMs: 300 }); // answered last
+  await b.ping();
+  await rejectsWith(slow, 'timeout');
+  await holder.release();
+});

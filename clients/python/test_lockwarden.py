@@ -1,0 +1,146 @@
+"""Tests of lockwarden.py against a live agent at $LOCKWARDEN_SOCKET with real masters.
+
+Run by tests/integration/clients_test.cc, which starts 5 redis-server masters and the agent and
+sets LWTEST_CONTROL=stdio: a test that needs the masters changed prints `@@lw <action>` on
+stdout and reads the harness's answer from stdin (see clients/README.md#tests). Run by hand
+without LWTEST_CONTROL, those tests are skipped.
+"""
+
+import os
+import sys
+import threading
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import lockwarden  # noqa: E402
+
+CONTROLLED = os.environ.get("LWTEST_CONTROL") == "stdio"
+
+
+def control(action):
+    """Asks the harness to act on the masters; returns its answer ("ok ..." is checked)."""
+    sys.stdout.write("@@lw %s\n" % action)
+    sys.stdout.flush()
+    answer = sys.stdin.readline().strip()
+    if not answer.startswith("ok"):
+        raise AssertionError("harness could not %s: %r" % (action, answer))
+    return answer[3:]
+
+
+def masters_holding(resource):
+    return int(control("count " + resource))
+
+
+def needs_harness(test):
+    return unittest.skipUnless(CONTROLLED, "needs the harness (LWTEST_CONTROL=stdio)")(test)
+
+
+class LockwardenTest(unittest.TestCase):
+    def setUp(self):
+        self.a = lockwarden.Client()
+        self.b = lockwarden.Client()
+
+    def tearDown(self):
+        self.a.close()
+        self.b.close()
+
+    def test_acquire_and_release(self):
+        with self.a.lock("py:basic", ttl_ms=10000) as lock:
+            self.assertRegex(lock.token, "^[0-9a-f]{40}$")
+            self.assertGreater(lock.validity_ms, 9000)
+            self.assertEqual([l["resource"] for l in self.a.held()], ["py:basic"])
+            if CONTROLLED:
+                self.assertEqual(masters_holding("py:basic"), 5)
+        self.assertTrue(lock.released)
+        self.assertEqual(self.a.held(), [])
+        if CONTROLLED:
+            self.assertEqual(masters_holding("py:basic"), 0)
+
+    def test_timeout_when_another_connection_holds_it(self):
+        with self.a.lock("py:busy", ttl_ms=10000):
+            with self.assertRaises(lockwarden.LockError) as cm:
+                self.b.acquire("py:busy", ttl_ms=10000, wait_ms=200)
+            self.assertEqual(cm.exception.code, "timeout")
+            self.assertIn("py:busy", cm.exception.message)
+
+    def test_waiter_gets_the_lock_when_the_holder_releases(self):
+        holder = self.a.acquire("py:queue", ttl_ms=10000)
+        got = {}
+
+        def wait_for_it():
+            try:
+                got["lock"] = self.b.acquire("py:queue", ttl_ms=10000, wait_ms=10000)
+            except lockwarden.LockError as e:
+                got["error"] = e
+
+        waiter = threading.Thread(target=wait_for_it)
+        waiter.start()
+        # The agent lists queued requests: release only once b is really waiting.
+        deadline = time.monotonic() + 5
+        while not any(l["resource"] == "py:queue" and l["waiters"] == 1
+                      for l in self.a.request("locks")["locks"]):
+            self.assertLess(time.monotonic(), deadline, "b never queued")
+        holder.release()
+        waiter.join(10)
+        self.assertNotIn("error", got)
+        self.assertGreater(got["lock"].waited_ms, 0)
+        got["lock"].release()
+
+    def test_renew_keeps_the_lock_past_its_ttl(self):
+        with self.a.lock("py:renew", ttl_ms=300, renew=True) as lock:
+            time.sleep(1.0)  # more than 3 ttls: only renewals keep it
+            self.assertIsNone(lock.lost)
+            self.assertEqual(self.a.held()[0]["renew"], True)
+            with self.assertRaises(lockwarden.LockError) as cm:
+                self.b.acquire("py:renew", ttl_ms=1000)
+            self.assertEqual(cm.exception.code, "timeout")
+
+    def test_explicit_extend(self):
+        with self.a.lock("py:extend", ttl_ms=500) as lock:
+            validity = lock.extend(ttl_ms=20000)
+            self.assertGreater(validity, 19000)
+            self.assertGreater(self.a.held()[0]["validity_ms"], 19000)
+            if CONTROLLED:
+                self.assertGreater(int(control("pttl py:extend")), 15000)
+
+    def test_lock_without_renew_expires_and_is_reported_lost(self):
+        lock = self.a.acquire("py:expire", ttl_ms=200)
+        self.assertEqual(lock.wait_lost(5), "expired")
+        with self.assertRaises(lockwarden.LockLost):
+            lock.extend(1000)
+
+    @needs_harness
+    def test_lost_when_renewal_fails(self):
+        seen = []
+        with self.assertRaises(lockwarden.LockLost) as cm:
+            with self.a.lock("py:lost", ttl_ms=600, renew=True) as lock:
+                lock.on_lost = lambda l: seen.append(l.lost)
+                control("flush")  # the keys vanish: the next renewal finds the lock gone
+                self.assertEqual(lock.wait_lost(5), "renew_failed")
+        self.assertEqual(cm.exception.code, "lost")
+        self.assertEqual(seen, ["renew_failed"])
+        self.assertEqual(self.a.held(), [])
+
+    @needs_harness
+    def test_no_quorum_when_a_majority_of_masters_is_down(self):
+        control("kill-majority")
+        try:
+            with self.assertRaises(lockwarden.LockError) as cm:
+                self.a.acquire("py:quorum", ttl_ms=1000, wait_ms=100)
+            self.assertEqual(cm.exception.code, "no_quorum")
+        finally:
+            control("restore")
+        self.a.acquire("py:quorum", ttl_ms=1000).release()
+
+    def test_closing_the_connection_releases_its_locks(self):
+        self.a.acquire("py:close", ttl_ms=10000)
+        self.a.close()
+        self.b.acquire("py:close", ttl_ms=1000, wait_ms=2000).release()
+        with self.assertRaises(lockwarden.LockError) as cm:
+            self.a.ping()
+        self.assertEqual(cm.exception.code, "disconnected")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

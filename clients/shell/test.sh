@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Tests of `lockwarden lock` and lockwarden.sh against a live agent at $LOCKWARDEN_SOCKET with
+# real masters; `lockwarden` must be in PATH.
+#
+# Run by tests/integration/clients_test.cc, which starts 5 redis-server masters and the agent and
+# sets LWTEST_CONTROL=stdio: a test that needs the masters changed prints `@@lw <action>` on
+# stdout and reads the harness's answer from stdin (clients/README.md#tests). Without
+# LWTEST_CONTROL, those tests are skipped. Each test runs in its own subshell with set -e, so
+# its session is its own and the first failing command fails it.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lockwarden.sh
+. "$here/lockwarden.sh"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+controlled() { [[ ${LWTEST_CONTROL:-} == stdio ]]; }
+exec {harness}>&1  # the harness's pipe, also from inside $(...)
+
+# control ACTION: asks the harness to act on the masters; prints its answer after "ok ".
+control() {
+  local answer
+  echo "@@lw $1" >&"$harness"
+  IFS= read -r answer
+  [[ $answer == ok* ]] || { echo "harness could not $1: $answer" >&2; return 1; }
+  echo "${answer:3}"
+}
+
+expect() {  # expect WHAT ACTUAL EXPECTED
+  [[ $2 == "$3" ]] || { echo "  $1: got '$2', want '$3'" >&2; return 1; }
+}
+
+# lock ARGS...: `lockwarden lock ARGS` with its exit code in $rc (stdin kept from the harness).
+lock() {
+  rc=0
+  lockwarden lock "$@" 2>>"$tmp/lock.err" || rc=$?
+}
+
+test_cli_runs_the_command_under_the_lock() {
+  lock --ttl 10s sh:cli -- bash -c '
+    [[ $LOCKWARDEN_TOKEN =~ ^[0-9a-f]{40}$ ]] || exit 1
+    if [[ ${LWTEST_CONTROL:-} == stdio ]]; then
+      echo "@@lw count $LOCKWARDEN_RESOURCE"; read -r answer; [[ $answer == "ok 5" ]] || exit 2
+    fi
+    exit 7'
+  expect "exit code" "$rc" 7
+  if controlled; then expect "masters holding it after" "$(control "count sh:cli")" 0; fi
+}
+
+test_cli_timeout_when_another_session_holds_it() {
+  lw_open
+  lw_acquire sh:busy 10000
+  lock --wait 100ms sh:busy -- true
+  expect "exit code" "$rc" 75
+  grep -q timeout "$tmp/lock.err"
+}
+
+test_cli_waiter_gets_the_lock_when_the_holder_releases() {
+  lw_open
+  lw_acquire sh:queue 10000
+  lockwarden lock --wait 10s sh:queue -- true </dev/null &
+  local waiter=$!
+  # The agent lists queued requests: release only once the waiter is really waiting.
+  local deadline=$((SECONDS + 5))
+  until lw_call '"op":"locks"' && [[ $LW_REPLY == *'"waiters":1'* ]]; do
+    ((SECONDS < deadline)) || { echo "  the waiter never queued" >&2; return 1; }
+  done
+  lw_release sh:queue "$LW_TOKEN"
+  wait "$waiter" && rc=0 || rc=$?
+  expect "waiter exit code" "$rc" 0
+}
+
+test_session_timeout_error() {
+  lw_open
+  lw_acquire sh:busy2 10000
+  (
+    trap lw_close EXIT
+    lw_open
+    if lw_acquire sh:busy2 1000 200; then exit 1; fi
+    expect "error" "$LW_ERROR" timeout
+    [[ -n $LW_MESSAGE ]]
+  )
+}
+
+test_renew_keeps_the_lock_past_its_ttl() {
+  lock --ttl 300ms sh:renew1 -- sleep 1  # lost (72) unless the agent renews it
+  expect "lockwarden lock exit code" "$rc" 0
+  lw_open
+  lw_acquire sh:renew2 300 0 renew
+  sleep 1  # more than 3 ttls: only renewals keep it
+  if lw_check_lost; then echo "  lost: $LW_EVENT" >&2; return 1; fi
+  lw_call '"op":"held"'
+  [[ $LW_REPLY == *'"resource":"sh:renew2"'*'"renew":true'* ]]
+  lock --wait 0s sh:renew2 -- true
+  expect "another holder's exit code" "$rc" 75
+}
+
+test_explicit_extend() {
+  lw_open
+  lw_acquire sh:extend 500
+  lw_extend sh:extend "$LW_TOKEN" 20000
+  ((LW_VALIDITY_MS > 19000))
+  if controlled; then (($(control "pttl sh:extend") > 15000)); fi
+  lw_release sh:extend "$LW_TOKEN"
+}
+
+test_lock_without_renew_expires_and_is_reported_lost() {
+  lw_open
+  lw_acquire sh:expire 200
+  lw_wait_event 5
+  expect "event" "$(lw_field event "$LW_EVENT")" lost
+  expect "reason" "$(lw_field reason "$LW_EVENT")" expired
+  expect "token" "$(lw_field token "$LW_EVENT")" "$LW_TOKEN"
+}
+
+test_lost_when_renewal_fails() {
+  controlled || return 77
+  # A session's lock: the agent pushes `lost`.
+  lw_open
+  lw_acquire sh:lost1 600 0 renew
+  # lockwarden lock: it terminates the command and exits 72.
+  mkfifo "$tmp/started"
+  lockwarden lock --ttl 600ms sh:lost2 -- sh -c "echo started > $tmp/started; exec sleep 30" \
+    </dev/null 2>>"$tmp/lock.err" &
+  local cli=$!
+  read -r _ <"$tmp/started"
+  control flush >/dev/null  # the keys vanish: the next renewals find the locks gone
+  lw_wait_event 5
+  expect "event" "$(lw_field event "$LW_EVENT")" lost
+  expect "reason" "$(lw_field reason "$LW_EVENT")" renew_failed
+  wait "$cli" && rc=0 || rc=$?
+  expect "lockwarden lock exit code" "$rc" 72
+}
+
+test_no_quorum_when_a_majority_of_masters_is_down() {
+  controlled || return 77
+  lw_open
+  control kill-majority >/dev/null
+  lock --wait 0s sh:quorum -- true
+  local cli_rc=$rc session_error=
+  lw_acquire sh:quorum 1000 100 || session_error=$LW_ERROR
+  control restore >/dev/null
+  expect "lockwarden lock exit code" "$cli_rc" 69
+  expect "session error" "$session_error" no_quorum
+  lw_acquire sh:quorum 1000
+}
+
+failed=0
+for t in $(compgen -A function test_); do
+  (set -e; trap 'lw_close; kill $(jobs -p) 2>/dev/null || true' EXIT; "$t")
+  case $? in
+    0) echo "ok   $t" >&2 ;;
+    77) echo "skip $t (needs the harness: LWTEST_CONTROL=stdio)" >&2 ;;
+    *) echo "FAIL $t" >&2; failed=$((failed + 1)); cat "$tmp/lock.err" >&2 2>/dev/null ;;
+  esac
+  rm -f "$tmp/lock.err"
+done
+echo "$failed test(s) failed" >&2
+((failed == 0))

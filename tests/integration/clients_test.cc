@@ -1,0 +1,262 @@
+// The clients of clients/ (Python, Node, Go, shell) against the real agent and 5 real
+// redis-server masters: each language's own test script runs with LOCKWARDEN_SOCKET pointing at
+// the agent. A test that needs the masters changed prints `@@lw <action>` on stdout and reads
+// the answer on stdin; this harness does it (kills a majority of masters, deletes every key
+// under a held lock, ...) and answers `ok [value]` (clients/README.md#tests).
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "support/agent_process.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+namespace lw::test {
+namespace {
+
+const std::string kClients = std::string(LOCKWARDEN_SOURCE_DIR) + "/clients";
+constexpr milliseconds kScriptDeadline{45'000};
+// What every script must have asked for: proof that its no_quorum and lost tests really ran.
+const std::set<std::string> kRequiredActions = {"count", "pttl", "flush", "kill-majority",
+                                                "restore"};
+
+// A client test script as a child process: stdin and stdout+stderr on pipes, in its own process
+// group (killed as a whole at the end, so no socat or lockwarden lock it started survives).
+class Script {
+ public:
+  // Runs `env NAME=value... argv...` (execvp) from directory `cwd`.
+  Script(const std::vector<std::string>& env, const std::vector<std::string>& argv,
+         const std::string& cwd) {
+    int in[2];
+    int out[2];
+    if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0) throw std::runtime_error("pipe");
+    std::vector<std::string> args = {"env"};
+    args.insert(args.end(), env.begin(), env.end());
+    args.insert(args.end(), argv.begin(), argv.end());
+    std::vector<char*> cargs;
+    for (auto& a : args) cargs.push_back(a.data());
+    cargs.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_ = fork();
+    if (pid_ < 0) throw std::runtime_error("fork");
+    if (pid_ == 0) {  // only async-signal-safe calls until exec
+      setpgid(0, 0);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(127);
+      dup2(in[0], STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);
+      dup2(out[1], STDERR_FILENO);
+      close_range(3, ~0U, 0);
+      sigset_t none;
+      sigemptyset(&none);
+      pthread_sigmask(SIG_SETMASK, &none, nullptr);
+      for (int sig : {SIGPIPE, SIGTERM, SIGINT, SIGHUP, SIGCHLD}) signal(sig, SIG_DFL);
+      if (chdir(cwd.c_str()) != 0) _exit(126);
+      execvp(cargs[0], cargs.data());
+      _exit(127);
+    }
+    setpgid(pid_, pid_);  // also from here, so the group exists before we may signal it
+    close(in[0]);
+    close(out[1]);
+    to_child_ = in[1];
+    from_child_ = out[0];
+    exited_ = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));  // readable once it exits
+    if (exited_ < 0) throw std::runtime_error("pidfd_open");
+  }
+
+  ~Script() {
+    kill(-pid_, SIGKILL);
+    if (!reaped_) WaitChild(pid_, milliseconds(5'000));
+    close(to_child_);
+    close(from_child_);
+    close(exited_);
+  }
+
+  // The next line of output, or nullopt once the script has exited and its output is read
+  // (a process it left behind may hold the pipe open), at EOF, or when the deadline passes.
+  std::optional<std::string> ReadLine(SteadyClock::time_point deadline) {
+    for (;;) {
+      if (const auto nl = buffer_.find('\n'); nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        output_ += line + "\n";
+        return line;
+      }
+      const auto left =
+          std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()).count();
+      if (left <= 0) return std::nullopt;
+      pollfd p[2] = {{from_child_, POLLIN, 0}, {exited_, POLLIN, 0}};
+      if (poll(p, 2, static_cast<int>(left)) <= 0) continue;
+      if ((p[0].revents & (POLLIN | POLLHUP)) == 0) {  // exited, and nothing left to read
+        output_ += buffer_;
+        buffer_.clear();
+        return std::nullopt;
+      }
+      char buf[4096];
+      const ssize_t n = read(from_child_, buf, sizeof buf);
+      if (n <= 0) {
+        output_ += buffer_;
+        buffer_.clear();
+        return std::nullopt;
+      }
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  void WriteLine(const std::string& line) {
+    const std::string data = line + "\n";
+    (void)!write(to_child_, data.data(), data.size());  // SIGPIPE is ignored by the fixture
+  }
+
+  // Exit code once the child has exited (after EOF), -1 if still running at the deadline.
+  int Wait(milliseconds deadline) {
+    const int code = WaitChild(pid_, deadline);
+    reaped_ = code != -1;
+    return code;
+  }
+
+  const std::string& output() const { return output_; }
+
+ private:
+  pid_t pid_ = -1;
+  bool reaped_ = false;
+  int to_child_ = -1;
+  int from_child_ = -1;
+  int exited_ = -1;  // pidfd of the script
+  std::string buffer_;
+  std::string output_;
+};
+
+int Count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class ClientsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { signal(SIGPIPE, SIG_IGN); }
+  void TearDown() override {
+    if (HasFailure()) std::cout << "--- output of the client tests ---\n" << output_;
+  }
+
+  // Runs a client test script to its end, answering its `@@lw` requests; returns its exit code
+  // (-1 if it did not finish within kScriptDeadline). Its output goes to output_.
+  int Run(const std::vector<std::string>& argv, const std::string& cwd,
+          std::vector<std::string> env = {}) {
+    env.push_back("LOCKWARDEN_SOCKET=" + agent_.socket_path());
+    env.push_back("LWTEST_CONTROL=stdio");
+    Script script(env, argv, cwd);
+    const auto deadline = SteadyClock::now() + kScriptDeadline;
+    while (auto line = script.ReadLine(deadline)) {
+      // Anywhere in the line: the start of a line on stderr may come before it.
+      if (const auto at = line->find("@@lw "); at != std::string::npos) {
+        script.WriteLine(Act(line->substr(at + 5)));
+      }
+    }
+    const int code = script.Wait(milliseconds(5'000));
+    output_ += script.output();
+    return code;
+  }
+
+  // Does what a script asked for; returns the answer line.
+  std::string Act(const std::string& request) {
+    std::istringstream in(request);
+    std::string action;
+    std::string arg;
+    in >> action >> arg;
+    actions_.insert(action);
+    if (action == "count") return "ok " + std::to_string(cluster_.CountWithKey(KeyOf(arg)));
+    if (action == "pttl") {  // the smallest remaining ttl of the lock's key on any master
+      int64_t least = INT64_MAX;
+      for (int i = 0; i < cluster_.size(); ++i)
+        least = std::min(least, cluster_.Pttl(i, KeyOf(arg)));
+      return "ok " + std::to_string(least);
+    }
+    if (action == "flush") {  // every lock key vanishes: renewals find their locks gone
+      cluster_.FlushAll();
+      return "ok";
+    }
+    if (action == "kill-majority") {
+      for (int i : {0, 1, 2}) cluster_.Kill(i);
+      return "ok";
+    }
+    if (action == "restore") {  // the killed masters back (empty), and the agent sees them up
+      for (int i : {0, 1, 2}) cluster_.Restart(i);
+      return agent_.WaitReady(milliseconds(10'000)) ? "ok" : "error masters not up again";
+    }
+    return "error unknown action " + action;
+  }
+
+  void ExpectEveryAction() {
+    for (const auto& a : kRequiredActions) {
+      EXPECT_TRUE(actions_.count(a)) << "the script never asked for " << a;
+    }
+  }
+
+  RedisCluster cluster_{5};
+  // A short reconnect backoff: masters restarted by `restore` count again within ~0.2 s.
+  AgentProcess agent_{cluster_, {"--reconnect-max-backoff-ms", "200"}};
+  std::set<std::string> actions_;
+  std::string output_;
+};
+
+TEST_F(ClientsTest, Python) {
+  // No __pycache__ in the source tree.
+  EXPECT_EQ(
+      Run({"python3", "test_lockwarden.py"}, kClients + "/python", {"PYTHONDONTWRITEBYTECODE=1"}),
+      0);
+  EXPECT_NE(output_.find("Ran 9 tests"), std::string::npos);
+  EXPECT_EQ(output_.find("skipped"), std::string::npos);
+  ExpectEveryAction();
+}
+
+TEST_F(ClientsTest, Node) {
+  EXPECT_EQ(Run({"node", "lockwarden.test.js"}, kClients + "/node"), 0);
+  EXPECT_NE(output_.find("# pass 10"), std::string::npos);
+  ExpectEveryAction();
+}
+
+TEST_F(ClientsTest, Go) {
+  // Offline (no module downloads: go.mod requires nothing) with a throwaway cache.
+  const std::string dir = agent_.dir();
+  const std::vector<std::string> env = {"GOCACHE=" + dir + "/gocache", "GOPATH=" + dir + "/gopath",
+                                        "GOPROXY=off", "GOTOOLCHAIN=local", "GOENV=off"};
+  ASSERT_EQ(Run({"go", "test", "-c", "-o", dir + "/lockwarden.test", "./lockwarden"},
+                kClients + "/go", env),
+            0);
+  // The test binary itself, so that its stdin and stdout are the harness's pipes.
+  EXPECT_EQ(Run({dir + "/lockwarden.test", "-test.v", "-test.timeout=40s"},
+                kClients + "/go/lockwarden", env),
+            0);
+  EXPECT_EQ(Count(output_, "--- PASS"), 10);
+  EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
+  ExpectEveryAction();
+}
+
+TEST_F(ClientsTest, Shell) {
+  const std::string bin = LockwardenBinary().substr(0, LockwardenBinary().rfind('/'));
+  const char* path = getenv("PATH");
+  EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/shell",
+                {"PATH=" + bin + ":" + (path != nullptr ? path : "/usr/bin:/bin")}),
+            0);
+  EXPECT_EQ(Count(output_, "\nok   test_"), 9);
+  EXPECT_NE(output_.find("0 test(s) failed"), std::string::npos);
+  ExpectEveryAction();
+}
+
+}  // namespace
+}  // namespace lw::test
