@@ -4,14 +4,77 @@
 #include <hiredis/hiredis.h>
 #include <uv.h>
 
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
 namespace lw {
 namespace {
+
+struct Flusher;
 
 struct Events {
   redisAsyncContext* context;
   uv_poll_t handle;
-  int events;
+  int events;              // what the poll handle watches (as last given to libuv)
+  Flusher* flusher;        // this loop's write batcher
+  bool queued = false;     // in flusher->queue: has output to write before the next poll
+  bool flushing = false;   // inside Flusher::Run's write for this context
 };
+
+// Write batching, one per loop. hiredis asks for a write (addWrite) on every command it
+// buffers. Watching the socket for writability each time costs epoll_ctl calls per command
+// and a loop turn per flush (libuv's uv_poll_start even removes the fd from epoll first).
+// Instead, a connected context with output is queued here, and a prepare handle (which libuv
+// runs once per loop turn, just before it polls) writes each queued context's whole buffer
+// with one write(2). Every command issued during a turn, by any number of requests, leaves in
+// that one write. Only a write the kernel could not finish (a full socket buffer) or a
+// connect in progress falls back to watching for writability.
+struct Flusher {
+  uv_loop_t* loop;
+  uv_prepare_t prepare;
+  std::vector<Events*> queue;
+  size_t users = 0;
+
+  static void Run(uv_prepare_t* handle) {
+    auto* self = static_cast<Flusher*>(handle->data);
+    std::vector<Events*> batch;
+    batch.swap(self->queue);
+    for (Events* p : batch) {
+      p->queued = false;
+      if (p->context == nullptr) continue;
+      p->flushing = true;
+      redisAsyncHandleWrite(p->context);  // may disconnect and free the context
+      p->flushing = false;
+    }
+    if (self->queue.empty()) {
+      uv_prepare_stop(&self->prepare);
+      batch.clear();
+      self->queue.swap(batch);  // keep the capacity for the next turn
+    }
+  }
+};
+
+// Flushers by loop, for this thread (a loop is only ever touched from its own thread).
+thread_local std::unordered_map<uv_loop_t*, Flusher*> t_flushers;
+
+Flusher* AcquireFlusher(uv_loop_t* loop) {
+  Flusher*& f = t_flushers[loop];
+  if (f == nullptr) {
+    f = new Flusher{loop, {}, {}, 0};
+    uv_prepare_init(loop, &f->prepare);
+    f->prepare.data = f;
+  }
+  ++f->users;
+  return f;
+}
+
+void ReleaseFlusher(Flusher* f) {
+  if (--f->users > 0) return;
+  t_flushers.erase(f->loop);
+  uv_close(reinterpret_cast<uv_handle_t*>(&f->prepare),
+           [](uv_handle_t* h) { delete static_cast<Flusher*>(h->data); });
+}
 
 void OnPoll(uv_poll_t* handle, int status, int events) {
   auto* p = static_cast<Events*>(handle->data);
@@ -31,38 +94,54 @@ void OnPoll(uv_poll_t* handle, int status, int events) {
   if (p->context != nullptr && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->context);
 }
 
-void Update(Events* p) {
-  if (p->events) {
-    uv_poll_start(&p->handle, p->events, OnPoll);
-  } else {
+void Watch(Events* p, int events) {
+  if (events == p->events) return;  // uv_poll_start would re-register the fd for nothing
+  p->events = events;
+  if (events == 0) {
     uv_poll_stop(&p->handle);
+  } else {
+    uv_poll_start(&p->handle, events, OnPoll);
   }
 }
 
 void AddRead(void* d) {
   auto* p = static_cast<Events*>(d);
-  p->events |= UV_READABLE;
-  Update(p);
+  Watch(p, p->events | UV_READABLE);
 }
 void DelRead(void* d) {
   auto* p = static_cast<Events*>(d);
-  p->events &= ~UV_READABLE;
-  Update(p);
+  Watch(p, p->events & ~UV_READABLE);
 }
 void AddWrite(void* d) {
   auto* p = static_cast<Events*>(d);
-  p->events |= UV_WRITABLE;
-  Update(p);
+  const bool connected = (p->context->c.flags & REDIS_CONNECTED) != 0;
+  if (!connected || p->flushing) {
+    // A connect in progress, or a write the kernel did not take whole: wait for writability.
+    Watch(p, p->events | UV_WRITABLE);
+    return;
+  }
+  if (p->events & UV_WRITABLE) return;  // already waiting for a partial write to drain
+  if (p->queued) return;
+  p->queued = true;
+  Flusher* f = p->flusher;
+  if (f->queue.empty()) uv_prepare_start(&f->prepare, Flusher::Run);
+  f->queue.push_back(p);
 }
 void DelWrite(void* d) {
   auto* p = static_cast<Events*>(d);
-  p->events &= ~UV_WRITABLE;
-  Update(p);
+  Watch(p, p->events & ~UV_WRITABLE);
 }
 void Cleanup(void* d) {
   auto* p = static_cast<Events*>(d);
   if (p->context == nullptr) return;  // hiredis may call cleanup twice
   p->context = nullptr;
+  if (p->queued) {
+    auto& q = p->flusher->queue;
+    q.erase(std::remove(q.begin(), q.end(), p), q.end());
+    p->queued = false;
+  }
+  ReleaseFlusher(p->flusher);
+  p->flusher = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(&p->handle),
            [](uv_handle_t* h) { delete static_cast<Events*>(h->data); });
 }
@@ -71,12 +150,13 @@ void Cleanup(void* d) {
 
 bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop) {
   if (ac->ev.data != nullptr) return false;
-  auto* p = new Events{ac, {}, 0};
+  auto* p = new Events{ac, {}, 0, nullptr};
   if (uv_poll_init(loop, &p->handle, ac->c.fd) != 0) {
     delete p;
     return false;
   }
   p->handle.data = p;
+  p->flusher = AcquireFlusher(loop);
   ac->ev.addRead = AddRead;
   ac->ev.delRead = DelRead;
   ac->ev.addWrite = AddWrite;
@@ -85,7 +165,6 @@ bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop) {
   ac->ev.data = p;
   return true;
 }
-
 redisAsyncContext* ConnectOnLoop(uv_loop_s* loop, const std::string& host, int port, void* data,
                                  void (*on_connect)(const redisAsyncContext*, int status),
                                  void (*on_disconnect)(const redisAsyncContext*, int status),
