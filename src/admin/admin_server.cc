@@ -187,7 +187,10 @@ void AdminServer::Stop() {
 }
 
 std::string AdminServer::StateBody() {
-  auto snap = ctx_.snapshots->Latest();
+  // Detail at most a second old; waits (about one snapshot interval, when nobody asked for a
+  // while) for the loop to start building it again.
+  auto snap = ctx_.snapshots->LatestDetailed(
+      std::chrono::steady_clock::now() - std::chrono::seconds(1), std::chrono::milliseconds(500));
   if (!snap) return "";
   const auto now = std::chrono::steady_clock::now();
   // Rendered under the lock: concurrent readers wait for the one render and share it.

@@ -2,8 +2,16 @@
 // Snapshot: the agent's state as other threads may see it. The loop thread builds one every
 // ~250 ms and publishes it; HTTP handlers and the scanner read the latest without ever
 // touching loop-owned state.
+//
+// The per-lock detail (every lock's row and every grant) costs time and memory in proportion
+// to the locks held: with 100k locks, building it 4 times a second would take most of a core.
+// So it is built only while a reader has asked for it in the last few seconds (the state API,
+// the presence probe, a leak scan); a reader that needs it asks, then waits for the next
+// detailed snapshot.
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -38,6 +46,8 @@ struct Snapshot {
   std::vector<NodeStatus> masters;
   int masters_up = 0;
   int masters_usable = 0;  // up and not in restart quarantine: their votes count
+  size_t locks_held = 0;
+  bool detailed = false;  // locks and held_grants are filled in (see the top of this file)
   std::vector<LockSnapshot> locks;
   size_t sessions = 0;
   size_t waiters = 0;
@@ -47,9 +57,17 @@ struct Snapshot {
 
 class SnapshotBox {
  public:
+  using Clock = std::chrono::steady_clock;
+  // How long one request for detail keeps the loop building it.
+  static constexpr std::chrono::seconds kDetailFor{5};
+
   void Publish(std::shared_ptr<const Snapshot> snapshot) {
-    std::lock_guard lock(mu_);
-    current_ = std::move(snapshot);
+    {
+      std::lock_guard lock(mu_);
+      if (snapshot->detailed) detailed_ = snapshot;
+      current_ = std::move(snapshot);
+    }
+    published_.notify_all();
   }
   // Null until the first Publish.
   std::shared_ptr<const Snapshot> Latest() const {
@@ -57,9 +75,28 @@ class SnapshotBox {
     return current_;
   }
 
+  // Loop thread: should the snapshot being built carry the per-lock detail?
+  bool DetailWanted() const {
+    return Clock::now().time_since_epoch().count() < detail_until_.load(std::memory_order_relaxed);
+  }
+
+  // Any thread: the latest detailed snapshot taken after `after`, waiting up to `wait` for
+  // the loop to build one; if none comes in time, the latest detailed one (null if none).
+  std::shared_ptr<const Snapshot> LatestDetailed(Clock::time_point after,
+                                                 Clock::duration wait) const {
+    detail_until_.store((Clock::now() + kDetailFor).time_since_epoch().count(),
+                        std::memory_order_relaxed);
+    std::unique_lock lock(mu_);
+    published_.wait_for(lock, wait, [&] { return detailed_ && detailed_->taken > after; });
+    return detailed_;
+  }
+
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable published_;
   std::shared_ptr<const Snapshot> current_;
+  std::shared_ptr<const Snapshot> detailed_;  // the latest with detail
+  mutable std::atomic<Clock::rep> detail_until_{0};
 };
 
 }  // namespace lw

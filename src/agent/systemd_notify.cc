@@ -34,7 +34,7 @@ std::string StatusLine(const Snapshot& s, bool was_ready) {
     return (was_ready ? "QUORUM LOST, no lock can be granted: " : "waiting for a quorum: ") +
            MasterCounts(s);
   }
-  return "ready: " + MasterCounts(s) + "; " + std::to_string(s.locks.size()) + " lock(s) held, " +
+  return "ready: " + MasterCounts(s) + "; " + std::to_string(s.locks_held) + " lock(s) held, " +
          std::to_string(s.sessions) + " session(s)";
 }
 

@@ -180,13 +180,17 @@ class Agent {
       s->masters_up += n.up ? 1 : 0;
       s->masters_usable += n.up && !n.quarantined ? 1 : 0;
     }
-    for (const auto& l : engine_->AllLocks()) {
-      Server::Peer peer = server_.PeerOf(l.session);
-      s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, peer.gid, l.held_ms,
-                          l.validity_ms,
-                          l.renew, l.waiters, l.ttl_ms, l.key, std::move(peer.cmdline)});
+    s->locks_held = engine_->locks_held();
+    if (snapshots_.DetailWanted()) {
+      s->detailed = true;
+      for (const auto& l : engine_->AllLocks()) {
+        Server::Peer peer = server_.PeerOf(l.session);
+        s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, peer.gid, l.held_ms,
+                            l.validity_ms, l.renew, l.waiters, l.ttl_ms, l.key,
+                            std::move(peer.cmdline)});
+      }
+      for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
     }
-    for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
     s->sessions = server_.session_count();
     s->waiters = engine_->waiters();
     metrics_.SetState({engine_->locks_held(), s->sessions, s->waiters,
@@ -207,13 +211,7 @@ class Agent {
   // Scanner thread: the grants held through this agent, from a snapshot taken after this call
   // (waits up to a second for it), so that a grant made just before is never missed.
   LiveGrants GrantsAsOfNow() const {
-    const auto asked = std::chrono::steady_clock::now();
-    const auto give_up = asked + std::chrono::seconds(1);
-    auto snap = snapshots_.Latest();
-    while ((!snap || snap->taken <= asked) && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      snap = snapshots_.Latest();
-    }
+    auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now(), std::chrono::seconds(1));
     return snap ? snap->held_grants : LiveGrants{};
   }
 
@@ -226,9 +224,11 @@ class Agent {
     return who;
   }
 
-  // Presence thread: the grants of the latest snapshot (at most 250 ms old).
+  // Presence thread: the grants of the latest detailed snapshot (at most 250 ms old while
+  // the probe keeps asking).
   GrantList GrantsNow() const {
-    auto snap = snapshots_.Latest();
+    auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now() - std::chrono::seconds(1),
+                                          std::chrono::milliseconds(500));
     if (!snap) return {};
     return GrantList(snap->held_grants.begin(), snap->held_grants.end());
   }

@@ -3,7 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <deque>
+#include <array>
+#include <list>
 
 #include "core/redlock_math.h"
 #include "core/token.h"
@@ -38,7 +39,6 @@ struct LockEngine::Waiter {
   bool fence = false;
   Clock::time_point requested, deadline;
   AcquireDone done;
-  std::unique_ptr<Timer> wait_timer;
   bool in_attempt = false;
   bool cancelled = false;  // its session closed while its attempt was in flight
   bool expired = false;    // wait_ms ran out while its attempt was in flight
@@ -48,21 +48,41 @@ struct LockEngine::Waiter {
   bool last_in_fence_phase = false;  // the last attempt failed writing its fence
 };
 
+// A grant's token (NewToken: 40 hex characters) kept inline: as a std::string it would be a
+// separate 48-byte allocation per held lock.
+class FixedToken {
+ public:
+  FixedToken() = default;
+  explicit FixedToken(const std::string& text) {
+    text.copy(chars_.data(), chars_.size());
+    size_ = static_cast<uint8_t>(std::min(text.size(), chars_.size()));
+  }
+  std::string str() const { return std::string(chars_.data(), size_); }
+  bool operator==(const std::string& text) const {
+    return text.size() == size_ && text.compare(0, size_, chars_.data(), size_) == 0;
+  }
+
+ private:
+  std::array<char, 40> chars_{};
+  uint8_t size_ = 0;
+};
+
 struct LockEngine::Holder {
+  uint64_t serial = 0;  // its deadline's key in timed_ (the id it had as a waiter)
   SessionId session = 0;
-  std::string token;
+  FixedToken token;
   int64_t ttl_ms = 0;
   bool renew = false;
   std::optional<int64_t> fence;
   Clock::time_point acquired, valid_until;
-  std::unique_ptr<Timer> timer;  // next renewal, or the end of validity
   bool renewing = false;
 };
 
 struct LockEngine::Resource {
-  std::string key;
   std::unique_ptr<Holder> holder;
-  std::deque<Waiter> waiters;  // FIFO; only the front contends on Redis
+  // FIFO; only the front contends on Redis. A list, not a deque: an empty std::deque still
+  // allocates about half a KiB, and almost every held lock has no waiter.
+  std::list<Waiter> waiters;
   std::unique_ptr<Timer> retry_timer;
   bool attempt_in_flight = false;
   bool watched = false;  // release announcements of this key are being listened to
@@ -78,6 +98,13 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
       fence_quorum_(options_.fence_quorum > 0 ? options_.fence_quorum
                                               : FenceQuorumSize(rounds_.size())),
       rng_(std::random_device{}()),
+      deadlines_(
+          loop, [this](uint64_t serial, Clock::time_point due) { OnDeadline(serial, due); },
+          [this](uint64_t serial, Clock::time_point due) {
+            auto it = timed_.find(serial);
+            return it != timed_.end() && it->second.due == due;
+          },
+          [this] { return timed_.size(); }),
       defer_(loop) {}
 
 LockEngine::~LockEngine() = default;
@@ -92,6 +119,9 @@ void LockEngine::Defer(std::function<void()> fn) {
   });
 }
 
+// Not stored per resource: at 100k held locks a second copy of every name is ~6 MiB.
+std::string LockEngine::KeyOf(const std::string& name) const { return options_.key_prefix + name; }
+
 LockEngine::Resource* LockEngine::Find(const std::string& name) {
   auto it = resources_.find(name);
   return it == resources_.end() ? nullptr : it->second.get();
@@ -99,7 +129,7 @@ LockEngine::Resource* LockEngine::Find(const std::string& name) {
 
 LockEngine::Holder* LockEngine::FindHolder(const std::string& name, const std::string& token) {
   Resource* r = Find(name);
-  if (r == nullptr || !r->holder || r->holder->token != token) return nullptr;
+  if (r == nullptr || !r->holder || !(r->holder->token == token)) return nullptr;
   return r->holder.get();
 }
 
@@ -133,10 +163,7 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
     }
   }
   auto& slot = resources_[name];
-  if (!slot) {
-    slot = std::make_unique<Resource>();
-    slot->key = options_.key_prefix + name;
-  }
+  if (!slot) slot = std::make_unique<Resource>();
   Waiter w;
   w.id = next_waiter_id_++;
   w.session = session;
@@ -147,8 +174,7 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   w.requested = Clock::now();
   w.deadline = w.requested + std::chrono::milliseconds(wait_ms);
   w.done = std::move(done);
-  w.wait_timer = std::make_unique<Timer>(loop_);
-  w.wait_timer->Start(wait_ms, [this, name, id = w.id] { OnWaitExpired(name, id); });
+  SetDeadline(w.id, name, w.deadline);
   slot->waiters.push_back(std::move(w));
   ++sessions_[session].waiting[name];
   Pump(name);
@@ -158,7 +184,10 @@ void LockEngine::Pump(const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr) return;
   if (r->holder || r->attempt_in_flight || (r->retry_timer && r->retry_timer->active())) return;
-  while (!r->waiters.empty() && r->waiters.front().cancelled) r->waiters.pop_front();
+  while (!r->waiters.empty() && r->waiters.front().cancelled) {
+    timed_.erase(r->waiters.front().id);
+    r->waiters.pop_front();
+  }
   if (r->waiters.empty()) {
     MaybeErase(name);
     return;
@@ -175,7 +204,7 @@ void LockEngine::StartAttempt(const std::string& name) {
   const std::string token = NewToken();
   RoundRequest req;
   req.op = w.fence ? RoundOp::kSetIfAbsentReadFence : RoundOp::kSetIfAbsent;
-  req.key = r.key;
+  req.key = KeyOf(name);
   req.token = token;
   req.ttl_ms = w.ttl_ms;
   if (w.fence) {
@@ -194,7 +223,7 @@ void LockEngine::WriteFence(const std::string& name, uint64_t waiter_id, const s
   r.waiters.front().in_attempt = true;
   RoundRequest req;
   req.op = RoundOp::kRaiseFenceIfHeld;
-  req.key = r.key;
+  req.key = KeyOf(name);
   req.token = token;
   req.fence_key = options_.fence_prefix + name;
   req.fence = fence;
@@ -242,8 +271,9 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
   }
   // Undo on every master, including those that said no or did not answer in time: a late
   // "OK" is undone too, because the DEL is queued behind the SET on the same connection.
-  ReleaseEverywhere(r->key, token);
+  ReleaseEverywhere(KeyOf(name), token);
   if (w.cancelled) {
+    timed_.erase(w.id);
     r->waiters.pop_front();
     Pump(name);
     return;
@@ -266,7 +296,7 @@ void LockEngine::OnAttempt(const std::string& name, uint64_t waiter_id, const st
   if (options_.release_watch != nullptr && !r->watched && w.last_tally &&
       w.last_tally->no() > 0) {
     r->watched = true;
-    options_.release_watch->Watch(r->key);
+    options_.release_watch->Watch(KeyOf(name));
   }
 }
 
@@ -289,8 +319,9 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   Waiter w = std::move(r.waiters.front());
   r.waiters.pop_front();
   auto h = std::make_unique<Holder>();
+  h->serial = w.id;  // its wait deadline is replaced by the holder's below
   h->session = w.session;
-  h->token = token;
+  h->token = FixedToken(token);
   h->ttl_ms = w.ttl_ms;
   h->renew = w.renew;
   h->fence = fence;
@@ -298,7 +329,6 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   // validity_ms is what is left as of the decision (ttl - elapsed - drift): count it from
   // there, i.e. started + ttl - drift, not from `started` (that would subtract elapsed twice).
   h->valid_until = decided + std::chrono::milliseconds(validity_ms);
-  h->timer = std::make_unique<Timer>(loop_);
   r.holder = std::move(h);
   ++holders_;
   ForgetWaiter(w.session, name);
@@ -315,6 +345,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {
   Waiter w = std::move(r.waiters.front());
   r.waiters.pop_front();
+  timed_.erase(w.id);
   if (r.retry_timer) r.retry_timer->Stop();
   ForgetWaiter(w.session, name);
   ReportAcquire(w, name, failure.code, /*granted=*/false);
@@ -394,6 +425,7 @@ void LockEngine::OnWaitExpired(const std::string& name, uint64_t waiter_id) {
   }
   Waiter w = std::move(*it);
   r->waiters.erase(it);
+  timed_.erase(w.id);
   ForgetWaiter(w.session, name);
   ReportAcquire(w, name, ErrorCode::kTimeout, /*granted=*/false);
   w.done(Failure{ErrorCode::kTimeout, Quoted(name) + " was held by another session of this "
@@ -415,7 +447,7 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
   }
   Resource& r = *Find(name);
   auto holder = TakeHolder(r, name);
-  rounds_.Run(DeleteRound(r.key, token), [this, done = std::move(done)](const RoundResult&) {
+  rounds_.Run(DeleteRound(KeyOf(name), token), [this, done = std::move(done)](const RoundResult&) {
     done(std::nullopt);
     MaybeFinishShutdown();
   });
@@ -439,7 +471,7 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
               if (f && f->code == ErrorCode::kNotHeld && FindHolder(name, token)) {
                 Resource& r = *Find(name);
                 auto gone = TakeHolder(r, name);
-                ReleaseEverywhere(r.key, token);
+                ReleaseEverywhere(KeyOf(name), token);
                 Pump(name);
               }
               done(result);
@@ -447,13 +479,13 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
 }
 
 void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
-                           ExtendDone done) {
-  Resource& r = *Find(name);
+                           ExtendDone done, int64_t timeout_ms) {
   RoundRequest req;
   req.op = RoundOp::kExtendIfHeld;
-  req.key = r.key;
+  req.key = KeyOf(name);
   req.token = token;
   req.ttl_ms = ttl_ms;
+  req.timeout_ms = timeout_ms;
   rounds_.Run(
       std::move(req), [this, name, token, ttl_ms, done = std::move(done)](const RoundResult& res) {
         const VoteTally& t = res.tally;
@@ -493,8 +525,29 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
 }
 
 void LockEngine::ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms) {
-  h.timer->Start(std::max<int64_t>(delay_ms, 0),
-                 [this, name, token = h.token] { OnHolderTimer(name, token); });
+  SetDeadline(h.serial, name, Clock::now() + std::chrono::milliseconds(std::max<int64_t>(delay_ms, 0)));
+}
+
+void LockEngine::SetDeadline(uint64_t serial, const std::string& name, Clock::time_point due) {
+  auto [it, fresh] = timed_.try_emplace(serial);
+  if (fresh) it->second.name = name;
+  it->second.due = due;
+  deadlines_.Add(due, serial);
+}
+
+void LockEngine::OnDeadline(uint64_t serial, Clock::time_point due) {
+  auto it = timed_.find(serial);
+  if (it == timed_.end() || it->second.due != due) return;  // gone, or moved to a later time
+  const std::string name = std::move(it->second.name);
+  timed_.erase(it);
+  Resource* r = Find(name);
+  if (r == nullptr) return;
+  if (r->holder && r->holder->serial == serial) {
+    const std::string token = r->holder->token.str();  // a copy: the holder may go while it runs
+    OnHolderTimer(name, token);
+  } else {
+    OnWaitExpired(name, serial);
+  }
 }
 
 void LockEngine::OnHolderTimer(const std::string& name, const std::string& token) {
@@ -509,10 +562,31 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
     ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
     return;
   }
+  if (renewals_in_flight_ >= kMaxRenewalsInFlight) {
+    // A wave of renewals (locks taken in a burst come due in a burst) waits for a slot
+    // instead of all going out at once: memory and master queues stay bounded, and each
+    // renewal is still sent within milliseconds. The loss is still reported on time.
+    renew_backlog_.emplace_back(name, h->serial);
+    ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
+    return;
+  }
+  ++renewals_in_flight_;
   h->renewing = true;
-  ScheduleHolder(name, *h, CeilMs(h->valid_until - now));  // loss detection meanwhile
+  const int64_t left_ms = CeilMs(h->valid_until - now);
+  // A renewal has until the validity ends, not a client waiting on it: give the masters up to
+  // half of what is left (at least the node timeout, at most 2 s) before counting a master
+  // out. Under a burst of renewals a short timeout would fail rounds whose answers are merely
+  // queued, and the retries would deepen the queue.
+  const int64_t timeout_ms =
+      std::clamp<int64_t>(left_ms / 2, options_.node_timeout_ms, std::max<int64_t>(
+                                                                    options_.node_timeout_ms, 2000));
+  // The round ends (and reschedules) before the validity does, unless the node timeout alone
+  // outlasts it: only then is a separate deadline needed to report the loss on time.
+  if (timeout_ms >= left_ms) ScheduleHolder(name, *h, left_ms);
   RunExtend(name, token, h->ttl_ms,
             [this, name, token](const std::variant<Extension, Failure>& result) {
+              --renewals_in_flight_;
+              if (!renew_backlog_.empty()) Defer([this] { RenewBacklogged(); });
               Holder* h2 = FindHolder(name, token);
               if (h2 == nullptr) return;
               h2->renewing = false;
@@ -527,12 +601,46 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
                 return;
               }
               observer_->Renewed(RenewOutcome::kRetry);
-              spdlog::warn("renewal of {} failed: {}", Quoted(name), f->message);
+              WarnRenewalFailed(name, f->message);
+              // Retry within the validity left, spread out: a fixed short delay would make
+              // every lock of a struggling master retry in lockstep.
               const int64_t left = CeilMs(h2->valid_until - Clock::now());
-              ScheduleHolder(name, *h2,
-                             std::clamp<int64_t>(options_.retry_delay_ms, 1,
-                                                 std::max<int64_t>(left, 1)));
-            });
+              std::uniform_real_distribution<double> unit(0.0, 1.0);
+              const int64_t delay = RetryDelayMs(std::max(options_.retry_delay_ms, left / 8),
+                                                 options_.retry_jitter_ms, unit(rng_));
+              ScheduleHolder(name, *h2, std::clamp<int64_t>(delay, 1, std::max<int64_t>(left, 1)));
+            },
+            timeout_ms);
+}
+
+void LockEngine::RenewBacklogged() {
+  while (renewals_in_flight_ < kMaxRenewalsInFlight && !renew_backlog_.empty()) {
+    auto [name, serial] = std::move(renew_backlog_.front());
+    renew_backlog_.pop_front();
+    Resource* r = Find(name);
+    if (r == nullptr || !r->holder || r->holder->serial != serial || r->holder->renewing) continue;
+    const std::string token = r->holder->token.str();
+    OnHolderTimer(name, token);  // renews now, or reports the loss if the validity ran out
+  }
+}
+
+void LockEngine::WarnRenewalFailed(const std::string& name, const std::string& why) {
+  // One line per second at most: when a master majority is out, every renewed lock fails at
+  // once and a line each would flood the log. The metric counts every retry.
+  const auto now = Clock::now();
+  if (now - last_renew_warning_ < std::chrono::seconds(1)) {
+    ++renew_warnings_suppressed_;
+    return;
+  }
+  if (renew_warnings_suppressed_ > 0) {
+    spdlog::warn("renewal of {} failed: {} (and {} other renewal failure(s) in the last {} ms)",
+                 Quoted(name), why, renew_warnings_suppressed_,
+                 CeilMs(now - last_renew_warning_));
+  } else {
+    spdlog::warn("renewal of {} failed: {}", Quoted(name), why);
+  }
+  last_renew_warning_ = now;
+  renew_warnings_suppressed_ = 0;
 }
 
 void LockEngine::Lose(const std::string& name, std::string_view reason) {
@@ -541,8 +649,8 @@ void LockEngine::Lose(const std::string& name, std::string_view reason) {
   auto h = TakeHolder(*r, name);
   spdlog::warn("lock {} lost: {}", Quoted(name), reason);
   observer_->LockLost(reason);
-  ReleaseEverywhere(r->key, h->token);
-  on_lost_(h->session, name, h->token, reason);
+  ReleaseEverywhere(KeyOf(name), h->token.str());
+  on_lost_(h->session, name, h->token.str(), reason);
   Pump(name);
 }
 
@@ -556,19 +664,19 @@ void LockEngine::Revoke(const std::string& name,
   auto h = TakeHolder(*r, name);
   spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
   observer_->LockLost("revoked");
-  rounds_.Run(DeleteRound(r->key, h->token),
+  rounds_.Run(DeleteRound(KeyOf(name), h->token.str()),
               [this, session = h->session, done = std::move(done)](const RoundResult& res) {
                 done(Revocation{session, res.tally.yes()});
                 MaybeFinishShutdown();
               });
-  on_lost_(h->session, name, h->token, "revoked");
+  on_lost_(h->session, name, h->token.str(), "revoked");
   Pump(name);
 }
 
 std::unique_ptr<LockEngine::Holder> LockEngine::TakeHolder(Resource& r, const std::string& name) {
   auto h = std::move(r.holder);
   --holders_;
-  h->timer.reset();
+  timed_.erase(h->serial);
   observer_->HoldEnded(Clock::now() - h->acquired);
   auto it = sessions_.find(h->session);
   if (it != sessions_.end()) it->second.held.erase(name);
@@ -598,7 +706,7 @@ void LockEngine::CloseSession(SessionId session) {
     Resource* r = Find(name);
     if (r == nullptr || !r->holder || r->holder->session != session) continue;
     auto h = TakeHolder(*r, name);
-    ReleaseEverywhere(r->key, h->token);
+    ReleaseEverywhere(KeyOf(name), h->token.str());
     touched.push_back(name);
   }
   for (const auto& [name, count] : index.waiting) {
@@ -611,6 +719,7 @@ void LockEngine::CloseSession(SessionId session) {
         (w++)->cancelled = true;  // the attempt in flight undoes itself
       } else {
         if (w == r->waiters.begin() && r->retry_timer) r->retry_timer->Stop();
+        timed_.erase(w->id);
         w = r->waiters.erase(w);
       }
     }
@@ -623,7 +732,7 @@ void LockEngine::MaybeErase(const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr || r->holder || !r->waiters.empty() || r->attempt_in_flight) return;
   if (r->retry_timer && r->retry_timer->active()) return;
-  if (r->watched && options_.release_watch != nullptr) options_.release_watch->Unwatch(r->key);
+  if (r->watched && options_.release_watch != nullptr) options_.release_watch->Unwatch(KeyOf(name));
   resources_.erase(name);
 }
 
@@ -638,13 +747,14 @@ void LockEngine::Shutdown(std::function<void()> done) {
       if (w == r->waiters.begin() && w->in_attempt) {
         (w++)->cancelled = true;
       } else {
+        timed_.erase(w->id);
         w = r->waiters.erase(w);
       }
     }
     if (r->retry_timer) r->retry_timer->Stop();
     if (r->holder) {
       auto h = TakeHolder(*r, name);
-      ReleaseEverywhere(r->key, h->token);
+      ReleaseEverywhere(KeyOf(name), h->token.str());
     }
   }
   for (auto& d : refused) {
@@ -655,6 +765,8 @@ void LockEngine::Shutdown(std::function<void()> done) {
 
 void LockEngine::MaybeFinishShutdown() {
   if (!shutting_down_ || !shutdown_done_ || rounds_.in_flight() != 0) return;
+  // Every waiter and holder is gone: their superseded deadlines must not keep the loop alive.
+  deadlines_.Clear();
   auto done = std::move(shutdown_done_);
   shutdown_done_ = nullptr;
   done();
@@ -668,7 +780,7 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
   for (const auto& name : it->second.held) {
     const auto& r = resources_.at(name);
     const Holder& h = *r->holder;
-    out.push_back({name, h.token, std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew});
+    out.push_back({name, h.token.str(), std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew});
   }
   return out;
 }
@@ -681,7 +793,7 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
     const Holder& h = *r->holder;
     out.push_back({name, h.session, CeilMs(now - h.acquired),
                    std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew,
-                   static_cast<int>(r->waiters.size()), h.ttl_ms, r->key, h.fence});
+                   static_cast<int>(r->waiters.size()), h.ttl_ms, KeyOf(name), h.fence});
   }
   std::sort(out.begin(), out.end(),
             [](const LockInfo& a, const LockInfo& b) {
@@ -693,7 +805,7 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
 std::vector<std::pair<std::string, std::string>> LockEngine::HeldGrants() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, r] : resources_) {
-    if (r->holder) out.emplace_back(r->key, r->holder->token);
+    if (r->holder) out.emplace_back(KeyOf(name), r->holder->token.str());
   }
   return out;
 }

@@ -25,6 +25,7 @@
 #include <uv.h>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -38,6 +39,7 @@
 #include <vector>
 
 #include "core/error_code.h"
+#include "locking/deadline_queue.h"
 #include "locking/engine_observer.h"
 #include "locking/rounds.h"
 #include "redis/node.h"
@@ -167,6 +169,7 @@ class LockEngine {
     std::map<std::string, int> waiting;  // resource -> number of queued requests
   };
 
+  std::string KeyOf(const std::string& name) const;  // the Redis key
   Resource* Find(const std::string& name);
   Holder* FindHolder(const std::string& name, const std::string& token);
   void Pump(const std::string& name);
@@ -182,9 +185,15 @@ class LockEngine {
                  std::optional<int64_t> fence);
   void FailHead(Resource& r, const std::string& name, Failure failure);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
+  // timeout_ms: how long the round waits for the masters (0: the node timeout).
   void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
-                 ExtendDone done);
+                 ExtendDone done, int64_t timeout_ms = 0);
+  void WarnRenewalFailed(const std::string& name, const std::string& why);
+  void RenewBacklogged();
   void ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms);
+  // The one deadline of a waiter (wait_ms) or holder (renewal or end of validity), by serial.
+  void SetDeadline(uint64_t serial, const std::string& name, Clock::time_point due);
+  void OnDeadline(uint64_t serial, Clock::time_point due);
   void OnHolderTimer(const std::string& name, const std::string& token);
   void Lose(const std::string& name, std::string_view reason);
   std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name);
@@ -207,7 +216,20 @@ class LockEngine {
   size_t holders_ = 0;
   uint64_t next_waiter_id_ = 1;
   std::mt19937_64 rng_;
+  // Current deadline of each waiter (by id) and holder (by serial); deadlines_ fires them.
+  struct Timed {
+    std::string name;
+    Clock::time_point due;
+  };
+  std::unordered_map<uint64_t, Timed> timed_;
+  DeadlineQueue deadlines_;
   bool shutting_down_ = false;
+  // Renewal rounds in flight at once; the rest wait in renew_backlog_ (name, holder serial).
+  static constexpr size_t kMaxRenewalsInFlight = 256;
+  size_t renewals_in_flight_ = 0;
+  std::deque<std::pair<std::string, uint64_t>> renew_backlog_;
+  Clock::time_point last_renew_warning_{};
+  uint64_t renew_warnings_suppressed_ = 0;
   std::function<void()> shutdown_done_;
   Timer defer_;  // runs callbacks that must not be synchronous
   std::vector<std::function<void()>> deferred_;

@@ -59,8 +59,15 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
                                         started},
                             req.op, req.wait_all, std::move(done),
                             std::vector<bool>(nodes_.size(), false), std::move(counts)});
-  deadlines_.emplace_back(started + node_timeout_, id);
-  if (!timer_.active()) ArmTimer();
+  const auto deadline =
+      started + (req.timeout_ms > 0 ? std::chrono::milliseconds(req.timeout_ms) : node_timeout_);
+  if (deadlines_.size() >= 4096 && deadlines_.size() > 2 * rounds_.size()) {
+    std::erase_if(deadlines_, [&](const Deadline& d) { return rounds_.count(d.second) == 0; });
+    std::make_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+  }
+  deadlines_.emplace_back(deadline, id);
+  std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+  if (!timer_.active() || deadline < armed_for_) ArmTimer();
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node* node = nodes_[i];
     auto handler = [this, id, i](const Reply& r) { OnAnswer(id, i, r); };
@@ -116,6 +123,13 @@ void Rounds::Finish(uint64_t id, bool by_deadline) {
   if (it == rounds_.end()) return;
   Round round = std::move(it->second);
   rounds_.erase(it);
+  if (rounds_.empty()) {
+    // Nothing left to time out: an armed timer would only keep the loop alive (a renewal
+    // round's deadline can be seconds away), e.g. delaying the agent's exit.
+    deadlines_.clear();
+    timer_.Stop();
+    armed_for_ = Clock::time_point::max();
+  }
   if (by_deadline) {
     for (size_t i = 0; i < round.answered.size(); ++i) {
       if (!round.answered[i]) observer_->MasterMissedDeadline(i);
@@ -126,9 +140,11 @@ void Rounds::Finish(uint64_t id, bool by_deadline) {
 
 void Rounds::OnDeadline() {
   const auto now = Clock::now();
+  armed_for_ = Clock::time_point::max();
   while (!deadlines_.empty() && deadlines_.front().first <= now) {
-    const uint64_t id = deadlines_.front().second;
-    deadlines_.pop_front();
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+    const uint64_t id = deadlines_.back().second;
+    deadlines_.pop_back();
     Finish(id, /*by_deadline=*/true);  // no-op if it already ended
   }
   ArmTimer();
@@ -137,10 +153,12 @@ void Rounds::OnDeadline() {
 void Rounds::ArmTimer() {
   // Skip deadlines of rounds that already ended so the timer does not wake for nothing.
   while (!deadlines_.empty() && rounds_.count(deadlines_.front().second) == 0) {
-    deadlines_.pop_front();
+    std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
+    deadlines_.pop_back();
   }
   if (deadlines_.empty()) return;
-  const auto wait = deadlines_.front().first - Clock::now();
+  armed_for_ = deadlines_.front().first;
+  const auto wait = armed_for_ - Clock::now();
   const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
   timer_.Start(ms < 0 ? 0 : ms, [this] { OnDeadline(); });
 }

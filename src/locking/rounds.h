@@ -3,14 +3,13 @@
 //
 // A round ends exactly once, at the first of: a decision (quorum won, or quorum no longer
 // reachable), every master answered (when the caller asked to hear them all), or the
-// per-node timeout. Answers arriving after the end are never counted. All rounds share one
-// node timeout, so their deadlines come in start order and one libuv timer serves them all.
+// round's timeout (the node timeout unless the request says otherwise). Answers arriving
+// after the end are never counted. One libuv timer serves every round's deadline.
 
 #include <uv.h>
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <string>
 #include <unordered_map>
@@ -42,6 +41,7 @@ struct RoundRequest {
   int64_t fence = 0;       // kRaiseFenceIfHeld
   int needed = 0;          // yes votes needed in all, quarantined masters included (0: quorum)
   bool wait_all = false;   // end when every master answered, not at the first decision
+  int64_t timeout_ms = 0;  // how long the round waits for answers (0: the node timeout)
 };
 
 struct RoundResult {
@@ -88,7 +88,11 @@ class Rounds {
   std::chrono::milliseconds node_timeout_;
   uint64_t next_id_ = 1;
   std::unordered_map<uint64_t, Round> rounds_;
-  std::deque<std::pair<Clock::time_point, uint64_t>> deadlines_;  // in start order
+  using Deadline = std::pair<Clock::time_point, uint64_t>;
+  // A min-heap (std::push_heap with std::greater). Entries of rounds that already ended are
+  // skipped when they come up, and dropped when they outnumber the rounds in flight.
+  std::vector<Deadline> deadlines_;
+  Clock::time_point armed_for_ = Clock::time_point::max();  // the deadline the timer is set for
   Timer timer_;
 };
 
