@@ -34,26 +34,79 @@ double RoundRtt(double rtt_ms) {
   return std::round(rtt_ms * 1000) / 1000;
 }
 
+// The replies every lock cycle sends (ok, acquired, extended) are written straight into the
+// string, not through a JSON tree: building and dumping an ordered_json object cost more than
+// the rest of the reply path in the agent's profile. Strings take the fast path only when they
+// need no escaping (printable ASCII without quote or backslash, as resource names and tokens
+// almost always are); anything else is written by the JSON library, so the bytes are the same
+// either way (tests/unit/encode_test.cc compares both paths).
+bool Plain(std::string_view s) {
+  for (unsigned char c : s) {
+    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return false;
+  }
+  return true;
+}
+
+void AppendString(std::string& out, std::string_view s) {
+  if (Plain(s)) {
+    out += '"';
+    out += s;
+    out += '"';
+    return;
+  }
+  out += nlohmann::json(std::string(s)).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+void AppendId(std::string& out, const nlohmann::json& id) {
+  if (id.is_number_integer()) {
+    out += std::to_string(id.get<int64_t>());
+  } else if (id.is_string()) {
+    AppendString(out, id.get_ref<const std::string&>());
+  } else {
+    out += id.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  }
+}
+
+void AppendInt(std::string& out, std::string_view key, int64_t value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  out += std::to_string(value);
+}
+
+std::string SuccessPrefix(const nlohmann::json& id) {
+  std::string out;
+  out.reserve(160);
+  out += "{\"id\":";
+  AppendId(out, id);
+  out += ",\"ok\":true";
+  return out;
+}
+
 }  // namespace
 
-std::string EncodeOk(const nlohmann::json& id) { return Finish(Success(id)); }
+std::string EncodeOk(const nlohmann::json& id) { return SuccessPrefix(id) + "}\n"; }
 
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
                            std::optional<int64_t> fence) {
-  Line line = Success(id);
-  line["resource"] = std::string(resource);
-  line["token"] = std::string(token);
-  line["validity_ms"] = validity_ms;
-  line["waited_ms"] = waited_ms;
-  if (fence) line["fence"] = *fence;
-  return Finish(line);
+  std::string out = SuccessPrefix(id);
+  out += ",\"resource\":";
+  AppendString(out, resource);
+  out += ",\"token\":";
+  AppendString(out, token);
+  AppendInt(out, "validity_ms", validity_ms);
+  AppendInt(out, "waited_ms", waited_ms);
+  if (fence) AppendInt(out, "fence", *fence);
+  out += "}\n";
+  return out;
 }
 
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms) {
-  Line line = Success(id);
-  line["validity_ms"] = validity_ms;
-  return Finish(line);
+  std::string out = SuccessPrefix(id);
+  AppendInt(out, "validity_ms", validity_ms);
+  out += "}\n";
+  return out;
 }
 
 namespace {
