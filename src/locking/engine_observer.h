@@ -33,6 +33,8 @@ class EngineObserver {
   // A granted lock ended (released, lost, its session closed, shutdown) after `held`.
   virtual void HoldEnded(std::chrono::nanoseconds /*held*/) {}
   virtual void Renewed(RenewOutcome /*outcome*/) {}
+  // A release handed the masters' key straight to the next local waiter (no round trip).
+  virtual void LocalHandOff() {}
   virtual void FenceRound(FenceOutcome /*outcome*/) {}
   // reason: "renew_failed", "expired" or "revoked".
   virtual void LockLost(std::string_view /*reason*/) {}

@@ -70,7 +70,10 @@ class FixedToken {
 struct LockEngine::Holder {
   uint64_t serial = 0;  // its deadline's key in timed_ (the id it had as a waiter)
   SessionId session = 0;
-  FixedToken token;
+  FixedToken token;  // the client's: identifies this grant
+  // The value of the key on the masters when it differs from token: a grant handed over
+  // locally (LocalHandOff) keeps its predecessor's key and value. Null: the key holds token.
+  std::unique_ptr<FixedToken> lease;
   int64_t ttl_ms = 0;
   bool renew = false;
   std::optional<int64_t> fence;
@@ -131,6 +134,10 @@ LockEngine::Holder* LockEngine::FindHolder(const std::string& name, const std::s
   Resource* r = Find(name);
   if (r == nullptr || !r->holder || !(r->holder->token == token)) return nullptr;
   return r->holder.get();
+}
+
+std::string LockEngine::LeaseOf(const Holder& h) {
+  return h.lease ? h.lease->str() : h.token.str();
 }
 
 // ---- acquire ----------------------------------------------------------------------------
@@ -332,7 +339,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
   r.holder = std::move(h);
   ++holders_;
   ForgetWaiter(w.session, name);
-  sessions_[w.session].held.insert(name);
+  sessions_[w.session].held.push_back(name);
   ScheduleHolder(name, *r.holder, w.renew ? std::min(w.ttl_ms / 3, validity_ms) : validity_ms);
   const int64_t waited = CeilMs(Clock::now() - w.requested);
   spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s){})", Quoted(name),
@@ -447,11 +454,63 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
   }
   Resource& r = *Find(name);
   auto holder = TakeHolder(r, name);
-  rounds_.Run(DeleteRound(KeyOf(name), token), [this, done = std::move(done)](const RoundResult&) {
-    done(std::nullopt);
-    MaybeFinishShutdown();
+  if (LocalHandOff(r, name, *holder)) {
+    Defer([done = std::move(done)] { done(std::nullopt); });
+    return;
+  }
+  rounds_.Run(DeleteRound(KeyOf(name), LeaseOf(*holder)),
+              [this, done = std::move(done)](const RoundResult&) {
+                done(std::nullopt);
+                MaybeFinishShutdown();
+              });
+  Pump(name);  // the next local waiter's SET is pipelined behind the delete
+}
+
+bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder& prev) {
+  if (shutting_down_ || prev.fence || r.attempt_in_flight) return false;
+  while (!r.waiters.empty() && r.waiters.front().cancelled && !r.waiters.front().in_attempt) {
+    timed_.erase(r.waiters.front().id);
+    r.waiters.pop_front();
+  }
+  if (r.waiters.empty()) return false;
+  const Waiter& next = r.waiters.front();
+  const auto now = Clock::now();
+  const int64_t left_ms =
+      std::chrono::floor<std::chrono::milliseconds>(prev.valid_until - now).count();
+  // The masters' key was set (or last extended) for prev's ttl; the next holder gets what is
+  // left of it, so only when that is most of what it asked for. Fenced grants need a new
+  // fence from the masters.
+  if (next.cancelled || next.in_attempt || next.fence || next.ttl_ms != prev.ttl_ms ||
+      left_ms < next.ttl_ms / 2) {
+    return false;
+  }
+  Waiter w = std::move(r.waiters.front());
+  r.waiters.pop_front();
+  if (r.retry_timer) r.retry_timer->Stop();
+  auto h = std::make_unique<Holder>();
+  h->serial = w.id;
+  h->session = w.session;
+  const std::string token = NewToken();
+  h->token = FixedToken(token);
+  h->lease = std::make_unique<FixedToken>(prev.lease ? *prev.lease : prev.token);
+  h->ttl_ms = w.ttl_ms;
+  h->renew = w.renew;
+  h->acquired = now;
+  h->valid_until = prev.valid_until;
+  r.holder = std::move(h);
+  ++holders_;
+  ForgetWaiter(w.session, name);
+  sessions_[w.session].held.push_back(name);
+  // A renewal is due when two thirds of the ttl are left, as for a fresh grant.
+  ScheduleHolder(name, *r.holder,
+                 w.renew ? std::max<int64_t>(0, left_ms - 2 * w.ttl_ms / 3) : left_ms);
+  observer_->LocalHandOff();
+  const int64_t waited = CeilMs(now - w.requested);
+  ReportAcquire(w, name, ErrorCode::kInternal, /*granted=*/true);
+  Defer([done = std::move(w.done), token, left_ms, waited, until = prev.valid_until] {
+    done(Grant{token, left_ms, waited, std::nullopt, until});
   });
-  Pump(name);  // hand off to the next local waiter now
+  return true;
 }
 
 void LockEngine::Extend(SessionId session, const std::string& name, const std::string& token,
@@ -471,7 +530,7 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
               if (f && f->code == ErrorCode::kNotHeld && FindHolder(name, token)) {
                 Resource& r = *Find(name);
                 auto gone = TakeHolder(r, name);
-                ReleaseEverywhere(KeyOf(name), token);
+                ReleaseEverywhere(KeyOf(name), LeaseOf(*gone));
                 Pump(name);
               }
               done(result);
@@ -483,7 +542,7 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
   RoundRequest req;
   req.op = RoundOp::kExtendIfHeld;
   req.key = KeyOf(name);
-  req.token = token;
+  req.token = LeaseOf(*FindHolder(name, token));  // callers hold it: FindHolder is non-null
   req.ttl_ms = ttl_ms;
   req.timeout_ms = timeout_ms;
   rounds_.Run(
@@ -649,7 +708,7 @@ void LockEngine::Lose(const std::string& name, std::string_view reason) {
   auto h = TakeHolder(*r, name);
   spdlog::warn("lock {} lost: {}", Quoted(name), reason);
   observer_->LockLost(reason);
-  ReleaseEverywhere(KeyOf(name), h->token.str());
+  ReleaseEverywhere(KeyOf(name), LeaseOf(*h));
   on_lost_(h->session, name, h->token.str(), reason);
   Pump(name);
 }
@@ -664,7 +723,7 @@ void LockEngine::Revoke(const std::string& name,
   auto h = TakeHolder(*r, name);
   spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
   observer_->LockLost("revoked");
-  rounds_.Run(DeleteRound(KeyOf(name), h->token.str()),
+  rounds_.Run(DeleteRound(KeyOf(name), LeaseOf(*h)),
               [this, session = h->session, done = std::move(done)](const RoundResult& res) {
                 done(Revocation{session, res.tally.yes()});
                 MaybeFinishShutdown();
@@ -679,7 +738,14 @@ std::unique_ptr<LockEngine::Holder> LockEngine::TakeHolder(Resource& r, const st
   timed_.erase(h->serial);
   observer_->HoldEnded(Clock::now() - h->acquired);
   auto it = sessions_.find(h->session);
-  if (it != sessions_.end()) it->second.held.erase(name);
+  if (it != sessions_.end()) {
+    auto& held = it->second.held;
+    auto pos = std::find(held.begin(), held.end(), name);
+    if (pos != held.end()) {
+      *pos = std::move(held.back());
+      held.pop_back();
+    }
+  }
   return h;
 }
 
@@ -706,7 +772,7 @@ void LockEngine::CloseSession(SessionId session) {
     Resource* r = Find(name);
     if (r == nullptr || !r->holder || r->holder->session != session) continue;
     auto h = TakeHolder(*r, name);
-    ReleaseEverywhere(KeyOf(name), h->token.str());
+    ReleaseEverywhere(KeyOf(name), LeaseOf(*h));
     touched.push_back(name);
   }
   for (const auto& [name, count] : index.waiting) {
@@ -754,7 +820,7 @@ void LockEngine::Shutdown(std::function<void()> done) {
     if (r->retry_timer) r->retry_timer->Stop();
     if (r->holder) {
       auto h = TakeHolder(*r, name);
-      ReleaseEverywhere(KeyOf(name), h->token.str());
+      ReleaseEverywhere(KeyOf(name), LeaseOf(*h));
     }
   }
   for (auto& d : refused) {
@@ -782,6 +848,8 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
     const Holder& h = *r->holder;
     out.push_back({name, h.token.str(), std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew});
   }
+  std::sort(out.begin(), out.end(),
+            [](const HeldLock& a, const HeldLock& b) { return a.resource < b.resource; });
   return out;
 }
 
@@ -805,7 +873,7 @@ std::vector<LockInfo> LockEngine::AllLocks() const {
 std::vector<std::pair<std::string, std::string>> LockEngine::HeldGrants() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, r] : resources_) {
-    if (r->holder) out.emplace_back(KeyOf(name), r->holder->token.str());
+    if (r->holder) out.emplace_back(KeyOf(name), LeaseOf(*r->holder));
   }
   return out;
 }

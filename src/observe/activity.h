@@ -40,6 +40,7 @@ class Activity final : public EngineObserver {
   void AcquireFailed(uint64_t session, std::string_view resource, ErrorCode code) override;
   void HoldEnded(std::chrono::nanoseconds held) override { next_.HoldEnded(held); }
   void Renewed(RenewOutcome outcome) override { next_.Renewed(outcome); }
+  void LocalHandOff() override { next_.LocalHandOff(); }
   void FenceRound(FenceOutcome outcome) override { next_.FenceRound(outcome); }
   void LockLost(std::string_view reason) override { next_.LockLost(reason); }
   void MasterMissedDeadline(size_t index) override { next_.MasterMissedDeadline(index); }

@@ -99,6 +99,7 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
   Family<Counter>* admin_actions = nullptr;
   std::array<Counter*, kAdminRefusalReasons.size()> admin_refusals{};
   Counter* release_wakeups = nullptr;
+  Counter* local_handoffs = nullptr;
   std::vector<MasterChildren> per_master;
   std::vector<std::unique_ptr<NodeMetrics>> node_observers;
 
@@ -112,6 +113,7 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
   void Renewed(RenewOutcome outcome) override {
     renewals[static_cast<size_t>(outcome)]->Increment();
   }
+  void LocalHandOff() override { local_handoffs->Increment(); }
   void FenceRound(FenceOutcome outcome) override {
     fence_rounds[static_cast<size_t>(outcome)]->Increment();
   }
@@ -215,6 +217,11 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   for (size_t i = 0; i < kRenewOutcomes.size(); ++i) {
     m.renewals[i] = &renewals.Add({{"outcome", kRenewOutcomes[i]}});
   }
+  m.local_handoffs =
+      &Register(prometheus::BuildCounter(), "lockwarden_local_handoffs_total",
+                "Releases that handed the lock to the next local waiter without a round trip "
+                "to the masters (the key stays set; docs/safety.md).", r)
+           .Add({});
   auto& fences = Register(prometheus::BuildCounter(), "lockwarden_fence_rounds_total",
                           "Fence writes (phase 2 of a fenced acquire) by outcome; "
                           "counter_ahead should stay 0 (docs/safety.md).", r);
