@@ -64,7 +64,11 @@ class SnapshotBox {
   void Publish(std::shared_ptr<const Snapshot> snapshot) {
     {
       std::lock_guard lock(mu_);
-      if (snapshot->detailed) detailed_ = snapshot;
+      if (snapshot->detailed) {
+        detailed_ = snapshot;
+      } else {
+        detailed_.reset();  // nobody asked for a while: do not keep tens of MiB for nobody
+      }
       current_ = std::move(snapshot);
     }
     published_.notify_all();
@@ -81,14 +85,15 @@ class SnapshotBox {
   }
 
   // Any thread: the latest detailed snapshot taken after `after`, waiting up to `wait` for
-  // the loop to build one; if none comes in time, the latest detailed one (null if none).
+  // the loop to build one; null if none comes in time (the loop is busy or stopping).
   std::shared_ptr<const Snapshot> LatestDetailed(Clock::time_point after,
                                                  Clock::duration wait) const {
     detail_until_.store((Clock::now() + kDetailFor).time_since_epoch().count(),
                         std::memory_order_relaxed);
     std::unique_lock lock(mu_);
-    published_.wait_for(lock, wait, [&] { return detailed_ && detailed_->taken > after; });
-    return detailed_;
+    const bool fresh =
+        published_.wait_for(lock, wait, [&] { return detailed_ && detailed_->taken > after; });
+    return fresh ? detailed_ : nullptr;
   }
 
  private:

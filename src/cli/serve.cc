@@ -210,9 +210,10 @@ class Agent {
 
   // Scanner thread: the grants held through this agent, from a snapshot taken after this call
   // (waits up to a second for it), so that a grant made just before is never missed.
-  LiveGrants GrantsAsOfNow() const {
+  std::optional<LiveGrants> GrantsAsOfNow() const {
     auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now(), std::chrono::seconds(1));
-    return snap ? snap->held_grants : LiveGrants{};
+    if (!snap) return std::nullopt;
+    return snap->held_grants;
   }
 
   // "pid 4242 (python3 worker.py)" for events; loop thread.

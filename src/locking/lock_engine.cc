@@ -79,6 +79,9 @@ struct LockEngine::Holder {
   std::optional<int64_t> fence;
   Clock::time_point acquired, valid_until;
   bool renewing = false;
+  // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
+  // expiry on the masters may still change, so the lock is not handed over locally.
+  uint16_t extends_in_flight = 0;
 };
 
 struct LockEngine::Resource {
@@ -409,6 +412,13 @@ Failure LockEngine::AttemptFailure(const std::string& name, const Waiter& w) con
   message += " (quorum is " + std::to_string(t.quorum());
   if (w.fence) message += "; a fenced grant needs " + std::to_string(t.needed()) + " of " + n;
   message += ")";
+  if (t.failed() > 0 && !w.last_in_fence_phase) {
+    // Otherwise "0 of 5 answered" reads like a timeout when 3 masters were simply down: the
+    // round ends as soon as quorum is out of reach, before the live ones answer.
+    message += "; " + std::to_string(t.failed()) + " could not be asked or failed (down, "
+               "unreachable or an error reply)";
+    if (t.outstanding() > 0) message += ", which ended the round before the others answered";
+  }
   if (t.not_counting() > 0) {
     message += "; " + std::to_string(t.not_counting()) + " master(s) are in restart quarantine "
                "and do not count toward quorum until max_ttl_ms after their start";
@@ -467,7 +477,9 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
 }
 
 bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder& prev) {
-  if (shutting_down_ || prev.fence || r.attempt_in_flight) return false;
+  if (shutting_down_ || prev.fence || r.attempt_in_flight || prev.extends_in_flight > 0) {
+    return false;
+  }
   while (!r.waiters.empty() && r.waiters.front().cancelled && !r.waiters.front().in_attempt) {
     timed_.erase(r.waiters.front().id);
     r.waiters.pop_front();
@@ -507,9 +519,9 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   observer_->LocalHandOff();
   const int64_t waited = CeilMs(now - w.requested);
   ReportAcquire(w, name, ErrorCode::kInternal, /*granted=*/true);
-  Defer([done = std::move(w.done), token, left_ms, waited, until = prev.valid_until] {
-    done(Grant{token, left_ms, waited, std::nullopt, until});
-  });
+  // Answered now, as GrantHead does: deferred, the reply could follow a revoke or shutdown
+  // that took the lock in between and tell the waiter it holds what it no longer does.
+  w.done(Grant{token, left_ms, waited, std::nullopt, prev.valid_until});
   return true;
 }
 
@@ -542,7 +554,9 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
   RoundRequest req;
   req.op = RoundOp::kExtendIfHeld;
   req.key = KeyOf(name);
-  req.token = LeaseOf(*FindHolder(name, token));  // callers hold it: FindHolder is non-null
+  Holder* holder = FindHolder(name, token);  // callers hold it: non-null
+  req.token = LeaseOf(*holder);
+  ++holder->extends_in_flight;
   req.ttl_ms = ttl_ms;
   req.timeout_ms = timeout_ms;
   rounds_.Run(
@@ -552,8 +566,10 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
         Holder* h = FindHolder(name, token);
         if (h == nullptr) {
           done(Failure{ErrorCode::kNotHeld, Quoted(name) + " was released while extending"});
+          MaybeFinishShutdown();
           return;
         }
+        --h->extends_in_flight;
         const auto now = Clock::now();
         const int64_t validity = ValidityMs(ttl_ms, CeilMs(now - started), options_.drift_factor);
         if (t.Won() && validity > 0 && now < h->valid_until) {
@@ -588,6 +604,7 @@ void LockEngine::ScheduleHolder(const std::string& name, Holder& h, int64_t dela
 }
 
 void LockEngine::SetDeadline(uint64_t serial, const std::string& name, Clock::time_point due) {
+  if (shutting_down_) return;  // nothing is waited for or renewed any more
   auto [it, fresh] = timed_.try_emplace(serial);
   if (fresh) it->second.name = name;
   it->second.due = due;
@@ -621,12 +638,15 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
     ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
     return;
   }
-  if (renewals_in_flight_ >= kMaxRenewalsInFlight) {
+  if (renewals_in_flight_ >= kMaxRenewalsInFlight ||
+      (!renew_backlog_.empty() && !draining_backlog_)) {
     // A wave of renewals (locks taken in a burst come due in a burst) waits for a slot
     // instead of all going out at once: memory and master queues stay bounded, and each
     // renewal is still sent within milliseconds. The loss is still reported on time.
+    // Behind those already waiting: the oldest are the nearest to their validity's end.
     renew_backlog_.emplace_back(name, h->serial);
     ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
+    if (renewals_in_flight_ < kMaxRenewalsInFlight) Defer([this] { RenewBacklogged(); });
     return;
   }
   ++renewals_in_flight_;
@@ -679,7 +699,9 @@ void LockEngine::RenewBacklogged() {
     Resource* r = Find(name);
     if (r == nullptr || !r->holder || r->holder->serial != serial || r->holder->renewing) continue;
     const std::string token = r->holder->token.str();
+    draining_backlog_ = true;
     OnHolderTimer(name, token);  // renews now, or reports the loss if the validity ran out
+    draining_backlog_ = false;
   }
 }
 
@@ -805,6 +827,9 @@ void LockEngine::MaybeErase(const std::string& name) {
 void LockEngine::Shutdown(std::function<void()> done) {
   shutting_down_ = true;
   shutdown_done_ = std::move(done);
+  // Every lock goes below: dropping the per-session lists first keeps TakeHolder from
+  // searching them lock by lock.
+  for (auto& [id, index] : sessions_) index.held.clear();
   std::vector<AcquireDone> refused;
   for (auto& [name, r] : resources_) {
     for (auto w = r->waiters.begin(); w != r->waiters.end();) {
@@ -823,6 +848,10 @@ void LockEngine::Shutdown(std::function<void()> done) {
       ReleaseEverywhere(KeyOf(name), LeaseOf(*h));
     }
   }
+  // No waiter or holder is left: their deadlines must not keep the loop alive.
+  timed_.clear();
+  deadlines_.Clear();
+  renew_backlog_.clear();
   for (auto& d : refused) {
     d(Failure{ErrorCode::kShuttingDown, "the agent is shutting down"});
   }

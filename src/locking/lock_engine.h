@@ -234,6 +234,7 @@ class LockEngine {
   // Renewal rounds in flight at once; the rest wait in renew_backlog_ (name, holder serial).
   static constexpr size_t kMaxRenewalsInFlight = 256;
   size_t renewals_in_flight_ = 0;
+  bool draining_backlog_ = false;  // RenewBacklogged is sending: do not queue behind itself
   std::deque<std::pair<std::string, uint64_t>> renew_backlog_;
   Clock::time_point last_renew_warning_{};
   uint64_t renew_warnings_suppressed_ = 0;

@@ -58,7 +58,9 @@ void AppendString(std::string& out, std::string_view s) {
 }
 
 void AppendId(std::string& out, const nlohmann::json& id) {
-  if (id.is_number_integer()) {
+  if (id.is_number_unsigned()) {
+    out += std::to_string(id.get<uint64_t>());
+  } else if (id.is_number_integer()) {
     out += std::to_string(id.get<int64_t>());
   } else if (id.is_string()) {
     AppendString(out, id.get_ref<const std::string&>());

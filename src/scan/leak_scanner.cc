@@ -198,8 +198,13 @@ void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
     report.partial_note = "partial check failed: " + *error;
     return;
   }
-  auto partial = PartialLeftovers(std::get<std::vector<LockCopy>>(fresh), quorum,
-                                  hooks.live ? hooks.live() : none);
+  const std::optional<LiveGrants> live = hooks.live ? hooks.live() : std::optional(none);
+  if (!live) {
+    report.partial_note = "partial check skipped: this agent's own grants could not be read in "
+                          "time (its event loop was busy), so its locks could not be told apart";
+    return;
+  }
+  auto partial = PartialLeftovers(std::get<std::vector<LockCopy>>(fresh), quorum, *live);
   report.findings.insert(report.findings.end(), partial.begin(), partial.end());
   report.partial_checked = true;
 }
@@ -304,7 +309,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
 // ---- LeakScanner ------------------------------------------------------------------------------
 
 LeakScanner::LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
-                         std::function<LiveGrants()> live, ScanObserver* observer)
+                         std::function<std::optional<LiveGrants>()> live, ScanObserver* observer)
     : settings_(std::move(settings)),
       interval_(interval),
       live_(std::move(live)),

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <optional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -63,7 +64,9 @@ struct ScanReport {
 };
 
 struct ScanHooks {
-  std::function<LiveGrants()> live;                    // grants held through this agent
+  // Grants held through this agent; nullopt when they cannot be read in time (the partial
+  // check is then skipped rather than run against grants that may be stale).
+  std::function<std::optional<LiveGrants>()> live;
   std::function<bool()> stopping;                      // polled between batches
   std::function<void(std::chrono::microseconds)> pause;  // pacing sleep (may return early)
   ScanObserver* observer = nullptr;
@@ -75,7 +78,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks);
 class LeakScanner {
  public:
   LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
-              std::function<LiveGrants()> live, ScanObserver* observer);
+              std::function<std::optional<LiveGrants>()> live, ScanObserver* observer);
   ~LeakScanner();
   LeakScanner(const LeakScanner&) = delete;
   LeakScanner& operator=(const LeakScanner&) = delete;
@@ -94,7 +97,7 @@ class LeakScanner {
 
   ScanSettings settings_;
   std::chrono::milliseconds interval_;
-  std::function<LiveGrants()> live_;
+  std::function<std::optional<LiveGrants>()> live_;
   ScanObserver* observer_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
