@@ -147,19 +147,8 @@ int RunCycles(const Flags& f) {
   }
 
   const std::vector<int> self{static_cast<int>(getpid())};
-  double agent_cpu = 0, redis_cpu = 0, self_cpu = 0;
-  load.StartWindow(
-      loop,
-      [&] {
-        agent_cpu = CpuSeconds(agent);
-        redis_cpu = CpuSeconds(redis);
-        self_cpu = CpuSeconds(self);
-      },
-      [&] {
-        agent_cpu = CpuSeconds(agent) - agent_cpu;
-        redis_cpu = CpuSeconds(redis) - redis_cpu;
-        self_cpu = CpuSeconds(self) - self_cpu;
-      });
+  CpuWindow cpu({agent, redis, self});
+  load.StartWindow(loop, [&] { cpu.Begin(); }, [&] { cpu.End(); });
   for (auto& c : clients) c->Start();
   // Until every client finished its last cycle (or its connection broke).
   for (;;) {
@@ -181,9 +170,9 @@ int RunCycles(const Flags& f) {
   r.Text("label", f.Str("label", "agent"));
   load.Report(r);
   const double k = static_cast<double>(load.cycles()) / 1000.0;
-  if (!agent.empty()) r.Number("agent_cpu_s_per_1k", k > 0 ? agent_cpu / k : 0, 4);
-  if (!redis.empty()) r.Number("redis_cpu_s_per_1k", k > 0 ? redis_cpu / k : 0, 4);
-  r.Number("bench_cpu_s_per_1k", k > 0 ? self_cpu / k : 0, 4);
+  if (!agent.empty()) r.Number("agent_cpu_s_per_1k", k > 0 ? cpu.seconds(0) / k : 0, 4);
+  if (!redis.empty()) r.Number("redis_cpu_s_per_1k", k > 0 ? cpu.seconds(1) / k : 0, 4);
+  r.Number("bench_cpu_s_per_1k", k > 0 ? cpu.seconds(2) / k : 0, 4);
   if (!agent.empty()) r.Number("agent_rss_kib", static_cast<double>(StatusKib(agent[0], "VmRSS")));
   r.Number("broken_connections", broken);
   r.Number("protocol_errors", static_cast<double>(protocol_errors));

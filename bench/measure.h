@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace lw::bench {
@@ -51,6 +52,25 @@ class Samples {
 
 // CPU seconds (utime + stime) of the processes, summed; 0 for pids that cannot be read.
 double CpuSeconds(const std::vector<int>& pids);
+
+// CPU seconds used by each group of processes over a window: Begin(), later End(), then
+// seconds(i) for group i (in the order given).
+class CpuWindow {
+ public:
+  explicit CpuWindow(std::vector<std::vector<int>> groups)
+      : groups_(std::move(groups)), seconds_(groups_.size(), 0.0) {}
+  void Begin() {
+    for (size_t i = 0; i < groups_.size(); ++i) seconds_[i] = CpuSeconds(groups_[i]);
+  }
+  void End() {
+    for (size_t i = 0; i < groups_.size(); ++i) seconds_[i] = CpuSeconds(groups_[i]) - seconds_[i];
+  }
+  double seconds(size_t i) const { return seconds_[i]; }
+
+ private:
+  std::vector<std::vector<int>> groups_;
+  std::vector<double> seconds_;
+};
 // A field of /proc/PID/status in KiB (e.g. "VmRSS", "VmHWM"); -1 when unreadable.
 int64_t StatusKib(int pid, const char* field);
 // Parses "1,2,3" pid lists (empty entries skipped).

@@ -225,17 +225,8 @@ int Run(const Flags& f) {
         std::make_unique<RawClient>(loop, i, load, masters, s, 1000 + static_cast<uint64_t>(i)));
   }
   const std::vector<int> self{static_cast<int>(getpid())};
-  double redis_cpu = 0, self_cpu = 0;
-  load.StartWindow(
-      loop,
-      [&] {
-        redis_cpu = CpuSeconds(redis);
-        self_cpu = CpuSeconds(self);
-      },
-      [&] {
-        redis_cpu = CpuSeconds(redis) - redis_cpu;
-        self_cpu = CpuSeconds(self) - self_cpu;
-      });
+  CpuWindow cpu({redis, self});
+  load.StartWindow(loop, [&] { cpu.Begin(); }, [&] { cpu.End(); });
   for (auto& c : clients) c->Start();
   for (;;) {
     bool all_done = true;
@@ -256,8 +247,8 @@ int Run(const Flags& f) {
   r.Text("label", f.Str("label", "raw"));
   load.Report(r);
   const double k = static_cast<double>(load.cycles()) / 1000.0;
-  if (!redis.empty()) r.Number("redis_cpu_s_per_1k", k > 0 ? redis_cpu / k : 0, 4);
-  r.Number("bench_cpu_s_per_1k", k > 0 ? self_cpu / k : 0, 4);
+  if (!redis.empty()) r.Number("redis_cpu_s_per_1k", k > 0 ? cpu.seconds(0) / k : 0, 4);
+  r.Number("bench_cpu_s_per_1k", k > 0 ? cpu.seconds(1) / k : 0, 4);
   r.Number("broken_connections", finished ? 0 : 1);
   if (!r.Emit(f.Str("json", ""))) return 2;
   return finished && load.failures() == 0 && load.cycles() > 0 ? 0 : 1;
