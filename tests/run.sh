@@ -7,7 +7,8 @@
 # each starts real redis-server masters and a real agent; CTest runs them one at a time). The
 # browser tests (tests/browser, headless Chromium) are one of the integration tests.
 # Then the proof stages, each in its own build directory (docs/security.md):
-#   fuzz  the libFuzzer targets, LOCKWARDEN_FUZZ_SECONDS (default 25) each (tests/fuzz/run.sh)
+#   fuzz  the libFuzzer targets: every seed replayed, then a fixed number of executions from a
+#         fixed seed, so the same commit passes or fails the same way (tests/fuzz/run.sh)
 #   asan  unit and integration tests under ASan+UBSan+LSan (.ci/sanitize.sh address)
 #   tsan  unit tests and the threaded integration tests under TSan (.ci/sanitize.sh thread)
 # Exits non-zero if anything fails. Extra arguments go to every ctest run (e.g. -R Acquire).
@@ -62,7 +63,7 @@ run_stage() {
 stage=tests
 run_stage unit run_ctest unit -LE integration --parallel "$(nproc)" "$@"
 run_stage integration run_ctest integration -L integration "$@"
-run_stage fuzz bash tests/fuzz/run.sh "${LOCKWARDEN_FUZZ_SECONDS:-25}"
+run_stage fuzz bash tests/fuzz/run.sh
 run_stage asan bash .ci/sanitize.sh address "$@"
 run_stage tsan bash .ci/sanitize.sh thread "$@"
 stage=finished

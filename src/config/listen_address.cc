@@ -19,6 +19,13 @@ std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(
   const size_t colon = text.rfind(':');
   if (colon == std::string::npos || colon == 0) return example + ", got \"" + text + "\"";
   std::string host = text.substr(0, colon);
+  // inet_pton reads a C string: a host with a NUL (from a TOML "\u0000") would be checked only
+  // up to it, and bound to what precedes it. No valid host holds a control byte.
+  for (const char c : host) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return "the host holds a control character (byte " + std::to_string(+c) + "); " + example;
+    }
+  }
   const std::string port_text = text.substr(colon + 1);
   int port = -1;
   const auto [end, ec] =

@@ -77,6 +77,8 @@ std::optional<std::string> ParseHostPort(std::string_view text, MasterAddress& a
     const size_t close = text.find(']');
     if (close == std::string_view::npos) return "'[' of an IPv6 address is not closed by ']'";
     address.host = std::string(text.substr(1, close - 1));
+    // inet_pton reads a C string: it would stop at a NUL and accept what precedes it.
+    if (address.host.find('\0') != std::string::npos) return "the host contains a NUL byte";
     in6_addr ignored;
     if (inet_pton(AF_INET6, address.host.c_str(), &ignored) != 1) {
       return "\"" + address.host + "\" in brackets is not an IPv6 address";

@@ -28,8 +28,8 @@
 //     else anything unless it is "any".
 // Secret files for redis_password_file live in /dev/shm/lockwarden-fuzz/ (created at start):
 // password (0600), open-password (0644, refused), empty-password (0600, refused). Inputs that
-// point redis_password_file at anything but a regular file (a FIFO, /dev/console...) are
-// skipped: reading one could block the fuzzer.
+// point redis_password_file anywhere else are skipped: what exists elsewhere differs between
+// machines (the gating run must be the same everywhere), and a FIFO or device could block.
 
 #include <arpa/inet.h>
 #include <sys/mman.h>
@@ -111,9 +111,13 @@ std::pair<std::string, std::string> Assignment(std::string_view line) {
   return {std::string(line.substr(0, eq)), std::string(line.substr(eq + 1))};
 }
 
-// False if reading `path` as a secret file could block (anything that exists and is not a
-// regular file or a directory).
+// True if `path` is inside kSecretDir, which the target fills itself, and reading it cannot
+// block. Anywhere else the file system differs between machines (and reading a FIFO or a
+// device could block), so the same input would not give the same run everywhere.
 bool SafeToRead(const std::string& path) {
+  if (path.empty()) return true;  // "no password file"
+  const std::string dir = std::string(kSecretDir) + "/";
+  if (!path.starts_with(dir) || path.find("/..") != std::string::npos) return false;
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) return true;
   return S_ISREG(st.st_mode) || S_ISDIR(st.st_mode);
@@ -246,6 +250,8 @@ void FuzzMasterUrl(const std::string& url) {
 
   const MasterAddress& address = std::get<MasterAddress>(parsed);
   LW_FUZZ_CHECK(!address.host.empty(), "parsed master without a host: " + url);
+  LW_FUZZ_CHECK(address.host.find('\0') == std::string::npos,
+                "a host with a NUL: hiredis would connect to what precedes it: " + url);
   LW_FUZZ_CHECK(address.port >= 1 && address.port <= 65535, "port out of range: " + url);
   const std::string secret = url.substr(secret_begin, secret_end - secret_begin);
   LW_FUZZ_CHECK(address.password == secret, "password is not what MaskCredentials masks: " + url);
@@ -287,6 +293,8 @@ void FuzzListenAddress(const std::string& text) {
   LW_FUZZ_CHECK(listen.has_value() == (text != "off"), "only \"off\" turns the listener off");
   if (!listen) return;
   LW_FUZZ_CHECK(!listen->host.empty(), "listen address without a host: " + text);
+  LW_FUZZ_CHECK(listen->host.find('\0') == std::string::npos,
+                "a host with a NUL: the listener would bind what precedes it: " + text);
   LW_FUZZ_CHECK(listen->port >= 0 && listen->port <= 65535, "port out of range: " + text);
   LW_FUZZ_CHECK(!IsLoopbackHost(listen->host) || ReallyLoopback(listen->host),
                 "IsLoopbackHost accepts a host that is not loopback: " + listen->host);

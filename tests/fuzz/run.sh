@@ -1,26 +1,55 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets (clang-14, ASan+UBSan) into build-fuzz/ and runs each for a
-# bounded time on a fresh copy of its seed corpus. Fails if any target finds a crash, a
-# sanitizer report, a violated invariant, a hang (> 10 s on one input) or runs out of memory.
+# Builds the libFuzzer targets (clang-14, ASan+UBSan) into build-fuzz/ and runs them.
 #
-#   bash tests/fuzz/run.sh [seconds-per-target]     # default 20
-#   bash tests/fuzz/run.sh 600 config_fuzz          # one target, ten minutes
+#   bash tests/fuzz/run.sh [target...]
+#       The gate (tests/run.sh runs it): deterministic. Each target first replays every input of
+#       its seed corpus (tests/fuzz/corpus/<name>/, regressions included), then mutates from that
+#       corpus for a fixed number of executions (LOCKWARDEN_FUZZ_RUNS, default 40000) from a
+#       fixed seed (LOCKWARDEN_FUZZ_SEED, default 1). The same commit gives the same executions,
+#       so it passes or fails the same way every time. It never depends on the clock, except
+#       that one input running over 10 s counts as a hang.
 #
-# Nothing generated is written into the repository: the working corpus, logs and any crash
-# input (crash-<sha1>, timeout-..., oom-...) go to build-fuzz/out/<target>/ (or
-# $LOCKWARDEN_FUZZ_OUT/<target>/). Reproduce a crash with
+#   bash tests/fuzz/run.sh --explore SECONDS [--seed N] [--merge] [target...]
+#       Exploration, NOT part of the gate: a random seed (printed; --seed repeats a run), bounded
+#       by time. A failure prints the input and the command that adds it to the seed corpus as a
+#       regression. --merge adds the inputs that found new coverage to tests/fuzz/corpus/<name>/
+#       (libFuzzer -merge=1: only inputs that add coverage), to be reviewed and committed.
+#
+# Fails if any target crashes, reports a sanitizer error, violates an invariant, hangs (> 10 s
+# on one input) or runs out of memory. Nothing generated is written into the repository (but
+# by --merge): working corpora, logs and failing inputs (crash-<sha1>, timeout-..., oom-...)
+# go to build-fuzz/out/<target>/ (or $LOCKWARDEN_FUZZ_OUT/<target>/). Reproduce one with
 #   build-fuzz/tests/fuzz/<target> build-fuzz/out/<target>/crash-<sha1>
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
-seconds=${1:-20}
-shift || true
-targets=("$@")
-((${#targets[@]})) || targets=(protocol_fuzz config_fuzz)
-if ! [[ $seconds =~ ^[0-9]+$ ]] || ((seconds < 1)); then
-  echo "usage: bash tests/fuzz/run.sh [seconds-per-target] [target...]" >&2
+usage() {
+  echo "usage: bash tests/fuzz/run.sh [target...]" >&2
+  echo "       bash tests/fuzz/run.sh --explore SECONDS [--seed N] [--merge] [target...]" >&2
   exit 64
+}
+explore=0 seconds=0 merge=0
+seed=${LOCKWARDEN_FUZZ_SEED:-1}
+runs=${LOCKWARDEN_FUZZ_RUNS:-40000}
+targets=()
+while (($#)); do
+  case $1 in
+    --explore) explore=1; seconds=${2:-}; shift 2 || usage ;;
+    --seed) seed=${2:-}; explicit_seed=1; shift 2 || usage ;;
+    --merge) merge=1; shift ;;
+    -*) usage ;;
+    *) targets+=("$1"); shift ;;
+  esac
+done
+((${#targets[@]})) || targets=(protocol_fuzz config_fuzz)
+if ((explore)); then
+  [[ $seconds =~ ^[0-9]+$ ]] && ((seconds >= 1)) || usage
+  # A seed from the kernel's random source, printed so that a finding can be replayed.
+  [[ -n ${explicit_seed:-} ]] || seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+elif ((merge)); then
+  usage
 fi
+[[ $seed =~ ^[0-9]+$ && $runs =~ ^[0-9]+$ ]] || usage
 for tool in clang-14 clang++-14; do
   command -v "$tool" >/dev/null || { echo "fuzz: $tool missing: bash .ci/deps.sh" >&2; exit 1; }
 done
@@ -47,49 +76,91 @@ done
 # One of libFuzzer's final "stat::<name>: <value>" lines of the log in $dir.
 final_stat() { grep -E "^stat::$1:" "$dir/fuzz.log" | awk '{print $2}' | tail -1; }
 
-# A target's directory in tests/fuzz/corpus/ and its dictionary: protocol_fuzz -> protocol.
+# Prints what broke in the log $1 and the failing inputs in $dir; $2: the seed corpus dir.
+report_failure() {
+  grep -E -A1 'fuzz invariant violated|ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error' \
+    "$1" | head -20 || true
+  echo "--- the end of its log ($1):"
+  grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|Uses:' "$1" | tail -30
+  local input
+  for input in "$dir"/crash-* "$dir"/timeout-* "$dir"/oom-* "$dir"/leak-*; do
+    [[ -e $input ]] || continue
+    echo "fuzz: input to reproduce: $input"
+    echo "fuzz: once fixed, keep it as a regression: cp $input $2/regress-$(basename "$input")"
+  done
+}
+
+# Sanitizer settings of every run; stdin is /dev/null: nothing the target is made to read may
+# wait for a terminal.
+run_target() {
+  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
+    setarch "$(uname -m)" --addr-no-randomize "$@" </dev/null
+}
+
 failed=()
 for t in "${targets[@]}"; do
-  name=${t%_fuzz}
+  name=${t%_fuzz}  # a target's corpus and dictionary: protocol_fuzz -> corpus/protocol
+  seeds_dir=tests/fuzz/corpus/$name
   dir=$out/$t
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
-  cp tests/fuzz/corpus/"$name"/* "$dir/corpus/"
+  cp "$seeds_dir"/* "$dir/corpus/"
   seeds=$(find "$dir/corpus" -type f | wc -l)
-  args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=4096
-    -print_final_stats=1 -artifact_prefix="$dir/")
-  [[ -f tests/fuzz/$name.dict ]] && args+=(-dict="tests/fuzz/$name.dict")
+  common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
+  [[ -f tests/fuzz/$name.dict ]] && common+=(-dict="tests/fuzz/$name.dict")
+
+  # 1. Replay: every seed once, by name, so a regression input that fails is named.
   echo
-  echo "==> $t: ${seconds}s from $seeds seeds"
-  rc=0
-  # stdin is /dev/null: nothing the target is made to read may wait for a terminal.
-  ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1} \
-    "$build/tests/fuzz/$t" "${args[@]}" "$dir/corpus" </dev/null >"$dir/fuzz.log" 2>&1 || rc=$?
-  # libFuzzer's last status line: "#N DONE cov: C ft: F corp: K/S lim: L exec/s: E rss: R".
-  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$dir/fuzz.log" | tail -1 || true)
-  cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$done_line")
-  ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")
-  files=$(find "$dir/corpus" -type f | wc -l)
-  bytes=$(du -sb "$dir/corpus" | cut -f1)
-  if ((rc != 0)) || [[ -z $done_line ]]; then
-    echo "fuzz: $t FAILED (exit $rc):"
-    grep -E -A1 'fuzz invariant violated|ERROR: [A-Za-z]+Sanitizer|ERROR: libFuzzer|runtime error' \
-      "$dir/fuzz.log" | head -20 || true
-    echo "--- the end of its log ($dir/fuzz.log):"
-    grep -vE '^#[0-9]+[[:space:]]+(NEW|REDUCE|pulse)|Uses:' "$dir/fuzz.log" | tail -30
-    ls "$dir"/crash-* "$dir"/timeout-* "$dir"/oom-* "$dir"/leak-* 2>/dev/null \
-      | sed 's/^/fuzz: input to reproduce: /' || true
+  echo "==> $t: replaying $seeds seed inputs"
+  if ! run_target "$build/tests/fuzz/$t" "${common[@]}" "$seeds_dir"/* >"$dir/replay.log" 2>&1; then
+    echo "fuzz: $t FAILED on a seed input:"
+    report_failure "$dir/replay.log" "$seeds_dir"
     failed+=("$t")
     continue
   fi
-  execs=$(final_stat number_of_executed_units)
-  echo "fuzz: $t ok: $execs execs ($(final_stat average_exec_per_sec)/s), cov $cov, ft $ft," \
-    "corpus $files files ($bytes bytes, $seeds seeds), peak rss $(final_stat peak_rss_mb) MB"
+
+  # 2. Mutation: a fixed budget of executions (gate) or of time (exploration), from one seed.
+  # -reload=0: never re-read the corpus directory on a timer.
+  if ((explore)); then
+    budget=(-max_total_time="$seconds")
+    echo "==> $t: exploring for ${seconds}s, seed $seed (repeat: --seed $seed)"
+  else
+    budget=(-runs="$runs")
+    echo "==> $t: $runs executions from seed $seed"
+  fi
+  rc=0
+  run_target "$build/tests/fuzz/$t" "${common[@]}" "${budget[@]}" -seed="$seed" -reload=0 \
+    -print_final_stats=1 "$dir/corpus" >"$dir/fuzz.log" 2>&1 || rc=$?
+  # libFuzzer's last status line: "#N DONE cov: C ft: F corp: K/S lim: L exec/s: E rss: R".
+  done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$dir/fuzz.log" | tail -1 || true)
+  if ((rc != 0)) || [[ -z $done_line ]]; then
+    echo "fuzz: $t FAILED (exit $rc, seed $seed):"
+    report_failure "$dir/fuzz.log" "$seeds_dir"
+    failed+=("$t")
+    continue
+  fi
+  cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$done_line")
+  ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")
+  files=$(find "$dir/corpus" -type f | wc -l)
+  echo "fuzz: $t ok: $(final_stat number_of_executed_units) execs" \
+    "($(final_stat average_exec_per_sec)/s), cov $cov, ft $ft, corpus $files files" \
+    "($seeds seeds), peak rss $(final_stat peak_rss_mb) MB"
+  if ((merge)); then
+    before=$(find "$seeds_dir" -type f | wc -l)
+    run_target "$build/tests/fuzz/$t" "${common[@]}" -merge=1 "$seeds_dir" "$dir/corpus" \
+      >"$dir/merge.log" 2>&1
+    echo "fuzz: merged into $seeds_dir: $before -> $(find "$seeds_dir" -type f | wc -l) inputs" \
+      "(review and commit them)"
+  fi
 done
 
 echo
 if ((${#failed[@]})); then
-  echo "fuzz: FAIL (${failed[*]})"
+  echo "fuzz: FAIL (${failed[*]}; seed $seed)"
   exit 1
 fi
-echo "fuzz: ok (${targets[*]}, ${seconds}s each)"
+if ((explore)); then
+  echo "fuzz: ok (${targets[*]}, explored ${seconds}s each, seed $seed)"
+else
+  echo "fuzz: ok (${targets[*]}, replay + $runs executions each from seed $seed)"
+fi
