@@ -33,6 +33,7 @@
 #include "admin/views.h"
 #include "agent/snapshot.h"
 #include "config/config.h"
+#include "core/defaults.h"
 #include "observe/metrics.h"
 #include "observe/recent.h"
 #include "scan/leak_scanner.h"
@@ -66,7 +67,7 @@ struct AdminContext {
   AgentFacts agent;
   int64_t stuck_after_ms = 300'000;
   std::vector<MasterAddress> masters;
-  int64_t max_ttl_ms = 3'600'000;  // bound of the TTL an operator may set on a leaked key
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;  // bound of the TTL an operator may set on a leaked key
   RevokeFn revoke;                 // null: force-release unavailable
   std::string token;               // empty: actions are disabled
   std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails

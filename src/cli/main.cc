@@ -42,12 +42,17 @@ std::map<std::string, std::string> Environment() {
   return env;
 }
 
-// The flags of every configuration setting on one subcommand, and the sources they make.
+// The flags of the configuration settings one subcommand uses, and the sources they make. The
+// file and the environment may hold every setting (one file serves serve and scan); only the
+// flags are limited to what the subcommand reads.
 class ConfigFlags {
  public:
-  void AddTo(CLI::App* command) {
+  enum class Use { kServe, kScan };
+
+  void AddTo(CLI::App* command, Use use) {
     command->add_option("--config", config_path_, "TOML configuration file (env LOCKWARDEN_CONFIG)");
     for (const auto& s : lw::Settings()) {
+      if (use == Use::kScan && !s.used_by_scan) continue;
       const std::string flag = lw::FlagFor(s.key);
       if (s.repeatable) {
         command->add_option(flag, lists_[s.key], s.help + "; repeatable");
@@ -68,7 +73,8 @@ class ConfigFlags {
       sources.toml_path = it->second;
     }
     for (const auto& s : lw::Settings()) {
-      if (command->get_option(lw::FlagFor(s.key))->count() == 0) continue;
+      const CLI::Option* option = command->get_option_no_throw(lw::FlagFor(s.key));
+      if (option == nullptr || option->count() == 0) continue;
       sources.flags[s.key] = s.repeatable ? lists_.at(s.key)
                                           : std::vector<std::string>{values_.at(s.key)};
     }
@@ -89,11 +95,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("lockwarden ") + LOCKWARDEN_VERSION + " (" +
                                         LOCKWARDEN_GIT_COMMIT + ")");
 
-  // serve and scan: every setting is a flag; flags override LOCKWARDEN_* env, which overrides
-  // the file.
+  // serve and scan: the settings they read are flags; flags override LOCKWARDEN_* env, which
+  // overrides the file.
   ConfigFlags serve_flags, scan_flags;
   auto* serve = app.add_subcommand("serve", "Run the agent in the foreground");
-  serve_flags.AddTo(serve);
+  serve_flags.AddTo(serve, ConfigFlags::Use::kServe);
   bool serve_check_only = false;
   serve->add_flag("--check-config", serve_check_only,
                   "validate the configuration (file, env, flags, secret files, access rules), "
@@ -131,7 +137,7 @@ int main(int argc, char** argv) {
   bool scan_json = false;
   auto* scan = app.add_subcommand(
       "scan", "Scan the masters once for leaked lock keys; exit 1 if a key has no TTL");
-  scan_flags.AddTo(scan);
+  scan_flags.AddTo(scan, ConfigFlags::Use::kScan);
   scan->add_flag("--json", scan_json, "machine-readable output");
 
   try {

@@ -42,26 +42,30 @@ struct SettingDef {
   Target target;
   const char* unit;     // shown in help and in type errors
   const char* meaning;  // one short phrase for --help
+  bool scan = false;    // `lockwarden scan` uses it too (every setting is the agent's)
 };
 
 const std::vector<SettingDef>& Defs() {
   static const std::vector<SettingDef> defs = {
       {"socket_path", &Config::socket_path, "absolute path", "Unix socket the agent listens on"},
       {"masters", &Config::masters, "redis:// URLs",
-       "independent Redis masters; a lock needs a majority of them"},
-      {"key_prefix", &Config::key_prefix, "string", "prefix of every lock key in Redis"},
+       "independent Redis masters; a lock needs a majority of them", true},
+      {"key_prefix", &Config::key_prefix, "string", "prefix of every lock key in Redis", true},
       {"fence_prefix", &Config::fence_prefix, "string",
-       "prefix of the fence counters (no TTL by design; never reported as leaks)"},
+       "prefix of the fence counters (no TTL by design; never reported as leaks)", true},
       {"fence_quorum", &Config::fence_quorum, "masters",
        "masters that must confirm a fenced grant; 0 = enough to survive a minority losing data"},
       {"restart_quarantine", &Config::restart_quarantine, "true|false",
        "a master younger than max_ttl_ms (or restarted) does not count toward quorum until then"},
       {"min_ttl_ms", &Config::min_ttl_ms, "ms", "smallest ttl a client may ask for"},
-      {"max_ttl_ms", &Config::max_ttl_ms, "ms", "largest ttl a client may ask for"},
+      {"max_ttl_ms", &Config::max_ttl_ms, "ms",
+       "largest ttl a client may ask for; also how long a (re)started master is out of the "
+       "quorum", true},
       {"default_ttl_ms", &Config::default_ttl_ms, "ms", "ttl when a request gives none"},
       {"max_wait_ms", &Config::max_wait_ms, "ms", "longest wait_ms a client may ask for"},
       {"node_timeout_ms", &Config::node_timeout_ms, "ms", "time allowed for one master's answer"},
-      {"connect_timeout_ms", &Config::connect_timeout_ms, "ms", "TCP connect timeout per master"},
+      {"connect_timeout_ms", &Config::connect_timeout_ms, "ms", "TCP connect timeout per master",
+       true},
       {"drift_factor", &Config::drift_factor, "fraction of the ttl",
        "clock-drift allowance subtracted from validity"},
       {"retry_delay_ms", &Config::retry_delay_ms, "ms", "pause between acquire attempts"},
@@ -94,11 +98,11 @@ const std::vector<SettingDef>& Defs() {
       {"access", &Config::access, "rules \"<uid:N|gid:N|user:NAME|group:NAME|any> <prefix>...\"",
        "who may lock which resource prefixes; none = any peer that can open the socket"},
       {"redis_user", &Config::redis_user, "ACL user name",
-       "user for masters whose URL names none"},
+       "user for masters whose URL names none", true},
       {"redis_password_file", &Config::redis_password_file, "path",
-       "file whose first line is the password for masters whose URL has none"},
+       "file whose first line is the password for masters whose URL has none", true},
       {"redis_password", &Config::redis_password, "secret",
-       "password for masters whose URL has none (env or TOML only, never a flag)"},
+       "password for masters whose URL has none (env or TOML only, never a flag)", true},
       {"admin_listen", &Config::admin_listen, "host:port or off",
        "admin HTTP listener: /metrics, /healthz, /readyz, /api/v1"},
       {"admin_token_file", &Config::admin_token_file, "path",
@@ -114,10 +118,10 @@ const std::vector<SettingDef>& Defs() {
       {"scan_interval_ms", &Config::scan_interval_ms, "ms",
        "pause between leak-scanner passes; 0 turns the scanner off"},
       {"scan_keys_per_second", &Config::scan_keys_per_second, "keys/s",
-       "scanner budget per master"},
-      {"scan_batch", &Config::scan_batch, "keys", "SCAN COUNT hint and PTTL pipeline depth"},
+       "scanner budget per master", true},
+      {"scan_batch", &Config::scan_batch, "keys", "SCAN COUNT hint and PTTL pipeline depth", true},
       {"scan_patterns", &Config::scan_patterns, "glob patterns",
-       "patterns scanned besides <key_prefix>*, e.g. * to audit every key"},
+       "patterns scanned besides <key_prefix>*, e.g. * to audit every key", true},
   };
   return defs;
 }
@@ -546,7 +550,7 @@ const std::vector<SettingInfo>& Settings() {
       out.push_back({def.key,
                      std::string(def.meaning) + " (" + def.unit + ", default " +
                          DefaultText(def) + ")",
-                     IsList(def)});
+                     IsList(def), def.scan});
     }
     return out;
   }();

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/defaults.h"
+
 namespace lw {
 
 struct MasterAddress {
@@ -39,10 +41,10 @@ struct Config {
   // does not count toward acquire/extend quorum until max_ttl_ms after its start. Turn off only
   // for masters that persist every write (appendonly yes + appendfsync always).
   bool restart_quarantine = true;
-  int64_t min_ttl_ms = 100;
-  int64_t max_ttl_ms = 3'600'000;
-  int64_t default_ttl_ms = 30'000;
-  int64_t max_wait_ms = 300'000;
+  int64_t min_ttl_ms = kDefaultMinTtlMs;
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;  // also the length of restart quarantine
+  int64_t default_ttl_ms = kDefaultTtlMs;
+  int64_t max_wait_ms = kDefaultMaxWaitMs;
   int64_t node_timeout_ms = 50;
   int64_t connect_timeout_ms = 1'000;
   double drift_factor = 0.01;
@@ -124,6 +126,7 @@ struct SettingInfo {
   std::string key;
   std::string help;  // one line, mentions the unit and the default
   bool repeatable = false;  // a list: the flag may be given several times
+  bool used_by_scan = false;  // `lockwarden scan` reads it (serve reads every setting)
 };
 const std::vector<SettingInfo>& Settings();
 

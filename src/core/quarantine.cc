@@ -26,10 +26,12 @@ QuarantineVerdict JudgeSighting(const MasterSighting& now, const PreviousSightin
                                 milliseconds max_ttl) {
   QuarantineVerdict v;
   const auto uptime = std::chrono::seconds(std::clamp<int64_t>(now.uptime_s, 0, kMaxUptimeS));
-  // uptime_in_seconds = floor(now) - floor(start) < real uptime + 1 s.
-  v.started_at = now.answered_at - uptime + std::chrono::seconds(1);
+  // uptime_in_seconds = floor(now) - floor(start) < real uptime + 1 s; and it started before
+  // it answered.
+  v.started_at = std::min(now.answered_at, now.answered_at - uptime + std::chrono::seconds(1));
   if (!before.run_id.empty() && before.run_id == now.run_id) {
-    v.started_at = std::max(v.started_at, before.started_at);
+    v.start_moved_later = v.started_at > before.started_at + kUptimeNoise;
+    if (!v.start_moved_later) v.started_at = before.started_at;
   } else if (!before.run_id.empty()) {
     v.restarted = true;
     v.started_at = std::max(v.started_at, before.last_alive_at);

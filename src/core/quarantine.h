@@ -33,6 +33,9 @@ struct PreviousSighting {
 
 struct QuarantineVerdict {
   bool restarted = false;  // the run_id changed since the previous sighting
+  // Same run_id, and its start is now estimated later than before by more than Redis's own
+  // rounding can explain (its wall clock was stepped back): the quarantine ends later.
+  bool start_moved_later = false;
   // When this run_id started, never earlier than the truth (keep it for the next sighting).
   std::chrono::steady_clock::time_point started_at;
   // Until when its votes do not count; nullopt: they count now.
@@ -40,15 +43,18 @@ struct QuarantineVerdict {
   std::string reason;  // why, for people (set when until is)
 };
 
-// The start is estimated as answered_at - uptime_s + 1 s, never earlier than the real start:
-// Redis computes uptime as the difference of two whole-second clock readings (now and its start,
-// each floored), which overstates the real uptime by less than a second; and the answer is seen
-// after it was written.
-// For the same run_id as before, the later of this and the previous estimate is kept (a wall
-// clock stepped back makes Redis report a smaller uptime; the estimate only moves later). For a
-// new run_id, the start is at least the last moment the old one was seen alive: Redis computes
-// uptime from its wall clock, which may have been stepped. Quarantined until started_at +
-// max_ttl when that is after answered_at.
+// The start is estimated as answered_at - uptime_s + 1 s, but never after answered_at, and never
+// earlier than the real start: Redis computes uptime as the difference of two whole-second
+// clock readings (now and its start, each floored), which overstates the real uptime by less
+// than a second; and the answer is seen after it was written.
+// For the same run_id as before, the previous estimate is kept unless this one is later by more
+// than kUptimeNoise (a wall clock stepped back makes Redis report a smaller uptime; the
+// estimate only moves later, never earlier). Within that band the estimates differ only by
+// Redis's rounding and its cached clock, and moving the end by it would make the countdown
+// people read in the log and in `status` disagree. For a new run_id, the start is at least the
+// last moment the old one was seen alive: Redis computes uptime from its wall clock, which may
+// have been stepped. Quarantined until started_at + max_ttl when that is after answered_at.
+inline constexpr std::chrono::milliseconds kUptimeNoise{2500};
 QuarantineVerdict JudgeSighting(const MasterSighting& now, const PreviousSighting& before,
                                 std::chrono::milliseconds max_ttl);
 

@@ -154,8 +154,9 @@ class FieldReader {
   Problem Resource(std::string* out) const;
   Problem Token(std::string* out) const;
   // An optional integer number of milliseconds in [lo, hi]; fallback when absent.
+  // over_hint: what to do instead, added when the value is an integer above hi.
   Problem Millis(const std::string& name, int64_t lo, int64_t hi, int64_t fallback,
-                 int64_t* out) const;
+                 int64_t* out, std::string_view over_hint = {}) const;
   // An optional boolean; fallback when absent.
   Problem Flag(const std::string& name, bool fallback, bool* out) const;
 
@@ -197,7 +198,7 @@ Problem FieldReader::Token(std::string* out) const {
 }
 
 Problem FieldReader::Millis(const std::string& name, int64_t lo, int64_t hi, int64_t fallback,
-                            int64_t* out) const {
+                            int64_t* out, std::string_view over_hint) const {
   const json* value = Find(name);
   if (value == nullptr) {
     *out = fallback;
@@ -213,6 +214,7 @@ Problem FieldReader::Millis(const std::string& name, int64_t lo, int64_t hi, int
     return problem;
   }
   const auto millis = value->get<int64_t>();
+  if (millis > hi && !over_hint.empty()) return problem + ". " + std::string(over_hint);
   if (millis < lo || millis > hi) return problem;
   *out = millis;
   return std::nullopt;
@@ -232,11 +234,18 @@ Problem FieldReader::Flag(const std::string& name, bool fallback, bool* out) con
   return std::nullopt;
 }
 
+// A ttl above max_ttl_ms: what to do instead.
+constexpr std::string_view kLongTtlHint =
+    "For work longer than max_ttl_ms, take a shorter ttl and keep the lock alive: \"renew\": "
+    "true (the agent extends it at ttl/3 while this connection lives) or extend it by token. "
+    "max_ttl_ms also bounds how long a restarted Redis master is kept out of the quorum, which "
+    "is why it is small (docs/safety.md)";
+
 Problem DecodeAcquire(const FieldReader& fields, const Limits& limits, Op* op) {
   AcquireRequest request;
   if (auto p = fields.Resource(&request.resource)) return p;
   if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                             &request.ttl_ms)) {
+                             &request.ttl_ms, kLongTtlHint)) {
     return p;
   }
   if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request.wait_ms)) return p;
@@ -259,7 +268,7 @@ Problem DecodeExtend(const FieldReader& fields, const Limits& limits, Op* op) {
   if (auto p = fields.Resource(&request.resource)) return p;
   if (auto p = fields.Token(&request.token)) return p;
   if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                             &request.ttl_ms)) {
+                             &request.ttl_ms, kLongTtlHint)) {
     return p;
   }
   *op = std::move(request);

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/defaults.h"
 #include "core/error_code.h"
 
 namespace lw::protocol {
@@ -60,10 +61,10 @@ std::string_view OpName(const Op& op);
 
 // Bounds the decoder enforces; they come from the agent's configuration.
 struct Limits {
-  int64_t min_ttl_ms = 100;
-  int64_t max_ttl_ms = 3'600'000;
-  int64_t default_ttl_ms = 30'000;  // acquire without ttl_ms
-  int64_t max_wait_ms = 300'000;
+  int64_t min_ttl_ms = kDefaultMinTtlMs;
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;
+  int64_t default_ttl_ms = kDefaultTtlMs;  // acquire without ttl_ms
+  int64_t max_wait_ms = kDefaultMaxWaitMs;
 };
 
 // Decodes one line (without its trailing '\n'). Every field is type- and range-checked;

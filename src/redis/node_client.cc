@@ -361,8 +361,14 @@ void NodeClient::Quarantine(const QuarantineVerdict& verdict, Clock::time_point 
   }
   quarantine_until_ = verdict.until;
   quarantine_reason_ = verdict.reason;
-  if (was && !verdict.restarted) return;  // the same quarantine, its end estimated again
+  // The same quarantine, its end unchanged: already told.
+  if (was && !verdict.restarted && !verdict.start_moved_later) return;
   const auto left = CeilMs(*verdict.until - now);
+  if (was && !verdict.restarted) {
+    spdlog::warn("master {}: its uptime went back (its clock was stepped?); the restart "
+                 "quarantine now ends in {}", display_, FormatDurationMs(left.count()));
+    return;
+  }
   spdlog::warn("master {} is quarantined for {}: {}; until then its votes do not count toward "
                "quorum", display_, FormatDurationMs(left.count()), verdict.reason);
   observer_->Quarantined(true, verdict.reason, left);

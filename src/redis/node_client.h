@@ -28,6 +28,7 @@
 #include <string_view>
 
 #include "config/config.h"
+#include "core/defaults.h"
 #include "core/quarantine.h"
 #include "redis/latency_window.h"
 #include "redis/node.h"
@@ -42,7 +43,7 @@ struct NodeClientOptions {
   int64_t reconnect_max_backoff_ms = 2000;
   int64_t health_interval_ms = 1000;
   NodeObserver* observer = nullptr;  // not owned; null: nothing reported
-  int64_t max_ttl_ms = 3'600'000;    // the longest a lock may live: the quarantine's length
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;  // the longest a lock may live: the quarantine's length
   bool restart_quarantine = true;    // false: votes always count (restarts are still logged)
 };
 

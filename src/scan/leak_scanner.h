@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/defaults.h"
 #include "scan/findings.h"
 #include "scan/scan_observer.h"
 
@@ -31,7 +32,7 @@ struct ScanSettings {
   // Fence counters have no TTL by design: never reported, whatever pattern finds them.
   std::string fence_prefix = "fence:";
   std::vector<std::string> extra_patterns;  // scanned after "<key_prefix>*"
-  int64_t max_ttl_ms = 3'600'000;
+  int64_t max_ttl_ms = kDefaultMaxTtlMs;
   int64_t batch = 500;
   int64_t keys_per_second = 20'000;  // keys walked by SCAN (at least COUNT per call) per second
   std::chrono::milliseconds connect_timeout{1000};

@@ -43,7 +43,7 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 // Valid Limits (what ValidateConfig lets through, plus the int64 extremes for the decoder's
 // own arithmetic): min <= default <= max.
 constexpr Limits kLimitTable[] = {
-    {100, 3'600'000, 30'000, 300'000},  // the defaults
+    Limits{},                           // the defaults
     {1, 1, 1, 0},                       // a single ttl, no waiting
     {1000, 1000, 1000, 86'400'000},     // min == max, a day of waiting
     {1, 604'800'000, 604'800'000, 1},   // the widest valid ttls, default at the top

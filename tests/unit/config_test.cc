@@ -642,6 +642,7 @@ TEST(ConfigValidation, EachRuleRefusesAndNamesTheField) {
       {"node timeout > 10s",
        [](Config& c) {
          c.min_ttl_ms = c.default_ttl_ms = 100'000;
+         c.max_ttl_ms = 3'600'000;
          c.node_timeout_ms = 10'001;
        },
        "node_timeout_ms", "between 1 ms"},

@@ -22,7 +22,7 @@ using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-const Limits kLimits;  // the defaults: ttl 100..3600000 (30000), wait 0..300000
+const Limits kLimits;  // the defaults: ttl 100..60000 (30000), wait 0..300000
 const std::string kToken = "0123456789abcdef0123456789abcdef01234567";
 
 Request MustDecode(std::string_view line, const Limits& limits = kLimits) {
@@ -102,7 +102,7 @@ TEST(DecodeTest, AcquireDefaultTtlComesFromLimits) {
 
 TEST(DecodeTest, AcquireAcceptsTheBoundsThemselves) {
   EXPECT_EQ(MustDecodeAs<AcquireRequest>(With(kAcquire, "ttl_ms", 100)).ttl_ms, 100);
-  EXPECT_EQ(MustDecodeAs<AcquireRequest>(With(kAcquire, "ttl_ms", 3'600'000)).ttl_ms, 3'600'000);
+  EXPECT_EQ(MustDecodeAs<AcquireRequest>(With(kAcquire, "ttl_ms", 60'000)).ttl_ms, 60'000);
   EXPECT_EQ(MustDecodeAs<AcquireRequest>(With(kAcquire, "wait_ms", 0)).wait_ms, 0);
   EXPECT_EQ(MustDecodeAs<AcquireRequest>(With(kAcquire, "wait_ms", 300'000)).wait_ms, 300'000);
   EXPECT_FALSE(MustDecodeAs<AcquireRequest>(With(kAcquire, "renew", false)).renew);
@@ -413,13 +413,26 @@ TEST(DecodeResourceTest, ValidatedForReleaseAndExtendToo) {
 // ---- integers: ttl_ms, wait_ms --------------------------------------------------------------
 
 TEST(DecodeMillisTest, TtlOutsideTheRangeNamesFieldAndRange) {
-  for (const json& ttl : {json(99), json(0), json(-1), json(3'600'001)}) {
+  for (const json& ttl : {json(99), json(0), json(-1), json(60'001)}) {
     SCOPED_TRACE(ttl.dump());
     EXPECT_THAT(MustFail(With(kAcquire, "ttl_ms", ttl)).message,
                 AllOf(HasSubstr("field \"ttl_ms\" must be an integer number of milliseconds from "
-                                "100 to 3600000"),
+                                "100 to 60000"),
                       HasSubstr("got " + ttl.dump())));
   }
+}
+
+// A user who asks for a long ttl learns how to hold a lock longer than max_ttl_ms.
+TEST(DecodeMillisTest, TtlAboveMaxTtlSaysToRenewInstead) {
+  const json extend = {{"id", 1}, {"op", "extend"}, {"resource", "db"},
+                       {"token", "0123456789abcdef0123456789abcdef01234567"}};
+  for (const json& op : {kAcquire, extend}) {
+    SCOPED_TRACE(op.dump());
+    EXPECT_THAT(MustFail(With(op, "ttl_ms", 60'001)).message,
+                AllOf(HasSubstr("from 100 to 60000"), HasSubstr("\"renew\": true"),
+                      HasSubstr("extend it by token")));
+  }
+  EXPECT_THAT(MustFail(With(kAcquire, "ttl_ms", 99)).message, Not(HasSubstr("renew")));
 }
 
 TEST(DecodeMillisTest, NonIntegerTtlIsRefused) {
@@ -442,7 +455,7 @@ TEST(DecodeMillisTest, NonIntegerTtlIsRefused) {
         MustFail(R"({"id":1,"op":"acquire","resource":"r","ttl_ms":)" + ttl + "}");
     EXPECT_EQ(error.id, json(1));
     EXPECT_THAT(error.message, AllOf(HasSubstr("\"ttl_ms\""), HasSubstr("integer"),
-                                     HasSubstr("100 to 3600000"), HasSubstr(got)));
+                                     HasSubstr("100 to 60000"), HasSubstr(got)));
   }
 }
 
@@ -474,7 +487,7 @@ TEST(DecodeMillisTest, WaitOutsideTheRange) {
 }
 
 TEST(DecodeMillisTest, ExtendTtlHasTheSameRange) {
-  for (const json& ttl : {json(99), json(3'600'001), json(500.5), json("500")}) {
+  for (const json& ttl : {json(99), json(60'001), json(500.5), json("500")}) {
     EXPECT_THAT(MustFail(With(kExtend, "ttl_ms", ttl)).message,
                 HasSubstr("\"ttl_ms\" must be an integer number of milliseconds from 100 to"));
   }

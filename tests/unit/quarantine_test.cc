@@ -46,6 +46,32 @@ TEST(QuarantineTest, UptimeIsTakenAsUpToOneSecondTooLarge) {
   EXPECT_EQ(young.reason, "started just now; may have forgotten locks it held before a restart");
 }
 
+// Uptime 0 says it started within the last second, not in the future: the quarantine is
+// max_ttl from the answer, the length the log and `status` then count down (it was max_ttl +
+// 1 s, "quarantined for 16.0s" with a 15 s max_ttl).
+TEST(QuarantineTest, AStartIsNeverEstimatedAfterTheAnswer) {
+  const auto v = JudgeSighting(Seen(kT0, 0, "aaaa"), {}, kMaxTtl);
+  EXPECT_EQ(v.started_at, kT0);
+  ASSERT_TRUE(v.until.has_value());
+  EXPECT_EQ(*v.until, kT0 + kMaxTtl);
+}
+
+// Redis's whole-second uptime (and its cached clock) makes each sighting's estimate of the same
+// start land anywhere in a ~2 s band. Those do not move the end: the countdown logged when the
+// quarantine began is the one `status` shows later.
+TEST(QuarantineTest, SameRunIdWithinRoundingNoiseKeepsTheEnd) {
+  const PreviousSighting before{"aaaa", kT0, kT0};  // seen with uptime 0 at kT0
+  for (const auto& [after, uptime] : {std::pair{milliseconds(5'300), 5},
+                                      std::pair{milliseconds(5'300), 4},
+                                      std::pair{milliseconds(59'900), 59}}) {
+    const auto v = JudgeSighting(Seen(kT0 + after, uptime, "aaaa"), before, kMaxTtl);
+    EXPECT_FALSE(v.start_moved_later) << after.count() << " ms, uptime " << uptime;
+    EXPECT_EQ(v.started_at, kT0);
+    ASSERT_TRUE(v.until.has_value());
+    EXPECT_EQ(*v.until, kT0 + kMaxTtl);
+  }
+}
+
 TEST(QuarantineTest, SameRunIdKeepsTheLaterStartEstimate) {
   const PreviousSighting before{"aaaa", kT0 - seconds(3), kT0};
   // The wall clock was stepped forward: uptime jumps up. The earlier estimate is not taken.
@@ -56,6 +82,7 @@ TEST(QuarantineTest, SameRunIdKeepsTheLaterStartEstimate) {
   EXPECT_EQ(*forward.until, kT0 - seconds(3) + kMaxTtl);
   // Stepped back: uptime shrinks, and the estimate moves later (longer quarantine).
   const auto back = JudgeSighting(Seen(kT0 + seconds(5), 2, "aaaa"), before, kMaxTtl);
+  EXPECT_TRUE(back.start_moved_later);
   EXPECT_EQ(back.started_at, kT0 + seconds(4));
   EXPECT_EQ(*back.until, kT0 + seconds(4) + kMaxTtl);
 }
@@ -93,7 +120,7 @@ TEST(QuarantineTest, AbsurdUptimesDoNotOverflow) {
   const auto v = JudgeSighting(Seen(kT0, INT64_MAX, "aaaa"), {}, kMaxTtl);
   EXPECT_FALSE(v.until.has_value());
   const auto negative = JudgeSighting(Seen(kT0, -5, "aaaa"), {}, kMaxTtl);
-  EXPECT_EQ(negative.started_at, kT0 + seconds(1));
+  EXPECT_EQ(negative.started_at, kT0);
   EXPECT_TRUE(negative.until.has_value());
 }
 
