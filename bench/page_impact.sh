@@ -31,7 +31,7 @@ path, n, ready = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 s = socket.socket(socket.AF_UNIX); s.connect(path)
 f = s.makefile("rw")
 for i in range(n):
-    f.write(json.dumps({"id": i, "op": "acquire", "resource": f"held:{i}", "ttl_ms": 600000,
+    f.write(json.dumps({"id": i, "op": "acquire", "resource": f"held:{i}", "ttl_ms": 60000,
                         "wait_ms": 5000, "renew": True}) + "\n")
 f.flush()
 got = 0
