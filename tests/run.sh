@@ -37,8 +37,11 @@ summary() {
 trap summary EXIT
 
 bash .ci/deps.sh --browser
+timings+=" deps $((SECONDS - start))s"
 stage=build
+began=$SECONDS
 bash .ci/build.sh
+timings+=" build $((SECONDS - began))s"
 
 run_ctest() {  # $1 = name, rest = ctest arguments
   local name=$1; shift
