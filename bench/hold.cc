@@ -22,6 +22,7 @@ struct HoldShape {
   int sessions = 1000;
   int locks = 100;
   int64_t ttl_ms = 30'000;
+  int64_t wait_ms = 0;  // of each acquire: every resource is free, so only a retry waits
   double hold_seconds = 30;
   int inflight = 256;  // acquires (then releases) in flight, all sessions together
   std::string prefix = "hold/";
@@ -111,8 +112,9 @@ class HoldingSession {
     const int l = next_++;
     const int n = std::snprintf(out_, sizeof out_,
                                 "{\"id\":%d,\"op\":\"acquire\",\"resource\":\"%s\",\"ttl_ms\":%lld,"
-                                "\"renew\":true}\n",
-                                l + 1, Resource(l).c_str(), static_cast<long long>(shape_.ttl_ms));
+                                "\"wait_ms\":%lld,\"renew\":true}\n",
+                                l + 1, Resource(l).c_str(), static_cast<long long>(shape_.ttl_ms),
+                                static_cast<long long>(shape_.wait_ms));
     sent_[static_cast<size_t>(l)] = Clock::now();
     link_->Send(std::string_view(out_, static_cast<size_t>(n)));
   }
@@ -302,6 +304,7 @@ int RunHold(const Flags& f) {
   shape.sessions = static_cast<int>(f.Int("sessions", 1000));
   shape.locks = static_cast<int>(f.Int("locks", 100));
   shape.ttl_ms = f.Int("ttl-ms", 30'000);
+  shape.wait_ms = f.Int("wait-ms", 0);
   shape.hold_seconds = f.Real("seconds", 30);
   shape.inflight = static_cast<int>(f.Int("inflight", 256));
   shape.prefix = f.Str("prefix", "hold/");

@@ -3,7 +3,7 @@
 //
 // S sessions (connections) each acquire L distinct resources "<prefix><s>/<l>" with renew:true
 // and ttl T (--inflight requests in flight over all sessions, default 256, the sessions taking
-// turns), hold them all for D seconds, then
+// turns; --wait-ms W, default 0, is each acquire's wait_ms), hold them all for D seconds, then
 // release them. Reports how many acquires succeeded, the agent's RSS (VmRSS, sampled every
 // 250 ms; VmHWM), its CPU during the hold, `lost` events, and how the releases were answered
 // (`not_held` = the lock was lost while held).

@@ -4,7 +4,8 @@
 #   bench_init NAME     run=/tmp/NAME-XXXXXX; pids=() and agent= are killed by the EXIT trap
 #   start_masters       sets ports, rpids and masters (the --master arguments for the agent);
 #                       the masters are fresh, so run the agent with --restart-quarantine false
-#                       (or it keeps them out of quorum for max_ttl)
+#                       (or it keeps them out of quorum for max_ttl). Returns 1 (after saying
+#                       why) if one cannot be started.
 
 bench_init() {
   run=$(mktemp -d "/tmp/$1-XXXXXX")
@@ -24,15 +25,37 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 
 start_masters() {
   ports=() rpids=() masters=()
-  local i port
-  for i in 1 2 3 4 5; do
+  local i
+  for i in 1 2 3 4 5; do start_master "$i" || return 1; done
+}
+
+# start_master I: one redis-server on a free port, appended to ports, rpids and masters. Ready
+# once it answers as this very process (not some other server that took the port first). If it
+# exits (the port was taken meanwhile), it is started again on another port; 5 attempts, each
+# with a generous deadline (a loaded machine), rather than waiting forever.
+start_master() {
+  local i=$1 port pid deadline _
+  for _ in 1 2 3 4 5; do
     port=$(free_port)
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$run" \
       --logfile "$run/redis-$i.log" &
-    pids+=($!)
-    rpids+=($!)
-    ports+=("$port")
-    masters+=(--master "redis://127.0.0.1:$port")
-    until redis-cli -p "$port" ping >/dev/null 2>&1; do sleep 0.02; done
+    pid=$!
+    pids+=("$pid")
+    deadline=$((SECONDS + 30))
+    while kill -0 "$pid" 2>/dev/null && ((SECONDS < deadline)); do
+      if [[ $(redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' |
+        sed -n 's/^process_id://p') == "$pid" ]]; then
+        rpids+=("$pid")
+        ports+=("$port")
+        masters+=(--master "redis://127.0.0.1:$port")
+        return 0
+      fi
+      sleep 0.02
+    done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
   done
+  echo "bench: redis-server $i did not start (5 attempts); its log:" >&2
+  tail -5 "$run/redis-$i.log" >&2
+  return 1
 }

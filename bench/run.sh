@@ -12,10 +12,16 @@
 # LOCKWARDEN_BENCH_NO_BUILD=1  use the binaries as they are (the ctest registration does)
 # LOCKWARDEN_BENCH_OUT   where results.md and results.jsonl go (default <build>/bench-results)
 # BENCH_SECONDS, BENCH_WARMUP, HOLD_SESSIONS, HOLD_LOCKS, HOLD_TTL_MS, HOLD_SECONDS override
-# the shape sizes.
+# the shape sizes. BENCH_SEED seeds the node part's random choices (default 1; printed).
 #
 # Exit status: 0 when every part ran and no cycle failed; 1 otherwise (the table is printed
 # either way).
+#
+# The smoke mode is a test (bench_smoke, also against an ASan-built agent on a loaded 2-core
+# machine): it proves that the parts run, and must never fail on speed. So there the agent
+# allows a master 500 ms to answer (not 50), every acquire through the agent has a wait (an
+# attempt that a slow master made fail is retried, not counted as a failed cycle), and the hold
+# uses a 3 s ttl renewed every second, so that a renewal is never late enough to lose a lock.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -62,12 +68,17 @@ fi
 if ((smoke)); then
   seconds=${BENCH_SECONDS:-1} warmup=${BENCH_WARMUP:-0.2}
   hold_sessions=${HOLD_SESSIONS:-20} hold_locks=${HOLD_LOCKS:-10}
-  hold_ttl=${HOLD_TTL_MS:-600} hold_seconds=${HOLD_SECONDS:-1.5}
+  hold_ttl=${HOLD_TTL_MS:-3000} hold_seconds=${HOLD_SECONDS:-4}
+  # min_ttl_ms must be at least twice node_timeout_ms (the agent checks it).
+  agent_timing=(--node-timeout-ms 500 --min-ttl-ms 1000)
+  own_wait=(--own-wait-ms 10000) hold_wait=(--wait-ms 10000)
 else
   seconds=${BENCH_SECONDS:-5} warmup=${BENCH_WARMUP:-1}
   hold_sessions=${HOLD_SESSIONS:-1000} hold_locks=${HOLD_LOCKS:-100}
   hold_ttl=${HOLD_TTL_MS:-30000} hold_seconds=${HOLD_SECONDS:-30}
+  agent_timing=() own_wait=() hold_wait=()
 fi
+seed=${BENCH_SEED:-1}
 
 out=${LOCKWARDEN_BENCH_OUT:-$build/bench-results}
 mkdir -p "$out"
@@ -81,25 +92,32 @@ hostports=$(printf '127.0.0.1:%s,' "${ports[@]}")
 hostports=${hostports%,}
 redis_pids=$(IFS=,; echo "${rpids[*]}")
 
-# Starts a fresh agent on its own socket; sets agent and admin_port.
+# Starts a fresh agent on its own socket; sets agent and admin_port. Waits (60 s at most: an
+# ASan build on a loaded machine starts slowly) until it is ready; if it exited meanwhile (the
+# admin port picked was taken by then), starts it again on another port, 5 times at most.
 start_agent() {
-  local sock=$run/agent-$1.sock
-  admin_port=$(free_port)
-  # The agent refuses LOCKWARDEN_* variables that are not settings (ours included): it gets
-  # none, its whole configuration is on the command line.
-  env $(compgen -e | grep '^LOCKWARDEN_' | sed 's/^/-u /') \
-    ${LW_AGENT_WRAPPER:-} "$bin" serve --socket "$sock" "${masters[@]}" --log-level warn \
-    --admin-listen "127.0.0.1:$admin_port" --scan-interval-ms 0 --restart-quarantine false \
-    2>>"$run/agent.log" &
-  agent=$!
-  pids+=("$agent")
-  agent_sock=$sock
-  local i
-  for ((i = 0; i < 200; i++)); do
-    # Every master up and usable, not just a quorum: the first part must not meet a master
-    # still handshaking.
-    "$bin" status --socket "$sock" --json 2>/dev/null | grep -q '"masters_usable": 5' && return 0
-    sleep 0.05
+  local sock=$run/agent-$1.sock attempt deadline
+  for attempt in 1 2 3 4 5; do
+    admin_port=$(free_port)
+    # The agent refuses LOCKWARDEN_* variables that are not settings (ours included): it gets
+    # none, its whole configuration is on the command line.
+    env $(compgen -e | grep '^LOCKWARDEN_' | sed 's/^/-u /') \
+      ${LW_AGENT_WRAPPER:-} "$bin" serve --socket "$sock" "${masters[@]}" --log-level warn \
+      --admin-listen "127.0.0.1:$admin_port" --scan-interval-ms 0 --restart-quarantine false \
+      "${agent_timing[@]}" 2>>"$run/agent.log" &
+    agent=$!
+    pids+=("$agent")
+    agent_sock=$sock
+    deadline=$((SECONDS + 60))
+    while kill -0 "$agent" 2>/dev/null && ((SECONDS < deadline)); do
+      # Every master up and usable, not just a quorum: the first part must not meet a master
+      # still handshaking.
+      "$bin" status --socket "$sock" --json 2>/dev/null | grep -q '"masters_usable": 5' && return 0
+      sleep 0.05
+    done
+    kill -0 "$agent" 2>/dev/null && break  # running but not ready within the deadline
+    wait "$agent" 2>/dev/null || true
+    echo "bench/run.sh: the agent exited at start (attempt $attempt); trying another port" >&2
   done
   echo "bench/run.sh: the agent did not come up; its log:" >&2
   cat "$run/agent.log" >&2
@@ -131,7 +149,7 @@ part() {
 }
 
 echo "lockwarden side-by-side bench: 5 local masters, $(nproc) cores, $build_type build," \
-  "${seconds}s per part (+${warmup}s warmup)$( ((smoke)) && echo ', SMOKE mode')"
+  "${seconds}s per part (+${warmup}s warmup)$( ((smoke)) && echo ', SMOKE mode'), seed $seed"
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $load_before"
 start_agent cycles
@@ -142,13 +160,13 @@ for s in "${shapes[@]}"; do
   set -- $s
   shape=$1 mode=$2 clients=$3
   part "$shape agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode "$mode" \
-    --clients "$clients" "${common[@]}"
+    --clients "$clients" "${common[@]}" "${own_wait[@]}"
   part "$shape raw" "$raw" --masters "$hostports" --mode "$mode" --clients "$clients" \
     "${common[@]}"
   part "$shape node" node "$node_dir/redlock_bench.mjs" --masters "$hostports" --mode "$mode" \
-    --clients "$clients" "${common[@]}"
+    --clients "$clients" "${common[@]}" --seed "$seed"
   part "$shape node-autopipe" node "$node_dir/redlock_bench.mjs" --masters "$hostports" \
-    --mode "$mode" --clients "$clients" "${common[@]}" --autopipeline
+    --mode "$mode" --clients "$clients" "${common[@]}" --seed "$seed" --autopipeline
 done
 stop_agent
 
@@ -158,7 +176,7 @@ renewals_before=$(metric 'lockwarden_renewals_total{outcome="extended"}')
 retries_before=$(metric 'lockwarden_renewals_total{outcome="retry"}')
 part "hold" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode hold \
   --sessions "$hold_sessions" --locks "$hold_locks" --ttl-ms "$hold_ttl" \
-  --seconds "$hold_seconds" --masters "$hostports"
+  --seconds "$hold_seconds" --masters "$hostports" "${hold_wait[@]}"
 renewed=$(($(metric 'lockwarden_renewals_total{outcome="extended"}') - renewals_before))
 retried=$(($(metric 'lockwarden_renewals_total{outcome="retry"}') - retries_before))
 echo "{\"label\":\"hold-metrics\",\"renewals_extended\":$renewed,\"renewals_retry\":$retried}" \

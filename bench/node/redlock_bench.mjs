@@ -6,14 +6,18 @@
 //        [--clients C] [--seconds S] [--warmup-seconds W] [--ttl-ms T] [--wait-ms W]
 //        [--retry-delay-ms D] [--retry-jitter-ms J] [--autopipeline] [--prefix P]
 //        [--key-prefix lock:] [--hot-keys K] [--hot-share F] [--redis-pids P,...]
-//        [--label L] [--json FILE]
+//        [--seed N] [--label L] [--json FILE]
 //
 // C concurrent async loops share one ioredis client per master (as an app using redlock
 // would). Uncontended acquires make one attempt; contended ones (contended mode, hot keys in
 // mixed mode) retry every retry_delay_ms ± retry_jitter_ms (redlock's own jitter is symmetric)
 // until wait_ms has passed. --autopipeline turns on ioredis' enableAutoPipelining.
+// Every random choice (the mixed mode's picks, and node-redlock's retry jitter, which calls
+// Math.random) comes from one generator seeded by --seed (default 1), printed as seed=N.
 import { appendFileSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+
+import { mulberry32 } from '../../tests/safety/rng.mjs';
 
 const require = createRequire(import.meta.url);
 const Redis = require('ioredis');
@@ -21,7 +25,7 @@ const Redlock = require('redlock');
 
 const known = new Set(['masters', 'mode', 'clients', 'seconds', 'warmup-seconds', 'ttl-ms',
   'wait-ms', 'retry-delay-ms', 'retry-jitter-ms', 'prefix', 'key-prefix', 'hot-keys',
-  'hot-share', 'redis-pids', 'label', 'json']);
+  'hot-share', 'redis-pids', 'seed', 'label', 'json']);
 const switches = new Set(['autopipeline']);
 
 function parseFlags(argv) {
@@ -80,6 +84,11 @@ async function main() {
   const hotShare = Number(f['hot-share'] ?? 0.1);
   const redisPids = (f['redis-pids'] ?? '').split(',').filter(Boolean).map(Number);
   const autopipeline = Boolean(f.autopipeline);
+  const seed = Number(f.seed ?? 1);
+  if (!Number.isInteger(seed) || seed < 0 || seed >= 2 ** 32) {
+    throw new Error(`--seed must be an integer in [0, 4294967295], not ${f.seed}`);
+  }
+  Math.random = mulberry32(seed); // before redlock draws its first jitter
   const masters = (f.masters ?? '').split(',').filter(Boolean);
   if (masters.length === 0) throw new Error('--masters is required');
 
@@ -174,7 +183,8 @@ async function main() {
 
   const label = f.label ?? (autopipeline ? 'node-autopipe' : 'node');
   const fields = [['bench', 'node', true], ['label', label, true],
-    ['mode', mode, true], ['clients', clients], ['seconds', windowSeconds.toFixed(3)],
+    ['mode', mode, true], ['clients', clients], ['seed', seed],
+    ['seconds', windowSeconds.toFixed(3)],
     ['cycles', cycles], ['cycles_per_s', Math.round(cycles / windowSeconds)], ['failed', failures]];
   const pct = (name, v) => {
     v.sort((a, b) => a - b);

@@ -15,7 +15,15 @@ const { setTimeout: sleep } = require('node:timers/promises');
 const { Client, LockError } = require('./lockwarden');
 
 const CONTROLLED = process.env.LWTEST_CONTROL === 'stdio';
-const limit = { timeout: 10000 }; // a test waiting for an event that never comes fails
+// These tests must pass the same way on a loaded machine (and against an ASan-built agent), so
+// nothing here depends on how fast anything is: an acquire that must succeed waits (a free lock
+// is granted at once; the wait only lets the agent retry when a master answered too slowly), an
+// event is awaited with a generous deadline (only a failing test waits it out), and a validity is
+// only checked to come from the ttl asked for (more than half of it), not to the ms.
+const WAIT_MS = 10000;
+const EVENT_MS = 15000;
+const HOLD_MS = 50; // how long a queued waiter is kept waiting: its waitedMs is at least this
+const limit = { timeout: 20000 }; // a test waiting for an event that never comes fails
 const needsHarness = CONTROLLED ? limit : { skip: 'needs the harness (LWTEST_CONTROL=stdio)' };
 
 let stdin = null; // the harness's answers, one per line
@@ -53,9 +61,9 @@ afterEach(async () => {
 });
 
 test('acquire and release', limit, async () => {
-  await a.withLock('js:basic', { ttlMs: 10000 }, async (lock) => {
+  await a.withLock('js:basic', { ttlMs: 10000, waitMs: WAIT_MS }, async (lock) => {
     assert.match(lock.token, /^[0-9a-f]{40}$/);
-    assert.ok(lock.validityMs > 9000);
+    assert.ok(lock.validityMs > 5000, String(lock.validityMs));
     assert.deepEqual((await a.held()).map((l) => l.resource), ['js:basic']);
     if (CONTROLLED) assert.equal(await control('count js:basic'), '5');
   });
@@ -64,55 +72,65 @@ test('acquire and release', limit, async () => {
 });
 
 test('timeout when another connection holds it', limit, async () => {
-  const lock = await a.acquire('js:busy', { ttlMs: 10000 });
+  const lock = await a.acquire('js:busy', { ttlMs: 10000, waitMs: WAIT_MS });
   await rejectsWith(b.acquire('js:busy', { ttlMs: 10000, waitMs: 200 }), 'timeout');
   await lock.release();
 });
 
 test('a waiter gets the lock when the holder releases', limit, async () => {
-  const holder = await a.acquire('js:queue', { ttlMs: 10000 });
-  const waiting = b.acquire('js:queue', { ttlMs: 10000, waitMs: 10000 });
+  const holder = await a.acquire('js:queue', { ttlMs: 10000, waitMs: WAIT_MS });
+  const waiting = b.acquire('js:queue', { ttlMs: 10000, waitMs: 30000 });
+  waiting.catch(() => {}); // a rejection is reported by the await below, not as unhandled
   // The agent lists queued requests: release only once b is really waiting.
-  const deadline = Date.now() + 5000;
+  const deadline = Date.now() + EVENT_MS;
   for (;;) {
     const { locks } = await a.request('locks');
     if (locks.some((l) => l.resource === 'js:queue' && l.waiters === 1)) break;
     assert.ok(Date.now() < deadline, 'b never queued');
+    await sleep(10);
   }
+  // b queued before now: held HOLD_MS longer, it has waited at least that long when granted.
+  await sleep(HOLD_MS);
   await holder.release();
   const lock = await waiting;
-  assert.ok(lock.waitedMs > 0);
+  assert.ok(lock.waitedMs >= HOLD_MS, String(lock.waitedMs));
   await lock.release();
 });
 
 test('renew keeps the lock past its ttl', limit, async () => {
-  const lock = await a.acquire('js:renew', { ttlMs: 300, renew: true });
-  await sleep(1000); // more than 3 ttls: only renewals keep it
+  // A ttl long enough that a renewal every ttl/3 on a loaded machine is never late; the sleep
+  // is the point of the test: 3 ttls pass, and only renewals keep the lock.
+  const lock = await a.acquire('js:renew', { ttlMs: 2000, waitMs: WAIT_MS, renew: true });
+  await sleep(6000);
   assert.equal(lock.lost, null);
   assert.equal((await a.held())[0].renew, true);
-  await rejectsWith(b.acquire('js:renew', { ttlMs: 1000 }), 'timeout');
+  await rejectsWith(b.acquire('js:renew', { ttlMs: 1000, waitMs: 200 }), 'timeout');
   await lock.release();
 });
 
 test('explicit extend', limit, async () => {
-  const lock = await a.acquire('js:extend', { ttlMs: 500 });
-  assert.ok((await lock.extend(20000)) > 19000);
-  assert.ok((await a.held())[0].validity_ms > 19000);
-  if (CONTROLLED) assert.ok(Number(await control('pttl js:extend')) > 15000);
+  // 5 s: enough to still hold it when the extend arrives; 20 s after: over 10 s is the new ttl.
+  const lock = await a.acquire('js:extend', { ttlMs: 5000, waitMs: WAIT_MS });
+  assert.ok((await lock.extend(20000)) > 10000);
+  assert.ok((await a.held())[0].validity_ms > 10000);
+  if (CONTROLLED) assert.ok(Number(await control('pttl js:extend')) > 10000);
   await lock.release();
 });
 
 test('a lock without renew expires and is reported lost', limit, async () => {
-  const lock = await a.acquire('js:expire', { ttlMs: 200 });
-  const [reason] = await once(lock, 'lost');
+  const lock = await a.acquire('js:expire', { ttlMs: 1000, waitMs: WAIT_MS });
+  // On a stalled machine the `lost` line can arrive in the same read as the grant, before a
+  // listener could be added: it is then already in lock.lost.
+  const reason = lock.lost ?? (await once(lock, 'lost'))[0];
   assert.equal(reason, 'expired');
   await rejectsWith(lock.extend(1000), 'lost');
 });
 
 test('lost when renewal fails', needsHarness, async () => {
-  const work = a.withLock('js:lost', { ttlMs: 600, renew: true }, async (lock) => {
+  const options = { ttlMs: 2000, waitMs: WAIT_MS, renew: true };
+  const work = a.withLock('js:lost', options, async (lock) => {
     await control('flush'); // the keys vanish: the next renewal finds the lock gone
-    await once(lock.signal, 'abort');
+    if (!lock.signal.aborted) await once(lock.signal, 'abort'); // it may come before the answer
     assert.equal(lock.lost, 'renew_failed');
   });
   await rejectsWith(work, 'lost');
@@ -126,20 +144,22 @@ test('no_quorum when a majority of masters is down', needsHarness, async () => {
   } finally {
     await control('restore');
   }
-  await (await a.acquire('js:quorum', { ttlMs: 1000 })).release();
+  await (await a.acquire('js:quorum', { ttlMs: 1000, waitMs: WAIT_MS })).release();
 });
 
 test('closing the connection releases its locks', limit, async () => {
-  await a.acquire('js:close', { ttlMs: 10000 });
+  await a.acquire('js:close', { ttlMs: 10000, waitMs: WAIT_MS });
   await a.close();
-  await (await b.acquire('js:close', { ttlMs: 1000, waitMs: 2000 })).release();
+  // Released once the agent has seen the connection end: well before b's wait runs out.
+  await (await b.acquire('js:close', { ttlMs: 1000, waitMs: WAIT_MS })).release();
   await rejectsWith(a.ping(), 'disconnected');
 });
 
 test('replies are matched by id, not by order', limit, async () => {
-  const holder = await a.acquire('js:order', { ttlMs: 10000 });
+  const holder = await a.acquire('js:order', { ttlMs: 10000, waitMs: WAIT_MS });
   const slow = b.acquire('js:order', { ttlMs: 1000, waitMs: 300 }); // answered last
+  const slowChecked = rejectsWith(slow, 'timeout'); // handled now, whenever it is answered
   await b.ping();
-  await rejectsWith(slow, 'timeout');
+  await slowChecked;
   await holder.release();
 });

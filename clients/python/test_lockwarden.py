@@ -16,6 +16,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import lockwarden  # noqa: E402
 
 CONTROLLED = os.environ.get("LWTEST_CONTROL") == "stdio"
+# These tests must pass the same way on a loaded machine (and against an ASan-built agent), so
+# nothing here depends on how fast anything is: an acquire that must succeed waits (a free lock is
+# granted at once; the wait only lets the agent retry when a master answered too slowly), an
+# event is awaited with a generous deadline (EVENT_S; only a failing test waits it out), and a
+# validity is only checked to come from the ttl asked for (more than half of it), not to the ms.
+WAIT_MS = 10000
+EVENT_S = 15
+HOLD_MS = 50  # how long a queued waiter is kept waiting: its waited_ms is at least this
 
 
 def control(action):
@@ -46,9 +54,9 @@ class LockwardenTest(unittest.TestCase):
         self.b.close()
 
     def test_acquire_and_release(self):
-        with self.a.lock("py:basic", ttl_ms=10000) as lock:
+        with self.a.lock("py:basic", ttl_ms=10000, wait_ms=WAIT_MS) as lock:
             self.assertRegex(lock.token, "^[0-9a-f]{40}$")
-            self.assertGreater(lock.validity_ms, 9000)
+            self.assertGreater(lock.validity_ms, 5000)
             self.assertEqual([l["resource"] for l in self.a.held()], ["py:basic"])
             if CONTROLLED:
                 self.assertEqual(masters_holding("py:basic"), 5)
@@ -58,55 +66,62 @@ class LockwardenTest(unittest.TestCase):
             self.assertEqual(masters_holding("py:basic"), 0)
 
     def test_timeout_when_another_connection_holds_it(self):
-        with self.a.lock("py:busy", ttl_ms=10000):
+        with self.a.lock("py:busy", ttl_ms=10000, wait_ms=WAIT_MS):
             with self.assertRaises(lockwarden.LockError) as cm:
                 self.b.acquire("py:busy", ttl_ms=10000, wait_ms=200)
             self.assertEqual(cm.exception.code, "timeout")
             self.assertIn("py:busy", cm.exception.message)
 
     def test_waiter_gets_the_lock_when_the_holder_releases(self):
-        holder = self.a.acquire("py:queue", ttl_ms=10000)
+        holder = self.a.acquire("py:queue", ttl_ms=10000, wait_ms=WAIT_MS)
         got = {}
 
         def wait_for_it():
             try:
-                got["lock"] = self.b.acquire("py:queue", ttl_ms=10000, wait_ms=10000)
+                got["lock"] = self.b.acquire("py:queue", ttl_ms=10000, wait_ms=30000)
             except lockwarden.LockError as e:
                 got["error"] = e
 
         waiter = threading.Thread(target=wait_for_it)
         waiter.start()
         # The agent lists queued requests: release only once b is really waiting.
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + EVENT_S
         while not any(l["resource"] == "py:queue" and l["waiters"] == 1
                       for l in self.a.request("locks")["locks"]):
             self.assertLess(time.monotonic(), deadline, "b never queued")
+            time.sleep(0.01)
+        # b queued before now: held HOLD_MS longer, it has waited at least that long when granted.
+        time.sleep(HOLD_MS / 1000)
         holder.release()
-        waiter.join(10)
+        waiter.join(EVENT_S)
+        self.assertFalse(waiter.is_alive(), "b was never answered")
         self.assertNotIn("error", got)
-        self.assertGreater(got["lock"].waited_ms, 0)
+        self.assertGreaterEqual(got["lock"].waited_ms, HOLD_MS)
         got["lock"].release()
 
     def test_renew_keeps_the_lock_past_its_ttl(self):
-        with self.a.lock("py:renew", ttl_ms=300, renew=True) as lock:
-            time.sleep(1.0)  # more than 3 ttls: only renewals keep it
+        # A ttl long enough that a renewal every ttl/3 on a loaded machine is never late; the
+        # sleep is the point of the test: 3 ttls pass, and only renewals keep the lock.
+        with self.a.lock("py:renew", ttl_ms=2000, wait_ms=WAIT_MS, renew=True) as lock:
+            time.sleep(6.0)
             self.assertIsNone(lock.lost)
             self.assertEqual(self.a.held()[0]["renew"], True)
             with self.assertRaises(lockwarden.LockError) as cm:
-                self.b.acquire("py:renew", ttl_ms=1000)
+                self.b.acquire("py:renew", ttl_ms=1000, wait_ms=200)
             self.assertEqual(cm.exception.code, "timeout")
 
     def test_explicit_extend(self):
-        with self.a.lock("py:extend", ttl_ms=500) as lock:
+        # 5 s: enough to still hold it when the extend arrives; 20 s after: over 10 s is the new ttl.
+        with self.a.lock("py:extend", ttl_ms=5000, wait_ms=WAIT_MS) as lock:
             validity = lock.extend(ttl_ms=20000)
-            self.assertGreater(validity, 19000)
-            self.assertGreater(self.a.held()[0]["validity_ms"], 19000)
+            self.assertGreater(validity, 10000)
+            self.assertGreater(self.a.held()[0]["validity_ms"], 10000)
             if CONTROLLED:
-                self.assertGreater(int(control("pttl py:extend")), 15000)
+                self.assertGreater(int(control("pttl py:extend")), 10000)
 
     def test_lock_without_renew_expires_and_is_reported_lost(self):
-        lock = self.a.acquire("py:expire", ttl_ms=200)
-        self.assertEqual(lock.wait_lost(5), "expired")
+        lock = self.a.acquire("py:expire", ttl_ms=1000, wait_ms=WAIT_MS)
+        self.assertEqual(lock.wait_lost(EVENT_S), "expired")
         with self.assertRaises(lockwarden.LockLost):
             lock.extend(1000)
 
@@ -114,10 +129,10 @@ class LockwardenTest(unittest.TestCase):
     def test_lost_when_renewal_fails(self):
         seen = []
         with self.assertRaises(lockwarden.LockLost) as cm:
-            with self.a.lock("py:lost", ttl_ms=600, renew=True) as lock:
+            with self.a.lock("py:lost", ttl_ms=2000, wait_ms=WAIT_MS, renew=True) as lock:
                 lock.on_lost = lambda l: seen.append(l.lost)
                 control("flush")  # the keys vanish: the next renewal finds the lock gone
-                self.assertEqual(lock.wait_lost(5), "renew_failed")
+                self.assertEqual(lock.wait_lost(EVENT_S), "renew_failed")
         self.assertEqual(cm.exception.code, "lost")
         self.assertEqual(seen, ["renew_failed"])
         self.assertEqual(self.a.held(), [])
@@ -131,12 +146,13 @@ class LockwardenTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, "no_quorum")
         finally:
             control("restore")
-        self.a.acquire("py:quorum", ttl_ms=1000).release()
+        self.a.acquire("py:quorum", ttl_ms=1000, wait_ms=WAIT_MS).release()
 
     def test_closing_the_connection_releases_its_locks(self):
-        self.a.acquire("py:close", ttl_ms=10000)
+        self.a.acquire("py:close", ttl_ms=10000, wait_ms=WAIT_MS)
         self.a.close()
-        self.b.acquire("py:close", ttl_ms=1000, wait_ms=2000).release()
+        # Released once the agent has seen the connection end: well before b's wait runs out.
+        self.b.acquire("py:close", ttl_ms=1000, wait_ms=WAIT_MS).release()
         with self.assertRaises(lockwarden.LockError) as cm:
             self.a.ping()
         self.assertEqual(cm.exception.code, "disconnected")

@@ -15,6 +15,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 controlled() { [[ ${LWTEST_CONTROL:-} == stdio ]]; }
+# These tests must pass the same way on a loaded machine (and against an ASan-built agent), so
+# nothing here depends on how fast anything is: an acquire that must succeed waits (a free lock is
+# granted at once; the wait only lets the agent retry when a master answered too slowly;
+# `lockwarden lock` waits 30 s by default), and an event is awaited with a generous deadline
+# (only a failing test waits it out).
+WAIT_MS=10000
+EVENT_S=15
 exec {harness}>&1  # the harness's pipe, also from inside $(...)
 
 # control ACTION: asks the harness to act on the masters; prints its answer after "ok ".
@@ -49,7 +56,7 @@ test_cli_runs_the_command_under_the_lock() {
 
 test_cli_timeout_when_another_session_holds_it() {
   lw_open
-  lw_acquire sh:busy 10000
+  lw_acquire sh:busy 10000 "$WAIT_MS"
   lock --wait 100ms sh:busy -- true
   expect "exit code" "$rc" 75
   grep -q timeout "$tmp/lock.err"
@@ -57,13 +64,15 @@ test_cli_timeout_when_another_session_holds_it() {
 
 test_cli_waiter_gets_the_lock_when_the_holder_releases() {
   lw_open
-  lw_acquire sh:queue 10000
-  lockwarden lock --wait 10s sh:queue -- true </dev/null &
+  lw_acquire sh:queue 10000 "$WAIT_MS"
+  lockwarden lock --wait 30s sh:queue -- true </dev/null &
   local waiter=$!
-  # The agent lists queued requests: release only once the waiter is really waiting.
-  local deadline=$((SECONDS + 5))
-  until lw_call '"op":"locks"' && [[ $LW_REPLY == *'"waiters":1'* ]]; do
+  # The agent lists queued requests (of every lock): release only once the waiter is really
+  # waiting for ours.
+  local deadline=$((SECONDS + EVENT_S)) queued='"resource":"sh:queue"[^}]*"waiters":1[,}]'
+  until lw_call '"op":"locks"' && [[ $LW_REPLY =~ $queued ]]; do
     ((SECONDS < deadline)) || { echo "  the waiter never queued" >&2; return 1; }
+    sleep 0.01
   done
   lw_release sh:queue "$LW_TOKEN"
   wait "$waiter" && rc=0 || rc=$?
@@ -72,7 +81,7 @@ test_cli_waiter_gets_the_lock_when_the_holder_releases() {
 
 test_session_timeout_error() {
   lw_open
-  lw_acquire sh:busy2 10000
+  lw_acquire sh:busy2 10000 "$WAIT_MS"
   (
     trap lw_close EXIT
     lw_open
@@ -83,31 +92,36 @@ test_session_timeout_error() {
 }
 
 test_renew_keeps_the_lock_past_its_ttl() {
-  lock --ttl 300ms sh:renew1 -- sleep 1  # lost (72) unless the agent renews it
-  expect "lockwarden lock exit code" "$rc" 0
+  # A ttl long enough that a renewal every ttl/3 on a loaded machine is never late; the sleeps
+  # are the point of the test: 3 ttls pass, and only renewals keep the locks. Both at once.
+  lockwarden lock --ttl 2s sh:renew1 -- sleep 6 </dev/null 2>>"$tmp/lock.err" &
+  local cli=$!
   lw_open
-  lw_acquire sh:renew2 300 0 renew
-  sleep 1  # more than 3 ttls: only renewals keep it
+  lw_acquire sh:renew2 2000 "$WAIT_MS" renew
+  sleep 6
   if lw_check_lost; then echo "  lost: $LW_EVENT" >&2; return 1; fi
   lw_call '"op":"held"'
   [[ $LW_REPLY == *'"resource":"sh:renew2"'*'"renew":true'* ]]
-  lock --wait 0s sh:renew2 -- true
+  lock --wait 200ms sh:renew2 -- true
   expect "another holder's exit code" "$rc" 75
+  wait "$cli" && rc=0 || rc=$?
+  expect "lockwarden lock exit code" "$rc" 0  # lost (72) unless the agent renews it
 }
 
 test_explicit_extend() {
   lw_open
-  lw_acquire sh:extend 500
+  # 5 s: enough to still hold it when the extend arrives; 20 s after: over 10 s is the new ttl.
+  lw_acquire sh:extend 5000 "$WAIT_MS"
   lw_extend sh:extend "$LW_TOKEN" 20000
-  ((LW_VALIDITY_MS > 19000))
-  if controlled; then (($(control "pttl sh:extend") > 15000)); fi
+  ((LW_VALIDITY_MS > 10000))
+  if controlled; then (($(control "pttl sh:extend") > 10000)); fi
   lw_release sh:extend "$LW_TOKEN"
 }
 
 test_lock_without_renew_expires_and_is_reported_lost() {
   lw_open
-  lw_acquire sh:expire 200
-  lw_wait_event 5
+  lw_acquire sh:expire 1000 "$WAIT_MS"
+  lw_wait_event "$EVENT_S"
   expect "event" "$(lw_field event "$LW_EVENT")" lost
   expect "reason" "$(lw_field reason "$LW_EVENT")" expired
   expect "token" "$(lw_field token "$LW_EVENT")" "$LW_TOKEN"
@@ -117,15 +131,18 @@ test_lost_when_renewal_fails() {
   controlled || return 77
   # A session's lock: the agent pushes `lost`.
   lw_open
-  lw_acquire sh:lost1 600 0 renew
+  lw_acquire sh:lost1 2000 "$WAIT_MS" renew
   # lockwarden lock: it terminates the command and exits 72.
   mkfifo "$tmp/started"
-  lockwarden lock --ttl 600ms sh:lost2 -- sh -c "echo started > $tmp/started; exec sleep 30" \
-    </dev/null 2>>"$tmp/lock.err" &
+  lockwarden lock --ttl 2s sh:lost2 -- \
+    sh -c "echo started > $tmp/started; exec sleep 30" </dev/null 2>>"$tmp/lock.err" &
   local cli=$!
-  read -r _ <"$tmp/started"
+  # Opened read-write: the read times out (rather than blocking in open) if it never starts.
+  local started
+  exec {started}<>"$tmp/started"
+  read -r -t "$EVENT_S" _ <&"$started" || { echo "  lockwarden lock never started" >&2; return 1; }
   control flush >/dev/null  # the keys vanish: the next renewals find the locks gone
-  lw_wait_event 5
+  lw_wait_event "$EVENT_S"
   expect "event" "$(lw_field event "$LW_EVENT")" lost
   expect "reason" "$(lw_field reason "$LW_EVENT")" renew_failed
   wait "$cli" && rc=0 || rc=$?
@@ -142,7 +159,7 @@ test_no_quorum_when_a_majority_of_masters_is_down() {
   control restore >/dev/null
   expect "lockwarden lock exit code" "$cli_rc" 69
   expect "session error" "$session_error" no_quorum
-  lw_acquire sh:quorum 1000
+  lw_acquire sh:quorum 1000 "$WAIT_MS"
 }
 
 failed=0

@@ -4,11 +4,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { byTestId, screenshot, useStack } from './browser.mjs';
+import { EVENT_TIMEOUT_MS, byTestId, screenshot, useStack } from './browser.mjs';
 import { randomId } from './fixture.mjs';
 
 // Resolves with the next POST to path (an admin action) the page sends.
-function nextPost(page, path, timeout = 5000) {
+function nextPost(page, path, timeout = EVENT_TIMEOUT_MS) {
   return page.waitForResponse(
     (r) => r.request().method() === 'POST' && new URL(r.url()).pathname === path,
     { timeout },
@@ -32,21 +32,21 @@ async function waitForActionResult(page, ok, text = '') {
       return el && el.getAttribute('data-ok') === want && el.textContent.includes(needle);
     },
     [byTestId('action-result'), String(ok), text],
-    { timeout: 5000 },
+    { timeout: EVENT_TIMEOUT_MS },
   );
 }
 
 // Clicks an action button and waits for the confirmation dialog it opens.
 async function openDialog(page, button) {
   await button.click();
-  await page.locator(byTestId('confirm-dialog')).waitFor({ state: 'visible', timeout: 5000 });
+  await page.locator(byTestId('confirm-dialog')).waitFor({ state: 'visible' });
 }
 
 // Closes the confirmation dialog if the page left it open (e.g. to show an error in it).
 async function closeDialog(page) {
   const dialog = page.locator(byTestId('confirm-dialog'));
   if (await dialog.isVisible()) await page.click(byTestId('confirm-cancel'));
-  await dialog.waitFor({ state: 'hidden', timeout: 5000 });
+  await dialog.waitFor({ state: 'hidden', timeout: EVENT_TIMEOUT_MS });
 }
 
 async function saveToken(page, token) {
@@ -83,7 +83,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
 
     await stack.withPage('leak', async (page, watch) => {
       const row = page.locator(byTestId('leak-row', { master: master.address, key }));
-      await row.waitFor({ state: 'visible', timeout: 10000 });
+      await row.waitFor({ state: 'visible', timeout: EVENT_TIMEOUT_MS });
       await screenshot(page, '04-leak-listed');
 
       const dialog = page.locator(byTestId('confirm-dialog'));
@@ -96,7 +96,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
       const posts = recordPosts(page);
       await openDialog(page, expireButton);
       await page.click(byTestId('confirm-ok'));
-      await page.waitForSelector(byTestId('action-result', { ok: false }), { timeout: 5000 });
+      await page.waitForSelector(byTestId('action-result', { ok: false }));
       for (const request of posts) assert.equal((await request.response())?.status(), 401);
       await closeDialog(page);
       assert.equal(await master.command(['PTTL', key]), -1);
@@ -124,10 +124,10 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
       assert.equal(response.request().headers().authorization, `Bearer ${agent.token}`);
       assert.equal(response.status(), 200, await response.text());
       await waitForActionResult(page, true);
-      await dialog.waitFor({ state: 'hidden', timeout: 5000 });
+      await dialog.waitFor({ state: 'hidden', timeout: EVENT_TIMEOUT_MS });
       const pttl = await master.command(['PTTL', key]);
       assert.ok(pttl > 0, `PTTL ${key} is ${pttl}, expected a TTL`);
-      await row.waitFor({ state: 'detached', timeout: 5000 });
+      await row.waitFor({ state: 'detached', timeout: EVENT_TIMEOUT_MS });
     });
   });
 
@@ -135,11 +135,12 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
     const { cluster, agent } = stack;
     await agent.withClient(async (client) => {
       const resource = `reports-${randomId()}`;
-      const grant = await client.acquire(resource, { ttl_ms: 600000 });
+      // The longest ttl an agent allows by default (max_ttl_ms): it outlasts the test.
+      const grant = await client.acquire(resource, { ttl_ms: 60000, wait_ms: 10000 });
 
       await stack.withPage('force-release', async (page) => {
         const row = page.locator(byTestId('lock-row', { resource }));
-        await row.waitFor({ state: 'visible', timeout: 5000 });
+        await row.waitFor({ state: 'visible', timeout: EVENT_TIMEOUT_MS });
         await saveToken(page, agent.token);
         const dialog = page.locator(byTestId('confirm-dialog'));
         const releaseButton = row.locator(byTestId('force-release'));
@@ -149,7 +150,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
         await openDialog(page, releaseButton);
         assert.ok((await dialog.textContent()).includes(resource), 'the dialog names the lock');
         await page.click(byTestId('confirm-cancel'));
-        await dialog.waitFor({ state: 'hidden', timeout: 5000 });
+        await dialog.waitFor({ state: 'hidden', timeout: EVENT_TIMEOUT_MS });
         assert.deepEqual(posts.map((r) => r.url()), []);
         assert.equal(client.events.length, 0);
 
@@ -159,7 +160,7 @@ describe('actions with the admin token', { timeout: 120000 }, () => {
         const response = await done;
         assert.equal(response.status(), 200, await response.text());
         await waitForActionResult(page, true);
-        await row.waitFor({ state: 'detached', timeout: 5000 });
+        await row.waitFor({ state: 'detached', timeout: EVENT_TIMEOUT_MS });
 
         const lost = await client.waitForEvent(
           (e) => e.event === 'lost' && e.resource === resource,
@@ -190,11 +191,11 @@ describe('actions disabled (agent without an admin token)', { timeout: 120000 },
     const key = await plantLeak(master);
     await agent.withClient(async (client) => {
       const resource = `batch-${randomId()}`;
-      await client.acquire(resource, { ttl_ms: 60000, renew: true });
+      await client.acquire(resource, { ttl_ms: 60000, renew: true, wait_ms: 10000 });
 
       await stack.withPage('actions-disabled', async (page) => {
         const notice = page.locator(byTestId('actions-disabled'));
-        await notice.waitFor({ state: 'visible', timeout: 5000 });
+        await notice.waitFor({ state: 'visible', timeout: EVENT_TIMEOUT_MS });
         const { actions } = await agent.state();
         assert.equal(actions?.enabled, false, 'state.actions.enabled');
         const shown = normalizeSpace(await notice.textContent());
@@ -205,8 +206,8 @@ describe('actions disabled (agent without an admin token)', { timeout: 120000 },
 
         const lockRow = page.locator(byTestId('lock-row', { resource }));
         const leakRow = page.locator(byTestId('leak-row', { master: master.address, key }));
-        await lockRow.waitFor({ state: 'visible', timeout: 5000 });
-        await leakRow.waitFor({ state: 'visible', timeout: 10000 });
+        await lockRow.waitFor({ state: 'visible', timeout: EVENT_TIMEOUT_MS });
+        await leakRow.waitFor({ state: 'visible', timeout: EVENT_TIMEOUT_MS });
         assert.ok(await lockRow.locator(byTestId('force-release')).isDisabled(), 'force-release');
         assert.ok(await leakRow.locator(byTestId('leak-expire')).isDisabled(), 'leak-expire');
         assert.ok(await leakRow.locator(byTestId('leak-delete')).isDisabled(), 'leak-delete');

@@ -5,7 +5,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { after, before } from 'node:test';
 
-import { Agent, RedisCluster, chromiumPath, here, outputDir } from './fixture.mjs';
+import {
+  Agent, EVENT_TIMEOUT_MS, RedisCluster, chromiumPath, here, outputDir,
+} from './fixture.mjs';
+
+// What a test waits for on the page (a poll's result rendered, a dialog opening, a response)
+// comes within this, however loaded the machine: see EVENT_TIMEOUT_MS.
+export { EVENT_TIMEOUT_MS };
 
 async function loadPlaywright() {
   try {
@@ -68,14 +74,17 @@ const CSP_REPORTER = `document.addEventListener('securitypolicyviolation', (e) =
 
 // Runs body(page, watch) on a fresh 1280x900 page (own context: fresh sessionStorage) at url,
 // then checks the page stayed clean. On failure, saves FAIL-<name>.png for diagnosis.
-export async function withPage(browser, url, name, body) {
+// options.clock: install Playwright's clock before the page loads (its timers still run in real
+// time until the test takes control, e.g. page.clock.runFor()).
+export async function withPage(browser, url, name, body, { clock = false } = {}) {
   fs.rmSync(path.join(outputDir, `FAIL-${name}.png`), { force: true }); // from an earlier run
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  context.setDefaultTimeout(10000); // clicks and waits without their own timeout
+  context.setDefaultTimeout(EVENT_TIMEOUT_MS); // clicks and waits without their own timeout
   try {
     const page = await context.newPage();
     const watch = new PageWatch(page);
     await page.addInitScript(CSP_REPORTER);
+    if (clock) await page.clock.install();
     try {
       const response = await page.goto(url, { waitUntil: 'load' });
       if (!response || !response.ok()) {
@@ -114,14 +123,14 @@ export function byTestId(id, attrs = {}) {
 // Registers before/after hooks in the calling describe block: before() starts 5 redis-server
 // masters, an agent on them (agentOptions as for Agent.start) and, with {browser: true},
 // chromium; after() stops what started. Returns the object before() fills in: {cluster, agent,
-// browser}, and withPage(name, body), which is withPage() on the agent's page.
+// browser}, and withPage(name, body, options), which is withPage() on the agent's page.
 export function useStack(agentOptions = {}, { browser: withBrowser = false } = {}) {
   const stack = {
     cluster: null,
     agent: null,
     browser: null,
-    withPage(name, body) {
-      return withPage(stack.browser, `${stack.agent.baseUrl}/`, name, body);
+    withPage(name, body, options) {
+      return withPage(stack.browser, `${stack.agent.baseUrl}/`, name, body, options);
     },
   };
   before(async () => {

@@ -57,7 +57,7 @@ function encodeCommand(args) {
 }
 
 // Runs one command on 127.0.0.1:port; a Redis error reply rejects with RedisError.
-export function redisCommand(port, args, { timeoutMs = 1000 } = {}) {
+export function redisCommand(port, args, { timeoutMs = 10000 } = {}) {
   return new Promise((resolve, reject) => {
     const sock = net.connect({ host: '127.0.0.1', port });
     let buf = Buffer.alloc(0);
@@ -91,7 +91,7 @@ export function redisCommand(port, args, { timeoutMs = 1000 } = {}) {
 // HTTP without keep-alive: an idle kept-alive connection (fetch() keeps one) holds up the
 // agent's exit on SIGTERM by seconds.
 
-export function httpRequest(url, { method = 'GET', headers = {}, body, timeoutMs = 5000 } = {}) {
+export function httpRequest(url, { method = 'GET', headers = {}, body, timeoutMs = 15000 } = {}) {
   return new Promise((resolve, reject) => {
     const req = http.request(url, { method, headers, agent: false, timeout: timeoutMs }, (res) => {
       const chunks = [];
@@ -177,7 +177,7 @@ export class LockClient {
 
   // Sends request (its id is set here) and resolves with the reply, which gets `receivedAt`
   // (Date.now() when the reply line arrived).
-  call(request, { timeoutMs = 5000 } = {}) {
+  call(request, { timeoutMs = 20000 } = {}) {
     if (this.closed) return Promise.reject(new Error('connection closed'));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
@@ -207,7 +207,7 @@ export class LockClient {
   }
 
   // Resolves with the first event (already received or yet to come) matching pred.
-  waitForEvent(pred, { timeoutMs = 5000 } = {}) {
+  waitForEvent(pred, { timeoutMs = 20000 } = {}) {
     const found = this.events.find(pred);
     if (found) return Promise.resolve(found);
     return new Promise((resolve, reject) => {

@@ -35,6 +35,13 @@ export const chromiumPath = process.env.LOCKWARDEN_CHROMIUM || '/usr/bin/chromiu
 // the agent): polling intervals, never a stand-in for a condition.
 const PROBE_PAUSE_MS = 10;
 
+// How long to wait for something that will happen (a process starting, the agent seeing a
+// master die, a lock appearing in its state): generous, so that a loaded machine (2 shared
+// cores, a sanitizer build) passes the same way as an idle one. Only a failing test waits it out.
+export const EVENT_TIMEOUT_MS = 20000;
+// A process starting (redis-server, the agent and its masters becoming usable).
+export const START_TIMEOUT_MS = 30000;
+
 export function randomId(bytes = 6) {
   return crypto.randomBytes(bytes).toString('hex');
 }
@@ -50,7 +57,7 @@ export class GiveUp extends Error {}
 // Polls fn until it returns a truthy value (which is returned) or timeoutMs passes. Errors fn
 // throws count as "not yet", except GiveUp.
 export async function waitUntil(fn, options = {}) {
-  const { timeoutMs = 5000, intervalMs = 25, what = 'condition' } = options;
+  const { timeoutMs = EVENT_TIMEOUT_MS, intervalMs = 25, what = 'condition' } = options;
   const end = Date.now() + timeoutMs;
   let lastError;
   for (;;) {
@@ -259,7 +266,7 @@ class RedisMaster {
     const child = await spawnLogged(argv, path.join(this.dir, 'redis.out'));
     // redis-server has no readiness event: probe until it answers as this very process (not
     // some other server that took the port).
-    const end = Date.now() + 5000;
+    const end = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < end) {
       if (hasExited(child)) return false;
       try {
@@ -275,7 +282,8 @@ class RedisMaster {
       await pause(PROBE_PAUSE_MS);
     }
     await stopChild(child, 'SIGKILL');
-    throw new Error(`redis-server on port ${this.port} did not answer within 5 s`);
+    throw new Error(
+      `redis-server on port ${this.port} did not answer within ${START_TIMEOUT_MS} ms`);
   }
 
   // kill -9, and wait until the process is gone.
@@ -339,10 +347,15 @@ export class RedisCluster {
 export class Agent {
   // options: token (true: generate one; a string: use it; false: actions disabled),
   // scanIntervalMs, extraArgs (a flag given there replaces the default of the same name),
-  // label (names the copy of the log kept in logDir), logDir (default outputDir).
+  // label (names the copy of the log kept in logDir), logDir (default outputDir),
+  // readyTimeoutMs (how long it may take to be ready, at each start: add the restart quarantine
+  // when it is on, as the fresh masters count only after max_ttl).
   static async start(
     cluster,
-    { token = true, scanIntervalMs = 500, extraArgs = [], label, logDir = outputDir } = {},
+    {
+      token = true, scanIntervalMs = 500, extraArgs = [], label, logDir = outputDir,
+      readyTimeoutMs = START_TIMEOUT_MS,
+    } = {},
   ) {
     if (!fs.existsSync(agentBinary)) {
       throw new Error(
@@ -357,6 +370,7 @@ export class Agent {
     agent.socketPath = path.join(agent.dir, 'agent.sock');
     agent.logPath = path.join(agent.dir, 'agent.log');
     agent.token = token === true ? randomId(24) : token || null;
+    agent.readyTimeoutMs = readyTimeoutMs;
     const argv = [
       agentBinary, 'serve',
       '--socket', agent.socketPath,
@@ -394,7 +408,7 @@ export class Agent {
     const logOffset = fs.existsSync(this.logPath) ? fs.statSync(this.logPath).size : 0;
     try {
       this.child = await spawnLogged(this.argv, this.logPath, this.env);
-      await this.waitReady(10000, logOffset);
+      await this.waitReady(this.readyTimeoutMs, logOffset);
     } catch (err) {
       throw new Error(`${err.message}\n--- agent.log ---\n${fileTail(this.logPath)}`);
     }

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { launchBrowser, useStack } from './browser.mjs';
 import { randomId, waitUntil } from './fixture.mjs';
 
-describe('fixture', { timeout: 60000 }, () => {
+describe('fixture', { timeout: 120000 }, () => {
   const stack = useStack({ label: 'fixture-agent' });
 
   it('starts 5 masters and an agent that sees them all', async () => {
@@ -27,7 +27,7 @@ describe('fixture', { timeout: 60000 }, () => {
     const { agent } = stack;
     await agent.withClient(async (client) => {
       const resource = `fixture-${randomId()}`;
-      const grant = await client.acquire(resource, { ttl_ms: 30000 });
+      const grant = await client.acquire(resource, { ttl_ms: 30000, wait_ms: 10000 });
       assert.match(grant.token, /^[0-9a-f]{40}$/);
       const lock = await waitUntil(
         async () => (await agent.state()).locks.find((l) => l.resource === resource),
@@ -46,7 +46,8 @@ describe('fixture', { timeout: 60000 }, () => {
     const { agent } = stack;
     await agent.withClient(async (client) => {
       const resource = `fixture-${randomId()}`;
-      const grant = await client.acquire(resource, { ttl_ms: 600000 });
+      // The longest ttl an agent allows by default (max_ttl_ms): it outlasts the test.
+      const grant = await client.acquire(resource, { ttl_ms: 60000, wait_ms: 10000 });
       const refused = await agent.post('/api/v1/locks/release', { resource }, { token: null });
       assert.equal(refused.status, 401);
       const res = await agent.post('/api/v1/locks/release', { resource });
@@ -99,7 +100,7 @@ describe('fixture', { timeout: 60000 }, () => {
   });
 });
 
-describe('fixture without a token', { timeout: 60000 }, () => {
+describe('fixture without a token', { timeout: 120000 }, () => {
   const stack = useStack({ token: false, label: 'fixture-agent-no-token' });
 
   it('refuses actions with 403', async () => {

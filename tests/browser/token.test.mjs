@@ -4,7 +4,6 @@
 
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { setTimeout as pause } from 'node:timers/promises';
 
 import { byTestId, screenshot, useStack } from './browser.mjs';
 import { httpRequest } from './clients.mjs';
@@ -43,44 +42,48 @@ describe('an agent listening beyond loopback', { timeout: 120000 }, () => {
       // Chromium logs each refused request as a console error: the first poll, the wrong token.
       watch.expect(/status of 401/, 2);
       const notice = page.locator(byTestId('token-needed'));
-      await notice.waitFor({ state: 'visible', timeout: 5000 });
+      await notice.waitFor({ state: 'visible' });
       assert.match(await notice.textContent(), /needs the admin token to show anything/);
       assert.equal(await page.locator(byTestId('quorum-banner')).isVisible(), false);
       assert.equal(await page.locator('#stale-warning').isVisible(), false, 'no error banner');
       assert.equal(await page.getAttribute(byTestId('last-update'), 'data-stale'), 'true');
 
       // No storm: nothing is polled while the token is missing (the page polls every second).
+      // The page's clock (Playwright's) runs 5 s of its timers at once, whatever the machine's
+      // speed: a page that still polled would send its poll within them. Then a request of our
+      // own from the page: the page's requests are reported in the order it sends them, so a
+      // poll sent before it has been reported by the time it is.
       const polls = [];
       page.on('request', (r) => {
         if (isStatePoll(r)) polls.push(r);
       });
-      await pause(2500);
+      await page.clock.runFor(5000);
+      const marker = `/healthz?after-polls=${randomId()}`;
+      const markerSeen = page.waitForRequest((r) => r.url().endsWith(marker));
+      await page.evaluate((url) => fetch(url).then((r) => r.status), marker);
+      await markerSeen;
       assert.equal(polls.length, 0, 'the page kept polling without a token');
       await screenshot(page, '08-token-needed');
 
       // A wrong token: refused, and the page says so.
-      const wrongPoll = page.waitForResponse((r) => isStatePoll(r.request()), { timeout: 5000 });
+      const wrongPoll = page.waitForResponse((r) => isStatePoll(r.request()));
       await saveToken(page, `wrong-${randomId(12)}`);
       assert.equal((await wrongPoll).status(), 401);
       await page.waitForFunction(
         () => document.getElementById('token-needed-title').textContent.includes('refused'),
-        null,
-        { timeout: 5000 },
       );
       assert.ok(await notice.isVisible());
 
       // The right one: the page shows the agent, and every poll carries the token.
-      const goodPoll = page.waitForResponse((r) => isStatePoll(r.request()), { timeout: 5000 });
+      const goodPoll = page.waitForResponse((r) => isStatePoll(r.request()));
       await saveToken(page, agent.token);
       const good = await goodPoll;
       assert.equal(good.status(), 200);
       assert.equal(good.request().headers().authorization, `Bearer ${agent.token}`);
-      await notice.waitFor({ state: 'hidden', timeout: 5000 });
-      await page.waitForSelector(byTestId('quorum-banner', { state: 'healthy' }), {
-        timeout: 10000,
-      });
-      const next = await page.waitForRequest(isStatePoll, { timeout: 5000 });
+      await notice.waitFor({ state: 'hidden' });
+      await page.waitForSelector(byTestId('quorum-banner', { state: 'healthy' }));
+      const next = await page.waitForRequest(isStatePoll);
       assert.equal(next.headers().authorization, `Bearer ${agent.token}`);
-    });
+    }, { clock: true });
   });
 });

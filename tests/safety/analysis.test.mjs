@@ -96,6 +96,27 @@ describe('safety checks', () => {
     assert.match(c.violations[1].text, /not injected/);
   });
 
+  it('(4) short mode: a slow resume is a figure, only no progress at all fails', () => {
+    const h = clean();
+    Object.assign(h.cfg, { resumeGoalMs: 3000, resumeFailMs: 30000 });
+    // Healed at 2.6 s (clean) and 4.5 s: the next grants at 3 s and 5 s, within the goal. Healed
+    // at 10.5 s: the next at 14.3 s (3.8 s, over the goal, within the bound).
+    grant(h, { r: 'r1', t: 14.3, fence: 11 });
+    h.faults.push({ name: 'SIGSTOP one master', target: 'm3', start: 4 * S, heal: 4.5 * S });
+    h.faults.push({ name: 'kill -9 two masters', target: 'm1 m2', start: 10.4 * S, heal: 10.5 * S });
+    assert.deepEqual(failing(h), []);
+    assert.match(analyze(h)[3].stats, /met after 2 of 3; slowest 3800 ms/);
+    // Healed at 15 s, after the last grant: no progress at all.
+    h.faults.push({ name: 'kill -9 one agent', target: 'a0', start: 14.5 * S, heal: 15 * S });
+    assert.deepEqual(failing(h), [4]);
+    assert.match(analyze(h)[3].violations[0].text, /kill -9 one agent .*no grant at all/);
+    // The long mode fails on the goal itself.
+    h.faults.pop();
+    h.cfg.resumeFailMs = 3000;
+    assert.deepEqual(failing(h), [4]);
+    assert.match(analyze(h)[3].violations[0].text, /the first after 3800 ms/);
+  });
+
   it('(5) catch a late write accepted after a higher fence', () => {
     const h = clean();
     h.ops.push({ t: 30 * S, op: 'write', client: 'c3', resource: 'r0', fence: 4, value: 1, accepted: true });

@@ -4,7 +4,9 @@
 //   node client.mjs NAME AGENT_LABEL AGENT_SOCKET REGISTER_SOCKET CONFIG_JSON
 //
 // CONFIG_JSON: {"resources":["r1",...],"ttlMinMs":1000,"ttlMaxMs":2000,"waitMs":3000,
-//               "minValidityLeftMs":100,"holdMaxMs":2,"holdShareMax":0}
+//               "minValidityLeftMs":100,"holdMaxMs":2,"holdShareMax":0,"seed":123}
+// seed: this client's seed (rng.mjs), from which every choice it makes (resource, ttl, hold,
+// back-off) is drawn.
 // The hold between read and write: up to holdMaxMs, plus, when holdShareMax > 0, up to that
 // share of the validity left (a slow holder, still within its lock, when a fault strikes).
 //
@@ -16,11 +18,14 @@
 import { setTimeout as pause } from 'node:timers/promises';
 
 import { LockClient } from '../browser/clients.mjs';
+import { mulberry32, randIntFrom } from './rng.mjs';
 
 const [name, agentLabel, agentSocket, registerSocket, configJson] = process.argv.slice(2);
 const cfg = JSON.parse(configJson);
+if (!Number.isInteger(cfg.seed)) throw new Error(`${name}: no integer seed in the config`);
 const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-const randInt = (lo, hi) => lo + Math.floor(Math.random() * (hi - lo + 1));
+const random = mulberry32(cfg.seed);
+const randInt = randIntFrom(random);
 
 const register = await LockClient.connect(registerSocket);
 const checkerGone = () => process.exit(3); // nothing left to report to
@@ -105,7 +110,7 @@ async function cycle() {
     record.t_read = nowUs();
     record.read_value = read.value;
     const left = (validityEndUs - nowUs()) / 1000 - cfg.minValidityLeftMs;
-    const holdMs = randInt(0, cfg.holdMaxMs) + Math.max(0, Math.random() * cfg.holdShareMax * left);
+    const holdMs = randInt(0, cfg.holdMaxMs) + Math.max(0, random() * cfg.holdShareMax * left);
     if (holdMs >= 1) await pause(holdMs);
     record.t_write = nowUs();
     const written = await register.call(

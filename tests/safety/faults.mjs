@@ -1,8 +1,10 @@
 // The faults the checker injects while the clients run. Each records when it started and when
-// it was healed (µs on CLOCK_MONOTONIC, as every other time of the run): the checker wants a
-// grant within max_ttl + 1 s of each heal.
+// it was healed (µs on CLOCK_MONOTONIC, as every other time of the run): the checker reports how
+// soon after each heal grants resumed (goal: max_ttl + 1 s).
 //
-// ctx: {cluster, agents, register, cfg, say}. round: which cycle this is, to rotate the targets.
+// ctx: {cluster, agents, register, cfg, say, clientNames}. round: which cycle this is, to rotate
+// the targets. Every target is chosen by the round, never by timing or chance: the same run
+// injects the same faults into the same masters, agents and clients.
 
 import { setTimeout as pause } from 'node:timers/promises';
 
@@ -48,13 +50,15 @@ export const FAULTS = [
     },
   },
   {
-    // The register stops the next client that reads, before it sees the value: it holds a
-    // grant and is between its read and its write. It stays stopped until 1 s after its
+    // The register stops the round's client at its next read, before it sees the value: it
+    // holds a grant and is between its read and its write. It stays stopped until 1 s after its
     // validity ended; its late write must then be rejected if a higher fence was accepted.
     name: 'SIGSTOP one client',
-    run: async (ctx) => {
+    run: async (ctx, round) => {
       const start = nowUs();
-      const p = await ctx.register.pauseNextRead();
+      // Fast and slow clients in turn (the first 3 are the slow ones).
+      const target = ctx.clientNames[(round * 4 + 3) % ctx.clientNames.length];
+      const p = await ctx.register.pauseNextRead((client) => client === target, 60000);
       try {
         const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
         await pause(stopForMs);
@@ -63,7 +67,7 @@ export const FAULTS = [
       }
       const heal = nowUs();
       const write = await waitUntil(() => ctx.register.writeOf(p.token), {
-        timeoutMs: 10000,
+        timeoutMs: 60000,
         intervalMs: 10,
         what: `the late write of client ${p.client}`,
       });
@@ -88,8 +92,19 @@ export const FAULTS = [
   },
 ];
 
+// The first grant (any resource, any agent) after t: a record with t_granted >= t, or null.
+function grantAfter(register, t) {
+  for (let i = register.grants.length - 1; i >= 0; i--) {
+    if (register.grants[i].t_granted >= t) return register.grants[i];
+  }
+  return null;
+}
+
 // Runs the faults in order, cfg.faultGapMs of plain traffic after each, until done() says so
-// (checked after each fault; at least one fault runs). Returns the fault records.
+// (checked after each fault; at least one fault runs). The next fault starts only once a grant
+// came after the heal (or cfg.resumeFailMs passed without one: the checks report it), so that
+// each fault, the last one too, is followed by the traffic that shows whether grants resumed.
+// Returns the fault records.
 export async function runFaults(ctx, done) {
   const records = [];
   for (let i = 0; ; i++) {
@@ -107,6 +122,15 @@ export async function runFaults(ctx, done) {
     }
     records.push(rec);
     await pause(ctx.cfg.faultGapMs);
+    const resumeBy = rec.heal / 1000 + ctx.cfg.resumeFailMs; // ms on the same clock
+    const left = Math.max(1, resumeBy - nowUs() / 1000);
+    try {
+      await waitUntil(() => grantAfter(ctx.register, rec.heal), {
+        timeoutMs: left, intervalMs: 20, what: 'a grant after the heal',
+      });
+    } catch {
+      ctx.say(`  no grant within ${ctx.cfg.resumeFailMs} ms of the heal`);
+    }
     if (done(records)) return records;
   }
 }

@@ -27,7 +27,7 @@ export function summaryLines(h, checks, problems, mode) {
   const out = [];
   out.push(`lockwarden safety checker, ${mode} mode: ${cfg.masters} masters, ${cfg.agents} agents, ` +
     `${cfg.clients} clients, ${cfg.resources.length} resources, ttl ${cfg.ttlMinMs}-${cfg.ttlMaxMs} ms, ` +
-    `max_ttl ${cfg.maxTtlMs} ms, fenced grants`);
+    `max_ttl ${cfg.maxTtlMs} ms, fenced grants, seed ${cfg.seed}`);
   out.push(`grants: ${h.grants.length} in ${trafficS.toFixed(1)} s of traffic ` +
     `(${(h.grants.length / trafficS).toFixed(1)}/s); first grant ${h.firstGrantMs.toFixed(0)} ms after ` +
     `the masters started (restart quarantine: none before max_ttl)`);

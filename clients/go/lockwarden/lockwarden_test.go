@@ -25,6 +25,17 @@ var (
 	answers    = bufio.NewReader(os.Stdin)
 )
 
+// These tests must pass the same way on a loaded machine (and against an ASan-built agent), so
+// nothing here depends on how fast anything is: an acquire that must succeed waits (a free lock
+// is granted at once; the wait only lets the agent retry when a master answered too slowly), an
+// event is awaited with a generous deadline (only a failing test waits it out), and a validity is
+// only checked to come from the ttl asked for (more than half of it), not to the ms.
+const (
+	waitLong  = 10 * time.Second
+	eventWait = 15 * time.Second
+	holdFor   = 50 * time.Millisecond // how long a queued waiter is kept waiting
+)
+
 // control asks the harness to act on the masters and returns its answer after "ok ".
 func control(t *testing.T, action string) string {
 	t.Helper()
@@ -81,13 +92,13 @@ type heldLock struct {
 	Waiters    int    `json:"waiters"`
 }
 
-// waitLost waits (5 s at most) for the lock to be lost and returns the reason.
+// waitLost waits (eventWait at most) for the lock to be lost and returns the reason.
 func waitLost(t *testing.T, lock *Lock) string {
 	t.Helper()
 	select {
 	case <-lock.Lost():
 		return lock.LostReason()
-	case <-time.After(5 * time.Second):
+	case <-time.After(eventWait):
 		t.Fatal("the lock was never reported lost")
 		return ""
 	}
@@ -109,11 +120,11 @@ func held(t *testing.T, c *Client) []heldLock {
 func TestAcquireAndRelease(t *testing.T) {
 	a, _ := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:basic", AcquireOptions{TTL: 10 * time.Second})
+	lock, err := a.Acquire(ctx, "go:basic", AcquireOptions{TTL: 10 * time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(lock.Token) || lock.Validity < 9*time.Second {
+	if !regexp.MustCompile(`^[0-9a-f]{40}$`).MatchString(lock.Token) || lock.Validity < 5*time.Second {
 		t.Fatalf("bad grant %+v", lock)
 	}
 	if h := held(t, a); len(h) != 1 || h[0].Resource != "go:basic" {
@@ -136,7 +147,7 @@ func TestAcquireAndRelease(t *testing.T) {
 func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
-	if _, err := a.Acquire(ctx, "go:busy", AcquireOptions{TTL: 10 * time.Second}); err != nil {
+	if _, err := a.Acquire(ctx, "go:busy", AcquireOptions{TTL: 10 * time.Second, Wait: waitLong}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := b.Acquire(ctx, "go:busy", AcquireOptions{TTL: time.Second, Wait: 200 * time.Millisecond})
@@ -146,7 +157,7 @@ func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
 func TestWaiterGetsTheLockWhenTheHolderReleases(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
-	holder, err := a.Acquire(ctx, "go:queue", AcquireOptions{TTL: 10 * time.Second})
+	holder, err := a.Acquire(ctx, "go:queue", AcquireOptions{TTL: 10 * time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +167,12 @@ func TestWaiterGetsTheLockWhenTheHolderReleases(t *testing.T) {
 	}
 	got := make(chan result, 1)
 	go func() {
-		l, err := b.Acquire(ctx, "go:queue", AcquireOptions{TTL: 10 * time.Second, Wait: 10 * time.Second})
+		l, err := b.Acquire(ctx, "go:queue", AcquireOptions{TTL: 10 * time.Second, Wait: 30 * time.Second})
 		got <- result{l, err}
 	}()
-	// The agent lists queued requests: release only once b is really waiting.
-	for deadline := time.Now().Add(5 * time.Second); ; {
+	// The agent lists queued requests: release only once b is really waiting. Every lock of the
+	// agent is listed (a lock of an earlier test may still be being released): look at ours.
+	for deadline := time.Now().Add(eventWait); ; time.Sleep(10 * time.Millisecond) {
 		raw, err := a.Request(ctx, "locks", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -169,18 +181,29 @@ func TestWaiterGetsTheLockWhenTheHolderReleases(t *testing.T) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			t.Fatal(err)
 		}
-		if len(r.Locks) == 1 && r.Locks[0].Waiters == 1 {
+		queued := false
+		for _, l := range r.Locks {
+			queued = queued || (l.Resource == "go:queue" && l.Waiters == 1)
+		}
+		if queued {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatal("b never queued")
 		}
 	}
+	// b queued before now: held holdFor longer, it has waited at least that long when granted.
+	time.Sleep(holdFor)
 	if err := holder.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r := <-got
-	if r.err != nil || r.lock.Waited <= 0 {
+	var r result
+	select {
+	case r = <-got:
+	case <-time.After(eventWait):
+		t.Fatal("b was never answered")
+	}
+	if r.err != nil || r.lock.Waited < holdFor {
 		t.Fatalf("waiter: %+v %v", r.lock, r.err)
 	}
 }
@@ -188,36 +211,39 @@ func TestWaiterGetsTheLockWhenTheHolderReleases(t *testing.T) {
 func TestRenewKeepsTheLockPastItsTTL(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:renew", AcquireOptions{TTL: 300 * time.Millisecond, Renew: true})
+	// A ttl long enough that a renewal every ttl/3 on a loaded machine is never late; the sleep
+	// is the point of the test: 3 ttls pass, and only renewals keep the lock.
+	lock, err := a.Acquire(ctx, "go:renew", AcquireOptions{TTL: 2 * time.Second, Wait: waitLong, Renew: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // more than 3 ttls: only renewals keep it
+	time.Sleep(6 * time.Second)
 	if err := lock.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if h := held(t, a); len(h) != 1 || !h[0].Renew {
 		t.Fatalf("held: %+v", h)
 	}
-	_, err = b.Acquire(ctx, "go:renew", AcquireOptions{TTL: time.Second})
+	_, err = b.Acquire(ctx, "go:renew", AcquireOptions{TTL: time.Second, Wait: 200 * time.Millisecond})
 	wantCode(t, err, CodeTimeout)
 }
 
 func TestExplicitExtend(t *testing.T) {
 	a, _ := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:extend", AcquireOptions{TTL: 500 * time.Millisecond})
+	// 5 s: enough to still hold it when the extend arrives; 20 s after: over 10 s is the new ttl.
+	lock, err := a.Acquire(ctx, "go:extend", AcquireOptions{TTL: 5 * time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
 	validity, err := lock.Extend(ctx, 20*time.Second)
-	if err != nil || validity < 19*time.Second {
+	if err != nil || validity < 10*time.Second {
 		t.Fatalf("extend: %v %v", validity, err)
 	}
-	if h := held(t, a); len(h) != 1 || h[0].ValidityMs < 19000 {
+	if h := held(t, a); len(h) != 1 || h[0].ValidityMs < 10000 {
 		t.Fatalf("held: %+v", h)
 	}
-	if controlled && controlInt(t, "pttl go:extend") < 15000 {
+	if controlled && controlInt(t, "pttl go:extend") < 10000 {
 		t.Fatal("the masters did not get the new ttl")
 	}
 }
@@ -225,7 +251,7 @@ func TestExplicitExtend(t *testing.T) {
 func TestLockWithoutRenewExpiresAndIsReportedLost(t *testing.T) {
 	a, _ := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:expire", AcquireOptions{TTL: 200 * time.Millisecond})
+	lock, err := a.Acquire(ctx, "go:expire", AcquireOptions{TTL: time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +265,7 @@ func TestLockWithoutRenewExpiresAndIsReportedLost(t *testing.T) {
 func TestLostWhenRenewalFails(t *testing.T) {
 	a, _ := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:lost", AcquireOptions{TTL: 600 * time.Millisecond, Renew: true})
+	lock, err := a.Acquire(ctx, "go:lost", AcquireOptions{TTL: 2 * time.Second, Wait: waitLong, Renew: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +285,7 @@ func TestNoQuorumWhenAMajorityOfMastersIsDown(t *testing.T) {
 	_, err := a.Acquire(ctx, "go:quorum", AcquireOptions{TTL: time.Second, Wait: 100 * time.Millisecond})
 	control(t, "restore")
 	wantCode(t, err, CodeNoQuorum)
-	lock, err := a.Acquire(ctx, "go:quorum", AcquireOptions{TTL: time.Second})
+	lock, err := a.Acquire(ctx, "go:quorum", AcquireOptions{TTL: time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +295,7 @@ func TestNoQuorumWhenAMajorityOfMastersIsDown(t *testing.T) {
 func TestClosingTheConnectionReleasesItsLocks(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:close", AcquireOptions{TTL: 10 * time.Second})
+	lock, err := a.Acquire(ctx, "go:close", AcquireOptions{TTL: 10 * time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,7 +303,8 @@ func TestClosingTheConnectionReleasesItsLocks(t *testing.T) {
 	if reason := waitLost(t, lock); reason != CodeDisconnected {
 		t.Fatalf("reason %q", reason)
 	}
-	if _, err := b.Acquire(ctx, "go:close", AcquireOptions{TTL: time.Second, Wait: 2 * time.Second}); err != nil {
+	// Released once the agent has seen the connection end: well before b's wait runs out.
+	if _, err := b.Acquire(ctx, "go:close", AcquireOptions{TTL: time.Second, Wait: waitLong}); err != nil {
 		t.Fatal(err)
 	}
 	wantCode(t, a.Ping(ctx), CodeDisconnected)
@@ -285,7 +312,7 @@ func TestClosingTheConnectionReleasesItsLocks(t *testing.T) {
 
 func TestCancelledAcquireGivesTheLateGrantBack(t *testing.T) {
 	a, b := clients(t)
-	holder, err := a.Acquire(context.Background(), "go:cancel", AcquireOptions{TTL: 10 * time.Second})
+	holder, err := a.Acquire(context.Background(), "go:cancel", AcquireOptions{TTL: 10 * time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,7 +323,7 @@ func TestCancelledAcquireGivesTheLateGrantBack(t *testing.T) {
 		t.Fatalf("want DeadlineExceeded, got %v", err)
 	}
 	holder.Release(context.Background()) // b's abandoned request gets the lock, and gives it back
-	l, err := a.Acquire(context.Background(), "go:cancel", AcquireOptions{TTL: time.Second, Wait: 5 * time.Second})
+	l, err := a.Acquire(context.Background(), "go:cancel", AcquireOptions{TTL: time.Second, Wait: waitLong})
 	if err != nil {
 		t.Fatal(err)
 	}
