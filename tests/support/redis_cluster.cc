@@ -31,16 +31,21 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr milliseconds kInspectTimeout{1000};
-constexpr milliseconds kReadyDeadline{5000};
+constexpr milliseconds kReadyDeadline{10'000};
 constexpr milliseconds kReadyProbeTimeout{200};
 constexpr milliseconds kReadyPause{10};
 constexpr int kStartAttempts = 5;
+// A restart on the same port: the old process's sockets are released asynchronously (and a
+// listening socket in TIME_WAIT or another process may hold it for a moment).
+constexpr milliseconds kRestartDeadline{10'000};
+constexpr milliseconds kRestartPause{100};
 
 std::string ErrnoText(const std::string& what) { return what + ": " + std::strerror(errno); }
 
 // --- Child side of SpawnTestProcess: only async-signal-safe calls from fork to exec. ---
 
-[[noreturn]] void ExecChild(char* const* argv, pid_t parent, int in_fd, int out_fd, int err_pipe) {
+[[noreturn]] void ExecChild(char* const* argv, char* const* envp, pid_t parent, int in_fd,
+                            int out_fd, int err_pipe) {
   setpgid(0, 0);
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(127);  // the parent died before prctl took effect
@@ -61,7 +66,7 @@ std::string ErrnoText(const std::string& what) { return what + ": " + std::strer
     if (max_fd < 0) max_fd = 65536;
     for (int fd = 3; fd < max_fd; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
-  execvp(argv[0], argv);
+  execvpe(argv[0], argv, envp);
   int e = errno;
   (void)!write(err_pipe, &e, sizeof e);
   _exit(127);
@@ -139,17 +144,38 @@ void ReapBlocking(pid_t pid) {
   }
 }
 
+// The environment of a spawned child: ours without LOCKWARDEN_* (see SpawnTestProcess), then
+// extra_env, each entry replacing a variable of the same name.
+std::vector<std::string> ChildEnvironment(const std::vector<std::string>& extra_env) {
+  const auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    if (entry.starts_with("LOCKWARDEN_")) continue;
+    bool replaced = false;
+    for (const auto& extra : extra_env) replaced |= name_of(extra) == name_of(entry);
+    if (!replaced) env.emplace_back(entry);
+  }
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  return env;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Process helpers
 
-pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& output_path) {
+pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& output_path,
+                       const std::vector<std::string>& extra_env) {
   if (argv.empty()) throw std::runtime_error("SpawnTestProcess: empty argv");
   // Everything the child needs is prepared before fork: the child must not allocate.
   std::vector<char*> cargv;
   for (const auto& a : argv) cargv.push_back(const_cast<char*>(a.c_str()));
   cargv.push_back(nullptr);
+  const std::vector<std::string> env = ChildEnvironment(extra_env);
+  std::vector<char*> cenv;
+  for (const auto& e : env) cenv.push_back(const_cast<char*>(e.c_str()));
+  cenv.push_back(nullptr);
 
   int out_fd = open(output_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (out_fd < 0) throw std::runtime_error(ErrnoText("cannot open " + output_path));
@@ -163,7 +189,7 @@ pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& 
   }
   pid_t parent = getpid();
   pid_t pid = fork();
-  if (pid == 0) ExecChild(cargv.data(), parent, in_fd, out_fd, err_pipe[1]);
+  if (pid == 0) ExecChild(cargv.data(), cenv.data(), parent, in_fd, out_fd, err_pipe[1]);
   int fork_errno = errno;
   close(out_fd);
   close(in_fd);
@@ -317,7 +343,7 @@ bool RedisCluster::TryStart(Node& nd, std::string* why) {
       kill(pid, SIGKILL);
       ReapBlocking(pid);
       throw std::runtime_error("redis-server on port " + std::to_string(nd.port) +
-                               " did not answer within 5 s\n--- redis.log ---\n" + FileTail(log) +
+                               " did not answer within 10 s\n--- redis.log ---\n" + FileTail(log) +
                                "--- stdout/stderr ---\n" + FileTail(out));
     }
     std::this_thread::sleep_for(kReadyPause);
@@ -326,14 +352,22 @@ bool RedisCluster::TryStart(Node& nd, std::string* why) {
 
 void RedisCluster::Start(Node& nd, bool may_change_port) {
   std::string why;
-  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
-    if (attempt > 0) {
-      if (may_change_port) {
-        nd.port = PickFreePort();
-      } else {
-        std::this_thread::sleep_for(milliseconds(50));
-      }
+  if (!may_change_port) {
+    // Same port: retry until the old process's socket is gone, with a generous deadline.
+    const auto give_up = Clock::now() + kRestartDeadline;
+    int attempts = 0;
+    for (;;) {
+      ++attempts;
+      if (TryStart(nd, &why)) return;
+      if (Clock::now() >= give_up) break;
+      std::this_thread::sleep_for(kRestartPause);
     }
+    throw std::runtime_error("cannot restart redis-server on port " + std::to_string(nd.port) +
+                             " within 10 s (" + std::to_string(attempts) +
+                             " attempts); last: " + why);
+  }
+  for (int attempt = 0; attempt < kStartAttempts; ++attempt) {
+    if (attempt > 0) nd.port = PickFreePort();
     if (TryStart(nd, &why)) return;
   }
   throw std::runtime_error("cannot start redis-server after " + std::to_string(kStartAttempts) +

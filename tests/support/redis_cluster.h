@@ -21,10 +21,16 @@ namespace lw::test {
 //     test leaves no orphan servers — spawn from a thread that outlives the child;
 //   - reads stdin from /dev/null and appends stdout and stderr to output_path;
 //   - inherits no descriptor other than 0, 1 and 2 (a test's open client sockets must not be
-//     kept alive by a server it spawned later).
+//     kept alive by a server it spawned later);
+//   - gets the test's environment without any LOCKWARDEN_* variable, plus `extra_env`
+//     ("NAME=value" each, replacing a variable of the same name). The agent refuses every
+//     LOCKWARDEN_* variable that is not a setting (e.g. the harness's LOCKWARDEN_TEST_OUTPUT_DIR
+//     or LOCKWARDEN_SKIP), and a setting inherited by accident would change what a test
+//     checks: a test that wants one passes it in extra_env.
 // Returns the child's pid once exec succeeded; throws std::runtime_error when output_path cannot
 // be opened, fork fails or exec fails (the failed child is reaped).
-pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& output_path);
+pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& output_path,
+                       const std::vector<std::string>& extra_env = {});
 
 // Creates a new empty directory /tmp/<prefix>XXXXXX (mkdtemp); throws std::runtime_error.
 std::string MakeTempDir(const std::string& prefix);
@@ -76,7 +82,9 @@ class RedisCluster {
   // SIGCONT master i and return once it runs again. No-op if not stopped.
   void Cont(int i);
   // Starts master i again on the same port and dir and waits until it answers; it comes back
-  // empty (no persistence). Kills it first if it is still running. Throws std::runtime_error.
+  // empty (no persistence). Kills it first if it is still running. The port may still be held
+  // by the old process's sockets for a moment: tries again for up to 10 s. Throws
+  // std::runtime_error.
   void Restart(int i);
   // True while master i's process exists (stopped counts as running; killed or exited does not).
   bool running(int i) const;
@@ -126,8 +134,9 @@ class RedisCluster {
   // reason in *why) if the process exited early, e.g. because its port was taken; throws
   // std::runtime_error on timeout.
   bool TryStart(Node& node, std::string* why);
-  // TryStart until it succeeds: on a fresh port each time when may_change_port, else on the same
-  // port after a short pause. Throws std::runtime_error after a few failures.
+  // TryStart until it succeeds: on a fresh port each time when may_change_port (a few
+  // attempts), else on the same port after a short pause, for up to 10 s. Throws
+  // std::runtime_error when it gives up.
   void Start(Node& node, bool may_change_port);
   // What the destructor does; also undoes a constructor that throws halfway.
   void Cleanup() noexcept;
