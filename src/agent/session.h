@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-namespace lw {
+#include "core/session_id.h"
 
-using SessionId = uint64_t;
+namespace lw {
 
 // The raw bytes of /proc/PID/cmdline (arguments separated by NULs) as one printable line:
 // NULs become spaces, other control bytes '?', cut to max_bytes (ending in "…" when cut).

@@ -882,18 +882,18 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
   return out;
 }
 
-std::vector<LockInfo> LockEngine::AllLocks() const {
-  std::vector<LockInfo> out;
+std::vector<LockView> LockEngine::AllLocks() const {
+  std::vector<LockView> out;
   const auto now = Clock::now();
   for (const auto& [name, r] : resources_) {
     if (!r->holder) continue;
     const Holder& h = *r->holder;
     out.push_back({name, h.session, CeilMs(now - h.acquired),
                    std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew,
-                   static_cast<int>(r->waiters.size()), h.ttl_ms, KeyOf(name), h.fence});
+                   static_cast<int>(r->waiters.size()), h.ttl_ms, KeyOf(name), h.fence, Peer{}});
   }
   std::sort(out.begin(), out.end(),
-            [](const LockInfo& a, const LockInfo& b) {
+            [](const LockView& a, const LockView& b) {
               return a.held_ms != b.held_ms ? a.held_ms > b.held_ms : a.resource < b.resource;
             });
   return out;

@@ -39,6 +39,9 @@
 #include <vector>
 
 #include "core/error_code.h"
+#include "core/lock_view.h"
+#include "core/result.h"
+#include "core/session_id.h"
 #include "locking/deadline_queue.h"
 #include "locking/engine_observer.h"
 #include "locking/rounds.h"
@@ -47,8 +50,6 @@
 #include "redis/timer.h"
 
 namespace lw {
-
-using SessionId = uint64_t;
 
 struct EngineOptions {
   std::string key_prefix = "lock:";
@@ -66,10 +67,6 @@ struct EngineOptions {
   size_t max_waiters_per_resource = 0;
 };
 
-struct Failure {
-  ErrorCode code;
-  std::string message;
-};
 struct Grant {
   std::string token;
   int64_t validity_ms;  // as of the decision
@@ -79,24 +76,6 @@ struct Grant {
 };
 struct Extension {
   int64_t validity_ms;
-};
-struct HeldLock {
-  std::string resource;
-  std::string token;
-  int64_t validity_ms;
-  bool renew;
-};
-// A lock as seen across all sessions (for operators; no token).
-struct LockInfo {
-  std::string resource;
-  SessionId session;
-  int64_t held_ms;
-  int64_t validity_ms;
-  bool renew;
-  int waiters;
-  int64_t ttl_ms;   // as requested (renewals extend by the same)
-  std::string key;  // the Redis key
-  std::optional<int64_t> fence;
 };
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
@@ -126,7 +105,7 @@ class LockEngine {
   // Locks the session holds plus acquires it has queued: what it could hold at once.
   size_t Commitments(SessionId session) const;
   // Every lock held through this engine, longest-held first.
-  std::vector<LockInfo> AllLocks() const;
+  std::vector<LockView> AllLocks() const;
   // {Redis key, token} of every lock held (for the leak scanner; never shown to anyone).
   std::vector<std::pair<std::string, std::string>> HeldGrants() const;
 

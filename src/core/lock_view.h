@@ -1,0 +1,44 @@
+#pragma once
+// One lock as every reader sees it: the engine fills what it knows, the agent adds the holder's
+// peer, and the socket (`locks`), the snapshot, the admin API and the page all read this one
+// struct. A new field on the page is a field here, its filling, and its rendering.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/session_id.h"
+
+namespace lw {
+
+// Who is at the other end of a session: SO_PEERCRED and /proc/PID/cmdline at connect time.
+struct Peer {
+  int pid = -1;  // -1: unknown, or the session is gone
+  int uid = -1;
+  int gid = -1;
+  std::string cmdline;  // printable, at most 512 bytes; "" if unknown
+};
+
+// A lock held through this agent, for operators: never its token.
+struct LockView {
+  std::string resource;
+  SessionId session = 0;
+  int64_t held_ms = 0;
+  int64_t validity_ms = 0;
+  bool renew = false;
+  int waiters = 0;     // local acquires queued behind it
+  int64_t ttl_ms = 0;  // as requested (renewals extend by the same)
+  std::string key;     // the Redis key
+  std::optional<int64_t> fence;
+  Peer holder;  // filled by the agent (the engine knows sessions, not peers)
+};
+
+// A lock as its own session sees it (`held`): with its token.
+struct HeldLock {
+  std::string resource;
+  std::string token;
+  int64_t validity_ms = 0;
+  bool renew = false;
+};
+
+}  // namespace lw
