@@ -60,10 +60,11 @@ class Session {
   // When the peer last sent a byte (or connected).
   std::chrono::steady_clock::time_point last_input() const { return last_input_; }
 
-  // Requests read but not yet answered (the server counts them).
-  size_t inflight = 0;
-  size_t inflight_acquires = 0;
-  bool denied_logged = false;  // an access refusal was logged for this session already
+  // The server handed this session to its handler (it was within max_connections); only
+  // such a session's close is reported to the handler.
+  bool accepted() const { return accepted_; }
+  void MarkAccepted() { accepted_ = true; }
+
  private:
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   void Consume(const char* data, size_t len);
@@ -85,6 +86,7 @@ class Session {
   std::string cmdline_;
   size_t queued_bytes_ = 0;
   bool paused_ = false;
+  bool accepted_ = false;
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
 };
 

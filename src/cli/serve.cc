@@ -15,6 +15,7 @@
 #include "admin/admin_server.h"
 #include "admin/auth.h"
 #include "agent/host.h"
+#include "agent/lock_service.h"
 #include "agent/loop_commands.h"
 #include "agent/server.h"
 #include "agent/snapshot.h"
@@ -68,8 +69,9 @@ class Agent {
         metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
                  static_cast<double>(cfg.scan_interval_ms) / 1000.0),
         activity_(metrics_.engine(), events_,
-                  [this](uint64_t session) { return DescribeSession(session); }, UnixMsNow),
-        server_(loop, Options(cfg, metrics_, std::move(host))),
+                  [this](uint64_t session) { return service_->Describe(session); }, UnixMsNow),
+        request_stats_(metrics_.registry()),
+        server_(loop, TransportOptions(cfg, host.socket), request_stats_),
         snapshot_timer_(loop),
         commands_(loop),
         admin_token_(std::move(admin_token)),
@@ -107,9 +109,15 @@ class Agent {
         [this](SessionId s, const std::string& res, const std::string& tok,
                std::string_view why) {
           activity_.Lost(s, res, why);
-          server_.NotifyLost(s, res, tok, why);
+          service_->NotifyLost(s, res, tok, why);
         });
-    server_.SetEngine(engine_.get());
+    ServiceOptions service_options;
+    service_options.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
+    service_options.max_inflight = static_cast<size_t>(cfg.max_inflight_per_session);
+    service_options.max_locks = static_cast<size_t>(cfg.max_locks_per_session);
+    service_options.access = std::move(host.policy);
+    service_ = std::make_unique<LockService>(server_, *engine_, std::move(service_options),
+                                             request_stats_);
   }
 
   ~Agent() {
@@ -126,7 +134,7 @@ class Agent {
   }
 
   bool Start() {
-    if (auto problem = server_.Listen()) {
+    if (auto problem = server_.Listen(*service_)) {
       spdlog::critical("{}", *problem);
       return false;
     }
@@ -154,18 +162,12 @@ class Agent {
   }
 
  private:
-  static ServerOptions Options(const Config& cfg, Metrics& metrics, HostAccess host) {
+  static ServerOptions TransportOptions(const Config& cfg, const SocketAccess& socket) {
     ServerOptions o;
     o.socket_path = cfg.socket_path;
-    o.max_line_bytes = static_cast<size_t>(cfg.max_line_bytes);
-    o.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
-    o.client_limits = {static_cast<size_t>(cfg.max_connections),
-                       static_cast<size_t>(cfg.max_inflight_per_session),
-                       static_cast<size_t>(cfg.max_locks_per_session), cfg.idle_timeout_ms,
-                       static_cast<size_t>(cfg.max_unsent_bytes)};
-    o.socket_access = host.socket;
-    o.access = std::move(host.policy);
-    o.observer = &metrics.requests();
+    o.limits = {static_cast<size_t>(cfg.max_connections), cfg.idle_timeout_ms,
+                static_cast<size_t>(cfg.max_unsent_bytes), static_cast<size_t>(cfg.max_line_bytes)};
+    o.socket_access = socket;
     return o;
   }
 
@@ -183,11 +185,10 @@ class Agent {
     s->locks_held = engine_->locks_held();
     if (snapshots_.DetailWanted()) {
       s->detailed = true;
-      for (const auto& l : engine_->AllLocks()) {
-        Server::Peer peer = server_.PeerOf(l.session);
-        s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, peer.gid, l.held_ms,
-                            l.validity_ms, l.renew, l.waiters, l.ttl_ms, l.key,
-                            std::move(peer.cmdline)});
+      for (LockView& l : service_->Locks()) {
+        s->locks.push_back({l.resource, l.session, l.holder.pid, l.holder.uid, l.holder.gid,
+                            l.held_ms, l.validity_ms, l.renew, l.waiters, l.ttl_ms, l.key,
+                            std::move(l.holder.cmdline)});
       }
       for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
     }
@@ -216,15 +217,6 @@ class Agent {
     return snap->held_grants;
   }
 
-  // "pid 4242 (python3 worker.py)" for events; loop thread.
-  std::string DescribeSession(uint64_t session) const {
-    const Server::Peer peer = server_.PeerOf(session);
-    if (peer.pid < 0) return "session " + std::to_string(session) + " (closed)";
-    std::string who = "pid " + std::to_string(peer.pid);
-    if (!peer.cmdline.empty()) who += " (" + peer.cmdline.substr(0, 80) + ")";
-    return who;
-  }
-
   // Presence thread: the grants of the latest detailed snapshot (at most 250 ms old while
   // the probe keeps asking).
   GrantList GrantsNow() const {
@@ -247,7 +239,7 @@ class Agent {
         if (r) {
           out.held = true;
           out.session = r->session;
-          const Server::Peer peer = server_.PeerOf(r->session);
+          const Peer peer = service_->PeerOf(r->session);
           out.pid = peer.pid;
           out.uid = peer.uid;
           out.deleted = r->deleted;
@@ -338,10 +330,12 @@ class Agent {
   Metrics metrics_;
   EventLog events_;
   Activity activity_;  // between the engine/masters and metrics_: events and history
-  Server server_;
+  RequestStats request_stats_;
+  Server server_;  // the socket transport; service_ serves its sessions
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
   std::unique_ptr<LockEngine> engine_;
+  std::unique_ptr<LockService> service_;
   SnapshotBox snapshots_;
   Timer snapshot_timer_;
   LoopCommands commands_;  // admin threads -> loop

@@ -82,13 +82,12 @@ class NodeMetrics final : public NodeObserver {
   MasterChildren* m_;
 };
 
-struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
+struct Metrics::Impl final : EngineObserver, ScanObserver {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
 
   std::array<Histogram*, kOutcomes.size()> acquire_wait{};
   Histogram* attempts = nullptr;
   Histogram* hold = nullptr;
-  Family<Counter>* requests_family = nullptr;
   Family<Counter>* failures_family = nullptr;
   Counter* lost_failures = nullptr;
   std::array<Counter*, kRenewOutcomes.size()> renewals{};
@@ -126,45 +125,6 @@ struct Metrics::Impl final : EngineObserver, RequestObserver, ScanObserver {
       per_master[index].errors[static_cast<size_t>(NodeError::kTimeout)]->Increment();
     }
   }
-
-  // RequestObserver. Called for every request, on the loop thread only: the children are
-  // cached here so the hot path neither builds a label map nor takes the family's mutex.
-  void Received(std::string_view op) override {
-    auto it = request_children.find(op);
-    if (it == request_children.end()) {
-      Counter* c = &requests_family->Add({{"op", std::string(op)}});
-      it = request_children.emplace(std::string(op), c).first;
-    }
-    it->second->Increment();
-  }
-  void Failed(std::string_view op, ErrorCode code) override {
-    const auto key = std::make_pair(std::string(op), code);
-    auto it = failure_children.find(key);
-    if (it == failure_children.end()) {
-      Counter* c = &failures_family->Add(
-          {{"op", std::string(op)}, {"reason", std::string(ErrorCodeName(code))}});
-      it = failure_children.emplace(key, c).first;
-    }
-    it->second->Increment();
-  }
-  void LimitReached(std::string_view limit) override {
-    for (size_t i = 0; i < std::size(kLimitNames); ++i) {
-      if (kLimitNames[i] == limit) limit_refusals[i]->Increment();
-    }
-  }
-  void AccessDenied() override { access_denied->Increment(); }
-  void Backpressure(bool paused) override {
-    if (paused) {
-      sessions_paused->Increment();
-    } else {
-      sessions_paused->Decrement();
-    }
-  }
-  std::array<Counter*, std::size(kLimitNames)> limit_refusals{};
-  Counter* access_denied = nullptr;
-  Gauge* sessions_paused = nullptr;
-  std::map<std::string, Counter*, std::less<>> request_children;
-  std::map<std::pair<std::string, ErrorCode>, Counter*> failure_children;
 
   // ScanObserver
   void KeysScanned(size_t master, uint64_t keys) override {
@@ -206,8 +166,6 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   m.hold = &Register(prometheus::BuildHistogram(), "lockwarden_lock_hold_seconds",
                      "How long granted locks were held (grant to release, loss or close).", r)
                 .Add({}, kHoldBuckets);
-  m.requests_family = &Register(prometheus::BuildCounter(), "lockwarden_requests_total",
-                                "Requests received on the socket, by op.", r);
   m.failures_family = &Register(prometheus::BuildCounter(), "lockwarden_failures_total",
                                 "Failed requests by op and error code; op=lock reason=lost "
                                 "counts lost locks.", r);
@@ -235,18 +193,6 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   }
   m.release_wakeups = &Register(prometheus::BuildCounter(), "lockwarden_release_wakeups_total",
                                 "Waiters woken early by a release announced by another agent.", r)
-                           .Add({});
-  for (const char* op : {"acquire", "release", "extend"}) m.requests_family->Add({{"op", op}});
-  auto& limits = Register(prometheus::BuildCounter(), "lockwarden_limit_refusals_total",
-                          "Requests or connections a client limit refused, by limit.", r);
-  for (size_t i = 0; i < std::size(kLimitNames); ++i) {
-    m.limit_refusals[i] = &limits.Add({{"limit", std::string(kLimitNames[i])}});
-  }
-  m.access_denied = &Register(prometheus::BuildCounter(), "lockwarden_access_denied_total",
-                              "Acquires refused because no access rule allows the peer.", r)
-                         .Add({});
-  m.sessions_paused = &Register(prometheus::BuildGauge(), "lockwarden_sessions_paused",
-                                "Sessions not read from until their unsent replies drain.", r)
                            .Add({});
 
   auto gauge = [&](const char* name, const char* help) {
@@ -351,7 +297,7 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
 Metrics::~Metrics() = default;
 
 EngineObserver& Metrics::engine() { return *impl_; }
-RequestObserver& Metrics::requests() { return *impl_; }
+stats::Registry& Metrics::registry() { return *impl_->registry; }
 NodeObserver& Metrics::node(size_t index) { return *impl_->node_observers.at(index); }
 ScanObserver& Metrics::scan() { return *impl_; }
 

@@ -15,10 +15,10 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/server.h"
 #include "locking/engine_observer.h"
 #include "redis/node.h"
 #include "scan/scan_observer.h"
+#include "stats/stats.h"
 
 namespace lw {
 
@@ -56,9 +56,11 @@ class Metrics {
   Metrics& operator=(const Metrics&) = delete;
 
   EngineObserver& engine();
-  RequestObserver& requests();
   NodeObserver& node(size_t index);
   ScanObserver& scan();
+
+  // The registry every room declares its stats on (src/stats/stats.h); Serialize reads it.
+  stats::Registry& registry();
 
   void SetState(const StateSample& state);
   // action: expire_key, delete_key, rescan; result: done, refused, stale, error.

@@ -5,6 +5,7 @@
 //   JSON syntax -> object at top level -> id -> duplicate fields -> op -> unknown fields ->
 //   the op's own fields, in the order they are documented.
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -14,6 +15,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include "core/resource_name.h"
 #include "core/token.h"
@@ -241,52 +243,37 @@ constexpr std::string_view kLongTtlHint =
     "max_ttl_ms also bounds how long a restarted Redis master is kept out of the quorum, which "
     "is why it is small (docs/safety.md)";
 
-Problem DecodeAcquire(const FieldReader& fields, const Limits& limits, Op* op) {
-  AcquireRequest request;
-  if (auto p = fields.Resource(&request.resource)) return p;
+// One decoder per request type: its own fields, in the order they are documented.
+Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireRequest* request) {
+  if (auto p = fields.Resource(&request->resource)) return p;
   if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                             &request.ttl_ms, kLongTtlHint)) {
+                             &request->ttl_ms, kLongTtlHint)) {
     return p;
   }
-  if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request.wait_ms)) return p;
-  if (auto p = fields.Flag("renew", false, &request.renew)) return p;
-  if (auto p = fields.Flag("fence", false, &request.fence)) return p;
-  *op = std::move(request);
-  return std::nullopt;
+  if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request->wait_ms)) return p;
+  if (auto p = fields.Flag("renew", false, &request->renew)) return p;
+  return fields.Flag("fence", false, &request->fence);
 }
 
-Problem DecodeRelease(const FieldReader& fields, const Limits& /*limits*/, Op* op) {
-  ReleaseRequest request;
-  if (auto p = fields.Resource(&request.resource)) return p;
-  if (auto p = fields.Token(&request.token)) return p;
-  *op = std::move(request);
-  return std::nullopt;
+Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/,
+                     ReleaseRequest* request) {
+  if (auto p = fields.Resource(&request->resource)) return p;
+  return fields.Token(&request->token);
 }
 
-Problem DecodeExtend(const FieldReader& fields, const Limits& limits, Op* op) {
-  ExtendRequest request;
-  if (auto p = fields.Resource(&request.resource)) return p;
-  if (auto p = fields.Token(&request.token)) return p;
-  if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                             &request.ttl_ms, kLongTtlHint)) {
-    return p;
-  }
-  *op = std::move(request);
-  return std::nullopt;
+Problem DecodeFields(const FieldReader& fields, const Limits& limits, ExtendRequest* request) {
+  if (auto p = fields.Resource(&request->resource)) return p;
+  if (auto p = fields.Token(&request->token)) return p;
+  return fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
+                       &request->ttl_ms, kLongTtlHint);
 }
 
 // held, health, ping and locks carry nothing beyond id and op.
 template <typename BareRequest>
-Problem DecodeBare(const FieldReader& /*fields*/, const Limits& /*limits*/, Op* op) {
-  *op = BareRequest{};
+Problem DecodeFields(const FieldReader& /*fields*/, const Limits& /*limits*/,
+                     BareRequest* /*request*/) {
   return std::nullopt;
 }
-
-constexpr std::string_view kAcquireFields[] = {"id",      "op",    "resource", "ttl_ms",
-                                               "wait_ms", "renew", "fence"};
-constexpr std::string_view kReleaseFields[] = {"id", "op", "resource", "token"};
-constexpr std::string_view kExtendFields[] = {"id", "op", "resource", "token", "ttl_ms"};
-constexpr std::string_view kBareFields[] = {"id", "op"};
 
 struct OpSpec {
   std::string_view name;
@@ -294,15 +281,22 @@ struct OpSpec {
   Problem (*decode)(const FieldReader&, const Limits&, Op*);
 };
 
-constexpr OpSpec kOps[] = {
-    {"acquire", kAcquireFields, DecodeAcquire},
-    {"release", kReleaseFields, DecodeRelease},
-    {"extend", kExtendFields, DecodeExtend},
-    {"held", kBareFields, DecodeBare<HeldRequest>},
-    {"health", kBareFields, DecodeBare<HealthRequest>},
-    {"ping", kBareFields, DecodeBare<PingRequest>},
-    {"locks", kBareFields, DecodeBare<LocksRequest>},
-};
+template <typename T>
+Problem DecodeInto(const FieldReader& fields, const Limits& limits, Op* op) {
+  T request;
+  if (auto p = DecodeFields(fields, limits, &request)) return p;
+  *op = std::move(request);
+  return std::nullopt;
+}
+
+// The decoder's table, one row per alternative of Op, in its order.
+template <size_t... I>
+constexpr auto MakeOpTable(std::index_sequence<I...>) {
+  return std::array<OpSpec, sizeof...(I)>{
+      OpSpec{std::variant_alternative_t<I, Op>::kName, std::variant_alternative_t<I, Op>::kFields,
+             &DecodeInto<std::variant_alternative_t<I, Op>>}...};
+}
+constexpr auto kOps = MakeOpTable(std::make_index_sequence<std::variant_size_v<Op>>());
 
 std::string Join(std::span<const std::string_view> words) {
   std::string out;
@@ -392,18 +386,7 @@ std::variant<Request, DecodeError> DecodeRequest(std::string_view line, const Li
 }
 
 std::string_view OpName(const Op& op) {
-  return std::visit(
-      [](const auto& o) -> std::string_view {
-        using T = std::decay_t<decltype(o)>;
-        if constexpr (std::is_same_v<T, AcquireRequest>) return "acquire";
-        if constexpr (std::is_same_v<T, ReleaseRequest>) return "release";
-        if constexpr (std::is_same_v<T, ExtendRequest>) return "extend";
-        if constexpr (std::is_same_v<T, HeldRequest>) return "held";
-        if constexpr (std::is_same_v<T, HealthRequest>) return "health";
-        if constexpr (std::is_same_v<T, PingRequest>) return "ping";
-        if constexpr (std::is_same_v<T, LocksRequest>) return "locks";
-      },
-      op);
+  return std::visit([](const auto& o) { return std::decay_t<decltype(o)>::kName; }, op);
 }
 
 }  // namespace lw::protocol

@@ -113,14 +113,14 @@ std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms) {
 
 namespace {
 
-Line ToLine(const HeldLockView& lock) {
+Line ToLine(const HeldLock& lock) {
   return {{"resource", lock.resource}, {"token", lock.token},
           {"validity_ms", lock.validity_ms}, {"renew", lock.renew}};
 }
 
-Line ToLine(const AgentLockView& lock) {
+Line ToLine(const LockView& lock) {
   return {{"resource", lock.resource}, {"session", lock.session},
-          {"pid", lock.pid},           {"uid", lock.uid},
+          {"pid", lock.holder.pid},    {"uid", lock.holder.uid},
           {"held_ms", lock.held_ms},   {"validity_ms", lock.validity_ms},
           {"renew", lock.renew},       {"waiters", lock.waiters}};
 }
@@ -146,13 +146,13 @@ Line ListOf(const std::vector<View>& items) {
 
 }  // namespace
 
-std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks) {
+std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLock>& locks) {
   Line line = Success(id);
   line["locks"] = ListOf(locks);
   return Finish(line);
 }
 
-std::string EncodeLocks(const nlohmann::json& id, const std::vector<AgentLockView>& locks) {
+std::string EncodeLocks(const nlohmann::json& id, const std::vector<LockView>& locks) {
   Line line = Success(id);
   line["locks"] = ListOf(locks);
   return Finish(line);

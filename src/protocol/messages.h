@@ -13,10 +13,17 @@
 
 #include "core/defaults.h"
 #include "core/error_code.h"
+#include "core/lock_view.h"
 
 namespace lw::protocol {
 
+// Every request type names its op and the fields it accepts (id and op included); the Op
+// variant below is the one list of ops: the decoder's table and OpName derive from it, and the
+// agent's LockService has one handler per alternative.
 struct AcquireRequest {
+  static constexpr std::string_view kName = "acquire";
+  static constexpr std::string_view kFields[] = {"id",      "op",    "resource", "ttl_ms",
+                                                 "wait_ms", "renew", "fence"};
   std::string resource;
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
@@ -24,19 +31,37 @@ struct AcquireRequest {
   bool fence = false;  // also issue a fencing token (docs/safety.md)
 };
 struct ReleaseRequest {
+  static constexpr std::string_view kName = "release";
+  static constexpr std::string_view kFields[] = {"id", "op", "resource", "token"};
   std::string resource;
   std::string token;
 };
 struct ExtendRequest {
+  static constexpr std::string_view kName = "extend";
+  static constexpr std::string_view kFields[] = {"id", "op", "resource", "token", "ttl_ms"};
   std::string resource;
   std::string token;
   int64_t ttl_ms = 0;
 };
-struct HeldRequest {};
-struct HealthRequest {};
-struct PingRequest {};
+// Ops that carry nothing beyond id and op.
+inline constexpr std::string_view kBareFields[] = {"id", "op"};
+struct HeldRequest {
+  static constexpr std::string_view kName = "held";
+  static constexpr const auto& kFields = kBareFields;
+};
+struct HealthRequest {
+  static constexpr std::string_view kName = "health";
+  static constexpr const auto& kFields = kBareFields;
+};
+struct PingRequest {
+  static constexpr std::string_view kName = "ping";
+  static constexpr const auto& kFields = kBareFields;
+};
 // Every lock held through this agent (all sessions), without tokens: for operators.
-struct LocksRequest {};
+struct LocksRequest {
+  static constexpr std::string_view kName = "locks";
+  static constexpr const auto& kFields = kBareFields;
+};
 
 using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
                         PingRequest, LocksRequest>;
@@ -72,23 +97,6 @@ struct Limits {
 std::variant<Request, DecodeError> DecodeRequest(std::string_view line, const Limits& limits);
 
 // Views of engine state, shaped for the wire.
-struct HeldLockView {
-  std::string resource;
-  std::string token;
-  int64_t validity_ms = 0;
-  bool renew = false;
-};
-// One lock of the agent as an operator sees it: who holds it, never its token.
-struct AgentLockView {
-  std::string resource;
-  uint64_t session = 0;
-  int pid = -1;  // the holder's peer credentials (SO_PEERCRED), -1 if unknown
-  int uid = -1;
-  int64_t held_ms = 0;
-  int64_t validity_ms = 0;
-  bool renew = false;
-  int waiters = 0;  // local requests queued behind it
-};
 struct NodeHealthView {
   std::string addr;
   bool up = false;
@@ -106,10 +114,10 @@ std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
                            std::optional<int64_t> fence = std::nullopt);
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
-std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLockView>& locks);
+std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLock>& locks);
 std::string EncodeHealth(const nlohmann::json& id, int quorum,
                          const std::vector<NodeHealthView>& nodes);
-std::string EncodeLocks(const nlohmann::json& id, const std::vector<AgentLockView>& locks);
+std::string EncodeLocks(const nlohmann::json& id, const std::vector<LockView>& locks);
 std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_view message);
 // Pushed without an id. reason: "renew_failed", "expired", "revoked".
 std::string EncodeLost(std::string_view resource, std::string_view token,

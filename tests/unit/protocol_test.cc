@@ -147,8 +147,17 @@ TEST(DecodeTest, BareOps) {
 }
 
 TEST(EncodeTest, LocksCarryHolderButNeverToken) {
-  const json line = json::parse(
-      EncodeLocks(3, {{"orders:1", 7, 4242, 1000, 1500, 28'000, true, 2}}));
+  LockView lock;
+  lock.resource = "orders:1";
+  lock.session = 7;
+  lock.holder.pid = 4242;
+  lock.holder.uid = 1000;
+  lock.held_ms = 1500;
+  lock.validity_ms = 28'000;
+  lock.renew = true;
+  lock.waiters = 2;
+  lock.key = "lock:orders:1";
+  const json line = json::parse(EncodeLocks(3, {lock}));
   EXPECT_EQ(line["id"], 3);
   ASSERT_EQ(line["locks"].size(), 1u);
   const json& l = line["locks"][0];
@@ -559,7 +568,7 @@ TEST(EncodeTest, Extended) {
 
 TEST(EncodeTest, HeldEmptyAndFull) {
   EXPECT_EQ(EncodeHeld(1, {}), "{\"id\":1,\"ok\":true,\"locks\":[]}\n");
-  const std::vector<HeldLockView> locks = {{"a", kToken, 100, true}, {"b", kToken, 0, false}};
+  const std::vector<HeldLock> locks = {{"a", kToken, 100, true}, {"b", kToken, 0, false}};
   EXPECT_EQ(EncodeHeld(2, locks),
             "{\"id\":2,\"ok\":true,\"locks\":["
             "{\"resource\":\"a\",\"token\":\"" +

@@ -1,0 +1,193 @@
+#include "agent/lock_service.h"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+#include <variant>
+
+namespace lw {
+
+LockService::LockService(Server& transport, LockEngine& engine, ServiceOptions options,
+                         RequestStats& stats)
+    : transport_(transport), engine_(engine), options_(std::move(options)), stats_(stats) {}
+
+void LockService::Opened(SessionId session, const Peer& peer, const std::vector<gid_t>& groups) {
+  SessionState& s = sessions_[session];
+  s.peer = peer;
+  s.ids = PeerIds{static_cast<uid_t>(peer.uid), static_cast<gid_t>(peer.gid), groups};
+}
+
+void LockService::Closed(SessionId session) {
+  engine_.CloseSession(session);
+  sessions_.erase(session);
+}
+
+bool LockService::Idle(SessionId session) const {
+  auto it = sessions_.find(session);
+  if (it != sessions_.end() && it->second.inflight > 0) return false;
+  return engine_.Commitments(session) == 0;  // holds or awaits no lock
+}
+
+void LockService::Line(SessionId sid, std::string_view line) {
+  auto it = sessions_.find(sid);
+  if (it == sessions_.end()) return;
+  SessionState& s = it->second;
+  auto decoded = protocol::DecodeRequest(line, options_.limits);
+  if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
+    const std::string_view op = err->op.empty() ? std::string_view("request") : err->op;
+    stats_.Received(op);
+    stats_.Failed(op, err->code);
+    transport_.Send(sid, protocol::EncodeError(err->id, err->code, err->message));
+    return;
+  }
+  auto& request = std::get<protocol::Request>(decoded);
+  const std::string_view op = protocol::OpName(request.op);
+  stats_.Received(op);
+  if (auto refusal = Refusal(sid, s, request)) {
+    stats_.Failed(op, refusal->code);
+    transport_.Send(sid, protocol::EncodeError(request.id, refusal->code, refusal->message));
+    return;
+  }
+  ++s.inflight;
+  std::visit([&](const auto& decoded_op) { Handle(sid, request.id, decoded_op); }, request.op);
+}
+
+std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
+                                            const protocol::Request& request) {
+  if (options_.max_inflight > 0 && s.inflight >= options_.max_inflight) {
+    stats_.limit_refusals[Limit::kInflight].Inc();
+    return Failure{ErrorCode::kTooMany,
+                   std::to_string(s.inflight) +
+                       " requests of this connection are still unanswered "
+                       "(max_inflight_per_session); read the replies before sending more"};
+  }
+  const auto* acquire = std::get_if<protocol::AcquireRequest>(&request.op);
+  if (acquire == nullptr) return std::nullopt;
+  if (!options_.access.Allows(s.ids, acquire->resource)) {
+    stats_.access_denied.Inc();
+    // One warning per session: a client retrying in a loop must not flood the log.
+    if (!s.denied_logged) {
+      s.denied_logged = true;
+      spdlog::warn("access denied: pid {} uid {} gid {} may not lock {} (no access rule "
+                   "allows it; further refusals of session {} are logged at debug)",
+                   s.peer.pid, s.peer.uid, s.peer.gid, nlohmann::json(acquire->resource).dump(),
+                   sid);
+    } else {
+      spdlog::debug("access denied: session {} may not lock {}", sid,
+                    nlohmann::json(acquire->resource).dump());
+    }
+    return Failure{ErrorCode::kForbidden,
+                   "uid " + std::to_string(s.peer.uid) + " may not lock this resource: no "
+                   "access rule of the agent allows it"};
+  }
+  if (options_.max_locks > 0 && engine_.Commitments(sid) >= options_.max_locks) {
+    stats_.limit_refusals[Limit::kLocksPerSession].Inc();
+    return Failure{ErrorCode::kTooMany,
+                   "this connection holds or awaits " + std::to_string(options_.max_locks) +
+                       " locks (max_locks_per_session); release some first"};
+  }
+  return std::nullopt;
+}
+
+void LockService::Answer(SessionId sid, std::string line) {
+  auto it = sessions_.find(sid);
+  if (it == sessions_.end()) return;
+  if (it->second.inflight > 0) --it->second.inflight;
+  transport_.Send(sid, std::move(line));
+}
+
+void LockService::Fail(SessionId sid, const Id& id, std::string_view op,
+                       const Failure& failure) {
+  stats_.Failed(op, failure.code);
+  Answer(sid, protocol::EncodeError(id, failure.code, failure.message));
+}
+
+void LockService::NotifyLost(SessionId session, const std::string& resource,
+                             const std::string& token, std::string_view reason) {
+  if (sessions_.count(session) != 0) {
+    transport_.Send(session, protocol::EncodeLost(resource, token, reason));
+  }
+}
+
+Peer LockService::PeerOf(SessionId session) const {
+  auto it = sessions_.find(session);
+  return it == sessions_.end() ? Peer{} : it->second.peer;
+}
+
+std::string LockService::Describe(SessionId session) const {
+  const Peer peer = PeerOf(session);
+  if (peer.pid < 0) return "session " + std::to_string(session) + " (closed)";
+  std::string who = "pid " + std::to_string(peer.pid);
+  if (!peer.cmdline.empty()) who += " (" + peer.cmdline.substr(0, 80) + ")";
+  return who;
+}
+
+std::vector<LockView> LockService::Locks() const {
+  std::vector<LockView> locks = engine_.AllLocks();
+  for (LockView& l : locks) l.holder = PeerOf(l.session);
+  return locks;
+}
+
+// The op table's handlers: one per request type.
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
+  engine_.Acquire(
+      sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
+      [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
+        if (const auto* g = std::get_if<Grant>(&result)) {
+          Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
+                                               g->waited_ms, g->fence));
+          return;
+        }
+        const Failure& f = std::get<Failure>(result);
+        if (f.code == ErrorCode::kTooMany) {
+          stats_.limit_refusals[Limit::kWaitersPerResource].Inc();
+        }
+        Fail(sid, id, "acquire", f);
+      },
+      op.fence);
+}
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseRequest& op) {
+  engine_.Release(sid, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
+    if (f) {
+      Fail(sid, id, "release", *f);
+    } else {
+      Answer(sid, protocol::EncodeOk(id));
+    }
+  });
+}
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequest& op) {
+  engine_.Extend(sid, op.resource, op.token, op.ttl_ms,
+                 [this, sid, id](const std::variant<Extension, Failure>& result) {
+                   if (const auto* e = std::get_if<Extension>(&result)) {
+                     Answer(sid, protocol::EncodeExtended(id, e->validity_ms));
+                   } else {
+                     Fail(sid, id, "extend", std::get<Failure>(result));
+                   }
+                 });
+}
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::HeldRequest&) {
+  Answer(sid, protocol::EncodeHeld(id, engine_.HeldBy(sid)));
+}
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::HealthRequest&) {
+  std::vector<protocol::NodeHealthView> nodes;
+  for (const auto& n : engine_.NodeStatuses()) {
+    nodes.push_back({n.addr, n.up, n.rtt_ms, n.quarantined, n.quarantine_left_ms.value_or(0),
+                     n.quarantine_reason});
+  }
+  Answer(sid, protocol::EncodeHealth(id, engine_.quorum(), nodes));
+}
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::PingRequest&) {
+  Answer(sid, protocol::EncodeOk(id));
+}
+
+void LockService::Handle(SessionId sid, const Id& id, const protocol::LocksRequest&) {
+  Answer(sid, protocol::EncodeLocks(id, Locks()));
+}
+
+}  // namespace lw

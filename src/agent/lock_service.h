@@ -1,0 +1,86 @@
+#pragma once
+// LockService: what the agent does with a request line. Decodes it (protocol/), refuses what a
+// client limit or an access rule forbids, and runs the op's handler against the LockEngine; the
+// reply goes back through the transport (Server). It owns per-session request state (peer,
+// requests in flight); the engine owns per-session lock state. Loop thread only.
+//
+// The op table: protocol/ops.h lists every op once (name, request type, fields, decoder); here
+// each request type has one Handle overload, and std::visit over the decoded request makes a
+// missing handler a compile error. A new op is a row there, a handler here, and their tests.
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/request_stats.h"
+#include "agent/server.h"
+#include "core/access.h"
+#include "core/lock_view.h"
+#include "core/result.h"
+#include "locking/lock_engine.h"
+#include "protocol/messages.h"
+
+namespace lw {
+
+struct ServiceOptions {
+  protocol::Limits limits;  // what the decoder accepts
+  size_t max_inflight = 0;  // unanswered requests of one session (0: no bound)
+  size_t max_locks = 0;     // locks one session holds or awaits (0: no bound)
+  AccessPolicy access;      // who may lock what
+};
+
+class LockService final : public SessionHandler {
+ public:
+  // transport, engine and stats: not owned, must outlive the service.
+  LockService(Server& transport, LockEngine& engine, ServiceOptions options, RequestStats& stats);
+
+  // SessionHandler
+  void Opened(SessionId session, const Peer& peer, const std::vector<gid_t>& groups) override;
+  void Line(SessionId session, std::string_view line) override;
+  void Closed(SessionId session) override;
+  bool Idle(SessionId session) const override;
+
+  // Pushes a `lost` event to the session, if it is still connected.
+  void NotifyLost(SessionId session, const std::string& resource, const std::string& token,
+                  std::string_view reason);
+  // Who is at the other end of a session; pid -1 once it is gone.
+  Peer PeerOf(SessionId session) const;
+  // "pid 4242 (python3 worker.py)", or "session 7 (closed)": for events and logs.
+  std::string Describe(SessionId session) const;
+  // Every lock held through the engine with its holder, longest-held first.
+  std::vector<LockView> Locks() const;
+
+ private:
+  struct SessionState {
+    Peer peer;
+    PeerIds ids;
+    size_t inflight = 0;          // requests read but not yet answered
+    bool denied_logged = false;   // an access refusal was logged for this session already
+  };
+  using Id = nlohmann::json;
+
+  std::optional<Failure> Refusal(SessionId sid, SessionState& s, const protocol::Request& request);
+  // Answers one request of the session (it is no longer in flight).
+  void Answer(SessionId sid, std::string line);
+  void Fail(SessionId sid, const Id& id, std::string_view op, const Failure& failure);
+
+  void Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op);
+  void Handle(SessionId sid, const Id& id, const protocol::ReleaseRequest& op);
+  void Handle(SessionId sid, const Id& id, const protocol::ExtendRequest& op);
+  void Handle(SessionId sid, const Id& id, const protocol::HeldRequest& op);
+  void Handle(SessionId sid, const Id& id, const protocol::HealthRequest& op);
+  void Handle(SessionId sid, const Id& id, const protocol::PingRequest& op);
+  void Handle(SessionId sid, const Id& id, const protocol::LocksRequest& op);
+
+  Server& transport_;
+  LockEngine& engine_;
+  ServiceOptions options_;
+  RequestStats& stats_;
+  std::unordered_map<SessionId, SessionState> sessions_;
+};
+
+}  // namespace lw
