@@ -1,0 +1,279 @@
+#include "agent/agent.h"
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <future>
+#include <variant>
+
+#include "core/redlock_math.h"
+
+namespace lw {
+namespace {
+
+constexpr int64_t kSnapshotMs = 250;
+
+std::vector<std::string> MasterNames(const Config& cfg) {
+  std::vector<std::string> names;
+  for (const auto& m : cfg.masters) names.push_back(m.Display());
+  return names;
+}
+
+
+}  // namespace
+
+Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host)
+    : loop_(loop),
+      cfg_(cfg),
+      metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
+               static_cast<double>(cfg.scan_interval_ms) / 1000.0),
+      activity_(metrics_.engine(), events_,
+                [this](uint64_t session) { return service_->Describe(session); }, UnixMsNow),
+      request_stats_(metrics_.registry()),
+      server_(loop, TransportOptions(cfg, host.socket), request_stats_),
+      snapshot_timer_(loop),
+      commands_(loop),
+      admin_token_(std::move(admin_token)),
+      systemd_(loop) {
+  std::vector<Node*> raw;
+  for (size_t i = 0; i < cfg.masters.size(); ++i) {
+    NodeClientOptions node_options{
+        cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms, cfg.health_interval_ms,
+        &activity_.Node(i, cfg.masters[i].Display(), metrics_.node(i)), cfg.max_ttl_ms,
+        cfg.restart_quarantine};
+    nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
+    raw.push_back(nodes_.back().get());
+  }
+  // Releases announced by other agents wake our waiters for keys held elsewhere. The engine
+  // does not exist yet: the handler looks it up when an announcement arrives.
+  release_watch_ = std::make_unique<ReleaseSubscribers>(
+      loop, cfg.masters,
+      SubscriberOptions{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms},
+      [this](const std::string& key) {
+        if (engine_ && engine_->ReleasedElsewhere(key)) metrics_.CountReleaseWakeup();
+      });
+  EngineOptions engine_options;
+  engine_options.key_prefix = cfg.key_prefix;
+  engine_options.fence_prefix = cfg.fence_prefix;
+  engine_options.fence_quorum = static_cast<int>(cfg.fence_quorum);
+  engine_options.drift_factor = cfg.drift_factor;
+  engine_options.node_timeout_ms = cfg.node_timeout_ms;
+  engine_options.retry_delay_ms = cfg.retry_delay_ms;
+  engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
+  engine_options.observer = &activity_;
+  engine_options.release_watch = release_watch_.get();
+  engine_options.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
+  engine_ = std::make_unique<LockEngine>(
+      loop, raw, engine_options,
+      [this](SessionId s, const std::string& res, const std::string& tok,
+             std::string_view why) {
+        activity_.Lost(s, res, why);
+        service_->NotifyLost(s, res, tok, why);
+      });
+  ServiceOptions service_options;
+  service_options.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
+  service_options.max_inflight = static_cast<size_t>(cfg.max_inflight_per_session);
+  service_options.max_locks = static_cast<size_t>(cfg.max_locks_per_session);
+  service_options.access = std::move(host.policy);
+  service_ = std::make_unique<LockService>(server_, *engine_, std::move(service_options),
+                                           request_stats_);
+}
+
+Agent::~Agent() {
+  // Other threads first: they read snapshots and the metrics, never loop state.
+  if (admin_) admin_->Stop();
+  if (presence_) presence_->Stop();
+  if (scanner_) scanner_->Stop();
+  // Stopping a node fails its commands in flight into the engine, so the engine must
+  // still be alive then; after that nothing references the nodes.
+  for (auto& n : nodes_) n->Stop();
+  release_watch_->Stop();
+  engine_.reset();
+  nodes_.clear();
+}
+
+bool Agent::Start() {
+  if (auto problem = server_.Listen(*service_)) {
+    spdlog::critical("{}", *problem);
+    return false;
+  }
+  for (auto& n : nodes_) n->Start();
+  PublishSnapshot();
+  snapshot_timer_.StartRepeat(kSnapshotMs, [this] { PublishSnapshot(); });
+  if (cfg_.scan_interval_ms > 0) StartScanner();
+  if (auto problem = StartAdmin()) {
+    spdlog::critical("{}", *problem);
+    return false;
+  }
+  for (int signum : {SIGTERM, SIGINT}) {
+    auto* h = new uv_signal_t;
+    uv_signal_init(loop_, h);
+    h->data = this;
+    uv_signal_start(h, [](uv_signal_t* s, int sig) {
+      static_cast<Agent*>(s->data)->BeginShutdown(sig);
+    }, signum);
+    signals_.push_back(h);
+  }
+  spdlog::info("lockwarden listening on {} with {} master(s), quorum {}", cfg_.socket_path,
+               nodes_.size(), engine_->quorum());
+  systemd_.Start(cfg_.socket_path);  // READY=1 follows from a snapshot with a usable quorum
+  return true;
+}
+
+ServerOptions Agent::TransportOptions(const Config& cfg, const SocketAccess& socket) {
+  ServerOptions o;
+  o.socket_path = cfg.socket_path;
+  o.limits = {static_cast<size_t>(cfg.max_connections), cfg.idle_timeout_ms,
+              static_cast<size_t>(cfg.max_unsent_bytes), static_cast<size_t>(cfg.max_line_bytes)};
+  o.socket_access = socket;
+  return o;
+}
+
+void Agent::PublishSnapshot() {
+  auto s = std::make_shared<Snapshot>();
+  s->taken = std::chrono::steady_clock::now();
+  s->taken_unix_ms = UnixMsNow();
+  s->quorum = engine_->quorum();
+  s->masters = engine_->NodeStatuses();
+  for (const auto& n : s->masters) {
+    s->masters_up += n.up ? 1 : 0;
+    s->masters_usable += n.up && !n.quarantined ? 1 : 0;
+  }
+  s->locks_held = engine_->locks_held();
+  if (snapshots_.DetailWanted()) {
+    s->detailed = true;
+    for (LockView& l : service_->Locks()) {
+      s->locks.push_back({l.resource, l.session, l.holder.pid, l.holder.uid, l.holder.gid,
+                          l.held_ms, l.validity_ms, l.renew, l.waiters, l.ttl_ms, l.key,
+                          std::move(l.holder.cmdline)});
+    }
+    for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
+  }
+  s->sessions = server_.session_count();
+  s->waiters = engine_->waiters();
+  metrics_.SetState({engine_->locks_held(), s->sessions, s->waiters,
+                     static_cast<int>(s->masters.size()), s->masters_up, s->quorum,
+                     s->masters_usable});
+  snapshots_.Publish(s);
+  systemd_.Observe(*s);  // after Publish: /readyz already agrees when systemd hears READY=1
+}
+
+void Agent::StartScanner() {
+  scanner_ = std::make_unique<LeakScanner>(
+      ScanSettingsFrom(cfg_), std::chrono::milliseconds(cfg_.scan_interval_ms),
+      [this] { return GrantsAsOfNow(); },
+      &metrics_.scan());
+  scanner_->Start();
+}
+
+std::optional<LiveGrants> Agent::GrantsAsOfNow() const {
+  auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now(), std::chrono::seconds(1));
+  if (!snap) return std::nullopt;
+  return snap->held_grants;
+}
+
+GrantList Agent::GrantsNow() const {
+  auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now() - std::chrono::seconds(1),
+                                        std::chrono::milliseconds(500));
+  if (!snap) return {};
+  return GrantList(snap->held_grants.begin(), snap->held_grants.end());
+}
+
+std::optional<RevokeOutcome> Agent::RevokeFromOtherThread(const std::string& resource,
+                                            std::chrono::milliseconds timeout) {
+  auto promise = std::make_shared<std::promise<RevokeOutcome>>();
+  auto result = promise->get_future();
+  const bool posted = commands_.Post([this, resource, promise] {
+    if (shutting_down_) return;  // the promise is dropped: the caller sees no answer
+    engine_->Revoke(resource, [this, promise](const std::optional<LockEngine::Revocation>& r) {
+      RevokeOutcome out;
+      out.masters = static_cast<int>(nodes_.size());
+      if (r) {
+        out.held = true;
+        out.session = r->session;
+        const Peer peer = service_->PeerOf(r->session);
+        out.pid = peer.pid;
+        out.uid = peer.uid;
+        out.deleted = r->deleted;
+      }
+      promise->set_value(out);
+    });
+  });
+  if (!posted || result.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+  try {
+    return result.get();
+  } catch (const std::future_error&) {
+    return std::nullopt;  // dropped unanswered (shutdown)
+  }
+}
+
+std::optional<std::string> Agent::StartAdmin() {
+  auto listen = std::get<std::optional<ListenAddress>>(ParseListenAddress(cfg_.admin_listen));
+  if (!listen) return std::nullopt;  // "off"
+  AdminContext ctx;
+  ctx.metrics = &metrics_;
+  ctx.snapshots = &snapshots_;
+  ctx.scanner = scanner_.get();
+  ctx.masters = cfg_.masters;
+  ctx.max_ttl_ms = cfg_.max_ttl_ms;
+  ctx.token = admin_token_;
+  ctx.events = &events_;
+  ctx.history = [this] { return activity_.HistoryPoints(UnixMsNow()); };
+  presence_ = std::make_unique<PresenceProbe>(cfg_.masters, [this] { return GrantsNow(); });
+  presence_->Start();
+  ctx.presence = presence_.get();
+  ctx.agent = {LOCKWARDEN_VERSION, static_cast<int>(getpid()), started_unix_ms_,
+               cfg_.socket_path};
+  ctx.stuck_after_ms = cfg_.stuck_after_ms;
+  ctx.max_connections = cfg_.admin_max_connections;
+  ctx.http_timeout = std::chrono::milliseconds(cfg_.admin_timeout_ms);
+  ctx.max_body_bytes = cfg_.admin_max_body_bytes;
+  ctx.revoke = [this](const std::string& resource, std::chrono::milliseconds timeout) {
+    return RevokeFromOtherThread(resource, timeout);
+  };
+  admin_ = std::make_unique<AdminServer>(*listen, std::move(ctx));
+  if (auto problem = admin_->Start()) return problem;
+  spdlog::info("admin HTTP on {}:{} (/metrics, /healthz, /readyz, /api/v1); actions {}",
+               listen->host, admin_->port(), admin_token_.empty() ? "disabled" : "enabled");
+  return std::nullopt;
+}
+
+void Agent::BeginShutdown(int sig) {
+  if (shutting_down_) {
+    spdlog::warn("second signal {}: exiting now", sig);
+    Finish();
+    return;
+  }
+  shutting_down_ = true;
+  spdlog::info("signal {}: shutting down, releasing {} lock(s)", sig, engine_->locks_held());
+  systemd_.Stopping(engine_->locks_held());
+  server_.StopListening();
+  grace_ = std::make_unique<Timer>(loop_);
+  grace_->Start(cfg_.shutdown_grace_ms, [this] {
+    spdlog::warn("shutdown grace of {} ms ran out; some releases were not confirmed (their "
+                 "keys expire with their ttl)", cfg_.shutdown_grace_ms);
+    Finish();
+  });
+  engine_->Shutdown([this] { Finish(); });
+}
+
+void Agent::Finish() {
+  if (finished_) return;
+  finished_ = true;
+  if (grace_) grace_->Stop();
+  snapshot_timer_.Stop();
+  systemd_.Stop();
+  commands_.Close();
+  server_.CloseSessions();
+  for (auto& n : nodes_) n->Stop();
+  release_watch_->Stop();
+  for (auto* h : signals_) {
+    uv_close(reinterpret_cast<uv_handle_t*>(h),
+             [](uv_handle_t* x) { delete reinterpret_cast<uv_signal_t*>(x); });
+  }
+  signals_.clear();
+  spdlog::info("stopped");
+}
+
+}  // namespace lw

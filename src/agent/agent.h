@@ -1,0 +1,113 @@
+#pragma once
+// Agent: the whole agent on one libuv loop, built in dependency order and torn down in reverse:
+// metrics and activity, the socket transport (Server) and its service (LockService), one
+// NodeClient per master, the release subscribers, the LockEngine, the snapshot published
+// every 250 ms for other threads, the leak scanner and presence probe (their own threads),
+// the admin HTTP server (its own threads), systemd notification, and shutdown on SIGTERM.
+// `lockwarden serve` (cli/serve.cc) loads the configuration and runs one.
+//
+// Threads: everything here runs on the loop thread except what is marked; other threads read
+// snapshots and metrics, and reach loop state only through LoopCommands.
+
+#include <uv.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "admin/admin_server.h"
+#include "agent/lock_service.h"
+#include "agent/loop_commands.h"
+#include "agent/request_stats.h"
+#include "agent/server.h"
+#include "agent/snapshot.h"
+#include "agent/systemd_notify.h"
+#include "config/config.h"
+#include "core/access.h"
+#include "core/unix_time.h"
+#include "locking/lock_engine.h"
+#include "observe/activity.h"
+#include "observe/metrics.h"
+#include "observe/recent.h"
+#include "redis/node_client.h"
+#include "redis/release_subscribers.h"
+#include "redis/timer.h"
+#include "scan/leak_scanner.h"
+#include "scan/presence_probe.h"
+
+namespace lw {
+
+class Agent {
+ public:
+  // Resolved from the config before the loop starts (names need the host's databases).
+  struct HostAccess {
+    SocketAccess socket;
+    AccessPolicy policy;
+  };
+
+  Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Listens on the socket, connects to the masters, starts the snapshot timer, the scanner,
+  // the admin server and the signal handlers. False (logged) when the agent cannot serve.
+  bool Start();
+
+ private:
+  static ServerOptions TransportOptions(const Config& cfg, const SocketAccess& socket);
+
+  // Loop thread: the state other threads may read, and the state gauges.
+  void PublishSnapshot();
+
+  void StartScanner();
+
+  // Scanner thread: the grants held through this agent, from a snapshot taken after this call
+  // (waits up to a second for it), so that a grant made just before is never missed.
+  std::optional<LiveGrants> GrantsAsOfNow() const;
+
+  // Presence thread: the grants of the latest detailed snapshot (at most 250 ms old while
+  // the probe keeps asking).
+  GrantList GrantsNow() const;
+
+  // Admin thread: force-release on the loop, waiting up to `timeout` for the masters' answers.
+  std::optional<RevokeOutcome> RevokeFromOtherThread(const std::string& resource,
+                                                     std::chrono::milliseconds timeout);
+
+  std::optional<std::string> StartAdmin();
+
+  // SIGTERM/SIGINT: stop accepting, release every lock on all masters (bounded by
+  // shutdown_grace), then close sessions and connections so the loop runs dry.
+  void BeginShutdown(int sig);
+
+  void Finish();
+
+  uv_loop_t* loop_;
+  const Config& cfg_;
+  Metrics metrics_;
+  EventLog events_;
+  Activity activity_;  // between the engine/masters and metrics_: events and history
+  RequestStats request_stats_;
+  Server server_;  // the socket transport; service_ serves its sessions
+  std::vector<std::unique_ptr<NodeClient>> nodes_;
+  std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
+  std::unique_ptr<LockEngine> engine_;
+  std::unique_ptr<LockService> service_;
+  SnapshotBox snapshots_;
+  Timer snapshot_timer_;
+  LoopCommands commands_;  // admin threads -> loop
+  std::string admin_token_;
+  std::unique_ptr<LeakScanner> scanner_;
+  std::unique_ptr<PresenceProbe> presence_;
+  const int64_t started_unix_ms_ = UnixMsNow();
+  std::unique_ptr<AdminServer> admin_;
+  std::vector<uv_signal_t*> signals_;
+  std::unique_ptr<Timer> grace_;
+  SystemdNotifier systemd_;  // no-op unless started by systemd (NOTIFY_SOCKET)
+  bool shutting_down_ = false;
+  bool finished_ = false;
+};
+
+}  // namespace lw
