@@ -13,6 +13,7 @@
 
 #include "agent/session.h"
 #include "core/access.h"
+#include "core/defaults.h"
 #include "locking/lock_engine.h"
 #include "protocol/messages.h"
 #include "redis/timer.h"
@@ -56,7 +57,7 @@ struct SocketAccess {
 
 struct ServerOptions {
   std::string socket_path;
-  size_t max_line_bytes = 65'536;
+  size_t max_line_bytes = kDefaultMaxLineBytes;
   protocol::Limits limits;
   ClientLimits client_limits;
   SocketAccess socket_access;
