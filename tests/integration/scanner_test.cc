@@ -230,8 +230,7 @@ TEST_F(ScannerTest, OneShotScanCommandExitsNonZeroOnLeaks) {
     argv.insert(argv.end(), extra.begin(), extra.end());
     const pid_t pid = SpawnTestProcess(argv, out);
     const int rc = WaitChild(pid, milliseconds(10'000));
-    std::ifstream in(out);
-    return std::make_pair(rc, std::string(std::istreambuf_iterator<char>(in), {}));
+    return std::make_pair(rc, ReadFile(out));
   };
   auto [clean_rc, clean] = scan({});
   EXPECT_EQ(clean_rc, 0) << clean;

@@ -11,7 +11,6 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
 #include "support/files.h"
 #include "support/http.h"
