@@ -65,7 +65,7 @@ struct AdminContext {
   std::function<std::vector<HistoryPoint>()> history;  // null: no history
   PresenceProbe* presence = nullptr;                    // null: presence not checked
   AgentFacts agent;
-  int64_t stuck_after_ms = 300'000;
+  int64_t stuck_after_ms = kDefaultStuckAfterMs;
   std::vector<MasterAddress> masters;
   int64_t max_ttl_ms = kDefaultMaxTtlMs;  // bound of the TTL an operator may set on a leaked key
   RevokeFn revoke;                 // null: force-release unavailable
@@ -75,9 +75,9 @@ struct AdminContext {
   // The server's own bounds (admin_max_connections, admin_timeout_ms, admin_max_body_bytes):
   // connections served or waiting at once (one more gets 503), the deadline to receive a request
   // and to send its response, the largest request body (a larger one gets 413).
-  int64_t max_connections = 32;
-  std::chrono::milliseconds http_timeout{5000};
-  int64_t max_body_bytes = 64 * 1024;
+  int64_t max_connections = kDefaultAdminMaxConnections;
+  std::chrono::milliseconds http_timeout{kDefaultAdminTimeoutMs};
+  int64_t max_body_bytes = kDefaultAdminMaxBodyBytes;
 };
 
 class AdminServer {

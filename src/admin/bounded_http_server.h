@@ -35,6 +35,7 @@
 #include <string_view>
 
 #include "admin/connection_queue.h"
+#include "core/defaults.h"
 
 namespace lw {
 
@@ -43,9 +44,11 @@ static_assert(std::string_view(CPPHTTPLIB_VERSION).starts_with("0.11."),
               "process_and_close_socket and process_request of the new version");
 
 struct HttpBounds {
-  size_t max_connections = 32;              // being served or waiting for a worker
-  std::chrono::milliseconds timeout{5000};  // to receive a request; to send a response
-  size_t max_body_bytes = 64 * 1024;        // a larger body gets 413
+  // being served or waiting for a worker
+  size_t max_connections = kDefaultAdminMaxConnections;
+  // to receive a request; to send a response
+  std::chrono::milliseconds timeout{kDefaultAdminTimeoutMs};
+  size_t max_body_bytes = kDefaultAdminMaxBodyBytes;  // a larger body gets 413
 };
 
 class BoundedHttpServer final : public httplib::Server {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/snapshot.h"
+#include "core/defaults.h"
 #include "observe/recent.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
@@ -30,7 +31,7 @@ struct StateInputs {
   AgentFacts agent;
   bool actions_enabled = false;
   int64_t max_ttl_ms = 0;  // the largest TTL an operator may set on a leaked key
-  int64_t stuck_after_ms = 300'000;
+  int64_t stuck_after_ms = kDefaultStuckAfterMs;
   const ScanReport* leaks = nullptr;  // null: no pass finished yet (or the scanner is off)
   int64_t scan_interval_ms = 0;       // 0: the scanner is off
   const PresenceReport* presence = nullptr;

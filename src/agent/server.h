@@ -13,6 +13,7 @@
 
 #include "agent/request_stats.h"
 #include "agent/session.h"
+#include "core/defaults.h"
 #include "core/lock_view.h"
 #include "redis/timer.h"
 
@@ -38,7 +39,7 @@ struct TransportLimits {
   size_t max_connections = 0;
   int64_t idle_timeout_ms = 0;
   size_t max_unsent_bytes = 0;
-  size_t max_line_bytes = 65'536;
+  size_t max_line_bytes = kDefaultMaxLineBytes;
 };
 
 // Who owns the socket file and who may open it.

@@ -59,7 +59,8 @@ class ConfigFlags {
       } else if (s.key == "socket_path") {
         command->add_option("--socket," + flag, values_[s.key], s.help);
       } else {
-        command->add_option(flag, values_[s.key], s.help);
+        CLI::Option* option = command->add_option(flag, values_[s.key], s.help);
+        if (s.refused_as_flag) option->group("");  // accepted only to be refused by LoadConfig
       }
     }
   }

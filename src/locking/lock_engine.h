@@ -38,6 +38,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/defaults.h"
 #include "core/error_code.h"
 #include "core/lock_view.h"
 #include "core/result.h"
@@ -52,13 +53,13 @@
 namespace lw {
 
 struct EngineOptions {
-  std::string key_prefix = "lock:";
-  std::string fence_prefix = "fence:";
+  std::string key_prefix = kDefaultKeyPrefix;
+  std::string fence_prefix = kDefaultFencePrefix;
   int fence_quorum = 0;  // masters confirming both phases of a fenced grant; 0: FenceQuorumSize
-  double drift_factor = 0.01;
-  int64_t node_timeout_ms = 50;
-  int64_t retry_delay_ms = 50;
-  int64_t retry_jitter_ms = 50;
+  double drift_factor = kDefaultDriftFactor;
+  int64_t node_timeout_ms = kDefaultNodeTimeoutMs;
+  int64_t retry_delay_ms = kDefaultRetryDelayMs;
+  int64_t retry_jitter_ms = kDefaultRetryJitterMs;
   EngineObserver* observer = nullptr;  // not owned; null: nothing reported
   // Not owned; null: waiters for a key held elsewhere only retry on their timer.
   ReleaseWatch* release_watch = nullptr;

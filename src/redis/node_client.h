@@ -39,9 +39,9 @@ struct redisAsyncContext;
 namespace lw {
 
 struct NodeClientOptions {
-  int64_t connect_timeout_ms = 1000;
-  int64_t reconnect_max_backoff_ms = 2000;
-  int64_t health_interval_ms = 1000;
+  int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int64_t reconnect_max_backoff_ms = kDefaultReconnectMaxBackoffMs;
+  int64_t health_interval_ms = kDefaultHealthIntervalMs;
   NodeObserver* observer = nullptr;  // not owned; null: nothing reported
   int64_t max_ttl_ms = kDefaultMaxTtlMs;  // the longest a lock may live: the quarantine's length
   bool restart_quarantine = true;    // false: votes always count (restarts are still logged)

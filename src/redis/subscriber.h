@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "core/defaults.h"
 #include "redis/timer.h"
 
 struct redisAsyncContext;
@@ -29,8 +30,8 @@ struct redisAsyncContext;
 namespace lw {
 
 struct SubscriberOptions {
-  int64_t connect_timeout_ms = 1000;
-  int64_t reconnect_max_backoff_ms = 2000;
+  int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
+  int64_t reconnect_max_backoff_ms = kDefaultReconnectMaxBackoffMs;
   int64_t idle_close_ms = 30'000;  // no channel for this long: close the connection
 };
 

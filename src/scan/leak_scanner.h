@@ -28,14 +28,15 @@ namespace lw {
 
 struct ScanSettings {
   std::vector<MasterAddress> masters;
-  std::string key_prefix = "lock:";
+  std::string key_prefix = kDefaultKeyPrefix;
   // Fence counters have no TTL by design: never reported, whatever pattern finds them.
-  std::string fence_prefix = "fence:";
+  std::string fence_prefix = kDefaultFencePrefix;
   std::vector<std::string> extra_patterns;  // scanned after "<key_prefix>*"
   int64_t max_ttl_ms = kDefaultMaxTtlMs;
-  int64_t batch = 500;
-  int64_t keys_per_second = 20'000;  // keys walked by SCAN (at least COUNT per call) per second
-  std::chrono::milliseconds connect_timeout{1000};
+  int64_t batch = kDefaultScanBatch;
+  // keys walked by SCAN (at least COUNT per call) per second
+  int64_t keys_per_second = kDefaultScanKeysPerSecond;
+  std::chrono::milliseconds connect_timeout{kDefaultConnectTimeoutMs};
   std::chrono::milliseconds command_timeout{2000};
 };
 

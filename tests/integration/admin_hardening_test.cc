@@ -30,6 +30,7 @@
 #include "admin/bounded_http_server.h"
 #include "metrics_util.h"
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/http.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
@@ -40,13 +41,6 @@ namespace {
 using nlohmann::json;
 
 const std::string kToken = "admin-hardening-token-0123456789";
-
-std::string WriteToken(const std::string& dir) {
-  const std::string path = dir + "/token";
-  std::ofstream(path) << kToken;
-  chmod(path.c_str(), 0600);
-  return path;
-}
 
 HttpHeaders Bearer(const std::string& token = kToken) {
   return {{"Authorization", "Bearer " + token}};
@@ -246,7 +240,7 @@ class BeyondLoopbackTest : public ::testing::Test {
   ~BeyondLoopbackTest() override { std::filesystem::remove_all(dir_); }
 
   std::string dir_ = MakeTempDir("lw-admin-hard-");
-  std::string token_path_ = WriteToken(dir_);
+  std::string token_path_ = WriteFile(dir_ + "/token", kToken);
   RedisCluster cluster_{1};
   int port_ = 0;
   // Reachable from every interface: reads need the token, whichever address a client uses.
@@ -382,8 +376,9 @@ TEST(AdminBoundsTest, BodiesOverTheLimitAreRefusedUnread) {
   // A 30 s request deadline: whatever is refused below is refused for its size, long before
   // the deadline could have ended the connection.
   constexpr int kTimeoutMs = 30'000;
-  AgentProcess agent(cluster, {"--admin-token-file", WriteToken(dir), "--admin-max-body-bytes",
-                               "2048", "--admin-timeout-ms", std::to_string(kTimeoutMs)});
+  AgentProcess agent(cluster, {"--admin-token-file", WriteFile(dir + "/token", kToken),
+                               "--admin-max-body-bytes", "2048", "--admin-timeout-ms",
+                               std::to_string(kTimeoutMs)});
   const int port = agent.admin_port();
   const std::string big = json{{"resource", std::string(3000, 'x')}}.dump();
   HttpResult too_big = HttpPost(port, "/api/v1/locks/release", big, Bearer());

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
@@ -16,11 +17,6 @@ namespace lw::test {
 namespace {
 
 using nlohmann::json;
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 class CliTest : public ::testing::Test {
  protected:

@@ -19,6 +19,7 @@
 #include "metrics_util.h"
 #include "state_util.h"
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/http.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
@@ -45,22 +46,6 @@ std::string DistinctivePassword(const std::string& tag) {
   std::ostringstream out;
   out << "lwpw-" << tag << "-" << std::hex << device() << device();
   return out.str();
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Writes contents to dir/name with mode (0600 unless told).
-std::string WriteFile(const std::string& dir, const std::string& name, const std::string& contents,
-                      mode_t mode = 0600) {
-  const std::string path = dir + "/" + name;
-  std::ofstream(path) << contents;
-  chmod(path.c_str(), mode);
-  return path;
 }
 
 HttpHeaders Bearer() { return {{"Authorization", "Bearer " + kAdminToken}}; }
@@ -167,7 +152,7 @@ class CredentialsFixture : public ::testing::Test {
     return std::chrono::duration<double, std::milli>(answered - asked).count();
   }
 
-  std::string TokenFile() { return WriteFile(dir_, "admin.token", kAdminToken + "\n"); }
+  std::string TokenFile() { return WriteFile(dir_ + "/admin.token", kAdminToken + "\n"); }
 
   std::string dir_;
 };
@@ -194,7 +179,7 @@ TEST_F(CredentialsTest, TheMastersRefuseAConnectionWithoutThePassword) {
 }
 
 TEST_F(CredentialsTest, APasswordFileGrantsLocksAndTheScannerAndPresenceChecksAuthenticate) {
-  const std::string pw_file = WriteFile(dir_, "redis.pw", password_ + "\n");
+  const std::string pw_file = WriteFile(dir_ + "/redis.pw", password_ + "\n");
   AgentProcess agent(cluster_, {"--redis-password-file", pw_file, "--scan-interval-ms", "200",
                                 "--admin-token-file", TokenFile()});
   auto client = agent.Connect();
@@ -230,7 +215,7 @@ TEST_F(CredentialsTest, APasswordFileGrantsLocksAndTheScannerAndPresenceChecksAu
 }
 
 TEST_F(CredentialsTest, TheSubscribeConnectionsAuthenticateTooSoAHandOffWakesAtOnce) {
-  const std::string pw_file = WriteFile(dir_, "redis.pw", password_ + "\n");
+  const std::string pw_file = WriteFile(dir_ + "/redis.pw", password_ + "\n");
   AgentProcess a(cluster_, {"--redis-password-file", pw_file});
   AgentProcess b(cluster_, {"--redis-password-file", pw_file, "--retry-delay-ms",
                             std::to_string(kRetryDelayMs), "--retry-jitter-ms", "0"});
@@ -260,7 +245,7 @@ TEST_F(CredentialsTest, AWrongPasswordReachesNoMasterAndIsNeverShown) {
   const std::string wrong = DistinctivePassword("wrong");
   ASSERT_GE(wrong.size(), 20u);
   ASSERT_EQ(password_.find(wrong), std::string::npos);
-  const std::string pw_file = WriteFile(dir_, "redis.pw", wrong + "\n");
+  const std::string pw_file = WriteFile(dir_ + "/redis.pw", wrong + "\n");
   ASSERT_NE(ReadFile(pw_file).find(wrong), std::string::npos) << "the search itself works";
   AgentProcess agent(cluster_,
                      {"--redis-password-file", pw_file, "--scan-interval-ms", "200",
@@ -394,7 +379,7 @@ class CredentialsAclTest : public CredentialsFixture {
     }
     ASSERT_TRUE(replaced) << "the documented line has no >CHANGE-ME to replace";
     for (int i = 0; i < cluster_.size(); ++i) ASSERT_NO_THROW(cluster_.Run(i, acl));
-    pw_file_ = WriteFile(dir_, "redis.pw", user_password_ + "\n");
+    pw_file_ = WriteFile(dir_ + "/redis.pw", user_password_ + "\n");
   }
 
   std::vector<std::string> AsLockwarden(std::vector<std::string> more = {}) {
@@ -526,7 +511,7 @@ TEST_F(CredentialsAclTest, ReleaseAnnouncementsAndSubscriptionsPassTheAcl) {
 
 TEST_F(CredentialsAclTest, AWrongUserPasswordReachesNoMaster) {
   const std::string wrong = DistinctivePassword("wrong-acl");
-  const std::string pw_file = WriteFile(dir_, "wrong.pw", wrong + "\n");
+  const std::string pw_file = WriteFile(dir_ + "/wrong.pw", wrong + "\n");
   AgentProcess agent(cluster_, {"--redis-user", "lockwarden", "--redis-password-file", pw_file},
                      AgentProcess::Readiness::kSocket);
   ASSERT_TRUE(

@@ -9,6 +9,7 @@
 
 #include "metrics_util.h"
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
@@ -114,8 +115,7 @@ TEST_F(FenceTest, TheScannerNeverReportsFenceCounters) {
     argv.push_back(cluster_.url(i));
   }
   const int rc = WaitChild(SpawnTestProcess(argv, out), milliseconds(10'000));
-  std::ifstream in(out);
-  const std::string report((std::istreambuf_iterator<char>(in)), {});
+  const std::string report = ReadFile(out);
   EXPECT_EQ(rc, 0) << report;
   EXPECT_TRUE(json::parse(report)["leaks"].empty()) << report;
   std::filesystem::remove_all(dir);
@@ -131,8 +131,7 @@ TEST_F(FenceTest, LockCommandExportsTheFence) {
        "sh", "-c", "echo \"fence=$LOCKWARDEN_FENCE\""},
       out);
   EXPECT_EQ(WaitChild(pid, milliseconds(10'000)), 0);
-  std::ifstream in(out);
-  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::string text = ReadFile(out);
   EXPECT_THAT(text, HasSubstr("fence=2")) << text;
   std::filesystem::remove_all(dir);
 }

@@ -10,6 +10,7 @@
 
 #include "metrics_util.h"
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/http.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
@@ -22,13 +23,6 @@ using std::chrono::milliseconds;
 
 const std::string kToken = "force-release-token-0123456789";
 
-std::string WriteToken(const std::string& dir) {
-  const std::string path = dir + "/token";
-  std::ofstream(path) << kToken;
-  chmod(path.c_str(), 0600);
-  return path;
-}
-
 class ForceReleaseTest : public ::testing::Test {
  protected:
   ~ForceReleaseTest() override { std::filesystem::remove_all(dir_); }
@@ -40,7 +34,7 @@ class ForceReleaseTest : public ::testing::Test {
   }
 
   std::string dir_ = MakeTempDir("lw-revoke-");
-  std::string token_path_ = WriteToken(dir_);
+  std::string token_path_ = WriteFile(dir_ + "/token", kToken);
   RedisCluster cluster_{5};
   AgentProcess agent_{cluster_, {"--admin-token-file", token_path_}};
 };

@@ -10,6 +10,7 @@
 
 #include "metrics_util.h"
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/http.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
@@ -58,13 +59,6 @@ json FreshLeaks(int port) {
       milliseconds(10'000));
   EXPECT_TRUE(fresh) << "no scan pass completed within 10 s: " << leaks;
   return leaks;
-}
-
-std::string WriteToken(const std::string& dir) {
-  const std::string path = dir + "/admin.token";
-  std::ofstream(path) << kToken << "\n";
-  chmod(path.c_str(), 0600);
-  return path;
 }
 
 HttpHeaders Bearer(const std::string& token = kToken) {
@@ -149,7 +143,7 @@ TEST_F(ScannerTest, ExtraPatternsAuditOtherKeysOnce) {
 TEST_F(ScannerTest, RemediesNeedTheTokenASameOriginRequestAndAStillTtlLessKey) {
   const std::string dir = MakeTempDir("lw-token-");
   AgentProcess agent(cluster_, {"--scan-interval-ms", "200", "--admin-token-file",
-                                WriteToken(dir)});
+                                WriteFile(dir + "/admin.token", kToken + "\n")});
   const int port = agent.admin_port();
   cluster_.Set(0, "lock:leak-a", "x", 0);
   cluster_.Set(1, "lock:leak-b", "x", 0);
@@ -236,8 +230,7 @@ TEST_F(ScannerTest, OneShotScanCommandExitsNonZeroOnLeaks) {
     argv.insert(argv.end(), extra.begin(), extra.end());
     const pid_t pid = SpawnTestProcess(argv, out);
     const int rc = WaitChild(pid, milliseconds(10'000));
-    std::ifstream in(out);
-    return std::make_pair(rc, std::string(std::istreambuf_iterator<char>(in), {}));
+    return std::make_pair(rc, ReadFile(out));
   };
   auto [clean_rc, clean] = scan({});
   EXPECT_EQ(clean_rc, 0) << clean;

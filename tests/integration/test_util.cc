@@ -11,15 +11,6 @@
 
 namespace lw::test {
 
-bool Eventually(const std::function<bool()>& condition, milliseconds deadline) {
-  const auto end = SteadyClock::now() + deadline;
-  for (;;) {
-    if (condition()) return true;
-    if (SteadyClock::now() >= end) return false;
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-}
-
 int WaitChild(pid_t pid, milliseconds deadline) {
   const auto end = SteadyClock::now() + deadline;
   for (;;) {

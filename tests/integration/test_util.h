@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "support/polling.h"  // Eventually
+
 namespace lw::test {
 
 using std::chrono::milliseconds;
@@ -17,10 +19,6 @@ inline std::string KeyOf(const std::string& resource) { return "lock:" + resourc
 inline double MsSince(SteadyClock::time_point t) {
   return std::chrono::duration<double, std::milli>(SteadyClock::now() - t).count();
 }
-
-// Re-checks `condition` (each check is a round trip to real processes) until it holds or
-// `deadline` passes. For state in other processes that offers no event to wait on.
-bool Eventually(const std::function<bool()>& condition, milliseconds deadline);
 
 // Waits for `pid` (a child of this process) to exit; returns its exit code (128+signal if
 // killed), or -1 if it is still running at the deadline.

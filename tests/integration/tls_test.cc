@@ -24,6 +24,7 @@
 #include <stdexcept>
 
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
@@ -40,13 +41,6 @@ constexpr int kMasters = 3;
 const std::string kPassword = "tls-test-password-5c1d";
 // The name in the server certificate; the shipped config's checkHost is replaced by it.
 const std::string kCertName = "localhost";
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string Trim(const std::string& text) {
   const size_t first = text.find_first_not_of(" \t\r");

@@ -1,4 +1,5 @@
 #include "support/agent_process.h"
+#include "support/files.h"
 
 #include <poll.h>
 #include <sys/syscall.h>
@@ -250,12 +251,7 @@ int AgentProcess::WaitExit(milliseconds deadline) {
   return reaped_ ? exit_status_ : -1;
 }
 
-std::string AgentProcess::Log() const {
-  std::ifstream in(log_path_, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string AgentProcess::Log() const { return ReadFile(log_path_); }
 
 lw::client::Client AgentProcess::Connect() const { return lw::client::Client(socket_path_); }
 

@@ -11,32 +11,21 @@
 #include <regex>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 
+#include "support/files.h"
 #include "support/http.h"
+#include "support/polling.h"
 #include "support/redis_cluster.h"
 
 namespace lw::test {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using Ms = PrometheusProcess::Ms;
 
 constexpr Ms kReadyDeadline{20'000};
 constexpr Ms kTermGrace{5'000};
 constexpr Ms kPollPause{100};  // Prometheus works in 1 s ticks: no point polling faster
 constexpr int kStartAttempts = 3;
-
-// Prometheus offers no event for "ready" or "alert fired": re-check `condition` until it holds
-// or `deadline` passes.
-bool PollUntil(const std::function<bool()>& condition, Ms deadline) {
-  const auto end = Clock::now() + deadline;
-  for (;;) {
-    if (condition()) return true;
-    if (Clock::now() >= end) return false;
-    std::this_thread::sleep_for(kPollPause);
-  }
-}
 
 // True (child reaped) once `pid` has exited.
 bool Reaped(pid_t pid) {
@@ -46,20 +35,6 @@ bool Reaped(pid_t pid) {
     r = waitpid(pid, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
   return r == pid || (r < 0 && errno == ECHILD);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void WriteFile(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out.flush()) throw std::runtime_error("cannot write " + path);
 }
 
 // The rules with every `for:` duration replaced, line by line (comments and the rest untouched).
@@ -99,14 +74,14 @@ PrometheusProcess::PrometheusProcess(const std::vector<std::string>& targets,
   dir_ = MakeTempDir("lw-prometheus-");
   log_path_ = dir_ + "/prometheus.log";
   try {
-    WriteFile(dir_ + "/rules.yml", ShortenFor(ReadFile(rules_file), for_override));
+    WriteFile(dir_ + "/rules.yml", ShortenFor(ReadFileOrThrow(rules_file), for_override), 0644);
     std::string config =
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n";
     config += "rule_files:\n  - " + dir_ + "/rules.yml\n";
     config += "scrape_configs:\n  - job_name: lockwarden\n    static_configs:\n";
     config += "      - targets:\n";
     for (const auto& t : targets) config += "          - '" + t + "'\n";
-    WriteFile(dir_ + "/prometheus.yml", config);
+    WriteFile(dir_ + "/prometheus.yml", config, 0644);
     std::string why;
     for (int attempt = 1; !TryStart(&why); ++attempt) {
       if (attempt == kStartAttempts) throw std::runtime_error(why);
@@ -125,12 +100,12 @@ bool PrometheusProcess::TryStart(std::string* why) {
                            "--storage.tsdb.retention.time=1h", "--log.level=warn"},
                           log_path_);
   bool exited = false;
-  const bool ready = PollUntil(
+  const bool ready = Eventually(
       [&] {
         exited = Reaped(pid_);
         return exited || HttpGet(port_, "/-/ready").status == 200;
       },
-      kReadyDeadline);
+      kReadyDeadline, kPollPause);
   if (ready && !exited) return true;
   *why = "prometheus on port " + std::to_string(port_) +
          (exited ? " exited early" : " not ready within 20 s") + "\n--- prometheus.log ---\n" +
@@ -145,9 +120,9 @@ PrometheusProcess::~PrometheusProcess() { Shutdown(); }
 void PrometheusProcess::Shutdown() noexcept {
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
-    if (!PollUntil([&] { return Reaped(pid_); }, kTermGrace)) {
+    if (!Eventually([&] { return Reaped(pid_); }, kTermGrace, kPollPause)) {
       kill(pid_, SIGKILL);
-      PollUntil([&] { return Reaped(pid_); }, kTermGrace);
+      Eventually([&] { return Reaped(pid_); }, kTermGrace, kPollPause);
     }
     pid_ = -1;
   }
@@ -184,14 +159,14 @@ std::vector<std::string> PrometheusProcess::AlertsInState(const std::string& sta
 }
 
 bool PrometheusProcess::WaitFiring(const std::string& name, Ms deadline) const {
-  return PollUntil(
+  return Eventually(
       [&] {
         for (const auto& n : FiringAlerts()) {
           if (n == name) return true;
         }
         return false;
       },
-      deadline);
+      deadline, kPollPause);
 }
 
 nlohmann::json PrometheusProcess::Query(const std::string& promql) const {
@@ -207,7 +182,7 @@ std::optional<double> PrometheusProcess::QueryValue(const std::string& promql) c
 }
 
 bool PrometheusProcess::WaitTargetsUp(Ms deadline) const {
-  return PollUntil(
+  return Eventually(
       [&] {
         const nlohmann::json body = ApiGet("/api/v1/targets");
         const auto& active = body["data"]["activeTargets"];
@@ -217,7 +192,7 @@ bool PrometheusProcess::WaitTargetsUp(Ms deadline) const {
         }
         return true;
       },
-      deadline);
+      deadline, kPollPause);
 }
 
 }  // namespace lw::test

@@ -214,12 +214,6 @@ pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& 
   return pid;
 }
 
-std::string MakeTempDir(const std::string& prefix) {
-  std::string tmpl = "/tmp/" + prefix + "XXXXXX";
-  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error(ErrnoText("mkdtemp " + tmpl));
-  return tmpl;
-}
-
 std::string FileTail(const std::string& path, size_t max_bytes) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return "";

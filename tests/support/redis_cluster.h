@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"  // MakeTempDir, used with every cluster
+
 namespace lw::test {
 
 // Process helpers shared by RedisCluster and AgentProcess.
@@ -31,9 +33,6 @@ namespace lw::test {
 // be opened, fork fails or exec fails (the failed child is reaped).
 pid_t SpawnTestProcess(const std::vector<std::string>& argv, const std::string& output_path,
                        const std::vector<std::string>& extra_env = {});
-
-// Creates a new empty directory /tmp/<prefix>XXXXXX (mkdtemp); throws std::runtime_error.
-std::string MakeTempDir(const std::string& prefix);
 
 // The last max_bytes of the file at path, for failure messages; "" when it cannot be read.
 std::string FileTail(const std::string& path, size_t max_bytes = 4096);
