@@ -275,18 +275,7 @@ void Server::ReplyFailure(SessionId sid, const nlohmann::json& request_id, std::
 
 void Server::ReplyGranted(SessionId sid, const nlohmann::json& request_id,
                           const std::string& resource, const Grant& grant) {
-  // Validity is re-checked as the reply is written, never trusted from when it was decided:
-  // a grant whose validity ran out in between is given back and reported as a failure.
-  const auto left = grant.valid_until - Clock::now();
-  const int64_t validity_ms = std::chrono::floor<std::chrono::milliseconds>(left).count();
-  if (validity_ms <= 0) {
-    engine_->Release(sid, resource, grant.token, [](const std::optional<Failure>&) {});
-    ReplyFailure(sid, request_id, "acquire",
-                 Failure{ErrorCode::kNoQuorum, "the lock was won but its validity ran out before "
-                                               "the reply could be written; it was released"});
-    return;
-  }
-  Answer(sid, protocol::EncodeAcquired(request_id, resource, grant.token, validity_ms,
+  Answer(sid, protocol::EncodeAcquired(request_id, resource, grant.token, grant.validity_ms,
                                       grant.waited_ms, grant.fence));
 }
 

@@ -53,6 +53,29 @@ void WarnAboutMasterCount(size_t n) {
   }
 }
 
+// What the engine reports: the operator page's events and history, and lost locks to their
+// holders' connections.
+class AgentEvents final : public EngineEvents {
+ public:
+  AgentEvents(Activity& activity, Server& server) : activity_(activity), server_(server) {}
+  void Lost(SessionId s, const std::string& resource, const std::string& token,
+            std::string_view reason) override {
+    activity_.Lost(s, resource, token, reason);
+    server_.NotifyLost(s, resource, token, reason);
+  }
+  void AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
+                       int attempts) override {
+    activity_.AcquireFinished(outcome, waited, attempts);
+  }
+  void AcquireFailed(SessionId s, std::string_view resource, ErrorCode code) override {
+    activity_.AcquireFailed(s, resource, code);
+  }
+
+ private:
+  Activity& activity_;
+  Server& server_;
+};
+
 // Everything that lives on the loop, in construction order.
 class Agent {
  public:
@@ -67,9 +90,11 @@ class Agent {
         cfg_(cfg),
         metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
                  static_cast<double>(cfg.scan_interval_ms) / 1000.0),
-        activity_(metrics_.engine(), events_,
-                  [this](uint64_t session) { return DescribeSession(session); }, UnixMsNow),
+        activity_(events_, [this](uint64_t session) { return DescribeSession(session); },
+                  UnixMsNow),
         server_(loop, Options(cfg, metrics_, std::move(host))),
+        engine_stats_(metrics_.registry(), MasterNames(cfg)),
+        engine_events_(activity_, server_),
         snapshot_timer_(loop),
         commands_(loop),
         admin_token_(std::move(admin_token)),
@@ -89,7 +114,7 @@ class Agent {
         loop, cfg.masters,
         SubscriberOptions{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms},
         [this](const std::string& key) {
-          if (engine_ && engine_->ReleasedElsewhere(key)) metrics_.CountReleaseWakeup();
+          if (engine_) engine_->ReleasedElsewhere(key);
         });
     EngineOptions engine_options;
     engine_options.key_prefix = cfg.key_prefix;
@@ -99,16 +124,11 @@ class Agent {
     engine_options.node_timeout_ms = cfg.node_timeout_ms;
     engine_options.retry_delay_ms = cfg.retry_delay_ms;
     engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
-    engine_options.observer = &activity_;
+    engine_options.events = &engine_events_;
+    engine_options.stats = &engine_stats_;
     engine_options.release_watch = release_watch_.get();
     engine_options.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
-    engine_ = std::make_unique<LockEngine>(
-        loop, raw, engine_options,
-        [this](SessionId s, const std::string& res, const std::string& tok,
-               std::string_view why) {
-          activity_.Lost(s, res, why);
-          server_.NotifyLost(s, res, tok, why);
-        });
+    engine_ = std::make_unique<LockEngine>(loop, raw, engine_options);
     server_.SetEngine(engine_.get());
   }
 
@@ -337,8 +357,10 @@ class Agent {
   const Config& cfg_;
   Metrics metrics_;
   EventLog events_;
-  Activity activity_;  // between the engine/masters and metrics_: events and history
+  Activity activity_;  // engine events, and between the masters and metrics_: events and history
   Server server_;
+  EngineStats engine_stats_;  // on metrics_'s registry
+  AgentEvents engine_events_;
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
   std::unique_ptr<LockEngine> engine_;
