@@ -6,27 +6,31 @@
 
 namespace lw {
 
-RoundRequest FencePhase1(const FencedKeys& keys, const std::string& token, int64_t ttl_ms,
-                         int needed) {
+namespace {
+
+RoundRequest FencedRound(RoundOp op, const FencedKeys& keys, const std::string& token, int needed) {
   RoundRequest req;
-  req.op = RoundOp::kSetIfAbsentReadFence;
+  req.op = op;
   req.key = keys.key;
   req.token = token;
-  req.ttl_ms = ttl_ms;
   req.fence_key = keys.fence_key;
   req.needed = needed;
   return req;
 }
 
+}  // namespace
+
+RoundRequest FencePhase1(const FencedKeys& keys, const std::string& token, int64_t ttl_ms,
+                         int needed) {
+  RoundRequest req = FencedRound(RoundOp::kSetIfAbsentReadFence, keys, token, needed);
+  req.ttl_ms = ttl_ms;
+  return req;
+}
+
 RoundRequest FencePhase2(const FencedKeys& keys, const std::string& token, int64_t fence,
                          int needed) {
-  RoundRequest req;
-  req.op = RoundOp::kRaiseFenceIfHeld;
-  req.key = keys.key;
-  req.token = token;
-  req.fence_key = keys.fence_key;
+  RoundRequest req = FencedRound(RoundOp::kRaiseFenceIfHeld, keys, token, needed);
   req.fence = fence;
-  req.needed = needed;
   return req;
 }
 

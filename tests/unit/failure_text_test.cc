@@ -71,7 +71,8 @@ TEST(FailureText, TooManyQuarantinedMastersSaysWhy) {
 TEST(FailureText, AFenceNotConfirmedSaysHowManyStillHeldTheKey) {
   VoteTally t(5, 3, /*needed=*/4);
   for (int i = 0; i < 3; ++i) t.Yes();
-  t.No();
+  t.Failed();
+  t.Failed();
   AttemptHistory h = Tried(1, t);
   h.fence = true;
   h.last_in_fence_phase = true;
