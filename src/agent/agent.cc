@@ -28,10 +28,11 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
       cfg_(cfg),
       metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
                static_cast<double>(cfg.scan_interval_ms) / 1000.0),
-      activity_(metrics_.engine(), events_,
-                [this](uint64_t session) { return service_->Describe(session); }, UnixMsNow),
+      activity_(events_, [this](uint64_t session) { return service_->Describe(session); },
+                UnixMsNow),
       request_stats_(metrics_.registry()),
       server_(loop, TransportOptions(cfg, host.socket), request_stats_),
+      engine_stats_(metrics_.registry(), MasterNames(cfg)),
       snapshot_timer_(loop),
       commands_(loop),
       admin_token_(std::move(admin_token)),
@@ -51,7 +52,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
       loop, cfg.masters,
       SubscriberOptions{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms},
       [this](const std::string& key) {
-        if (engine_ && engine_->ReleasedElsewhere(key)) metrics_.CountReleaseWakeup();
+        if (engine_) engine_->ReleasedElsewhere(key);
       });
   EngineOptions engine_options;
   engine_options.key_prefix = cfg.key_prefix;
@@ -61,16 +62,11 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   engine_options.node_timeout_ms = cfg.node_timeout_ms;
   engine_options.retry_delay_ms = cfg.retry_delay_ms;
   engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
-  engine_options.observer = &activity_;
+  engine_options.events = this;
+  engine_options.stats = &engine_stats_;
   engine_options.release_watch = release_watch_.get();
   engine_options.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
-  engine_ = std::make_unique<LockEngine>(
-      loop, raw, engine_options,
-      [this](SessionId s, const std::string& res, const std::string& tok,
-             std::string_view why) {
-        activity_.Lost(s, res, why);
-        service_->NotifyLost(s, res, tok, why);
-      });
+  engine_ = std::make_unique<LockEngine>(loop, raw, engine_options);
   ServiceOptions service_options;
   service_options.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
   service_options.max_inflight = static_cast<size_t>(cfg.max_inflight_per_session);
@@ -206,6 +202,21 @@ std::optional<RevokeOutcome> Agent::RevokeFromOtherThread(const std::string& res
   } catch (const std::future_error&) {
     return std::nullopt;  // dropped unanswered (shutdown)
   }
+}
+
+void Agent::Lost(SessionId session, const std::string& resource, const std::string& token,
+                 std::string_view reason) {
+  activity_.Lost(session, resource, token, reason);
+  service_->NotifyLost(session, resource, token, reason);
+}
+
+void Agent::AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
+                            int attempts) {
+  activity_.AcquireFinished(outcome, waited, attempts);
+}
+
+void Agent::AcquireFailed(SessionId session, std::string_view resource, ErrorCode code) {
+  activity_.AcquireFailed(session, resource, code);
 }
 
 std::optional<std::string> Agent::StartAdmin() {

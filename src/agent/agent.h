@@ -27,6 +27,8 @@
 #include "config/config.h"
 #include "core/access.h"
 #include "core/unix_time.h"
+#include "locking/engine_events.h"
+#include "locking/engine_stats.h"
 #include "locking/lock_engine.h"
 #include "observe/activity.h"
 #include "observe/metrics.h"
@@ -39,7 +41,9 @@
 
 namespace lw {
 
-class Agent {
+// The Agent is the engine's EngineEvents: a lost lock goes to its holder's connection
+// (LockService) and to the page's event log (Activity); the rest to Activity.
+class Agent final : private EngineEvents {
  public:
   // Resolved from the config before the loop starts (names need the host's databases).
   struct HostAccess {
@@ -48,7 +52,7 @@ class Agent {
   };
 
   Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host);
-  ~Agent();
+  ~Agent() override;
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
@@ -78,6 +82,13 @@ class Agent {
 
   std::optional<std::string> StartAdmin();
 
+  // EngineEvents
+  void Lost(SessionId session, const std::string& resource, const std::string& token,
+            std::string_view reason) override;
+  void AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
+                       int attempts) override;
+  void AcquireFailed(SessionId session, std::string_view resource, ErrorCode code) override;
+
   // SIGTERM/SIGINT: stop accepting, release every lock on all masters (bounded by
   // shutdown_grace), then close sessions and connections so the loop runs dry.
   void BeginShutdown(int sig);
@@ -91,6 +102,7 @@ class Agent {
   Activity activity_;  // between the engine/masters and metrics_: events and history
   RequestStats request_stats_;
   Server server_;  // the socket transport; service_ serves its sessions
+  EngineStats engine_stats_;  // on metrics_'s registry
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
   std::unique_ptr<LockEngine> engine_;

@@ -52,4 +52,36 @@ void DeadlineQueue::Arm() {
   timer_.Start(ms < 0 ? 0 : ms, [this] { OnTimer(); });
 }
 
+ResourceDeadlines::ResourceDeadlines(uv_loop_t* loop, Fire fire)
+    : fire_(std::move(fire)),
+      queue_(
+          loop, [this](uint64_t serial, Clock::time_point due) { OnDue(serial, due); },
+          [this](uint64_t serial, Clock::time_point due) {
+            auto it = current_.find(serial);
+            return it != current_.end() && it->second.due == due;
+          },
+          [this] { return current_.size(); }) {}
+
+void ResourceDeadlines::Set(uint64_t serial, const std::string& name, Clock::time_point due) {
+  if (closed_) return;
+  auto [it, fresh] = current_.try_emplace(serial);
+  if (fresh) it->second.name = name;
+  it->second.due = due;
+  queue_.Add(due, serial);
+}
+
+void ResourceDeadlines::Close() {
+  closed_ = true;
+  current_.clear();
+  queue_.Clear();
+}
+
+void ResourceDeadlines::OnDue(uint64_t serial, Clock::time_point due) {
+  auto it = current_.find(serial);
+  if (it == current_.end() || it->second.due != due) return;  // gone, or moved to a later time
+  const std::string name = std::move(it->second.name);
+  current_.erase(it);
+  fire_(serial, name);
+}
+
 }  // namespace lw

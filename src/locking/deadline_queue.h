@@ -16,6 +16,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -50,6 +52,36 @@ class DeadlineQueue {
   std::function<size_t()> live_count_;
   Timer timer_;
   Clock::time_point armed_for_ = Clock::time_point::max();
+};
+
+// ResourceDeadlines: the one current deadline of each waiter (wait_ms, by waiter id) and each
+// held lock (its next renewal or the end of its validity, by serial), tagged with the resource
+// it belongs to. Setting a serial's deadline again replaces it; `fire` runs once for the
+// current deadline of a serial when it comes, after the serial was forgotten.
+class ResourceDeadlines {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using Fire = std::function<void(uint64_t serial, const std::string& name)>;
+
+  ResourceDeadlines(uv_loop_t* loop, Fire fire);
+
+  void Set(uint64_t serial, const std::string& name, Clock::time_point due);
+  void Erase(uint64_t serial) { current_.erase(serial); }
+  // Forgets every deadline and refuses new ones (the engine is shutting down): nothing keeps
+  // the loop alive any more. Idempotent.
+  void Close();
+
+ private:
+  struct Current {
+    std::string name;
+    Clock::time_point due;
+  };
+  void OnDue(uint64_t serial, Clock::time_point due);
+
+  Fire fire_;
+  std::unordered_map<uint64_t, Current> current_;
+  DeadlineQueue queue_;
+  bool closed_ = false;
 };
 
 }  // namespace lw

@@ -9,7 +9,7 @@
 //   is pipelined behind the DEL on each connection, so no extra round trip is spent).
 // - Extend / renew: compare-and-pexpire everywhere; it counts only with a quorum confirmed
 //   before the current validity ran out. A renewed lock that cannot be extended before its
-//   validity ends is lost: the owner is told (LostHandler) and the lock is forgotten.
+//   validity ends is lost: the owner is told (EngineEvents::Lost) and the lock is forgotten.
 // - Fenced acquire (opt-in): phase 1 sets the key and reads the fence counter in one script on
 //   each master; with a fence quorum of yes votes, phase 2 writes max(counters) + 1 back, in one
 //   script that writes only where the key still holds our token. The grant needs the fence
@@ -17,6 +17,15 @@
 // - Restart quarantine: a master whose Node::votes_count() is false does not count toward
 //   acquire or extend quorum (Rounds applies it); it still gets every command.
 // - Locks belong to a session; CloseSession releases all of them at once.
+// - A grant's validity is decided here, once, as its callback is called: the time left of
+//   valid_until then. A lock whose validity ran out before it could be answered is released
+//   everywhere and the acquire fails with no_quorum (ValidityRanOutBeforeReply).
+//
+// The parts, each in its own file: Rounds (one command to every master, votes counted),
+// WaitQueue (FIFO per resource), ResourceDeadlines (wait and hold deadlines), RenewalSlots
+// (renewal timing and backlog), fencing (the two phases), MayHandOff (local hand-off),
+// failure_text (every failure message), EngineStats (what is counted), EngineEvents (what is
+// reported).
 //
 // Nothing here is thread-safe: every call must come from the loop thread. Callbacks are
 // never invoked synchronously from inside the call that takes them, and must not destroy
@@ -25,13 +34,10 @@
 #include <uv.h>
 
 #include <cstdint>
-#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <random>
-#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -44,8 +50,13 @@
 #include "core/result.h"
 #include "core/session_id.h"
 #include "locking/deadline_queue.h"
-#include "locking/engine_observer.h"
+#include "locking/engine_events.h"
+#include "locking/engine_stats.h"
+#include "locking/fencing.h"
+#include "locking/holder.h"
+#include "locking/renewal.h"
 #include "locking/rounds.h"
+#include "locking/waiters.h"
 #include "redis/node.h"
 #include "redis/release_watch.h"
 #include "redis/timer.h"
@@ -60,7 +71,10 @@ struct EngineOptions {
   int64_t node_timeout_ms = kDefaultNodeTimeoutMs;
   int64_t retry_delay_ms = kDefaultRetryDelayMs;
   int64_t retry_jitter_ms = kDefaultRetryJitterMs;
-  EngineObserver* observer = nullptr;  // not owned; null: nothing reported
+  EngineEvents* events = nullptr;  // not owned; null: nothing reported
+  // Not owned; null: the engine counts into its own EngineStats on a private registry
+  // (labelled with the masters' NodeStatus::addr), which nothing exports.
+  EngineStats* stats = nullptr;
   // Not owned; null: waiters for a key held elsewhere only retry on their timer.
   ReleaseWatch* release_watch = nullptr;
   // Queued acquires of one resource (its contender included) beyond which Acquire fails with
@@ -68,28 +82,16 @@ struct EngineOptions {
   size_t max_waiters_per_resource = 0;
 };
 
-struct Grant {
-  std::string token;
-  int64_t validity_ms;  // as of the decision
-  int64_t waited_ms;
-  std::optional<int64_t> fence;  // fenced acquires only
-  Clock::time_point valid_until;  // validity_ms counts to here: re-check when replying
-};
 struct Extension {
   int64_t validity_ms;
 };
 
-using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
 using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
 using ReleaseDone = std::function<void(const std::optional<Failure>&)>;
-// reason: "renew_failed" or "expired".
-using LostHandler = std::function<void(SessionId, const std::string& resource,
-                                       const std::string& token, std::string_view reason)>;
 
 class LockEngine {
  public:
-  LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions options,
-             LostHandler on_lost);
+  LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions options);
   ~LockEngine();
   LockEngine(const LockEngine&) = delete;
   LockEngine& operator=(const LockEngine&) = delete;
@@ -126,7 +128,8 @@ class LockEngine {
               std::function<void(const std::optional<Revocation>&)> done);
 
   // Another agent released `key` (heard through ReleaseWatch): a local waiter backing off for
-  // it tries again now. Keys this engine has no waiter for are ignored. True if a waiter woke.
+  // it tries again now (counted in EngineStats::release_wakeups). Keys this engine has no
+  // waiter for are ignored. True if a waiter woke.
   bool ReleasedElsewhere(const std::string& key);
 
   // Refuse new work, fail waiters with shutting_down, release every lock, and call `done`
@@ -139,63 +142,80 @@ class LockEngine {
   size_t locks_held() const { return holders_; }
   // Acquire requests queued across all resources (each resource's contender included).
   size_t waiters() const;
+  EngineStats& stats() { return *stats_; }
 
  private:
-  struct Waiter;
-  struct Holder;
-  struct Resource;
-  struct SessionIndex {
-    // Names of the locks it holds, unordered. A vector, not a set: at 100k held locks a set
-    // node per lock is ~5 MiB more; removal scans one session's list (at most
-    // max_locks_per_session names).
-    std::vector<std::string> held;
-    std::map<std::string, int> waiting;  // resource -> number of queued requests
+  struct Resource {
+    std::unique_ptr<Holder> holder;
+    WaitQueue waiters;  // only the front contends on Redis
+    std::unique_ptr<Timer> retry_timer;
+    bool attempt_in_flight = false;
+    bool watched = false;  // release announcements of this key are being listened to
+  };
+  // What a round of an acquire attempt is for.
+  struct AttemptRound {
+    std::string name;
+    uint64_t waiter_id;
+    std::string token;
   };
 
   std::string KeyOf(const std::string& name) const;  // the Redis key
+  FencedKeys FencedKeysOf(const std::string& name) const;
   Resource* Find(const std::string& name);
-  static std::string LeaseOf(const Holder& h);  // the key's value on the masters
-  // Release with a local waiter next in line: it takes over the masters' key as it is, with
-  // no round trip, when that is safe and fair to it (see the .cc). False: go through Redis.
-  bool LocalHandOff(Resource& r, const std::string& name, const Holder& prev);
   Holder* FindHolder(const std::string& name, const std::string& token);
+
+  // ---- acquire (lock_engine.cc)
   void Pump(const std::string& name);
   void StartAttempt(const std::string& name);
   // fence: phase 1 -> the highest counter read; phase 2 -> the fence written.
-  void OnAttempt(const std::string& name, uint64_t waiter_id, const std::string& token,
-                 const VoteTally& tally, Clock::time_point started, int64_t fence,
-                 bool fence_written);
-  void WriteFence(const std::string& name, uint64_t waiter_id, const std::string& token,
-                  Clock::time_point started, int64_t fence);
+  void OnAttempt(const AttemptRound& a, const VoteTally& tally, Clock::time_point started,
+                 int64_t fence, bool fence_written);
+  void WriteFence(const AttemptRound& a, Clock::time_point started, int64_t fence);
+  void RetryLater(Resource& r, const std::string& name, const Waiter& w, int64_t remaining_ms);
   void GrantHead(Resource& r, const std::string& name, const std::string& token,
-                 Clock::time_point started, Clock::time_point decided, int64_t validity_ms,
+                 Clock::time_point started, Clock::time_point valid_until,
                  std::optional<int64_t> fence);
+  // Answers w with a grant of the lock r now holds for it; validity_ms > 0.
+  void AnswerGrant(Waiter& w, const std::string& name, const Holder& h, int64_t validity_ms);
   void FailHead(Resource& r, const std::string& name, Failure failure);
+  void AnswerFailure(Waiter& w, const std::string& name, const Failure& failure);
+  // Counts an answered acquire and reports it (EngineEvents); code: a refusal's.
+  void Report(const Waiter& w, const std::string& name, bool granted, ErrorCode code);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
+  Holder& Install(Resource& r, const std::string& name, const Waiter& w);
+
+  // ---- held locks (lock_engine_held.cc)
+  // Release with a local waiter next in line: it takes over the masters' key as it is, with
+  // no round trip, when MayHandOff says so. False: go through Redis.
+  bool LocalHandOff(Resource& r, const std::string& name, const Holder& prev);
   // timeout_ms: how long the round waits for the masters (0: the node timeout).
   void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
                  ExtendDone done, int64_t timeout_ms = 0);
-  void WarnRenewalFailed(const std::string& name, const std::string& why);
-  void RenewBacklogged();
+  void OnExtendRound(const std::string& name, const std::string& token, int64_t ttl_ms,
+                     const RoundResult& res, const ExtendDone& done);
   void ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms);
-  // The one deadline of a waiter (wait_ms) or holder (renewal or end of validity), by serial.
   void SetDeadline(uint64_t serial, const std::string& name, Clock::time_point due);
-  void OnDeadline(uint64_t serial, Clock::time_point due);
+  void OnDeadline(uint64_t serial, const std::string& name);
   void OnHolderTimer(const std::string& name, const std::string& token);
-  void Lose(const std::string& name, std::string_view reason);
+  void Renew(const std::string& name, Holder& h, Clock::time_point now);
+  void DrainRenewals();
+  void OnRenewed(const std::string& name, const std::string& token,
+                 const std::variant<Extension, Failure>& result);
+  void Lose(const std::string& name, LossReason reason);
   std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name);
   void ReleaseEverywhere(const std::string& key, const std::string& token);
+
+  // ---- sessions, shutdown, views (lock_engine_sessions.cc)
   void ForgetWaiter(SessionId session, const std::string& name);
   void MaybeErase(const std::string& name);
   void MaybeFinishShutdown();
-  Failure AttemptFailure(const std::string& name, const Waiter& w) const;
-
-  void ReportAcquire(const Waiter& w, const std::string& name, ErrorCode code, bool granted);
 
   uv_loop_t* loop_;
   EngineOptions options_;
-  EngineObserver* observer_;
-  LostHandler on_lost_;
+  std::unique_ptr<stats::Registry> own_registry_;  // when options.stats is null
+  std::unique_ptr<EngineStats> own_stats_;
+  EngineStats* stats_;
+  EngineEvents* events_;
   Rounds rounds_;
   int fence_quorum_;
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
@@ -203,21 +223,9 @@ class LockEngine {
   size_t holders_ = 0;
   uint64_t next_waiter_id_ = 1;
   std::mt19937_64 rng_;
-  // Current deadline of each waiter (by id) and holder (by serial); deadlines_ fires them.
-  struct Timed {
-    std::string name;
-    Clock::time_point due;
-  };
-  std::unordered_map<uint64_t, Timed> timed_;
-  DeadlineQueue deadlines_;
+  ResourceDeadlines deadlines_;
   bool shutting_down_ = false;
-  // Renewal rounds in flight at once; the rest wait in renew_backlog_ (name, holder serial).
-  static constexpr size_t kMaxRenewalsInFlight = 256;
-  size_t renewals_in_flight_ = 0;
-  bool draining_backlog_ = false;  // RenewBacklogged is sending: do not queue behind itself
-  std::deque<std::pair<std::string, uint64_t>> renew_backlog_;
-  Clock::time_point last_renew_warning_{};
-  uint64_t renew_warnings_suppressed_ = 0;
+  RenewalSlots renewals_;
   std::function<void()> shutdown_done_;
   Timer defer_;  // runs callbacks that must not be synchronous
   std::vector<std::function<void()>> deferred_;

@@ -31,15 +31,19 @@ bool QuarantineApplies(RoundOp op) { return op != RoundOp::kDeleteIfHeld; }
 
 }  // namespace
 
-EngineObserver& SilentEngineObserver() {
-  static EngineObserver silent;
-  return silent;
+RoundRequest DeleteRound(const std::string& key, const std::string& token) {
+  RoundRequest req;
+  req.op = RoundOp::kDeleteIfHeld;
+  req.key = key;
+  req.token = token;
+  req.wait_all = true;
+  return req;
 }
 
 Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
-               EngineObserver* observer)
+               EngineStats* stats)
     : nodes_(std::move(nodes)),
-      observer_(observer ? observer : &SilentEngineObserver()),
+      stats_(stats),
       quorum_(QuorumSize(static_cast<int>(nodes_.size()))),
       node_timeout_(node_timeout_ms),
       timer_(loop) {}
@@ -130,9 +134,9 @@ void Rounds::Finish(uint64_t id, bool by_deadline) {
     timer_.Stop();
     armed_for_ = Clock::time_point::max();
   }
-  if (by_deadline) {
+  if (by_deadline && stats_ != nullptr) {
     for (size_t i = 0; i < round.answered.size(); ++i) {
-      if (!round.answered[i]) observer_->MasterMissedDeadline(i);
+      if (!round.answered[i]) stats_->MasterMissedDeadline(i);
     }
   }
   round.done(round.result);

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "core/redlock_math.h"
-#include "locking/engine_observer.h"
+#include "locking/engine_stats.h"
 #include "redis/node.h"
 #include "redis/timer.h"
 
@@ -52,10 +52,14 @@ struct RoundResult {
 };
 using RoundDone = std::function<void(const RoundResult& result)>;
 
+// Compare-and-delete on every master, waiting for every answer (or the node timeout).
+RoundRequest DeleteRound(const std::string& key, const std::string& token);
+
 class Rounds {
  public:
+  // stats: counts masters that missed a round's deadline (not owned; null: not counted).
   Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
-         EngineObserver* observer = nullptr);
+         EngineStats* stats = nullptr);
 
   // Starts a round; `done` runs later, from the event loop, never from inside Run.
   // Acquire, extend and fence votes of a master in restart quarantine (Node::votes_count(),
@@ -83,7 +87,7 @@ class Rounds {
   void ArmTimer();
 
   std::vector<Node*> nodes_;
-  EngineObserver* observer_;
+  EngineStats* stats_;
   int quorum_;
   std::chrono::milliseconds node_timeout_;
   uint64_t next_id_ = 1;

@@ -65,11 +65,10 @@ class Activity::NodeActivity final : public NodeObserver {
   std::optional<bool> up_;  // none: no news yet
 };
 
-Activity::Activity(EngineObserver& next, EventLog& events,
+Activity::Activity(EventLog& events,
                    std::function<std::string(uint64_t session)> describe_session,
                    std::function<int64_t()> now_unix_ms)
-    : next_(next),
-      events_(events),
+    : events_(events),
       describe_session_(std::move(describe_session)),
       now_(std::move(now_unix_ms)) {}
 
@@ -85,15 +84,15 @@ void Activity::Record(std::string kind, Severity severity, std::string message) 
   events_.Add({now_(), std::move(kind), severity, std::move(message), 1});
 }
 
-void Activity::Lost(uint64_t session, const std::string& resource, std::string_view reason) {
+void Activity::Lost(SessionId session, const std::string& resource, const std::string& /*token*/,
+                    std::string_view reason) {
   Record("lock_lost", Severity::kError,
          "lock " + Quote(resource) + " lost (" + std::string(reason) + "), held by " +
              describe_session_(session));
 }
 
 void Activity::AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
-                               int attempts) {
-  next_.AcquireFinished(outcome, waited, attempts);
+                               int /*attempts*/) {
   const int64_t now = now_();
   std::lock_guard lock(history_mu_);
   history_.Record(now, outcome, std::chrono::duration<double, std::milli>(waited).count());
@@ -104,8 +103,7 @@ std::vector<HistoryPoint> Activity::HistoryPoints(int64_t now_unix_ms) const {
   return history_.Points(now_unix_ms);
 }
 
-void Activity::AcquireFailed(uint64_t session, std::string_view resource, ErrorCode code) {
-  next_.AcquireFailed(session, resource, code);
+void Activity::AcquireFailed(SessionId session, std::string_view resource, ErrorCode code) {
   if (code == ErrorCode::kShuttingDown) return;
   const std::string name(ErrorCodeName(code));
   const Severity severity = code == ErrorCode::kTimeout ? Severity::kWarning : Severity::kError;

@@ -1,8 +1,9 @@
 #pragma once
-// Activity: what the operator page remembers about the recent past. It sits between the engine
-// and master connections and their metrics observers: every report is passed on to the next
-// observer unchanged, and the ones an operator cares about also become events (EventLog) or
-// points of the acquire history (AcquireHistory). Loop thread only, like the reports.
+// Activity: what the operator page remembers about the recent past. It hears the engine's
+// events (EngineEvents) and sits between the master connections and their metrics observers
+// (every master report is passed on to the next observer unchanged); the reports an operator
+// cares about become events (EventLog) or points of the acquire history (AcquireHistory).
+// Loop thread only, like the reports.
 
 #include <functional>
 #include <memory>
@@ -11,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "locking/engine_observer.h"
+#include "locking/engine_events.h"
 #include "observe/recent.h"
 #include "redis/node.h"
 
 namespace lw {
 
-class Activity final : public EngineObserver {
+class Activity final : public EngineEvents {
  public:
   // describe_session: "pid 4242 (python3 worker.py)" for a session id; now_unix_ms: the clock.
-  Activity(EngineObserver& next, EventLog& events,
+  Activity(EventLog& events,
            std::function<std::string(uint64_t session)> describe_session,
            std::function<int64_t()> now_unix_ms);
   ~Activity() override;
@@ -28,28 +29,20 @@ class Activity final : public EngineObserver {
   // The observer to give master `index` (addr for messages); reports go on to `next`.
   NodeObserver& Node(size_t index, const std::string& addr, NodeObserver& next);
 
-  // A lock was taken away from its holder (the engine's lost handler).
-  void Lost(uint64_t session, const std::string& resource, std::string_view reason);
-
   // The acquire history at `now` (any thread).
   std::vector<HistoryPoint> HistoryPoints(int64_t now_unix_ms) const;
 
-  // EngineObserver
+  // EngineEvents
+  void Lost(SessionId session, const std::string& resource, const std::string& token,
+            std::string_view reason) override;
   void AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
                        int attempts) override;
-  void AcquireFailed(uint64_t session, std::string_view resource, ErrorCode code) override;
-  void HoldEnded(std::chrono::nanoseconds held) override { next_.HoldEnded(held); }
-  void Renewed(RenewOutcome outcome) override { next_.Renewed(outcome); }
-  void LocalHandOff() override { next_.LocalHandOff(); }
-  void FenceRound(FenceOutcome outcome) override { next_.FenceRound(outcome); }
-  void LockLost(std::string_view reason) override { next_.LockLost(reason); }
-  void MasterMissedDeadline(size_t index) override { next_.MasterMissedDeadline(index); }
+  void AcquireFailed(SessionId session, std::string_view resource, ErrorCode code) override;
 
  private:
   class NodeActivity;
   void Record(std::string kind, Severity severity, std::string message);
 
-  EngineObserver& next_;
   EventLog& events_;
   std::function<std::string(uint64_t)> describe_session_;
   std::function<int64_t()> now_;

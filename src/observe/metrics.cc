@@ -20,22 +20,10 @@ using prometheus::Histogram;
 
 double Seconds(std::chrono::nanoseconds d) { return std::chrono::duration<double>(d).count(); }
 
-const Histogram::BucketBoundaries kWaitBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
-                                                  0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
-                                                  1,      2.5,     5,      10,    30};
-const Histogram::BucketBoundaries kAttemptBuckets = {0, 1, 2, 3, 5, 10, 20, 50, 100};
-const Histogram::BucketBoundaries kHoldBuckets = {0.001, 0.01, 0.1, 0.5, 1,   5,   10,
-                                                  30,    60,   300, 900, 1800, 3600};
 const Histogram::BucketBoundaries kMasterBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
                                                     0.005,  0.01,    0.025,  0.05,  0.1,
                                                     0.25,   0.5,     1};
 
-constexpr std::array<const char*, static_cast<size_t>(AcquireOutcome::kCount)> kOutcomes = {
-    "acquired", "timeout", "no_quorum", "error"};
-constexpr std::array<const char*, static_cast<size_t>(RenewOutcome::kCount)> kRenewOutcomes = {
-    "extended", "retry", "lost"};
-constexpr std::array<const char*, static_cast<size_t>(FenceOutcome::kCount)> kFenceOutcomes = {
-    "written", "not_confirmed", "counter_ahead"};
 constexpr std::array<const char*, static_cast<size_t>(NodeCommand::kCount)> kCommands = {
     "set_nx", "delete_if_held", "extend_if_held", "ping", "set_nx_read_fence", "raise_fence"};
 constexpr std::array<const char*, static_cast<size_t>(NodeError::kCount)> kNodeErrors = {
@@ -82,49 +70,15 @@ class NodeMetrics final : public NodeObserver {
   MasterChildren* m_;
 };
 
-struct Metrics::Impl final : EngineObserver, ScanObserver {
+struct Metrics::Impl final : ScanObserver {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
 
-  std::array<Histogram*, kOutcomes.size()> acquire_wait{};
-  Histogram* attempts = nullptr;
-  Histogram* hold = nullptr;
-  Family<Counter>* failures_family = nullptr;
-  Counter* lost_failures = nullptr;
-  std::array<Counter*, kRenewOutcomes.size()> renewals{};
-  std::array<Counter*, kFenceOutcomes.size()> fence_rounds{};
-  Family<Counter>* lost_family = nullptr;
   Gauge *locks_held = nullptr, *sessions = nullptr, *waiters = nullptr, *masters = nullptr,
         *masters_up = nullptr, *quorum = nullptr, *margin = nullptr;
   Family<Counter>* admin_actions = nullptr;
   std::array<Counter*, kAdminRefusalReasons.size()> admin_refusals{};
-  Counter* release_wakeups = nullptr;
-  Counter* local_handoffs = nullptr;
   std::vector<MasterChildren> per_master;
   std::vector<std::unique_ptr<NodeMetrics>> node_observers;
-
-  // EngineObserver
-  void AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
-                       int tries) override {
-    acquire_wait[static_cast<size_t>(outcome)]->Observe(Seconds(waited));
-    attempts->Observe(tries);
-  }
-  void HoldEnded(std::chrono::nanoseconds held) override { hold->Observe(Seconds(held)); }
-  void Renewed(RenewOutcome outcome) override {
-    renewals[static_cast<size_t>(outcome)]->Increment();
-  }
-  void LocalHandOff() override { local_handoffs->Increment(); }
-  void FenceRound(FenceOutcome outcome) override {
-    fence_rounds[static_cast<size_t>(outcome)]->Increment();
-  }
-  void LockLost(std::string_view reason) override {
-    lost_family->Add({{"reason", std::string(reason)}}).Increment();
-    lost_failures->Increment();
-  }
-  void MasterMissedDeadline(size_t index) override {
-    if (index < per_master.size()) {
-      per_master[index].errors[static_cast<size_t>(NodeError::kTimeout)]->Increment();
-    }
-  }
 
   // ScanObserver
   void KeysScanned(size_t master, uint64_t keys) override {
@@ -155,45 +109,6 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   auto& r = *impl_->registry;
   Impl& m = *impl_;
 
-  auto& wait = Register(prometheus::BuildHistogram(), "lockwarden_acquire_wait_seconds",
-                        "Time from an acquire request to its reply, by outcome.", r);
-  for (size_t i = 0; i < kOutcomes.size(); ++i) {
-    m.acquire_wait[i] = &wait.Add({{"outcome", kOutcomes[i]}}, kWaitBuckets);
-  }
-  m.attempts = &Register(prometheus::BuildHistogram(), "lockwarden_acquire_attempts",
-                         "Redlock rounds one acquire request needed.", r)
-                    .Add({}, kAttemptBuckets);
-  m.hold = &Register(prometheus::BuildHistogram(), "lockwarden_lock_hold_seconds",
-                     "How long granted locks were held (grant to release, loss or close).", r)
-                .Add({}, kHoldBuckets);
-  m.failures_family = &Register(prometheus::BuildCounter(), "lockwarden_failures_total",
-                                "Failed requests by op and error code; op=lock reason=lost "
-                                "counts lost locks.", r);
-  m.lost_failures = &m.failures_family->Add({{"op", "lock"}, {"reason", "lost"}});
-  auto& renewals = Register(prometheus::BuildCounter(), "lockwarden_renewals_total",
-                            "Automatic renewals by outcome.", r);
-  for (size_t i = 0; i < kRenewOutcomes.size(); ++i) {
-    m.renewals[i] = &renewals.Add({{"outcome", kRenewOutcomes[i]}});
-  }
-  m.local_handoffs =
-      &Register(prometheus::BuildCounter(), "lockwarden_local_handoffs_total",
-                "Releases that handed the lock to the next local waiter without a round trip "
-                "to the masters (the key stays set; docs/safety.md).", r)
-           .Add({});
-  auto& fences = Register(prometheus::BuildCounter(), "lockwarden_fence_rounds_total",
-                          "Fence writes (phase 2 of a fenced acquire) by outcome; "
-                          "counter_ahead should stay 0 (docs/safety.md).", r);
-  for (size_t i = 0; i < kFenceOutcomes.size(); ++i) {
-    m.fence_rounds[i] = &fences.Add({{"outcome", kFenceOutcomes[i]}});
-  }
-  m.lost_family = &Register(prometheus::BuildCounter(), "lockwarden_locks_lost_total",
-                            "Locks taken away from their holder, by reason.", r);
-  for (const char* reason : {"renew_failed", "expired", "revoked"}) {
-    m.lost_family->Add({{"reason", reason}});
-  }
-  m.release_wakeups = &Register(prometheus::BuildCounter(), "lockwarden_release_wakeups_total",
-                                "Waiters woken early by a release announced by another agent.", r)
-                           .Add({});
 
   auto gauge = [&](const char* name, const char* help) {
     return &Register(prometheus::BuildGauge(), name, help, r).Add({});
@@ -296,7 +211,6 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
 
 Metrics::~Metrics() = default;
 
-EngineObserver& Metrics::engine() { return *impl_; }
 stats::Registry& Metrics::registry() { return *impl_->registry; }
 NodeObserver& Metrics::node(size_t index) { return *impl_->node_observers.at(index); }
 ScanObserver& Metrics::scan() { return *impl_; }
@@ -320,8 +234,6 @@ void Metrics::CountAdminRefusal(std::string_view reason) {
     if (kAdminRefusalReasons[i] == reason) return impl_->admin_refusals[i]->Increment();
   }
 }
-
-void Metrics::CountReleaseWakeup() { impl_->release_wakeups->Increment(); }
 
 std::string Metrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(impl_->registry->Collect());

@@ -1,7 +1,8 @@
 #pragma once
-// Metrics: every Prometheus family the agent exports (docs/metrics.md is the user's view),
-// and the observers through which the engine, the socket server, the master connections and
-// the leak scanner report into them.
+// Metrics: the registry every Prometheus family the agent exports lives in (docs/metrics.md is
+// the user's view), the families of the agent as a whole, and the observers through which the
+// socket server, the master connections and the leak scanner report into them. Rooms that count
+// their own stats (the lock engine's EngineStats) declare them on registry().
 //
 // Label children on hot paths are resolved once at construction, so recording an event is an
 // atomic add (counters) or a short mutex-guarded add (histograms). prometheus-cpp objects are
@@ -15,7 +16,6 @@
 #include <string_view>
 #include <vector>
 
-#include "locking/engine_observer.h"
 #include "redis/node.h"
 #include "scan/scan_observer.h"
 #include "stats/stats.h"
@@ -55,7 +55,6 @@ class Metrics {
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  EngineObserver& engine();
   NodeObserver& node(size_t index);
   ScanObserver& scan();
 
@@ -67,8 +66,6 @@ class Metrics {
   void CountAdminAction(const std::string& action, const std::string& result);
   // A request or connection the admin HTTP server refused (kAdminRefusalReasons).
   void CountAdminRefusal(std::string_view reason);
-  // A release announced by another agent woke a waiter backing off here.
-  void CountReleaseWakeup();
 
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;

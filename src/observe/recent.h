@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "locking/engine_observer.h"
+#include "locking/engine_events.h"
 
 namespace lw {
 

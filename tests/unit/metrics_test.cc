@@ -40,7 +40,7 @@ TEST(Activity, QuarantineStartAndEndAreEvents) {
   Metrics m({"10.0.0.1:6379"}, {"0.1.0", "abc"}, 0);
   EventLog events;
   Activity activity(
-      m.engine(), events, [](uint64_t) { return std::string("pid 1"); },
+      events, [](uint64_t) { return std::string("pid 1"); },
       [t = int64_t{1'700'000'000'000}]() mutable { return t += 1000; });
   NodeObserver& node = activity.Node(0, "10.0.0.1:6379", m.node(0));
   node.Quarantined(true, "started 3.0s ago; may have forgotten locks", milliseconds(57'000));

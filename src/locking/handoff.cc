@@ -1,0 +1,19 @@
+#include "locking/handoff.h"
+
+#include <algorithm>
+
+namespace lw {
+
+bool MayHandOff(const HandOffCase& c) {
+  if (c.engine_stopping || c.attempt_in_flight || c.released_fenced || c.released_extending) {
+    return false;
+  }
+  return c.next_waiting && !c.next_fenced && c.next_ttl_ms == c.released_ttl_ms &&
+         c.left_ms > 0 && c.left_ms >= c.next_ttl_ms / 2;
+}
+
+int64_t HandOffDelayMs(bool renew, int64_t ttl_ms, int64_t left_ms) {
+  return renew ? std::max<int64_t>(0, left_ms - 2 * ttl_ms / 3) : left_ms;
+}
+
+}  // namespace lw

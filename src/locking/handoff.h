@@ -1,0 +1,33 @@
+#pragma once
+// Local hand-off: a release with a local waiter next in line may give it the masters' key as
+// it is, with no round trip (the key stays set; docs/safety.md). Decided here, as a pure
+// function of the lock being released and the waiter next in line.
+
+#include <cstdint>
+
+namespace lw {
+
+struct HandOffCase {
+  bool engine_stopping = false;    // shutting down: nothing is granted any more
+  bool attempt_in_flight = false;  // the resource has a Redlock round in flight
+  // The lock being released.
+  bool released_fenced = false;
+  bool released_extending = false;  // an extend round is unanswered: the key's expiry may move
+  int64_t released_ttl_ms = 0;
+  int64_t left_ms = 0;  // of its validity, rounded down
+  // The waiter next in line.
+  bool next_waiting = false;  // there is one, with no attempt in flight and not cancelled
+  bool next_fenced = false;
+  int64_t next_ttl_ms = 0;
+};
+
+// True when the next waiter may take over the key: neither lock is fenced (a fenced grant
+// needs a new fence from the masters), nothing may change the key meanwhile, the waiter asked
+// for the same ttl (the key was set for it) and at least half of it is left.
+bool MayHandOff(const HandOffCase& c);
+
+// The first deadline of a lock handed over with left_ms of validity: a renewal is due when two
+// thirds of the ttl are left, as for a fresh grant; otherwise the end of its validity.
+int64_t HandOffDelayMs(bool renew, int64_t ttl_ms, int64_t left_ms);
+
+}  // namespace lw

@@ -1,0 +1,69 @@
+#pragma once
+// Holder: one lock granted through this agent, as the engine keeps it while it is held.
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "core/session_id.h"
+
+namespace lw {
+
+// A grant's token (NewToken: 40 hex characters) kept inline: as a std::string it would be a
+// separate 48-byte allocation per held lock.
+class FixedToken {
+ public:
+  FixedToken() = default;
+  explicit FixedToken(const std::string& text) {
+    text.copy(chars_.data(), chars_.size());
+    size_ = static_cast<uint8_t>(std::min(text.size(), chars_.size()));
+  }
+  std::string str() const { return std::string(chars_.data(), size_); }
+  bool operator==(const std::string& text) const {
+    return text.size() == size_ && text.compare(0, size_, chars_.data(), size_) == 0;
+  }
+
+ private:
+  std::array<char, 40> chars_{};
+  uint8_t size_ = 0;
+};
+
+struct Holder {
+  using Clock = std::chrono::steady_clock;
+
+  uint64_t serial = 0;  // the key of its deadline (the id it had as a waiter)
+  SessionId session = 0;
+  FixedToken token;  // the client's: identifies this grant
+  // The value of the key on the masters when it differs from token: a grant handed over
+  // locally keeps its predecessor's key and value. Null: the key holds token.
+  std::unique_ptr<FixedToken> lease;
+  int64_t ttl_ms = 0;
+  bool renew = false;
+  std::optional<int64_t> fence;
+  Clock::time_point acquired, valid_until;
+  bool renewing = false;
+  // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
+  // expiry on the masters may still change, so the lock is not handed over locally.
+  uint16_t extends_in_flight = 0;
+
+  // The key's value on the masters.
+  std::string LeaseValue() const { return lease ? lease->str() : token.str(); }
+};
+
+// Whole milliseconds from now until `until`, rounded down: a lock's validity as answered to a
+// client (never more than is really left).
+inline int64_t MsLeft(std::chrono::steady_clock::time_point until,
+                      std::chrono::steady_clock::time_point now) {
+  return std::chrono::floor<std::chrono::milliseconds>(until - now).count();
+}
+
+// Whole milliseconds of d, rounded up.
+inline int64_t CeilMs(std::chrono::steady_clock::duration d) {
+  return std::chrono::ceil<std::chrono::milliseconds>(d).count();
+}
+
+}  // namespace lw

@@ -1,0 +1,261 @@
+// LockEngine: held locks (release and local hand-off, extend, renewal, loss, revoke).
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "core/redlock_math.h"
+#include "core/token.h"
+#include "locking/failure_text.h"
+#include "locking/handoff.h"
+#include "locking/lock_engine.h"
+
+namespace lw {
+
+void LockEngine::Release(SessionId session, const std::string& name, const std::string& token,
+                         ReleaseDone done) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr || h->session != session) {
+    Defer([done = std::move(done), name] { done(ReleaseNotHeld(name)); });
+    return;
+  }
+  Resource& r = *Find(name);
+  auto holder = TakeHolder(r, name);
+  if (LocalHandOff(r, name, *holder)) {
+    Defer([done = std::move(done)] { done(std::nullopt); });
+    return;
+  }
+  rounds_.Run(DeleteRound(KeyOf(name), holder->LeaseValue()),
+              [this, done = std::move(done)](const RoundResult&) {
+                done(std::nullopt);
+                MaybeFinishShutdown();
+              });
+  Pump(name);  // the next local waiter's SET is pipelined behind the delete
+}
+
+bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder& prev) {
+  r.waiters.DropCancelledFront([this](const Waiter& w) { deadlines_.Erase(w.id); });
+  const auto now = Clock::now();
+  HandOffCase c;
+  c.engine_stopping = shutting_down_;
+  c.attempt_in_flight = r.attempt_in_flight;
+  c.released_fenced = prev.fence.has_value();
+  c.released_extending = prev.extends_in_flight > 0;
+  c.released_ttl_ms = prev.ttl_ms;
+  c.left_ms = MsLeft(prev.valid_until, now);
+  if (!r.waiters.empty()) {
+    const Waiter& next = r.waiters.front();
+    c.next_waiting = !next.cancelled && !next.in_attempt;
+    c.next_fenced = next.history.fence;
+    c.next_ttl_ms = next.history.ttl_ms;
+  }
+  if (!MayHandOff(c)) return false;
+  Waiter w = r.waiters.PopFront();
+  if (r.retry_timer) r.retry_timer->Stop();
+  Holder& h = Install(r, name, w);
+  h.token = FixedToken(NewToken());
+  h.lease = std::make_unique<FixedToken>(prev.lease ? *prev.lease : prev.token);
+  h.acquired = now;
+  h.valid_until = prev.valid_until;
+  ScheduleHolder(name, h, HandOffDelayMs(w.renew, w.history.ttl_ms, c.left_ms));
+  stats_->local_handoffs.Inc();
+  AnswerGrant(w, name, h, c.left_ms);
+  return true;
+}
+
+void LockEngine::Extend(SessionId session, const std::string& name, const std::string& token,
+                        int64_t ttl_ms, ExtendDone done) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr || h->session != session) {
+    Defer([done = std::move(done), name] { done(ExtendNotHeld(name)); });
+    return;
+  }
+  RunExtend(name, token, ttl_ms,
+            [this, name, token, done = std::move(done)](
+                const std::variant<Extension, Failure>& result) {
+              const auto* f = std::get_if<Failure>(&result);
+              if (f && f->code == ErrorCode::kNotHeld && FindHolder(name, token)) {
+                auto gone = TakeHolder(*Find(name), name);
+                ReleaseEverywhere(KeyOf(name), gone->LeaseValue());
+                Pump(name);
+              }
+              done(result);
+            });
+}
+
+void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
+                           ExtendDone done, int64_t timeout_ms) {
+  Holder* holder = FindHolder(name, token);  // callers hold it: non-null
+  RoundRequest req;
+  req.op = RoundOp::kExtendIfHeld;
+  req.key = KeyOf(name);
+  req.token = holder->LeaseValue();
+  req.ttl_ms = ttl_ms;
+  req.timeout_ms = timeout_ms;
+  ++holder->extends_in_flight;
+  rounds_.Run(std::move(req),
+              [this, name, token, ttl_ms, done = std::move(done)](const RoundResult& res) {
+                OnExtendRound(name, token, ttl_ms, res, done);
+              });
+}
+
+void LockEngine::OnExtendRound(const std::string& name, const std::string& token, int64_t ttl_ms,
+                               const RoundResult& res, const ExtendDone& done) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr) {
+    done(ReleasedWhileExtending(name));
+    MaybeFinishShutdown();
+    return;
+  }
+  --h->extends_in_flight;
+  const VoteTally& t = res.tally;
+  const auto now = Clock::now();
+  const int64_t validity = ValidityMs(ttl_ms, CeilMs(now - res.started), options_.drift_factor);
+  if (t.Won() && validity > 0 && now < h->valid_until) {
+    h->ttl_ms = ttl_ms;
+    h->valid_until = now + std::chrono::milliseconds(validity);  // as in GrantHead
+    ScheduleHolder(name, *h, RenewDelayMs(h->renew, ttl_ms, validity));
+    done(Extension{validity});
+    return;
+  }
+  // Masters whose votes count said the key is not ours: quorum can never come back.
+  const bool lost =
+      now >= h->valid_until || t.counting_answered() - t.counting_yes() >= t.quorum();
+  done(ExtendFailure(name, t, rounds_.size(), lost, CeilMs(h->valid_until - now)));
+}
+
+void LockEngine::ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms) {
+  SetDeadline(h.serial, name,
+              Clock::now() + std::chrono::milliseconds(std::max<int64_t>(delay_ms, 0)));
+}
+
+void LockEngine::SetDeadline(uint64_t serial, const std::string& name, Clock::time_point due) {
+  deadlines_.Set(serial, name, due);  // refused once shutting down: nothing is waited for
+}
+
+void LockEngine::OnDeadline(uint64_t serial, const std::string& name) {
+  Resource* r = Find(name);
+  if (r == nullptr) return;
+  if (r->holder && r->holder->serial == serial) {
+    const std::string token = r->holder->token.str();  // a copy: the holder may go while it runs
+    OnHolderTimer(name, token);
+  } else {
+    OnWaitExpired(name, serial);
+  }
+}
+
+void LockEngine::OnHolderTimer(const std::string& name, const std::string& token) {
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr) return;
+  const auto now = Clock::now();
+  if (now >= h->valid_until) {
+    Lose(name, h->renew ? LossReason::kRenewFailed : LossReason::kExpired);
+    return;
+  }
+  if (!h->renew || h->renewing) {
+    ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
+    return;
+  }
+  if (renewals_.MustWait()) {
+    // The loss is still reported on time if its turn comes too late.
+    const bool room = renewals_.Wait(name, h->serial);
+    ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
+    if (room) Defer([this] { DrainRenewals(); });
+    return;
+  }
+  Renew(name, *h, now);
+}
+
+void LockEngine::DrainRenewals() {
+  renewals_.Drain([this](const std::string& name, uint64_t serial) {
+    Resource* r = Find(name);
+    if (r == nullptr || !r->holder || r->holder->serial != serial || r->holder->renewing) return;
+    OnHolderTimer(name, r->holder->token.str());  // renews now, or reports the loss
+  });
+}
+
+void LockEngine::Renew(const std::string& name, Holder& h, Clock::time_point now) {
+  renewals_.Started();
+  h.renewing = true;
+  const int64_t left_ms = CeilMs(h.valid_until - now);
+  const int64_t timeout_ms = RenewRoundTimeoutMs(left_ms, options_.node_timeout_ms);
+  // The round ends (and reschedules) before the validity does, unless the node timeout alone
+  // outlasts it: only then is a separate deadline needed to report the loss on time.
+  if (timeout_ms >= left_ms) ScheduleHolder(name, h, left_ms);
+  const std::string token = h.token.str();
+  RunExtend(
+      name, token, h.ttl_ms,
+      [this, name, token](const std::variant<Extension, Failure>& result) {
+        OnRenewed(name, token, result);
+      },
+      timeout_ms);
+}
+
+void LockEngine::OnRenewed(const std::string& name, const std::string& token,
+                           const std::variant<Extension, Failure>& result) {
+  if (renewals_.Ended()) Defer([this] { DrainRenewals(); });
+  Holder* h = FindHolder(name, token);
+  if (h == nullptr) return;
+  h->renewing = false;
+  const auto* f = std::get_if<Failure>(&result);
+  if (f == nullptr) {  // extended; RunExtend scheduled the next renewal
+    stats_->renewals[RenewOutcome::kExtended].Inc();
+    return;
+  }
+  if (f->code == ErrorCode::kNotHeld) {
+    stats_->renewals[RenewOutcome::kLost].Inc();
+    Lose(name, LossReason::kRenewFailed);
+    return;
+  }
+  stats_->renewals[RenewOutcome::kRetry].Inc();
+  renewals_.WarnFailed(name, f->message);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  ScheduleHolder(name, *h,
+                 RenewRetryDelayMs(CeilMs(h->valid_until - Clock::now()), options_.retry_delay_ms,
+                                   options_.retry_jitter_ms, unit(rng_)));
+}
+
+void LockEngine::Lose(const std::string& name, LossReason reason) {
+  Resource* r = Find(name);
+  if (r == nullptr || !r->holder) return;
+  auto h = TakeHolder(*r, name);
+  spdlog::warn("lock {} lost: {}", Quoted(name), NameOf(reason));
+  stats_->LockLost(reason);
+  ReleaseEverywhere(KeyOf(name), h->LeaseValue());
+  events_->Lost(h->session, name, h->token.str(), NameOf(reason));
+  Pump(name);
+}
+
+void LockEngine::Revoke(const std::string& name,
+                        std::function<void(const std::optional<Revocation>&)> done) {
+  Resource* r = Find(name);
+  if (r == nullptr || !r->holder) {
+    Defer([done = std::move(done)] { done(std::nullopt); });
+    return;
+  }
+  auto h = TakeHolder(*r, name);
+  spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
+  stats_->LockLost(LossReason::kRevoked);
+  rounds_.Run(DeleteRound(KeyOf(name), h->LeaseValue()),
+              [this, session = h->session, done = std::move(done)](const RoundResult& res) {
+                done(Revocation{session, res.tally.yes()});
+                MaybeFinishShutdown();
+              });
+  events_->Lost(h->session, name, h->token.str(), NameOf(LossReason::kRevoked));
+  Pump(name);
+}
+
+std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& name) {
+  auto h = std::move(r.holder);
+  --holders_;
+  deadlines_.Erase(h->serial);
+  stats_->hold.ObserveSeconds(Clock::now() - h->acquired);
+  auto it = sessions_.find(h->session);
+  if (it != sessions_.end()) it->second.Dropped(name);
+  return h;
+}
+
+void LockEngine::ReleaseEverywhere(const std::string& key, const std::string& token) {
+  rounds_.Run(DeleteRound(key, token), [this](const RoundResult&) { MaybeFinishShutdown(); });
+}
+
+}  // namespace lw

@@ -1,0 +1,92 @@
+#pragma once
+// Waiters: the acquire requests queued for one resource inside this agent, first come first
+// served. Only the front contends on the masters; the others wait for it to be answered.
+//
+// A waiter whose session closed, or whose wait ran out, while its attempt is in flight stays
+// at the front, marked, until the attempt ends (the attempt's result must be undone or
+// answered). Everything else is removed at once.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "core/result.h"
+#include "core/session_id.h"
+#include "locking/failure_text.h"
+
+namespace lw {
+
+struct Grant {
+  std::string token;
+  int64_t validity_ms;  // left as the grant is answered (always > 0)
+  int64_t waited_ms;
+  std::optional<int64_t> fence;  // fenced acquires only
+};
+
+using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
+
+struct Waiter {
+  using Clock = std::chrono::steady_clock;
+
+  uint64_t id = 0;
+  SessionId session = 0;
+  bool renew = false;
+  Clock::time_point requested, deadline;
+  AcquireDone done;
+  bool in_attempt = false;
+  bool cancelled = false;  // its session closed while its attempt was in flight
+  bool expired = false;    // wait_ms ran out while its attempt was in flight
+  AttemptHistory history;  // ttl_ms, wait_ms, fence and what its attempts came to
+};
+
+class WaitQueue {
+ public:
+  using Forget = std::function<void(const Waiter&)>;
+
+  bool empty() const { return waiters_.empty(); }
+  size_t size() const { return waiters_.size(); }
+  // Waiters that still want an answer (not cancelled).
+  size_t live() const;
+  Waiter& front() { return waiters_.front(); }
+  const Waiter& front() const { return waiters_.front(); }
+
+  void Push(Waiter w) { waiters_.push_back(std::move(w)); }
+  Waiter PopFront();
+  // Drops cancelled waiters from the front that have no attempt in flight; `forget` sees each.
+  void DropCancelledFront(const Forget& forget);
+  // The waiter with this id, or null.
+  Waiter* Find(uint64_t id);
+  // Removes the waiter with this id (not the front) and returns it.
+  std::optional<Waiter> Take(uint64_t id);
+  // Removes every waiter of `session` (the front is only marked cancelled when its attempt is
+  // in flight); `forget` sees each removed. True if the front was removed.
+  bool RemoveSession(SessionId session, const Forget& forget);
+  // Shows every waiter to `visit` (which may move its callback out), then empties the queue
+  // but for a front whose attempt is in flight, which stays marked cancelled.
+  void CancelAll(const std::function<void(Waiter&)>& visit);
+
+ private:
+  // A list, not a deque: an empty std::deque still allocates about half a KiB, and almost
+  // every held lock has no waiter.
+  std::list<Waiter> waiters_;
+};
+
+// What one session has queued and holds, for Commitments and CloseSession.
+struct SessionIndex {
+  // Names of the locks it holds, unordered. A vector, not a set: at 100k held locks a set
+  // node per lock is ~5 MiB more; removal scans one session's list (at most
+  // max_locks_per_session names).
+  std::vector<std::string> held;
+  std::map<std::string, int> waiting;  // resource -> number of queued requests
+
+  void Forget(const std::string& name);  // one of its waiters for `name` is gone
+  void Dropped(const std::string& name);  // it no longer holds `name`
+};
+
+}  // namespace lw
