@@ -183,11 +183,10 @@ class Agent {
     s->locks_held = engine_->locks_held();
     if (snapshots_.DetailWanted()) {
       s->detailed = true;
-      for (const auto& l : engine_->AllLocks()) {
+      s->locks = engine_->AllLocks();
+      for (LockView& l : s->locks) {
         Server::Peer peer = server_.PeerOf(l.session);
-        s->locks.push_back({l.resource, l.session, peer.pid, peer.uid, peer.gid, l.held_ms,
-                            l.validity_ms, l.renew, l.waiters, l.ttl_ms, l.key,
-                            std::move(peer.cmdline)});
+        l.holder = {peer.pid, peer.uid, peer.gid, std::move(peer.cmdline)};
       }
       for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
     }
@@ -268,6 +267,7 @@ class Agent {
     if (!listen) return std::nullopt;  // "off"
     AdminContext ctx;
     ctx.metrics = &metrics_;
+    ctx.stats = std::make_unique<AdminStats>(metrics_.registry());
     ctx.snapshots = &snapshots_;
     ctx.scanner = scanner_.get();
     ctx.masters = cfg_.masters;

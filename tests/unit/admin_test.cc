@@ -233,8 +233,8 @@ TEST(StateView, QuarantinedMastersAreUpButNotUsable) {
   EXPECT_EQ(StateView(s)["quorum"]["margin"], -1);
 }
 
-LockSnapshot Lock(std::string resource, int64_t held_ms, int64_t ttl_ms, bool renew) {
-  LockSnapshot l;
+LockView Lock(std::string resource, int64_t held_ms, int64_t ttl_ms, bool renew) {
+  LockView l;
   l.resource = std::move(resource);
   l.key = "lock:" + l.resource;
   l.held_ms = held_ms;
