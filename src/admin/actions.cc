@@ -90,8 +90,9 @@ void RemedyLeakedKey(const AdminContext& ctx, const httplib::Request& req, httpl
   }
   const LeakRequest& lr = std::get<LeakRequest>(parsed);
   const MasterAddress& master = ctx.masters[lr.master];
-  const Remedy remedy = RemedyLeak(master, lr.key, expire ? LeakAction::kExpire : LeakAction::kDelete,
-                                   lr.ttl_ms, ctx.action_timeout);
+  const Remedy remedy =
+      RemedyLeak(master, lr.key, expire ? LeakAction::kExpire : LeakAction::kDelete, lr.ttl_ms,
+                 ctx.action_timeout);
   const std::string result(RemedyResultName(remedy.result));
   const std::string_view name = kAdminActionNames[static_cast<size_t>(action)];
   ctx.stats->Count(action, ResultOf(remedy.result));
@@ -136,8 +137,8 @@ std::string HolderText(const std::optional<RevokeOutcome>& outcome) {
 }  // namespace
 
 void Audit(const AdminContext& ctx, Severity severity, const std::string& what) {
-  spdlog::log(severity == Severity::kInfo ? spdlog::level::info : spdlog::level::warn,
-              "audit: {}", what);
+  spdlog::log(severity == Severity::kInfo ? spdlog::level::info : spdlog::level::warn, "audit: {}",
+              what);
   if (ctx.events) ctx.events->Add({UnixMsNow(), "admin", severity, what, 1});
 }
 
@@ -173,19 +174,22 @@ void ForceRelease(const AdminContext& ctx, const httplib::Request& req, httplib:
         fmt::format("force_release resource={} by {}: {}{}", Quote(resource), Who(req),
                     kActionResultNames[static_cast<size_t>(result)], HolderText(outcome)));
   if (!outcome) {
-    return SendFailure(res, {ErrorCode::kUnavailable, "the agent did not answer in time (stopping?)"});
+    return SendFailure(res,
+                       {ErrorCode::kUnavailable, "the agent did not answer in time (stopping?)"});
   }
   if (!outcome->held) {
-    return SendFailure(res, {ErrorCode::kNotHeld, "no lock on this resource is held through this agent"});
+    return SendFailure(
+        res, {ErrorCode::kNotHeld, "no lock on this resource is held through this agent"});
   }
-  SendJson(res, 200, {{"ok", true},
-                      {"result", "done"},
-                      {"resource", resource},
-                      {"session", outcome->session},
-                      {"pid", outcome->pid},
-                      {"uid", outcome->uid},
-                      {"deleted_on", outcome->deleted},
-                      {"masters", outcome->masters}});
+  SendJson(res, 200,
+           {{"ok", true},
+            {"result", "done"},
+            {"resource", resource},
+            {"session", outcome->session},
+            {"pid", outcome->pid},
+            {"uid", outcome->uid},
+            {"deleted_on", outcome->deleted},
+            {"masters", outcome->masters}});
 }
 
 }  // namespace lw

@@ -29,7 +29,7 @@ struct RevokeOutcome {
   uint64_t session = 0;  // the holder's session, and its peer credentials
   int pid = -1;
   int uid = -1;
-  int deleted = 0;       // masters that deleted the key with the holder's token
+  int deleted = 0;  // masters that deleted the key with the holder's token
   int masters = 0;
 };
 // Runs a force-release on the loop and waits for it; nullopt when the loop did not answer in
@@ -38,19 +38,19 @@ using RevokeFn = std::function<std::optional<RevokeOutcome>(const std::string& r
                                                             std::chrono::milliseconds timeout)>;
 
 struct AdminContext {
-  Metrics* metrics = nullptr;            // the exposition of /metrics
-  std::unique_ptr<AdminStats> stats;     // required: what the admin server counts
+  Metrics* metrics = nullptr;         // the exposition of /metrics
+  std::unique_ptr<AdminStats> stats;  // required: what the admin server counts
   const SnapshotBox* snapshots = nullptr;
-  LeakScanner* scanner = nullptr;  // null when the scanner is off
-  EventLog* events = nullptr;      // admin actions are added; null: none kept
+  LeakScanner* scanner = nullptr;                      // null when the scanner is off
+  EventLog* events = nullptr;                          // admin actions are added; null: none kept
   std::function<std::vector<HistoryPoint>()> history;  // null: no history
-  PresenceProbe* presence = nullptr;                    // null: presence not checked
+  PresenceProbe* presence = nullptr;                   // null: presence not checked
   AgentFacts agent;
   int64_t stuck_after_ms = 300'000;
   std::vector<MasterAddress> masters;
   int64_t max_ttl_ms = kDefaultMaxTtlMs;  // bound of the TTL an operator may set on a leaked key
-  RevokeFn revoke;                 // null: force-release unavailable
-  std::string token;               // empty: actions are disabled
+  RevokeFn revoke;                        // null: force-release unavailable
+  std::string token;                      // empty: actions are disabled
   std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails
   std::chrono::milliseconds action_timeout{2000};
   // The server's own bounds (admin_max_connections, admin_timeout_ms, admin_max_body_bytes):

@@ -59,12 +59,11 @@ std::optional<std::string> AdminServer::Start() {
   bounds.max_body_bytes = static_cast<size_t>(ctx_.max_body_bytes);
   // Called on server threads; stats are thread-safe. Not logged above debug: the metric is
   // the signal, and whoever causes these must not be able to flood the log.
-  http_ = std::make_unique<BoundedHttpServer>(
-      bounds, [stats = ctx_.stats.get()](AdminRefusal reason) {
-        stats->Count(reason);
-        spdlog::debug("admin: connection refused: {}",
-                      kAdminRefusalNames[static_cast<size_t>(reason)]);
-      });
+  http_ = std::make_unique<BoundedHttpServer>(bounds, [stats =
+                                                           ctx_.stats.get()](AdminRefusal reason) {
+    stats->Count(reason);
+    spdlog::debug("admin: connection refused: {}", kAdminRefusalNames[static_cast<size_t>(reason)]);
+  });
   // cpp-httplib's default also sets SO_REUSEPORT, which would let a second agent bind the
   // same port and take half the scrapes. Only SO_REUSEADDR (quick restarts).
   http_->set_socket_options([](socket_t sock) {
@@ -140,9 +139,8 @@ void AdminServer::Register() {
       http_->Get(route.path, std::move(handler));
     }
   }
-  http_->SetGate([this](const httplib::Request& req, httplib::Response& res) {
-    return GuardRead(req, res);
-  });
+  http_->SetGate(
+      [this](const httplib::Request& req, httplib::Response& res) { return GuardRead(req, res); });
   http_->set_error_handler(
       [this](const httplib::Request&, httplib::Response& res) { AnswerHttpError(res); });
   http_->set_exception_handler(AnswerException);
@@ -175,9 +173,10 @@ AdminServer::Handler AdminServer::Gated(const Route& route) {
     const ActionVerdict verdict = JudgeAction(HeadersOf(req), ctx_.token);
     if (verdict.refusal) {
       ctx_.stats->Count(route.action, ActionResult::kRefused);
-      Audit(ctx_, Severity::kWarning,
-            fmt::format("{} refused for {}: {}", kAdminActionNames[static_cast<size_t>(route.action)],
-                        Who(req), verdict.message));
+      Audit(
+          ctx_, Severity::kWarning,
+          fmt::format("{} refused for {}: {}", kAdminActionNames[static_cast<size_t>(route.action)],
+                      Who(req), verdict.message));
       InvalidateState();
       return SendRefusal(res, verdict);
     }
@@ -200,17 +199,17 @@ void AdminServer::AnswerHttpError(httplib::Response& res) {
   if (res.status == 413 || res.status == 411) {  // refused on its headers, the body unread
     ctx_.stats->Count(AdminRefusal::kTooLarge);
     res.set_header("Connection", "close");
-    return SendFailure(res, res.status,
-                       {ErrorCode::kBadRequest,
-                        res.status == 411
-                            ? "a request body needs a Content-Length (a chunked one is refused)"
-                            : "the body is larger than " + BytesText(ctx_.max_body_bytes) +
-                                  " (admin_max_body_bytes)"});
+    return SendFailure(
+        res, res.status,
+        {ErrorCode::kBadRequest,
+         res.status == 411 ? "a request body needs a Content-Length (a chunked one is refused)"
+                           : "the body is larger than " + BytesText(ctx_.max_body_bytes) +
+                                 " (admin_max_body_bytes)"});
   }
-  SendFailure(res, res.status,
-              {ErrorCode::kBadRequest, "malformed HTTP request (HTTP " +
-                                           std::to_string(res.status) +
-                                           "); a POST needs a Content-Length"});
+  SendFailure(
+      res, res.status,
+      {ErrorCode::kBadRequest, "malformed HTTP request (HTTP " + std::to_string(res.status) +
+                                   "); a POST needs a Content-Length"});
 }
 
 void AdminServer::ServeState(httplib::Response& res) {

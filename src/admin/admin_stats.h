@@ -10,8 +10,8 @@
 namespace lw {
 
 enum class AdminAction { kExpireKey, kDeleteKey, kRescan, kForceRelease, kCount };
-inline constexpr std::array<std::string_view, 4> kAdminActionNames = {
-    "expire_key", "delete_key", "rescan", "force_release"};
+inline constexpr std::array<std::string_view, 4> kAdminActionNames = {"expire_key", "delete_key",
+                                                                      "rescan", "force_release"};
 
 // done; refused (no or wrong token, cross-site, actions disabled); stale (nothing to act on any
 // more); error.
@@ -23,7 +23,14 @@ inline constexpr std::array<std::string_view, 4> kActionResultNames = {"done", "
 // action, actions disabled), too_large (413, 411, or a request cut past its size),
 // too_many_connections (503 at accept, or a waiting connection ended to make room), timeout (a
 // request or its response missed its deadline).
-enum class AdminRefusal { kUnauthorized, kForbidden, kTooLarge, kTooManyConnections, kTimeout, kCount };
+enum class AdminRefusal {
+  kUnauthorized,
+  kForbidden,
+  kTooLarge,
+  kTooManyConnections,
+  kTimeout,
+  kCount
+};
 inline constexpr std::array<std::string_view, 5> kAdminRefusalNames = {
     "unauthorized", "forbidden", "too_large", "too_many_connections", "timeout"};
 
@@ -34,8 +41,14 @@ struct AdminStats {
   stats::Registry& r_;
   // Every action x result series exists from the start, so rate() and alerts see the first one.
   stats::ByEnum<ResultCounters, AdminAction> actions{
-      r_, "lockwarden_admin_actions_total", "Operator actions on the admin API, by action and result.",
-      "action", kAdminActionNames, {}, "result", kActionResultNames};
+      r_,
+      "lockwarden_admin_actions_total",
+      "Operator actions on the admin API, by action and result.",
+      "action",
+      kAdminActionNames,
+      {},
+      "result",
+      kActionResultNames};
   stats::ByEnum<stats::Counter, AdminRefusal> refusals{
       r_, "lockwarden_admin_refusals_total",
       "Requests and connections the admin HTTP server refused, by reason.", "reason",

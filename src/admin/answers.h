@@ -3,8 +3,8 @@
 // of its code, and the words the audit and debug lines use for a request.
 
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/result.h"
