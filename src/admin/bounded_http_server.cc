@@ -12,6 +12,8 @@
 #include <list>
 #include <optional>
 
+#include "admin/views.h"
+
 namespace lw {
 namespace {
 
@@ -231,9 +233,10 @@ milliseconds EvictAfter(milliseconds timeout) {
 
 std::string ShedAnswer(size_t max_connections) {
   const std::string body =
-      R"({"ok":false,"error":"too_many","message":"the admin server already has )" +
-      std::to_string(max_connections) +
-      R"( connections (admin_max_connections); retry in a second"})";
+      ErrorView({ErrorCode::kTooMany, "the admin server already has " +
+                                          std::to_string(max_connections) +
+                                          " connections (admin_max_connections); retry in a second"})
+          .dump();
   return "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n"
          "Content-Type: application/json\r\nContent-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
@@ -294,7 +297,7 @@ class BoundedHttpServer::LiveConnections {
 // ---------------------------------------------------------------------------- BoundedHttpServer
 
 BoundedHttpServer::BoundedHttpServer(HttpBounds bounds,
-                                     std::function<void(std::string_view)> on_refusal)
+                                     std::function<void(AdminRefusal)> on_refusal)
     : bounds_(bounds),
       keep_alive_(std::min(kKeepAlive, bounds.timeout)),
       on_refusal_(std::move(on_refusal)),
@@ -394,7 +397,7 @@ void BoundedHttpServer::Shed(socket_t sock) {
   (void)!send(sock, shed_answer_.data(), shed_answer_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(sock, SHUT_WR);
   DrainAndClose(sock);
-  if (on_refusal_) on_refusal_("too_many_connections");
+  if (on_refusal_) on_refusal_(AdminRefusal::kTooManyConnections);
 }
 
 bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
@@ -430,10 +433,14 @@ bool BoundedHttpServer::process_and_close_socket(socket_t sock) {
   t_stream = nullptr;
   if (live_->Remove(live)) {
     if (ConnectionQueue* queue = queue_) queue->EvictionDone();
-    if (on_refusal_) on_refusal_("too_many_connections");
+    if (on_refusal_) on_refusal_(AdminRefusal::kTooManyConnections);
   }
-  if (on_refusal_ && stream.cut() == ConnectionStream::Cut::kDeadline) on_refusal_("timeout");
-  if (on_refusal_ && stream.cut() == ConnectionStream::Cut::kOversized) on_refusal_("too_large");
+  if (on_refusal_ && stream.cut() == ConnectionStream::Cut::kDeadline) {
+    on_refusal_(AdminRefusal::kTimeout);
+  }
+  if (on_refusal_ && stream.cut() == ConnectionStream::Cut::kOversized) {
+    on_refusal_(AdminRefusal::kTooLarge);
+  }
   ::shutdown(sock, SHUT_WR);
   DrainAndClose(sock);
   return ok;

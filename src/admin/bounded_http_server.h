@@ -34,6 +34,7 @@
 #include <string>
 #include <string_view>
 
+#include "admin/admin_stats.h"
 #include "admin/connection_queue.h"
 #include "core/defaults.h"
 
@@ -54,12 +55,12 @@ struct HttpBounds {
 class BoundedHttpServer final : public httplib::Server {
  public:
   // on_refusal(reason) is called, on a server thread, for each connection shed or ended to make
-  // room ("too_many_connections") or cut at its deadline in the middle of a request or response
-  // ("timeout") or past its size ("too_large"; a 413 or 411 answered by the gate is the error
+  // room (kTooManyConnections) or cut at its deadline in the middle of a request or response
+  // (kTimeout) or past its size (kTooLarge; a 413 or 411 answered by the gate is the error
   // handler's to count). Configures the payload limit, timeouts, keep-alive, the task queue and
   // the pre- and post-routing handlers (a response with "Connection: close" ends its connection):
   // do not replace those; use SetGate.
-  BoundedHttpServer(HttpBounds bounds, std::function<void(std::string_view)> on_refusal);
+  BoundedHttpServer(HttpBounds bounds, std::function<void(AdminRefusal)> on_refusal);
   ~BoundedHttpServer() override;
 
   // Runs after the body-size checks, before the body is read, in place of a pre-routing
@@ -85,7 +86,7 @@ class BoundedHttpServer final : public httplib::Server {
 
   const HttpBounds bounds_;
   const std::chrono::milliseconds keep_alive_;
-  const std::function<void(std::string_view)> on_refusal_;
+  const std::function<void(AdminRefusal)> on_refusal_;
   const std::string shed_answer_;
   HandlerWithResponse gate_;
   class LiveConnections;

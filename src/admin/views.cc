@@ -27,7 +27,7 @@ const char* const kHowToEnableActions =
     "/etc/lockwarden/admin.token), start the agent with admin_token_file = "
     "\"/etc/lockwarden/admin.token\" (or --admin-token-file), and paste the token here.";
 
-std::string StuckReason(const LockSnapshot& lock, int64_t stuck_after_ms) {
+std::string StuckReason(const LockView& lock, int64_t stuck_after_ms) {
   if (lock.held_ms > stuck_after_ms) {
     return "held " + FormatDurationMs(lock.held_ms) + ", over stuck_after " +
            FormatDurationMs(stuck_after_ms);
@@ -80,11 +80,11 @@ nlohmann::ordered_json MastersView(const StateInputs& in) {
 nlohmann::ordered_json LocksView(const StateInputs& in) {
   const Snapshot& s = *in.snapshot;
   struct Row {
-    const LockSnapshot* lock;
+    const LockView* lock;
     std::string stuck;
   };
   std::vector<Row> rows;
-  for (const LockSnapshot& l : s.locks) rows.push_back({&l, StuckReason(l, in.stuck_after_ms)});
+  for (const LockView& l : s.locks) rows.push_back({&l, StuckReason(l, in.stuck_after_ms)});
   // Stuck first, then the longest held (the snapshot is already longest-held first).
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return !a.stuck.empty() && b.stuck.empty();
@@ -93,7 +93,7 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
   if (rows.size() > kMaxLockRows) rows.resize(kMaxLockRows);
   nlohmann::ordered_json locks = nlohmann::ordered_json::array();
   for (const Row& row : rows) {
-    const LockSnapshot& l = *row.lock;
+    const LockView& l = *row.lock;
     const std::vector<KeyPresence>* seen = nullptr;
     if (in.presence != nullptr) {
       auto it = in.presence->keys.find(l.key);
@@ -107,10 +107,10 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
     }
     locks.push_back({{"resource", l.resource},
                      {"session", l.session},
-                     {"pid", l.pid},
-                     {"uid", l.uid},
-                     {"gid", l.gid},
-                     {"cmdline", l.cmdline},
+                     {"pid", l.holder.pid},
+                     {"uid", l.holder.uid},
+                     {"gid", l.holder.gid},
+                     {"cmdline", l.holder.cmdline},
                      {"held_ms", l.held_ms},
                      {"validity_ms", l.validity_ms},
                      {"ttl_ms", l.ttl_ms},
@@ -156,7 +156,7 @@ nlohmann::ordered_json HistoryView(const std::vector<HistoryPoint>& history) {
 }  // namespace
 
 std::string_view QuorumState(const Snapshot& s) {
-  if (s.masters_usable < s.quorum) return "lost";
+  if (!ReadinessOf(s).ready) return "lost";
   if (s.masters_usable < static_cast<int>(s.masters.size())) return "at_risk";
   return "healthy";
 }
@@ -245,8 +245,8 @@ nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms) 
   return out;
 }
 
-nlohmann::ordered_json ErrorView(std::string_view code, std::string_view message) {
-  return {{"ok", false}, {"error", code}, {"message", message}};
+nlohmann::ordered_json ErrorView(const Failure& failure) {
+  return {{"ok", false}, {"error", ErrorCodeName(failure.code)}, {"message", failure.message}};
 }
 
 std::string Dump(const nlohmann::ordered_json& json) {

@@ -8,6 +8,7 @@
 
 #include "agent/snapshot.h"
 #include "core/defaults.h"
+#include "core/result.h"
 #include "observe/recent.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
@@ -49,19 +50,19 @@ nlohmann::ordered_json StateView(const Snapshot& snapshot);
 nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms);
 
 // "healthy": every master usable (up and not in restart quarantine); "at_risk": some are not but
-// a quorum is (the margin says how many more failures locking survives); "lost": no quorum, no
-// lock can be granted or renewed.
+// the agent is ready (ReadinessOf; the margin says how many more failures locking survives);
+// "lost": not ready, no lock can be granted or renewed.
 std::string_view QuorumState(const Snapshot& s);
 
 // Why a lock counts as stuck ("" if it does not): held longer than stuck_after, or not
 // renewed with a ttl longer than stuck_after.
-std::string StuckReason(const LockSnapshot& lock, int64_t stuck_after_ms);
+std::string StuckReason(const LockView& lock, int64_t stuck_after_ms);
 
 // What the page tells an operator when actions are disabled.
 extern const char* const kHowToEnableActions;
 
 // {"ok":false,"error":"<code>","message":"<for people>"}, the shape of socket errors too.
-nlohmann::ordered_json ErrorView(std::string_view code, std::string_view message);
+nlohmann::ordered_json ErrorView(const Failure& failure);
 
 // Serializes with invalid UTF-8 (binary Redis keys) replaced rather than throwing.
 std::string Dump(const nlohmann::ordered_json& json);

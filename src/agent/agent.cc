@@ -139,11 +139,7 @@ void Agent::PublishSnapshot() {
   s->locks_held = engine_->locks_held();
   if (snapshots_.DetailWanted()) {
     s->detailed = true;
-    for (LockView& l : service_->Locks()) {
-      s->locks.push_back({l.resource, l.session, l.holder.pid, l.holder.uid, l.holder.gid,
-                          l.held_ms, l.validity_ms, l.renew, l.waiters, l.ttl_ms, l.key,
-                          std::move(l.holder.cmdline)});
-    }
+    s->locks = service_->Locks();
     for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
   }
   s->sessions = server_.session_count();
@@ -224,6 +220,7 @@ std::optional<std::string> Agent::StartAdmin() {
   if (!listen) return std::nullopt;  // "off"
   AdminContext ctx;
   ctx.metrics = &metrics_;
+  ctx.stats = std::make_unique<AdminStats>(metrics_.registry());
   ctx.snapshots = &snapshots_;
   ctx.scanner = scanner_.get();
   ctx.masters = cfg_.masters;

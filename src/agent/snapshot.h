@@ -20,24 +20,10 @@
 #include <utility>
 #include <vector>
 
+#include "core/lock_view.h"
 #include "redis/node.h"
 
 namespace lw {
-
-struct LockSnapshot {
-  std::string resource;
-  uint64_t session = 0;
-  int pid = -1;
-  int uid = -1;
-  int gid = -1;
-  int64_t held_ms = 0;
-  int64_t validity_ms = 0;
-  bool renew = false;
-  int waiters = 0;
-  int64_t ttl_ms = 0;
-  std::string key;      // the Redis key
-  std::string cmdline;  // the holder's, when it connected ("" if unknown)
-};
 
 struct Snapshot {
   std::chrono::steady_clock::time_point taken;
@@ -48,12 +34,30 @@ struct Snapshot {
   int masters_usable = 0;  // up and not in restart quarantine: their votes count
   size_t locks_held = 0;
   bool detailed = false;  // locks and held_grants are filled in (see the top of this file)
-  std::vector<LockSnapshot> locks;
+  std::vector<LockView> locks;  // longest held first, each with its holder's peer
   size_t sessions = 0;
   size_t waiters = 0;
   // {key, token} of every grant held: for the scanner only, never shown.
   std::set<std::pair<std::string, std::string>> held_grants;
 };
+
+// Whether the agent can grant a lock: enough masters up and out of restart quarantine to reach
+// the quorum. The one rule behind /readyz, systemd's READY=1 and the page's quorum state, so
+// that probes, systemd and operators agree.
+struct Readiness {
+  bool ready = false;
+  // "5 of 5 masters up (2 in restart quarantine), 3 usable, quorum 3": the counts that decide.
+  std::string reason;
+};
+
+inline Readiness ReadinessOf(const Snapshot& s) {
+  const int quarantined = s.masters_up - s.masters_usable;
+  std::string reason = std::to_string(s.masters_up) + " of " + std::to_string(s.masters.size()) +
+                       " masters up";
+  if (quarantined > 0) reason += " (" + std::to_string(quarantined) + " in restart quarantine)";
+  reason += ", " + std::to_string(s.masters_usable) + " usable, quorum " + std::to_string(s.quorum);
+  return {s.quorum > 0 && s.masters_usable >= s.quorum, std::move(reason)};
+}
 
 class SnapshotBox {
  public:

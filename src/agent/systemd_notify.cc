@@ -11,11 +11,7 @@
 namespace lw {
 namespace {
 
-// The readiness rule of /readyz (admin/admin_server.cc): enough masters that are up and out of
-// restart quarantine to reach the quorum. Kept identical so that systemd, Kubernetes probes
-// and the page agree on when the agent can grant a lock.
-bool QuorumUsable(const Snapshot& s) { return s.quorum > 0 && s.masters_usable >= s.quorum; }
-
+// The STATUS line's counts: usable first, as `systemctl status` readers look for them.
 std::string MasterCounts(const Snapshot& s) {
   const int quarantined = s.masters_up - s.masters_usable;
   std::string text = std::to_string(s.masters_usable) + " of " + std::to_string(s.masters.size()) +
@@ -29,8 +25,8 @@ std::string MasterCounts(const Snapshot& s) {
 
 // One line for `systemctl status`. Before the first READY=1 it says what the agent waits for;
 // after it, whether locks can be granted and how much is going on.
-std::string StatusLine(const Snapshot& s, bool was_ready) {
-  if (!QuorumUsable(s)) {
+std::string StatusLine(const Snapshot& s, bool ready, bool was_ready) {
+  if (!ready) {
     return (was_ready ? "QUORUM LOST, no lock can be granted: " : "waiting for a quorum: ") +
            MasterCounts(s);
   }
@@ -65,9 +61,10 @@ void SystemdNotifier::Start(std::string_view socket_path) {
 
 void SystemdNotifier::Observe(const Snapshot& snapshot) {
   if (!enabled_ || !started_ || stopping_) return;
-  std::string status = StatusLine(snapshot, ready_sent_);
+  const bool ready = ReadinessOf(snapshot).ready;
+  std::string status = StatusLine(snapshot, ready, ready_sent_);
   std::string message;
-  if (!ready_sent_ && QuorumUsable(snapshot)) {
+  if (!ready_sent_ && ready) {
     ready_sent_ = true;
     message = "READY=1\n";
     spdlog::info("systemd: ready ({})", MasterCounts(snapshot));

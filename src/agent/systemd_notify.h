@@ -1,8 +1,8 @@
 #pragma once
 // SystemdNotifier: the agent's side of a systemd `Type=notify` service (deploy/systemd/).
 //
-//   READY=1     once the socket listens and a quorum of masters is usable: the condition of
-//               /readyz, so units ordered After=lockwarden.service start when locks can be had;
+//   READY=1     once the socket listens and a quorum of masters is usable (ReadinessOf,
+//               as /readyz), so units ordered After=lockwarden.service start when locks can be had;
 //   STATUS=...  what `systemctl status` shows: waiting for which masters, or how many are
 //               usable and how many locks are held, whenever that changes;
 //   WATCHDOG=1  every half WatchdogSec, from a timer on the event loop: a loop that is stuck

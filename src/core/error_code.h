@@ -16,6 +16,14 @@ enum class ErrorCode {
   kForbidden,     // the peer may not lock that resource
   kShuttingDown,  // the agent is stopping and takes no new work
   kInternal,      // a bug or an unexpected state: the agent logged it
+  // The admin HTTP API's own (docs/api.md):
+  kUnauthorized,  // no admin token, or a wrong one
+  kNotFound,      // no such endpoint
+  kStale,         // what the action was about changed meanwhile; nothing was done
+  kScannerOff,    // a scan was asked of an agent whose scanner is off
+  kMasterError,   // a master could not be reached or answered with an error
+  kUnavailable,   // the agent did not answer in time (stopping?)
+  kStarting,      // the agent has not published its state yet
 };
 
 std::string_view ErrorCodeName(ErrorCode code);

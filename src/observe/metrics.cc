@@ -75,8 +75,6 @@ struct Metrics::Impl final : ScanObserver {
 
   Gauge *locks_held = nullptr, *sessions = nullptr, *waiters = nullptr, *masters = nullptr,
         *masters_up = nullptr, *quorum = nullptr, *margin = nullptr;
-  Family<Counter>* admin_actions = nullptr;
-  std::array<Counter*, kAdminRefusalReasons.size()> admin_refusals{};
   std::vector<MasterChildren> per_master;
   std::vector<std::unique_ptr<NodeMetrics>> node_observers;
 
@@ -193,25 +191,10 @@ Metrics::Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& 
   gauge("lockwarden_start_time_seconds", "Unix time the agent started.")
       ->Set(std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
                 .count());
-  m.admin_actions = &Register(prometheus::BuildCounter(), "lockwarden_admin_actions_total",
-                              "Operator actions on the admin API, by action and result.", r);
-  // Known series start at 0, so rate() and alerts see the first action.
-  for (const char* action : {"expire_key", "delete_key", "rescan", "force_release"}) {
-    for (const char* result : {"done", "refused", "stale", "error"}) {
-      m.admin_actions->Add({{"action", action}, {"result", result}});
-    }
-  }
-  auto& refusals = Register(prometheus::BuildCounter(), "lockwarden_admin_refusals_total",
-                            "Requests and connections the admin HTTP server refused, by reason.",
-                            r);
-  for (size_t i = 0; i < kAdminRefusalReasons.size(); ++i) {
-    m.admin_refusals[i] = &refusals.Add({{"reason", std::string(kAdminRefusalReasons[i])}});
-  }
 }
 
 Metrics::~Metrics() = default;
 
-stats::Registry& Metrics::registry() { return *impl_->registry; }
 NodeObserver& Metrics::node(size_t index) { return *impl_->node_observers.at(index); }
 ScanObserver& Metrics::scan() { return *impl_; }
 
@@ -225,15 +208,7 @@ void Metrics::SetState(const StateSample& s) {
   impl_->margin->Set(s.masters_usable - s.quorum);
 }
 
-void Metrics::CountAdminAction(const std::string& action, const std::string& result) {
-  impl_->admin_actions->Add({{"action", action}, {"result", result}}).Increment();
-}
-
-void Metrics::CountAdminRefusal(std::string_view reason) {
-  for (size_t i = 0; i < kAdminRefusalReasons.size(); ++i) {
-    if (kAdminRefusalReasons[i] == reason) return impl_->admin_refusals[i]->Increment();
-  }
-}
+stats::Registry& Metrics::registry() { return *impl_->registry; }
 
 std::string Metrics::Serialize() const {
   return prometheus::TextSerializer().Serialize(impl_->registry->Collect());

@@ -38,12 +38,6 @@ struct StateSample {
   int masters_usable = 0;  // up and not in restart quarantine
 };
 
-// Why the admin HTTP server refused: unauthorized (401: no or wrong token, for a read or an
-// action), forbidden (403: cross-site action, actions disabled), too_large (413),
-// too_many_connections (503 at accept), timeout (a request or its response missed its deadline).
-inline constexpr std::array<std::string_view, 5> kAdminRefusalReasons = {
-    "unauthorized", "forbidden", "too_large", "too_many_connections", "timeout"};
-
 class Metrics {
  public:
   // master_addrs: "host:port" of every master, in configuration order (the index used by the
@@ -62,10 +56,6 @@ class Metrics {
   stats::Registry& registry();
 
   void SetState(const StateSample& state);
-  // action: expire_key, delete_key, rescan; result: done, refused, stale, error.
-  void CountAdminAction(const std::string& action, const std::string& result);
-  // A request or connection the admin HTTP server refused (kAdminRefusalReasons).
-  void CountAdminRefusal(std::string_view reason);
 
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;

@@ -7,6 +7,10 @@
 #include <future>
 #include <thread>
 
+#include <prometheus/text_serializer.h>
+
+#include "admin/admin_stats.h"
+#include "admin/answers.h"
 #include "admin/auth.h"
 #include "admin/connection_queue.h"
 #include "admin/views.h"
@@ -233,8 +237,8 @@ TEST(StateView, QuarantinedMastersAreUpButNotUsable) {
   EXPECT_EQ(StateView(s)["quorum"]["margin"], -1);
 }
 
-LockSnapshot Lock(std::string resource, int64_t held_ms, int64_t ttl_ms, bool renew) {
-  LockSnapshot l;
+LockView Lock(std::string resource, int64_t held_ms, int64_t ttl_ms, bool renew) {
+  LockView l;
   l.resource = std::move(resource);
   l.key = "lock:" + l.resource;
   l.held_ms = held_ms;
@@ -354,6 +358,64 @@ TEST(LeaksView, NeverThrowsOnBinaryKeys) {
   const std::string text = Dump(LeaksView(&report, 1000));
   EXPECT_NE(text.find("lock:"), std::string::npos);
   EXPECT_NE(text.find("\"type\":\"no_ttl\""), std::string::npos);
+}
+
+TEST(ReadinessOf, ReadyWithAQuorumOfUsableMasters) {
+  Snapshot s;
+  s.quorum = 3;
+  s.masters.resize(5);
+  s.masters_up = 5;
+  s.masters_usable = 3;
+  Readiness r = ReadinessOf(s);
+  EXPECT_TRUE(r.ready);
+  EXPECT_EQ(r.reason, "5 of 5 masters up (2 in restart quarantine), 3 usable, quorum 3");
+  s.masters_usable = 2;
+  EXPECT_FALSE(ReadinessOf(s).ready);
+  s.masters_up = s.masters_usable = 4;
+  EXPECT_EQ(ReadinessOf(s).reason, "4 of 5 masters up, 4 usable, quorum 3");
+  EXPECT_FALSE(ReadinessOf(Snapshot{}).ready);  // nothing known yet
+}
+
+TEST(AdminErrors, BodyAndStatusComeFromTheFailure) {
+  EXPECT_EQ(Dump(ErrorView({ErrorCode::kNotHeld, "nobody holds it"})),
+            "{\"ok\":false,\"error\":\"not_held\",\"message\":\"nobody holds it\"}\n");
+  const std::pair<ErrorCode, int> expected[] = {
+      {ErrorCode::kBadRequest, 400}, {ErrorCode::kUnauthorized, 401},
+      {ErrorCode::kForbidden, 403},  {ErrorCode::kNotFound, 404},
+      {ErrorCode::kNotHeld, 404},    {ErrorCode::kStale, 409},
+      {ErrorCode::kScannerOff, 409}, {ErrorCode::kInternal, 500},
+      {ErrorCode::kMasterError, 502}, {ErrorCode::kUnavailable, 503},
+      {ErrorCode::kStarting, 503},   {ErrorCode::kTooMany, 503}};
+  for (const auto& [code, status] : expected) {
+    EXPECT_EQ(HttpStatusOf(code), status) << ErrorCodeName(code);
+  }
+  for (const char* name : {"unauthorized", "not_found", "stale", "scanner_off", "master_error",
+                           "unavailable", "starting"}) {
+    auto code = ErrorCodeFromName(name);
+    ASSERT_TRUE(code) << name;
+    EXPECT_EQ(ErrorCodeName(*code), name);
+  }
+}
+
+TEST(AdminStats, EverySeriesExistsFromTheStart) {
+  stats::Registry registry;
+  AdminStats admin(registry);
+  admin.Count(AdminAction::kForceRelease, ActionResult::kStale);
+  admin.Count(AdminRefusal::kTooManyConnections);
+  const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+  EXPECT_NE(text.find("# HELP lockwarden_admin_actions_total Operator actions on the admin API, "
+                      "by action and result."),
+            std::string::npos);
+  EXPECT_NE(text.find("lockwarden_admin_actions_total{action=\"expire_key\",result=\"refused\"} 0"),
+            std::string::npos);
+  EXPECT_NE(text.find("lockwarden_admin_actions_total{action=\"force_release\",result=\"stale\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("# HELP lockwarden_admin_refusals_total Requests and connections the admin "
+                      "HTTP server refused, by reason."),
+            std::string::npos);
+  EXPECT_NE(text.find("lockwarden_admin_refusals_total{reason=\"too_many_connections\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("lockwarden_admin_refusals_total{reason=\"timeout\"} 0"), std::string::npos);
 }
 
 using Listen = std::variant<std::optional<ListenAddress>, std::string>;
