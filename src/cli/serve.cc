@@ -28,9 +28,11 @@
 #include "observe/metrics.h"
 #include "observe/recent.h"
 #include "redis/node_client.h"
+#include "redis/node_stats.h"
 #include "redis/release_subscribers.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
+#include "scan/scan_stats.h"
 
 namespace lw::cli {
 namespace {
@@ -65,8 +67,7 @@ class Agent {
   Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host)
       : loop_(loop),
         cfg_(cfg),
-        metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
-                 static_cast<double>(cfg.scan_interval_ms) / 1000.0),
+        metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT}),
         activity_(metrics_.engine(), events_,
                   [this](uint64_t session) { return DescribeSession(session); }, UnixMsNow),
         server_(loop, Options(cfg, metrics_, std::move(host))),
@@ -74,12 +75,22 @@ class Agent {
         commands_(loop),
         admin_token_(std::move(admin_token)),
         systemd_(loop) {
+    if (cfg.scan_interval_ms > 0) {
+      scan_stats_ = std::make_unique<ScanStats>(metrics_.registry(), MasterNames(cfg),
+                                                std::chrono::milliseconds(cfg.scan_interval_ms));
+    }
     std::vector<Node*> raw;
     for (size_t i = 0; i < cfg.masters.size(); ++i) {
-      NodeClientOptions node_options{
-          cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms, cfg.health_interval_ms,
-          &activity_.Node(i, cfg.masters[i].Display(), metrics_.node(i)), cfg.max_ttl_ms,
-          cfg.restart_quarantine};
+      const std::string name = cfg.masters[i].Display();
+      node_stats_.push_back(std::make_unique<NodeStats>(metrics_.registry(), name));
+      NodeClientOptions node_options;
+      node_options.connect_timeout_ms = cfg.connect_timeout_ms;
+      node_options.reconnect_max_backoff_ms = cfg.reconnect_max_backoff_ms;
+      node_options.health_interval_ms = cfg.health_interval_ms;
+      node_options.stats = node_stats_.back().get();
+      node_options.events = &activity_.Node(i, name);
+      node_options.max_ttl_ms = cfg.max_ttl_ms;
+      node_options.restart_quarantine = cfg.restart_quarantine;
       nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
       raw.push_back(nodes_.back().get());
     }
@@ -204,7 +215,7 @@ class Agent {
     scanner_ = std::make_unique<LeakScanner>(
         ScanSettingsFrom(cfg_), std::chrono::milliseconds(cfg_.scan_interval_ms),
         [this] { return GrantsAsOfNow(); },
-        &metrics_.scan());
+        scan_stats_.get());
     scanner_->Start();
   }
 
@@ -338,6 +349,8 @@ class Agent {
   Metrics metrics_;
   EventLog events_;
   Activity activity_;  // between the engine/masters and metrics_: events and history
+  std::vector<std::unique_ptr<NodeStats>> node_stats_;  // by master, on metrics_.registry()
+  std::unique_ptr<ScanStats> scan_stats_;  // null while the scanner is off
   Server server_;
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it

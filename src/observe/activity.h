@@ -1,8 +1,9 @@
 #pragma once
 // Activity: what the operator page remembers about the recent past. It sits between the engine
-// and master connections and their metrics observers: every report is passed on to the next
-// observer unchanged, and the ones an operator cares about also become events (EventLog) or
-// points of the acquire history (AcquireHistory). Loop thread only, like the reports.
+// and its metrics observer (every report is passed on unchanged) and hears the master
+// connections' events (NodeEvents); the reports an operator cares about become events
+// (EventLog) or points of the acquire history (AcquireHistory). Loop thread only, like the
+// reports.
 
 #include <functional>
 #include <memory>
@@ -25,8 +26,8 @@ class Activity final : public EngineObserver {
            std::function<int64_t()> now_unix_ms);
   ~Activity() override;
 
-  // The observer to give master `index` (addr for messages); reports go on to `next`.
-  NodeObserver& Node(size_t index, const std::string& addr, NodeObserver& next);
+  // The events listener to give master `index` (addr for messages).
+  NodeEvents& Node(size_t index, const std::string& addr);
 
   // A lock was taken away from its holder (the engine's lost handler).
   void Lost(uint64_t session, const std::string& resource, std::string_view reason);

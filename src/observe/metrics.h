@@ -1,7 +1,8 @@
 #pragma once
-// Metrics: every Prometheus family the agent exports (docs/metrics.md is the user's view),
-// and the observers through which the engine, the socket server, the master connections and
-// the leak scanner report into them.
+// Metrics: the registry every Prometheus family the agent exports is on (docs/metrics.md is
+// the user's view), and the observers through which the engine and the socket server report
+// into the families declared here. The master connections (redis/node_stats.h) and the leak
+// scanner (scan/scan_stats.h) declare theirs on registry() and count them themselves.
 //
 // Label children on hot paths are resolved once at construction, so recording an event is an
 // atomic add (counters) or a short mutex-guarded add (histograms). prometheus-cpp objects are
@@ -17,8 +18,7 @@
 
 #include "agent/server.h"
 #include "locking/engine_observer.h"
-#include "redis/node.h"
-#include "scan/scan_observer.h"
+#include "stats/stats.h"
 
 namespace lw {
 
@@ -46,19 +46,17 @@ inline constexpr std::array<std::string_view, 5> kAdminRefusalReasons = {
 
 class Metrics {
  public:
-  // master_addrs: "host:port" of every master, in configuration order (the index used by the
-  // node and scan observers). scan_interval_s <= 0: the scanner is off and its families are
-  // not registered.
-  Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& build,
-          double scan_interval_s);
+  // master_addrs: "host:port" of every master, in configuration order (the index the engine
+  // reports masters by).
+  Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& build);
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
   EngineObserver& engine();
   RequestObserver& requests();
-  NodeObserver& node(size_t index);
-  ScanObserver& scan();
+  // The registry Serialize() exposes: other rooms declare their stats on it.
+  stats::Registry& registry();
 
   void SetState(const StateSample& state);
   // action: expire_key, delete_key, rescan; result: done, refused, stale, error.
