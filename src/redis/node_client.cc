@@ -4,7 +4,6 @@
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -52,16 +51,14 @@ std::chrono::milliseconds CeilMs(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 NodeClient::NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions options)
-    : loop_(loop),
-      address_(std::move(address)),
+    : address_(std::move(address)),
       display_(address_.Display()),
       options_(options),
       own_registry_(RegistryIfNone(options.stats)),
       own_stats_(own_registry_ ? std::make_unique<NodeStats>(*own_registry_, display_) : nullptr),
       stats_(options.stats ? *options.stats : *own_stats_),
       events_(options.events ? *options.events : Untold()),
-      conn_(loop,
-            address_,
+      conn_(loop, address_,
             {options.connect_timeout_ms, options.reconnect_max_backoff_ms,
              "no connection and handshake", /*keepalive=*/false},
             *this),

@@ -123,7 +123,6 @@ class NodeClient final : public Node, Connection::Listener {
   void FailSoon(ReplyHandler handler);
   void HandleReply(std::unique_ptr<Pending> pending, Reply reply);
 
-  uv_loop_t* loop_;
   MasterAddress address_;
   std::string display_;
   NodeClientOptions options_;
