@@ -26,8 +26,7 @@ std::vector<std::string> MasterNames(const Config& cfg) {
 Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host)
     : loop_(loop),
       cfg_(cfg),
-      metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT},
-               static_cast<double>(cfg.scan_interval_ms) / 1000.0),
+      metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT}),
       activity_(events_, [this](uint64_t session) { return service_->Describe(session); },
                 UnixMsNow),
       request_stats_(metrics_.registry()),
@@ -37,12 +36,22 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
       commands_(loop),
       admin_token_(std::move(admin_token)),
       systemd_(loop) {
+  if (cfg.scan_interval_ms > 0) {
+    scan_stats_ = std::make_unique<ScanStats>(metrics_.registry(), MasterNames(cfg),
+                                              std::chrono::milliseconds(cfg.scan_interval_ms));
+  }
   std::vector<Node*> raw;
   for (size_t i = 0; i < cfg.masters.size(); ++i) {
-    NodeClientOptions node_options{
-        cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms, cfg.health_interval_ms,
-        &activity_.Node(i, cfg.masters[i].Display(), metrics_.node(i)), cfg.max_ttl_ms,
-        cfg.restart_quarantine};
+    const std::string name = cfg.masters[i].Display();
+    node_stats_.push_back(std::make_unique<NodeStats>(metrics_.registry(), name));
+    NodeClientOptions node_options;
+    node_options.connect_timeout_ms = cfg.connect_timeout_ms;
+    node_options.reconnect_max_backoff_ms = cfg.reconnect_max_backoff_ms;
+    node_options.health_interval_ms = cfg.health_interval_ms;
+    node_options.stats = node_stats_.back().get();
+    node_options.events = &activity_.Node(i, name);
+    node_options.max_ttl_ms = cfg.max_ttl_ms;
+    node_options.restart_quarantine = cfg.restart_quarantine;
     nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
     raw.push_back(nodes_.back().get());
   }
@@ -154,8 +163,7 @@ void Agent::PublishSnapshot() {
 void Agent::StartScanner() {
   scanner_ = std::make_unique<LeakScanner>(
       ScanSettingsFrom(cfg_), std::chrono::milliseconds(cfg_.scan_interval_ms),
-      [this] { return GrantsAsOfNow(); },
-      &metrics_.scan());
+      [this] { return GrantsAsOfNow(); }, scan_stats_.get());
   scanner_->Start();
 }
 

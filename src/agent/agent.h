@@ -34,10 +34,12 @@
 #include "observe/metrics.h"
 #include "observe/recent.h"
 #include "redis/node_client.h"
+#include "redis/node_stats.h"
 #include "redis/release_subscribers.h"
 #include "redis/timer.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
+#include "scan/scan_stats.h"
 
 namespace lw {
 
@@ -103,6 +105,8 @@ class Agent final : private EngineEvents {
   RequestStats request_stats_;
   Server server_;  // the socket transport; service_ serves its sessions
   EngineStats engine_stats_;  // on metrics_'s registry
+  std::vector<std::unique_ptr<NodeStats>> node_stats_;  // by master, on metrics_.registry()
+  std::unique_ptr<ScanStats> scan_stats_;  // null while the scanner is off
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
   std::unique_ptr<LockEngine> engine_;

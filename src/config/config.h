@@ -10,17 +10,9 @@
 #include <vector>
 
 #include "core/defaults.h"
+#include "core/master_address.h"
 
 namespace lw {
-
-struct MasterAddress {
-  std::string host;
-  int port = 6379;
-  std::string user;      // empty: no ACL user (AUTH password only, if password set)
-  std::string password;  // empty: no AUTH. Never logged.
-  // "host:port" — safe to log and show (no credentials).
-  std::string Display() const;
-};
 
 // Parses "redis://[user:password@]host:port" (port defaults to 6379; "user:" may be
 // omitted as in redis://:secret@host:6379). Returns the address or a human error.

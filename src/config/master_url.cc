@@ -126,11 +126,6 @@ std::optional<std::string> ParseAfterScheme(std::string_view rest, MasterAddress
 
 }  // namespace
 
-std::string MasterAddress::Display() const {
-  const bool ipv6 = host.find(':') != std::string::npos;
-  return (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
-}
-
 std::variant<MasterAddress, std::string> ParseMasterUrl(const std::string& url) {
   const std::string shown = "master URL \"" + MaskCredentials(url) + "\": ";
   if (url.empty()) return std::string("master URL is empty; expected redis://host:port");

@@ -15,53 +15,43 @@ std::string Quote(std::string_view text) {
 
 }  // namespace
 
-class Activity::NodeActivity final : public NodeObserver {
+class Activity::NodeActivity final : public NodeEvents {
  public:
-  NodeActivity(Activity& owner, std::string addr, NodeObserver& next)
-      : owner_(owner), addr_(std::move(addr)), next_(next) {}
+  NodeActivity(Activity& owner, std::string addr) : owner_(owner), addr_(std::move(addr)) {}
 
-  void CommandDone(NodeCommand command, std::chrono::nanoseconds latency) override {
-    next_.CommandDone(command, latency);
-  }
-  void Error(NodeError kind) override {
-    next_.Error(kind);
+  void ConnectFailed(const std::string& /*why*/) override {
     // A master that has never been up is down too: say so once, not per connect attempt.
-    if (kind == NodeError::kConnectFailed && !up_.has_value()) {
+    if (!up_.has_value()) {
       up_ = false;
       owner_.Record("master_down", Severity::kError,
                     "master " + addr_ + " is unreachable (never connected since start)");
     }
   }
-  void Up(bool up) override {
-    next_.Up(up);
-    if (up_ == up) return;
+  void Up() override {
+    if (up_ == true) return;
     const bool first = !up_.has_value();
-    up_ = up;
-    if (up) {
-      owner_.Record("master_up", first ? Severity::kInfo : Severity::kWarning,
-                    "master " + addr_ + (first ? " connected" : " is back up"));
-    } else {
-      owner_.Record("master_down", Severity::kError, "master " + addr_ + " is down");
-    }
+    up_ = true;
+    owner_.Record("master_up", first ? Severity::kInfo : Severity::kWarning,
+                  "master " + addr_ + (first ? " connected" : " is back up"));
   }
-  void Reconnected() override { next_.Reconnected(); }
-  void Quarantined(bool quarantined, const std::string& reason,
-                   std::chrono::milliseconds left) override {
-    next_.Quarantined(quarantined, reason, left);
-    if (quarantined) {
-      owner_.Record("master_quarantined", Severity::kWarning,
-                    "master " + addr_ + " is quarantined for " + FormatDurationMs(left.count()) +
-                        " (its votes do not count toward quorum): " + reason);
-    } else {
-      owner_.Record("master_quarantine_ended", Severity::kInfo,
-                    "master " + addr_ + ": restart quarantine over, its votes count again");
-    }
+  void Down(const std::string& /*why*/) override {
+    if (up_ == false) return;
+    up_ = false;
+    owner_.Record("master_down", Severity::kError, "master " + addr_ + " is down");
+  }
+  void QuarantineEntered(const std::string& reason, std::chrono::milliseconds left) override {
+    owner_.Record("master_quarantined", Severity::kWarning,
+                  "master " + addr_ + " is quarantined for " + FormatDurationMs(left.count()) +
+                      " (its votes do not count toward quorum): " + reason);
+  }
+  void QuarantineLeft() override {
+    owner_.Record("master_quarantine_ended", Severity::kInfo,
+                  "master " + addr_ + ": restart quarantine over, its votes count again");
   }
 
  private:
   Activity& owner_;
   std::string addr_;
-  NodeObserver& next_;
   std::optional<bool> up_;  // none: no news yet
 };
 
@@ -74,9 +64,9 @@ Activity::Activity(EventLog& events,
 
 Activity::~Activity() = default;
 
-NodeObserver& Activity::Node(size_t index, const std::string& addr, NodeObserver& next) {
+NodeEvents& Activity::Node(size_t index, const std::string& addr) {
   if (nodes_.size() <= index) nodes_.resize(index + 1);
-  nodes_[index] = std::make_unique<NodeActivity>(*this, addr, next);
+  nodes_[index] = std::make_unique<NodeActivity>(*this, addr);
   return *nodes_[index];
 }
 

@@ -1,9 +1,8 @@
 #pragma once
 // Activity: what the operator page remembers about the recent past. It hears the engine's
-// events (EngineEvents) and sits between the master connections and their metrics observers
-// (every master report is passed on to the next observer unchanged); the reports an operator
-// cares about become events (EventLog) or points of the acquire history (AcquireHistory).
-// Loop thread only, like the reports.
+// events (EngineEvents) and the master connections' (NodeEvents); the ones an operator cares
+// about become events (EventLog) or points of the acquire history (AcquireHistory). Counts are
+// not here: each room counts its own (stats/stats.h). Loop thread only, like the reports.
 
 #include <functional>
 #include <memory>
@@ -26,8 +25,8 @@ class Activity final : public EngineEvents {
            std::function<int64_t()> now_unix_ms);
   ~Activity() override;
 
-  // The observer to give master `index` (addr for messages); reports go on to `next`.
-  NodeObserver& Node(size_t index, const std::string& addr, NodeObserver& next);
+  // The events listener to give master `index` (addr for messages).
+  NodeEvents& Node(size_t index, const std::string& addr);
 
   // The acquire history at `now` (any thread).
   std::vector<HistoryPoint> HistoryPoints(int64_t now_unix_ms) const;

@@ -1,23 +1,18 @@
 #pragma once
-// Metrics: the registry every Prometheus family the agent exports lives in (docs/metrics.md is
-// the user's view), the families of the agent as a whole, and the observers through which the
-// socket server, the master connections and the leak scanner report into them. Rooms that count
-// their own stats (the lock engine's EngineStats) declare them on registry().
+// Metrics: the one registry every Prometheus family of the agent lives on (docs/metrics.md is
+// the user's view), the agent-wide state gauges, and the exposition. Every other family is
+// declared and counted in the room that counts it (stats/stats.h): the engine
+// (locking/engine_stats.h), the socket (agent/request_stats.h), each master
+// (redis/node_stats.h), the scanner (scan/scan_stats.h) and the admin server
+// (admin/admin_stats.h), all on registry().
 //
-// Label children on hot paths are resolved once at construction, so recording an event is an
-// atomic add (counters) or a short mutex-guarded add (histograms). prometheus-cpp objects are
-// thread-safe: the loop thread, the scanner thread and HTTP threads all write or read here.
+// prometheus-cpp objects are thread-safe: the loop thread, the scanner thread and HTTP threads
+// all write or read here.
 
-#include <prometheus/registry.h>
-
-#include <array>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "redis/node.h"
-#include "scan/scan_observer.h"
 #include "stats/stats.h"
 
 namespace lw {
@@ -40,20 +35,14 @@ struct StateSample {
 
 class Metrics {
  public:
-  // master_addrs: "host:port" of every master, in configuration order (the index used by the
-  // node and scan observers). scan_interval_s <= 0: the scanner is off and its families are
-  // not registered.
-  Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& build,
-          double scan_interval_s);
+  // master_addrs: "host:port" of every master, in configuration order.
+  Metrics(const std::vector<std::string>& master_addrs, const BuildInfo& build);
   ~Metrics();
   Metrics(const Metrics&) = delete;
   Metrics& operator=(const Metrics&) = delete;
 
-  NodeObserver& node(size_t index);
-  ScanObserver& scan();
-
-  // The registry every room declares its stats on (src/stats/stats.h); Serialize reads it.
-  stats::Registry& registry();
+  // The registry every room declares its stats on; Serialize reads it.
+  stats::Registry& registry() { return *registry_; }
 
   void SetState(const StateSample& state);
 
@@ -61,8 +50,9 @@ class Metrics {
   std::string Serialize() const;
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  struct StateGauges;
+  std::shared_ptr<stats::Registry> registry_;
+  std::unique_ptr<StateGauges> state_;
 };
 
 }  // namespace lw

@@ -8,16 +8,9 @@
 #include <optional>
 #include <string>
 
-namespace lw {
+#include "redis/reply.h"
 
-// A master's answer, flattened. kUnavailable and kDisconnected are ours, not Redis's: the
-// command was not sent (no usable connection) or the connection died before the answer.
-struct Reply {
-  enum class Kind { kStatus, kString, kInteger, kNil, kArray, kError, kUnavailable, kDisconnected };
-  Kind kind = Kind::kUnavailable;
-  int64_t integer = 0;
-  std::string text;  // status, string or error text
-};
+namespace lw {
 
 // Invoked exactly once per command, never synchronously from inside the call that sent it.
 using ReplyHandler = std::function<void(const Reply&)>;
@@ -31,8 +24,8 @@ struct NodeStatus {
   // Over the last 1024 measured commands (lock commands + health PINGs); nullopt until one.
   std::optional<double> rtt_p50_ms;
   std::optional<double> rtt_p99_ms;
-  // Every NodeError reported since start (error replies, unavailable, disconnected, connect
-  // failures, stalls).
+  // Every error this connection counted since start (error replies, unavailable,
+  // disconnected, connect failures, stalls; not the engine's timeouts).
   uint64_t errors = 0;
   // Redis uptime_in_seconds, from the last INFO server, advanced by the time since that reply;
   // nullopt until known or while down.
@@ -45,22 +38,23 @@ struct NodeStatus {
   std::string quarantine_reason;              // while quarantined: why, for people
 };
 
-// What a master connection reports to metrics. Called on the loop thread; must be cheap.
-enum class NodeCommand { kSetNx, kDeleteIfHeld, kExtendIfHeld, kPing, kSetNxReadFence, kRaiseFence,
-                         kCount };
-enum class NodeError { kErrorReply, kUnavailable, kDisconnected, kConnectFailed, kStalled, kTimeout,
-                       kCount };
-class NodeObserver {
+// What the operator page's event log hears from a master connection, as it happens. Counts
+// and durations are not here: NodeClient counts them itself in NodeStats (redis/node_stats.h).
+// Called on the loop thread; must be cheap. Every method defaults to doing nothing.
+class NodeEvents {
  public:
-  virtual ~NodeObserver() = default;
-  virtual void CommandDone(NodeCommand /*command*/, std::chrono::nanoseconds /*latency*/) {}
-  virtual void Error(NodeError /*kind*/) {}
-  virtual void Up(bool /*up*/) {}
-  virtual void Reconnected() {}
-  // Restart quarantine began (reason: why; left: until its votes count again) or ended
-  // (quarantined false: reason empty, left 0).
-  virtual void Quarantined(bool /*quarantined*/, const std::string& /*reason*/,
-                           std::chrono::milliseconds /*left*/) {}
+  virtual ~NodeEvents() = default;
+  // The connection is established and handshaken: its commands are being sent.
+  virtual void Up() {}
+  // The connection that was up is gone (why: for people).
+  virtual void Down(const std::string& /*why*/) {}
+  // An attempt to connect failed before the connection was up.
+  virtual void ConnectFailed(const std::string& /*why*/) {}
+  // Restart quarantine began (reason: why; left: until its votes count again).
+  virtual void QuarantineEntered(const std::string& /*reason*/,
+                                 std::chrono::milliseconds /*left*/) {}
+  // Restart quarantine is over: its votes count again.
+  virtual void QuarantineLeft() {}
 };
 
 class Node {

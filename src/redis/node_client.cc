@@ -4,14 +4,12 @@
 #include <hiredis/hiredis.h>
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
 #include <cstring>
 #include <vector>
 
 #include "core/duration.h"
 #include "redis/info.h"
 #include "redis/scripts.h"
-#include "redis/uv_adapter.h"
 
 namespace lw {
 namespace {
@@ -19,44 +17,17 @@ namespace {
 constexpr int64_t kTickMs = 100;  // stall checks; health PINGs go every health_interval
 constexpr std::chrono::seconds kInfoInterval{5};
 
-Reply Flatten(const redisReply* r) {
-  Reply out;
-  if (r == nullptr) {
-    out.kind = Reply::Kind::kDisconnected;
-    return out;
-  }
-  switch (r->type) {
-    case REDIS_REPLY_STATUS:
-      out.kind = Reply::Kind::kStatus;
-      break;
-    case REDIS_REPLY_STRING:
-      out.kind = Reply::Kind::kString;
-      break;
-    case REDIS_REPLY_INTEGER:
-      out.kind = Reply::Kind::kInteger;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_NIL:
-      out.kind = Reply::Kind::kNil;
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.kind = Reply::Kind::kArray;
-      break;
-    default:
-      out.kind = Reply::Kind::kError;
-      break;
-  }
-  if (r->str != nullptr) out.text.assign(r->str, r->len);
-  return out;
-}
-
 double MsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
-NodeObserver& Silent() {
-  static NodeObserver silent;
-  return silent;
+NodeEvents& Untold() {
+  static NodeEvents untold;
+  return untold;
+}
+
+std::unique_ptr<stats::Registry> RegistryIfNone(const NodeStats* stats) {
+  return stats ? nullptr : std::make_unique<stats::Registry>();
 }
 
 struct ScriptSpec {
@@ -80,13 +51,17 @@ std::chrono::milliseconds CeilMs(std::chrono::steady_clock::duration d) {
 }  // namespace
 
 NodeClient::NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions options)
-    : loop_(loop),
-      address_(std::move(address)),
+    : address_(std::move(address)),
       display_(address_.Display()),
       options_(options),
-      observer_(options.observer ? options.observer : &Silent()),
-      connect_timer_(loop),
-      reconnect_timer_(loop),
+      own_registry_(RegistryIfNone(options.stats)),
+      own_stats_(own_registry_ ? std::make_unique<NodeStats>(*own_registry_, display_) : nullptr),
+      stats_(options.stats ? *options.stats : *own_stats_),
+      events_(options.events ? *options.events : Untold()),
+      conn_(loop, address_,
+            {options.connect_timeout_ms, options.reconnect_max_backoff_ms,
+             "no connection and handshake", /*keepalive=*/false},
+            *this),
       health_timer_(loop),
       fail_timer_(loop) {}
 
@@ -103,52 +78,26 @@ void NodeClient::Stop() {
   // Stopped first: commands issued by handlers failing during the drop are refused, and no
   // reconnect is scheduled.
   state_ = State::kStopped;
-  DropConnection("agent stopping");
-  connect_timer_.Stop();
-  reconnect_timer_.Stop();
+  conn_.Drop("agent stopping");
+  conn_.StopTimers();
   health_timer_.Stop();
 }
 
 void NodeClient::Connect() {
   state_ = State::kConnecting;
-  redisAsyncContext* ac = ConnectOnLoop(loop_, address_.host, address_.port, this, OnConnect,
-                                        OnDisconnect, &last_error_);
-  if (ac == nullptr) {
+  if (auto error = conn_.Open()) {
+    last_error_ = *error;
     state_ = State::kIdle;
     ScheduleReconnect();
     return;
   }
-  ac_ = ac;
   ++generation_;
-  connect_timer_.Start(options_.connect_timeout_ms, [this] {
-    DropConnection("no connection and handshake within " +
-                   std::to_string(options_.connect_timeout_ms) + " ms");
-  });
-}
-
-void NodeClient::OnConnect(const redisAsyncContext* ac, int status) {
-  auto* self = static_cast<NodeClient*>(ac->data);
-  if (self == nullptr || ac != self->ac_) return;
-  if (status != REDIS_OK) {
-    // hiredis frees the context after this callback returns.
-    self->ac_ = nullptr;
-    self->ConnectionLost(ac->errstr ? ac->errstr : "connect failed");
-    return;
-  }
-  self->BeginHandshake();
-}
-
-void NodeClient::OnDisconnect(const redisAsyncContext* ac, int /*status*/) {
-  auto* self = static_cast<NodeClient*>(ac->data);
-  if (self == nullptr || ac != self->ac_) return;  // a connection we already dropped
-  self->ac_ = nullptr;
-  self->ConnectionLost(ac->err ? ac->errstr : "connection closed by the server");
 }
 
 void NodeClient::OnReply(redisAsyncContext* /*ac*/, void* reply, void* privdata) {
   std::unique_ptr<Pending> pending(static_cast<Pending*>(privdata));
   NodeClient* self = pending->owner;
-  self->HandleReply(std::move(pending), Flatten(static_cast<redisReply*>(reply)));
+  self->HandleReply(std::move(pending), ReadReply(static_cast<const redisReply*>(reply)));
 }
 
 void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
@@ -169,27 +118,20 @@ void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
     } else {
       const auto latency = Clock::now() - pending->sent_at;
       latency_.Add(latency);
-      observer_->CommandDone(pending->command, latency);
+      stats_.latency[pending->command].ObserveSeconds(latency);
       if (reply.kind == Reply::Kind::kError) ReportError(NodeError::kErrorReply);
     }
   }
   pending->handler(reply);
 }
 
-void NodeClient::BeginHandshake() {
+void NodeClient::Opened() {
   state_ = State::kHandshaking;
   handshake_left_ = 0;
   auto step = [this](const char* what) {
     ++handshake_left_;
     return [this, what](const Reply& r) { HandshakeStep(r, what); };
   };
-  if (!address_.password.empty()) {
-    if (address_.user.empty()) {
-      SendInternal({"AUTH", address_.password}, step("AUTH"));
-    } else {
-      SendInternal({"AUTH", address_.user, address_.password}, step("AUTH"));
-    }
-  }
   for (size_t i = 0; i < kScripts; ++i) {
     SendInternal({"SCRIPT", "LOAD", kScriptSpecs[i].body},
                  [this, i, s = step("SCRIPT LOAD")](const Reply& r) {
@@ -219,8 +161,7 @@ void NodeClient::HandshakeStep(const Reply& reply, const char* what) {
   if (state_ != State::kHandshaking) return;
   if (reply.kind == Reply::Kind::kError || reply.kind == Reply::Kind::kDisconnected ||
       reply.kind == Reply::Kind::kUnavailable) {
-    // Never log the command's arguments: AUTH carries the password.
-    DropConnection(std::string(what) + " failed: " +
+    conn_.Drop(std::string(what) + " failed: " +
                    (reply.text.empty() ? "connection lost" : reply.text));
     return;
   }
@@ -228,33 +169,22 @@ void NodeClient::HandshakeStep(const Reply& reply, const char* what) {
 }
 
 void NodeClient::BecomeReady() {
-  connect_timer_.Stop();
+  conn_.Established();
   state_ = State::kReady;
-  backoff_ms_ = 0;
   const bool reconnected = ever_ready_;
   if (reconnected) ++reconnects_;
   ever_ready_ = true;
   last_error_.clear();
-  observer_->Up(true);
-  if (reconnected) observer_->Reconnected();
+  stats_.up.Set(1);
+  events_.Up();
+  if (reconnected) stats_.reconnects.Inc();
   // Measure the round trip at the next tick rather than a full interval from now.
   last_health_ping_ = Clock::now() - std::chrono::milliseconds(options_.health_interval_ms);
   spdlog::info("master {} is up", display_);
 }
 
-void NodeClient::DropConnection(const std::string& why) {
-  if (ac_ == nullptr) return;
-  redisAsyncContext* ac = ac_;
-  ac_ = nullptr;  // callbacks for this context now see it as stale
-  // Fails every command in flight with a NULL reply (now, or right after the hiredis
-  // callback we may be inside of returns).
-  redisAsyncFree(ac);
-  ConnectionLost(why);
-}
-
-void NodeClient::ConnectionLost(const std::string& why) {
+void NodeClient::Lost(const std::string& why, bool /*refused*/) {
   const bool was_ready = state_ == State::kReady;
-  connect_timer_.Stop();
   sent_.clear();
   ++generation_;
   health_ping_in_flight_ = false;
@@ -263,10 +193,12 @@ void NodeClient::ConnectionLost(const std::string& why) {
   if (state_ == State::kStopped) return;
   state_ = State::kIdle;
   if (was_ready) {
-    observer_->Up(false);
+    stats_.up.Set(0);
+    events_.Down(why);
     spdlog::warn("master {} is down: {}", display_, why);
   } else {
     ReportError(NodeError::kConnectFailed);
+    events_.ConnectFailed(why);
     spdlog::debug("master {}: connect attempt failed: {}", display_, why);
   }
   ScheduleReconnect();
@@ -274,8 +206,7 @@ void NodeClient::ConnectionLost(const std::string& why) {
 
 void NodeClient::ScheduleReconnect() {
   if (state_ == State::kStopped) return;
-  backoff_ms_ = backoff_ms_ == 0 ? 50 : std::min(backoff_ms_ * 2, options_.reconnect_max_backoff_ms);
-  reconnect_timer_.Start(backoff_ms_, [this] {
+  conn_.RetryIn(conn_.NextBackoffMs(), [this] {
     if (state_ == State::kIdle) Connect();
   });
 }
@@ -286,7 +217,7 @@ void NodeClient::HealthTick() {
   if (state_ != State::kReady) return;
   if (!sent_.empty() && now - sent_.front() > std::chrono::milliseconds(options_.connect_timeout_ms)) {
     ReportError(NodeError::kStalled);
-    DropConnection("no reply for " + std::to_string(options_.connect_timeout_ms) +
+    conn_.Drop("no reply for " + std::to_string(options_.connect_timeout_ms) +
                    " ms (stalled)");
     return;
   }
@@ -371,7 +302,8 @@ void NodeClient::Quarantine(const QuarantineVerdict& verdict, Clock::time_point 
   }
   spdlog::warn("master {} is quarantined for {}: {}; until then its votes do not count toward "
                "quorum", display_, FormatDurationMs(left.count()), verdict.reason);
-  observer_->Quarantined(true, verdict.reason, left);
+  stats_.quarantined.Set(1);
+  events_.QuarantineEntered(verdict.reason, left);
 }
 
 void NodeClient::EndQuarantineIfOver(Clock::time_point now) {
@@ -379,7 +311,8 @@ void NodeClient::EndQuarantineIfOver(Clock::time_point now) {
   quarantine_until_.reset();
   quarantine_reason_.clear();
   spdlog::info("master {}: restart quarantine over, its votes count again", display_);
-  observer_->Quarantined(false, "", std::chrono::milliseconds(0));
+  stats_.quarantined.Set(0);
+  events_.QuarantineLeft();
 }
 
 bool NodeClient::votes_count() const {
@@ -388,7 +321,7 @@ bool NodeClient::votes_count() const {
 
 void NodeClient::ReportError(NodeError kind) {
   ++errors_;
-  observer_->Error(kind);
+  stats_.errors[kind].Inc();
 }
 
 void NodeClient::SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,
@@ -407,14 +340,15 @@ void NodeClient::SendInternal(std::initializer_list<std::string_view> args, Repl
 
 void NodeClient::Send(int argc, const char** argv, const size_t* lens,
                       std::unique_ptr<Pending> pending) {
-  if (ac_ == nullptr) {
+  redisAsyncContext* ac = conn_.context();
+  if (ac == nullptr) {
     FailSoon(std::move(pending->handler));
     return;
   }
   pending->owner = this;
   pending->generation = generation_;
   Pending* raw = pending.get();
-  if (redisAsyncCommandArgv(ac_, OnReply, raw, argc, argv, lens) != REDIS_OK) {
+  if (redisAsyncCommandArgv(ac, OnReply, raw, argc, argv, lens) != REDIS_OK) {
     FailSoon(std::move(pending->handler));
     return;
   }

@@ -12,7 +12,7 @@
 // A restart always drops the connection, so a master's votes are never counted before we know
 // whether it restarted: restart quarantine (core/quarantine.h) keeps them out of quorum until
 // max_ttl after its start. If INFO is refused, the connection is used anyway but quarantined for
-// max_ttl. INFO is not a lock command: it is not measured and reports no errors to the observer.
+// max_ttl. INFO is not a lock command: it is not measured and counts no errors.
 // Per-command timeouts are the engine's business (it stops counting at its own deadline).
 // While the connection is not ready, commands fail at once with kUnavailable.
 
@@ -27,11 +27,13 @@
 #include <string>
 #include <string_view>
 
-#include "config/config.h"
 #include "core/defaults.h"
+#include "core/master_address.h"
 #include "core/quarantine.h"
+#include "redis/connection.h"
 #include "redis/latency_window.h"
 #include "redis/node.h"
+#include "redis/node_stats.h"
 #include "redis/timer.h"
 
 struct redisAsyncContext;
@@ -42,12 +44,13 @@ struct NodeClientOptions {
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t reconnect_max_backoff_ms = kDefaultReconnectMaxBackoffMs;
   int64_t health_interval_ms = kDefaultHealthIntervalMs;
-  NodeObserver* observer = nullptr;  // not owned; null: nothing reported
+  NodeStats* stats = nullptr;    // not owned; null: counted where nobody reads them
+  NodeEvents* events = nullptr;  // not owned; null: nobody told
   int64_t max_ttl_ms = kDefaultMaxTtlMs;  // the longest a lock may live: the quarantine's length
   bool restart_quarantine = true;    // false: votes always count (restarts are still logged)
 };
 
-class NodeClient final : public Node {
+class NodeClient final : public Node, Connection::Listener {
  public:
   NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions options);
   ~NodeClient() override;
@@ -94,16 +97,15 @@ class NodeClient final : public Node {
     Clock::time_point sent_at;
   };
 
-  static void OnConnect(const redisAsyncContext* ac, int status);
-  static void OnDisconnect(const redisAsyncContext* ac, int status);
   static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
 
   void Connect();
-  void BeginHandshake();
+  // Connection::Listener: connected and authenticated; sends the rest of the handshake.
+  void Opened() override;
   void HandshakeStep(const Reply& reply, const char* what);
   void BecomeReady();
-  void ConnectionLost(const std::string& why);
-  void DropConnection(const std::string& why);
+  // Connection::Listener.
+  void Lost(const std::string& why, bool refused) override;
   void ScheduleReconnect();
   void HealthTick();
   void SendInfo(Clock::time_point now);
@@ -121,25 +123,26 @@ class NodeClient final : public Node {
   void FailSoon(ReplyHandler handler);
   void HandleReply(std::unique_ptr<Pending> pending, Reply reply);
 
-  uv_loop_t* loop_;
   MasterAddress address_;
   std::string display_;
   NodeClientOptions options_;
-  NodeObserver* observer_;
+  std::unique_ptr<stats::Registry> own_registry_;  // only when no stats were given
+  std::unique_ptr<NodeStats> own_stats_;
+  NodeStats& stats_;
+  NodeEvents& events_;
   State state_ = State::kIdle;
-  redisAsyncContext* ac_ = nullptr;
+  Connection conn_;
   uint64_t generation_ = 0;
   std::deque<Clock::time_point> sent_;  // send times of the current connection's commands
   std::array<std::string, kScripts> shas_;  // by Script - 1; "" until SCRIPT LOAD answered
   int handshake_left_ = 0;
-  int64_t backoff_ms_ = 0;
   bool ever_ready_ = false;
   bool health_ping_in_flight_ = false;
   Clock::time_point last_health_ping_;
   double rtt_ms_ = 0;
   uint64_t reconnects_ = 0;
   LatencyWindow latency_;  // measured commands: lock commands and health PINGs
-  uint64_t errors_ = 0;    // every NodeError passed to the observer
+  uint64_t errors_ = 0;    // every NodeError counted here
   // INFO server: one in flight at most; what the last answer said, and when.
   bool info_in_flight_ = false;
   Clock::time_point last_info_sent_;
@@ -153,8 +156,6 @@ class NodeClient final : public Node {
   Clock::time_point uptime_at_;     // when uptime_s_ was answered
   uint64_t uptime_generation_ = 0;  // by which connection (uptime is shown only for the current)
   std::string last_error_ = "not connected yet";
-  Timer connect_timer_;
-  Timer reconnect_timer_;
   Timer health_timer_;
   Timer fail_timer_;
   std::deque<ReplyHandler> to_fail_;  // commands refused while not ready, failed next turn

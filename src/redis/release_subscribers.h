@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "config/config.h"
+#include "core/master_address.h"
 #include "redis/release_watch.h"
 #include "redis/subscriber.h"
 

@@ -1,6 +1,7 @@
 #pragma once
-// Lua scripts run atomically on each master. Each compares the stored token first, so a
-// client can only delete, extend or fence a key it still holds.
+// Lua scripts run atomically on each master: every script lockwarden sends. The lock scripts
+// compare the stored token first, so a client can only delete, extend or fence a key it still
+// holds; the leak remedy touches a key only while it still has no TTL.
 
 #include <optional>
 #include <string>
@@ -55,5 +56,17 @@ inline constexpr const char* kRaiseFenceIfHeld =
     "return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not a number') end end "
     "if n >= tonumber(ARGV[2]) then return -1 end "
     "redis.call('set', KEYS[2], ARGV[2]) return 1";
+
+// Leak remedy (scan/remedy.h). KEYS[1] the leaked key; ARGV[1] 'delete' or 'expire', ARGV[2]
+// ttl in ms (for 'expire'). 1 = done; 0 = the key is gone or has a TTL by now (untouched).
+inline constexpr const char* kRemedyLeak = R"lua(
+if redis.call('PTTL', KEYS[1]) ~= -1 then return 0 end
+if ARGV[1] == 'delete' then
+  redis.call('DEL', KEYS[1])
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 1
+)lua";
 
 }  // namespace lw::scripts

@@ -6,15 +6,8 @@
 namespace lw {
 
 std::string_view FindingName(FindingKind kind) {
-  switch (kind) {
-    case FindingKind::kNoTtl:
-      return "no_ttl";
-    case FindingKind::kTtlAboveMax:
-      return "ttl_above_max";
-    case FindingKind::kPartial:
-      return "partial";
-  }
-  return "unknown";
+  const auto i = static_cast<size_t>(kind);
+  return i < kFindingNames.size() ? kFindingNames[i] : "unknown";
 }
 
 std::optional<FindingKind> ClassifyTtl(int64_t pttl, bool is_lock_key, int64_t max_ttl_ms) {

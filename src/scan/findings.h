@@ -2,6 +2,7 @@
 // Leak-scanner logic with no I/O: what a key's PTTL means, which lock tokens sit on too few
 // masters, how long a finding has been seen, how fast a scan may go.
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <optional>
@@ -14,7 +15,16 @@
 namespace lw {
 
 enum class FindingKind { kNoTtl, kTtlAboveMax, kPartial };
-std::string_view FindingName(FindingKind kind);  // "no_ttl", "ttl_above_max", "partial"
+inline constexpr std::array<std::string_view, 3> kFindingNames = {"no_ttl", "ttl_above_max",
+                                                                   "partial"};
+std::string_view FindingName(FindingKind kind);  // kFindingNames[kind]
+
+// Findings of one pass over one master, by kind.
+struct FindingCounts {
+  int64_t no_ttl = 0;
+  int64_t ttl_above_max = 0;
+  int64_t partial = 0;
+};
 
 struct Finding {
   size_t master = 0;  // index into the configured masters

@@ -5,9 +5,10 @@
 #include <algorithm>
 #include <map>
 
+#include "config/config.h"
 #include "core/redlock_math.h"
 #include "core/unix_time.h"
-#include "scan/sync_redis.h"
+#include "redis/blocking_connection.h"
 
 namespace lw {
 namespace {
@@ -20,11 +21,6 @@ constexpr size_t kMaxLockCopies = 200'000;
 // Partial candidates re-read per pass.
 constexpr size_t kMaxPartialRechecks = 1'000;
 
-ScanObserver& Silent() {
-  static ScanObserver silent;
-  return silent;
-}
-
 // Everything one master's part of a pass found.
 struct MasterScan {
   MasterPass pass;
@@ -35,7 +31,7 @@ struct MasterScan {
 
 class MasterScanner {
  public:
-  MasterScanner(size_t index, SyncRedis& conn, const ScanSettings& settings,
+  MasterScanner(size_t index, BlockingConnection& conn, const ScanSettings& settings,
                 const ScanHooks& hooks, MasterScan& out)
       : index_(index), conn_(conn), settings_(settings), hooks_(hooks), out_(out) {}
 
@@ -65,14 +61,14 @@ class MasterScanner {
       if (hooks_.stopping && hooks_.stopping()) return "stopped";
       auto reply = conn_.Run({"SCAN", cursor, "MATCH", pattern, "COUNT", count});
       if (auto* error = std::get_if<std::string>(&reply)) return "SCAN: " + *error;
-      const SyncReply& r = std::get<SyncReply>(reply);
-      if (r.kind == SyncReply::Kind::kError) return "SCAN: " + r.text;
-      if (r.kind != SyncReply::Kind::kArray || r.elements.size() != 2) {
+      const Reply& r = std::get<Reply>(reply);
+      if (r.kind == Reply::Kind::kError) return "SCAN: " + r.text;
+      if (r.kind != Reply::Kind::kArray || r.elements.size() != 2) {
         return "SCAN: unexpected reply";
       }
       cursor = r.elements[0].text;
       std::vector<std::string> keys;
-      for (const SyncReply& k : r.elements[1].elements) {
+      for (const Reply& k : r.elements[1].elements) {
         if (!(skip_lock_keys && IsLockKey(k.text)) && !IsFenceKey(k.text)) {
           keys.push_back(k.text);
         }
@@ -80,7 +76,9 @@ class MasterScanner {
       if (auto error = Inspect(keys)) return error;
       const uint64_t returned = r.elements[1].elements.size();
       out_.pass.keys_scanned += returned;
-      (hooks_.observer ? *hooks_.observer : Silent()).KeysScanned(index_, returned);
+      if (ScanMasterStats* stats = hooks_.stats ? hooks_.stats->master(index_) : nullptr) {
+        stats->keys_scanned.Inc(static_cast<double>(returned));
+      }
       // The budget counts the keys the master walked, not only those MATCH let through: a
       // SCAN call visits about COUNT keys however few match, and a lock-prefix scan of a
       // master full of other keys must be paced too.
@@ -105,14 +103,14 @@ class MasterScanner {
     }
     auto replies = conn_.Pipeline(commands);
     if (auto* error = std::get_if<std::string>(&replies)) return "PTTL: " + *error;
-    const auto& rs = std::get<std::vector<SyncReply>>(replies);
+    const auto& rs = std::get<std::vector<Reply>>(replies);
     std::vector<Finding> found;
     size_t at = 0;
     for (const std::string& key : keys) {
-      const SyncReply& pttl = rs[at++];
+      const Reply& pttl = rs[at++];
       const bool lock = IsLockKey(key);
-      const SyncReply* value = lock ? &rs[at++] : nullptr;
-      if (pttl.kind != SyncReply::Kind::kInteger) continue;
+      const Reply* value = lock ? &rs[at++] : nullptr;
+      if (pttl.kind != Reply::Kind::kInteger) continue;
       if (lock && pttl.integer != -2) ++out_.pass.lock_keys;
       if (auto kind = ClassifyTtl(pttl.integer, lock, settings_.max_ttl_ms)) {
         Finding f;
@@ -122,7 +120,7 @@ class MasterScanner {
         f.ttl_ms = pttl.integer;
         found.push_back(std::move(f));
       }
-      if (lock && pttl.integer >= 0 && value->kind == SyncReply::Kind::kString) {
+      if (lock && pttl.integer >= 0 && value->kind == Reply::Kind::kString) {
         if (out_.copies.size() < kMaxLockCopies) {
           out_.copies.push_back({index_, key, value->text, pttl.integer});
         } else {
@@ -135,7 +133,7 @@ class MasterScanner {
       for (const Finding& f : found) types.push_back({"TYPE", f.key});
       auto typed = conn_.Pipeline(types);
       if (auto* error = std::get_if<std::string>(&typed)) return "TYPE: " + *error;
-      const auto& ts = std::get<std::vector<SyncReply>>(typed);
+      const auto& ts = std::get<std::vector<Reply>>(typed);
       for (size_t i = 0; i < found.size(); ++i) found[i].redis_type = ts[i].text;
       out_.findings.insert(out_.findings.end(), found.begin(), found.end());
     }
@@ -143,7 +141,7 @@ class MasterScanner {
   }
 
   size_t index_;
-  SyncRedis& conn_;
+  BlockingConnection& conn_;
   const ScanSettings& settings_;
   const ScanHooks& hooks_;
   MasterScan& out_;
@@ -154,7 +152,7 @@ class MasterScanner {
 // Reads the candidate keys again on every master at once, so that grants that were merely
 // created or released while the masters were scanned one after another are not reported.
 std::variant<std::vector<LockCopy>, std::string> Recheck(
-    const std::vector<std::unique_ptr<SyncRedis>>& conns, const std::set<std::string>& keys) {
+    const std::vector<std::unique_ptr<BlockingConnection>>& conns, const std::set<std::string>& keys) {
   std::vector<Command> commands;
   for (const std::string& key : keys) {
     commands.push_back({"GET", key});
@@ -164,12 +162,12 @@ std::variant<std::vector<LockCopy>, std::string> Recheck(
   for (size_t m = 0; m < conns.size(); ++m) {
     auto replies = conns[m]->Pipeline(commands);
     if (auto* error = std::get_if<std::string>(&replies)) return *error;
-    const auto& rs = std::get<std::vector<SyncReply>>(replies);
+    const auto& rs = std::get<std::vector<Reply>>(replies);
     size_t at = 0;
     for (const std::string& key : keys) {
-      const SyncReply& value = rs[at++];
-      const SyncReply& pttl = rs[at++];
-      if (value.kind == SyncReply::Kind::kString && pttl.kind == SyncReply::Kind::kInteger) {
+      const Reply& value = rs[at++];
+      const Reply& pttl = rs[at++];
+      if (value.kind == Reply::Kind::kString && pttl.kind == Reply::Kind::kInteger) {
         copies.push_back({m, key, value.text, pttl.integer});
       }
     }
@@ -178,7 +176,7 @@ std::variant<std::vector<LockCopy>, std::string> Recheck(
 }
 
 void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
-                   const std::vector<std::unique_ptr<SyncRedis>>& conns,
+                   const std::vector<std::unique_ptr<BlockingConnection>>& conns,
                    const std::vector<LockCopy>& copies, ScanReport& report) {
   const int quorum = QuorumSize(static_cast<int>(settings.masters.size()));
   const LiveGrants none;
@@ -266,19 +264,19 @@ FindingCounts ScanReport::CountsFor(size_t master) const {
 ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
   ScanReport report;
   report.started_unix_ms = UnixMsNow();
-  std::vector<std::unique_ptr<SyncRedis>> conns;
+  std::vector<std::unique_ptr<BlockingConnection>> conns;
   std::vector<LockCopy> copies;
   bool all_ok = true, overflow = false;
   for (size_t i = 0; i < settings.masters.size(); ++i) {
     MasterScan scan;
     scan.pass.master = settings.masters[i].Display();
     const auto started = SteadyClock::now();
-    auto opened = SyncRedis::Open(settings.masters[i], settings.connect_timeout,
+    auto opened = BlockingConnection::Open(settings.masters[i], settings.connect_timeout,
                                   settings.command_timeout);
     if (auto* error = std::get_if<std::string>(&opened)) {
       scan.pass.error = *error;
     } else {
-      auto& conn = std::get<std::unique_ptr<SyncRedis>>(opened);
+      auto& conn = std::get<std::unique_ptr<BlockingConnection>>(opened);
       if (auto failed = MasterScanner(i, *conn, settings, hooks, scan).Run()) {
         scan.pass.error = *failed;
       } else {
@@ -309,11 +307,8 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
 // ---- LeakScanner ------------------------------------------------------------------------------
 
 LeakScanner::LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
-                         std::function<std::optional<LiveGrants>()> live, ScanObserver* observer)
-    : settings_(std::move(settings)),
-      interval_(interval),
-      live_(std::move(live)),
-      observer_(observer ? observer : &Silent()) {}
+                         std::function<std::optional<LiveGrants>()> live, ScanStats* stats)
+    : settings_(std::move(settings)), interval_(interval), live_(std::move(live)), stats_(stats) {}
 
 LeakScanner::~LeakScanner() { Stop(); }
 
@@ -353,7 +348,7 @@ std::shared_ptr<const ScanReport> LeakScanner::Latest() const {
 void LeakScanner::Loop() {
   ScanHooks hooks;
   hooks.live = live_;
-  hooks.observer = observer_;
+  hooks.stats = stats_;
   hooks.stopping = [this] {
     std::lock_guard lock(mu_);
     return stop_;
@@ -378,11 +373,14 @@ void LeakScanner::Loop() {
     }
     for (size_t i = 0; i < report->masters.size(); ++i) {
       const MasterPass& pass = report->masters[i];
+      ScanMasterStats* stats = stats_ ? stats_->master(i) : nullptr;
       if (pass.ok) {
-        observer_->PassDone(i, pass.seconds, static_cast<double>(pass.finished_unix_ms) / 1000.0,
-                            report->CountsFor(i));
+        if (stats) {
+          stats->PassDone(pass.seconds, static_cast<double>(pass.finished_unix_ms) / 1000.0,
+                          report->CountsFor(i));
+        }
       } else {
-        observer_->PassFailed(i);
+        if (stats) stats->errors.Inc();
         spdlog::warn("leak scan of {} failed: {}", pass.master, pass.error);
       }
     }

@@ -19,12 +19,14 @@
 #include <thread>
 #include <vector>
 
-#include "config/config.h"
+#include "core/master_address.h"
 #include "core/defaults.h"
 #include "scan/findings.h"
-#include "scan/scan_observer.h"
+#include "scan/scan_stats.h"
 
 namespace lw {
+
+struct Config;
 
 struct ScanSettings {
   std::vector<MasterAddress> masters;
@@ -71,7 +73,7 @@ struct ScanHooks {
   std::function<std::optional<LiveGrants>()> live;
   std::function<bool()> stopping;                      // polled between batches
   std::function<void(std::chrono::microseconds)> pause;  // pacing sleep (may return early)
-  ScanObserver* observer = nullptr;
+  ScanStats* stats = nullptr;  // null: not counted
 };
 
 // One pass over every master (blocking). Masters that fail are reported in `masters`.
@@ -80,7 +82,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks);
 class LeakScanner {
  public:
   LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
-              std::function<std::optional<LiveGrants>()> live, ScanObserver* observer);
+              std::function<std::optional<LiveGrants>()> live, ScanStats* stats);
   ~LeakScanner();
   LeakScanner(const LeakScanner&) = delete;
   LeakScanner& operator=(const LeakScanner&) = delete;
@@ -100,7 +102,7 @@ class LeakScanner {
   ScanSettings settings_;
   std::chrono::milliseconds interval_;
   std::function<std::optional<LiveGrants>()> live_;
-  ScanObserver* observer_;
+  ScanStats* stats_;  // null: not counted
   mutable std::mutex mu_;
   std::condition_variable wake_;
   bool stop_ = false;

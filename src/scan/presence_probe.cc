@@ -9,7 +9,7 @@
 #include <unordered_set>
 
 #include "core/unix_time.h"
-#include "scan/sync_redis.h"
+#include "redis/blocking_connection.h"
 
 namespace lw {
 namespace {
@@ -32,11 +32,11 @@ std::string_view PresenceName(KeyPresence p) {
   return "unknown";
 }
 
-KeyPresence ClassifyPresence(const SyncReply& reply, const std::string& token) {
+KeyPresence ClassifyPresence(const Reply& reply, const std::string& token) {
   switch (reply.kind) {
-    case SyncReply::Kind::kString:
+    case Reply::Kind::kString:
       return reply.text == token ? KeyPresence::kHeld : KeyPresence::kOther;
-    case SyncReply::Kind::kNil:
+    case Reply::Kind::kNil:
       return KeyPresence::kMissing;
     default:
       return KeyPresence::kUnknown;
@@ -63,7 +63,7 @@ GrantList GrantsForRound(const GrantList& grants, size_t max, bool* capped) {
 
 struct PresenceProbe::Master {
   const MasterAddress* address = nullptr;
-  std::unique_ptr<SyncRedis> conn;  // null: not open (never opened, or dropped after an error)
+  std::unique_ptr<BlockingConnection> conn;  // null: not open (never opened, or dropped after an error)
   // Start of the round that last tried to open a connection; a failing master is tried again
   // only in a round starting kRetryPause later (a healthy one is opened whenever needed). Round
   // starts are used rather than attempt times so that, with the default one-second period, a dead
@@ -209,16 +209,16 @@ void PresenceProbe::ProbeMaster(Master& master, size_t m, SteadyClock::time_poin
       return;  // still unknown: retried once the pause is over
     }
     master.last_open_round = round_started;
-    auto opened = SyncRedis::Open(*master.address, kConnectTimeout, kCommandTimeout);
+    auto opened = BlockingConnection::Open(*master.address, kConnectTimeout, kCommandTimeout);
     if (auto* error = std::get_if<std::string>(&opened)) return fail(*error);
-    master.conn = std::move(std::get<std::unique_ptr<SyncRedis>>(opened));
+    master.conn = std::move(std::get<std::unique_ptr<BlockingConnection>>(opened));
   }
   std::vector<Command> commands;
   commands.reserve(grants.size());
   for (const auto& grant : grants) commands.push_back({"GET", grant.first});
   auto replies = master.conn->Pipeline(commands);
   if (auto* error = std::get_if<std::string>(&replies)) return fail("GET: " + *error);
-  const auto& rs = std::get<std::vector<SyncReply>>(replies);
+  const auto& rs = std::get<std::vector<Reply>>(replies);
   for (size_t i = 0; i < grants.size() && i < rs.size(); ++i) {
     report.keys[grants[i].first][m] = ClassifyPresence(rs[i], grants[i].second);
   }

@@ -24,11 +24,10 @@
 #include <utility>
 #include <vector>
 
-#include "config/config.h"
+#include "core/master_address.h"
+#include "redis/reply.h"
 
 namespace lw {
-
-struct SyncReply;
 
 // held: the key holds our token; other: another token; missing: no key;
 // unknown: not checked, master unreachable, or an unexpected reply.
@@ -37,7 +36,7 @@ std::string_view PresenceName(KeyPresence p);  // "unknown", "held", "missing", 
 
 // What a GET reply says about a grant with `token`: string == token is held, nil is missing,
 // another string is other, an error (WRONGTYPE, ...) or anything else is unknown.
-KeyPresence ClassifyPresence(const SyncReply& reply, const std::string& token);
+KeyPresence ClassifyPresence(const Reply& reply, const std::string& token);
 
 struct PresenceReport {
   int64_t checked_unix_ms = 0;  // wall clock when the round ended (display only)

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config/config.h"
+#include "core/master_address.h"
 
 namespace lw {
 

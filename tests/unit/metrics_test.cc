@@ -7,6 +7,7 @@
 #include <string>
 
 #include "observe/activity.h"
+#include "redis/node_stats.h"
 
 namespace lw {
 namespace {
@@ -18,8 +19,10 @@ bool Has(const std::string& text, const std::string& line) {
 }
 
 TEST(Metrics, QuarantinedMasterIsUpButOutOfTheMargin) {
-  Metrics m({"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"}, {"0.1.0", "abc"}, 0);
-  m.node(1).Quarantined(true, "started 3.0s ago", milliseconds(57'000));
+  Metrics m({"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"}, {"0.1.0", "abc"});
+  NodeStats first(m.registry(), "10.0.0.1:6379");
+  NodeStats second(m.registry(), "10.0.0.2:6379");
+  second.quarantined.Set(1);
   StateSample s;
   s.masters = 3;
   s.masters_up = 3;
@@ -31,20 +34,20 @@ TEST(Metrics, QuarantinedMasterIsUpButOutOfTheMargin) {
   EXPECT_TRUE(Has(text, "lockwarden_master_quarantined{master=\"10.0.0.1:6379\"} 0"));
   EXPECT_TRUE(Has(text, "lockwarden_quorum_margin 0"));
   EXPECT_TRUE(Has(text, "lockwarden_masters_up 3"));
-  m.node(1).Quarantined(false, "", milliseconds(0));
+  second.quarantined.Set(0);
   text = m.Serialize();
   EXPECT_TRUE(Has(text, "lockwarden_master_quarantined{master=\"10.0.0.2:6379\"} 0"));
 }
 
 TEST(Activity, QuarantineStartAndEndAreEvents) {
-  Metrics m({"10.0.0.1:6379"}, {"0.1.0", "abc"}, 0);
+  Metrics m({"10.0.0.1:6379"}, {"0.1.0", "abc"});
   EventLog events;
   Activity activity(
       events, [](uint64_t) { return std::string("pid 1"); },
       [t = int64_t{1'700'000'000'000}]() mutable { return t += 1000; });
-  NodeObserver& node = activity.Node(0, "10.0.0.1:6379", m.node(0));
-  node.Quarantined(true, "started 3.0s ago; may have forgotten locks", milliseconds(57'000));
-  node.Quarantined(false, "", milliseconds(0));
+  NodeEvents& node = activity.Node(0, "10.0.0.1:6379");
+  node.QuarantineEntered("started 3.0s ago; may have forgotten locks", milliseconds(57'000));
+  node.QuarantineLeft();
   const auto recent = events.Recent();  // newest first
   ASSERT_EQ(recent.size(), 2u);
   EXPECT_EQ(recent[1].kind, "master_quarantined");
@@ -54,8 +57,6 @@ TEST(Activity, QuarantineStartAndEndAreEvents) {
             "quorum): started 3.0s ago; may have forgotten locks");
   EXPECT_EQ(recent[0].kind, "master_quarantine_ended");
   EXPECT_EQ(recent[0].severity, Severity::kInfo);
-  // Passed on to the metrics.
-  EXPECT_TRUE(Has(m.Serialize(), "lockwarden_master_quarantined{master=\"10.0.0.1:6379\"} 0"));
 }
 
 }  // namespace

@@ -5,46 +5,46 @@
 
 #include <gtest/gtest.h>
 
-#include "scan/sync_redis.h"
+#include "redis/reply.h"
 
 namespace lw {
 namespace {
 
-SyncReply Reply(SyncReply::Kind kind, std::string text = "") {
-  SyncReply r;
+Reply MakeReply(Reply::Kind kind, std::string text = "") {
+  Reply r;
   r.kind = kind;
   r.text = std::move(text);
   return r;
 }
 
 TEST(ClassifyPresence, OurTokenIsHeld) {
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kString, "tok-1"), "tok-1"),
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kString, "tok-1"), "tok-1"),
             KeyPresence::kHeld);
 }
 
 TEST(ClassifyPresence, AnotherTokenIsOther) {
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kString, "tok-2"), "tok-1"),
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kString, "tok-2"), "tok-1"),
             KeyPresence::kOther);
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kString, ""), "tok-1"), KeyPresence::kOther);
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kString, "tok-1x"), "tok-1"),
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kString, ""), "tok-1"), KeyPresence::kOther);
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kString, "tok-1x"), "tok-1"),
             KeyPresence::kOther);
 }
 
 TEST(ClassifyPresence, NilIsMissing) {
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kNil), "tok-1"), KeyPresence::kMissing);
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kNil), "tok-1"), KeyPresence::kMissing);
 }
 
 TEST(ClassifyPresence, ErrorsAndOddRepliesAreUnknown) {
   // GET on a hash answers WRONGTYPE; the key exists but we cannot tell whose it is.
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kError, "WRONGTYPE ..."), "tok-1"),
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kError, "WRONGTYPE ..."), "tok-1"),
             KeyPresence::kUnknown);
   // An error text equal to the token is still an error.
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kError, "tok-1"), "tok-1"),
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kError, "tok-1"), "tok-1"),
             KeyPresence::kUnknown);
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kStatus, "tok-1"), "tok-1"),
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kStatus, "tok-1"), "tok-1"),
             KeyPresence::kUnknown);
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kInteger), "tok-1"), KeyPresence::kUnknown);
-  EXPECT_EQ(ClassifyPresence(Reply(SyncReply::Kind::kArray), "tok-1"), KeyPresence::kUnknown);
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kInteger), "tok-1"), KeyPresence::kUnknown);
+  EXPECT_EQ(ClassifyPresence(MakeReply(Reply::Kind::kArray), "tok-1"), KeyPresence::kUnknown);
 }
 
 TEST(PresenceName, NamesEveryState) {

@@ -1,7 +1,9 @@
-#include "scan/sync_redis.h"
+#include "redis/blocking_connection.h"
 
 #include <hiredis/hiredis.h>
 #include <sys/time.h>
+
+#include "redis/connect_policy.h"
 
 namespace lw {
 namespace {
@@ -13,41 +15,13 @@ timeval ToTimeval(std::chrono::milliseconds ms) {
   return tv;
 }
 
-SyncReply Convert(const redisReply* r) {
-  SyncReply out;
-  switch (r->type) {
-    case REDIS_REPLY_STATUS:
-      out.kind = SyncReply::Kind::kStatus;
-      break;
-    case REDIS_REPLY_STRING:
-      out.kind = SyncReply::Kind::kString;
-      break;
-    case REDIS_REPLY_INTEGER:
-      out.kind = SyncReply::Kind::kInteger;
-      out.integer = r->integer;
-      break;
-    case REDIS_REPLY_ARRAY:
-      out.kind = SyncReply::Kind::kArray;
-      for (size_t i = 0; i < r->elements; ++i) out.elements.push_back(Convert(r->element[i]));
-      break;
-    case REDIS_REPLY_ERROR:
-      out.kind = SyncReply::Kind::kError;
-      break;
-    default:
-      out.kind = SyncReply::Kind::kNil;
-      break;
-  }
-  if (r->str != nullptr) out.text.assign(r->str, r->len);
-  return out;
-}
-
 std::string ContextError(const redisContext* c) {
   return c->errstr[0] != '\0' ? std::string(c->errstr) : "connection error";
 }
 
 }  // namespace
 
-std::variant<std::unique_ptr<SyncRedis>, std::string> SyncRedis::Open(
+std::variant<std::unique_ptr<BlockingConnection>, std::string> BlockingConnection::Open(
     const MasterAddress& address, std::chrono::milliseconds connect_timeout,
     std::chrono::milliseconds command_timeout) {
   redisContext* c = redisConnectWithTimeout(address.host.c_str(), address.port,
@@ -59,23 +33,20 @@ std::variant<std::unique_ptr<SyncRedis>, std::string> SyncRedis::Open(
     return address.Display() + ": " + error;
   }
   redisSetTimeout(c, ToTimeval(command_timeout));
-  std::unique_ptr<SyncRedis> conn(new SyncRedis(c));
-  if (!address.password.empty()) {
-    Command auth = address.user.empty() ? Command{"AUTH", address.password}
-                                        : Command{"AUTH", address.user, address.password};
+  std::unique_ptr<BlockingConnection> conn(new BlockingConnection(c));
+  if (const Command auth = AuthCommand(address); !auth.empty()) {
     auto reply = conn->Run(auth);
     if (auto* error = std::get_if<std::string>(&reply)) return address.Display() + ": " + *error;
-    if (std::get<SyncReply>(reply).kind == SyncReply::Kind::kError) {
-      // Never echo the command: it carries the password.
-      return address.Display() + ": AUTH failed: " + std::get<SyncReply>(reply).text;
+    if (std::get<Reply>(reply).kind == Reply::Kind::kError) {
+      return address.Display() + ": " + AuthFailed(std::get<Reply>(reply).text);
     }
   }
   return conn;
 }
 
-SyncRedis::~SyncRedis() { redisFree(context_); }
+BlockingConnection::~BlockingConnection() { redisFree(context_); }
 
-std::variant<std::vector<SyncReply>, std::string> SyncRedis::Pipeline(
+std::variant<std::vector<Reply>, std::string> BlockingConnection::Pipeline(
     const std::vector<Command>& commands) {
   if (context_->err) return ContextError(context_);
   for (const Command& command : commands) {
@@ -90,7 +61,7 @@ std::variant<std::vector<SyncReply>, std::string> SyncRedis::Pipeline(
       return ContextError(context_);
     }
   }
-  std::vector<SyncReply> replies;
+  std::vector<Reply> replies;
   replies.reserve(commands.size());
   for (size_t i = 0; i < commands.size(); ++i) {
     void* raw = nullptr;
@@ -98,16 +69,16 @@ std::variant<std::vector<SyncReply>, std::string> SyncRedis::Pipeline(
       return ContextError(context_);
     }
     auto* reply = static_cast<redisReply*>(raw);
-    replies.push_back(Convert(reply));
+    replies.push_back(ReadReply(reply));
     freeReplyObject(reply);
   }
   return replies;
 }
 
-std::variant<SyncReply, std::string> SyncRedis::Run(const Command& command) {
+std::variant<Reply, std::string> BlockingConnection::Run(const Command& command) {
   auto replies = Pipeline({command});
   if (auto* error = std::get_if<std::string>(&replies)) return *error;
-  return std::move(std::get<std::vector<SyncReply>>(replies).front());
+  return std::move(std::get<std::vector<Reply>>(replies).front());
 }
 
 }  // namespace lw

@@ -1,0 +1,47 @@
+#pragma once
+// What every connection to a master does alike, asynchronous (NodeClient, Subscriber) or
+// blocking (BlockingConnection): the AUTH it sends, how a refused AUTH reads, and how long it
+// waits before trying again.
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/master_address.h"
+
+namespace lw {
+
+// AUTH [user] password for `address`; empty when it has no password (nothing to send).
+inline std::vector<std::string> AuthCommand(const MasterAddress& address) {
+  if (address.password.empty()) return {};
+  if (address.user.empty()) return {"AUTH", address.password};
+  return {"AUTH", address.user, address.password};
+}
+
+// Why a connection failed when the master refused AUTH (`answer`: its error text). Never the
+// command itself: it carries the password.
+inline std::string AuthFailed(std::string_view answer) {
+  return "AUTH failed: " + std::string(answer);
+}
+
+// Exponential reconnect backoff: 50 ms after the first failure, doubling up to max_ms; back to
+// 50 ms once a connection was established (Reset).
+class ReconnectBackoff {
+ public:
+  explicit ReconnectBackoff(int64_t max_ms) : max_ms_(max_ms) {}
+  // The delay before the next attempt (and the one after grows).
+  int64_t Next() {
+    delay_ms_ = delay_ms_ == 0 ? kFirstMs : std::min(delay_ms_ * 2, max_ms_);
+    return delay_ms_;
+  }
+  void Reset() { delay_ms_ = 0; }
+
+ private:
+  static constexpr int64_t kFirstMs = 50;
+  int64_t max_ms_;
+  int64_t delay_ms_ = 0;
+};
+
+}  // namespace lw

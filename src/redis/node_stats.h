@@ -1,0 +1,45 @@
+#pragma once
+// NodeStats: the metrics of one master connection, declared where they are counted (see
+// stats/stats.h). NodeClient bumps them directly; docs/metrics.md describes each family.
+// One NodeStats per master, all on one registry: the families are shared, each NodeStats adds
+// its master's children.
+
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "stats/stats.h"
+
+namespace lw {
+
+// Commands whose round trip is measured.
+enum class NodeCommand { kSetNx, kDeleteIfHeld, kExtendIfHeld, kPing, kSetNxReadFence, kRaiseFence,
+                         kCount };
+// Errors by kind. kTimeout is the engine's (its per-command deadline passed without this
+// master's answer); the engine counts it on the same family.
+enum class NodeError { kErrorReply, kUnavailable, kDisconnected, kConnectFailed, kStalled, kTimeout,
+                       kCount };
+
+inline constexpr std::array<std::string_view, 6> kNodeCommandNames = {
+    "set_nx", "delete_if_held", "extend_if_held", "ping", "set_nx_read_fence", "raise_fence"};
+inline constexpr std::array<std::string_view, 6> kNodeErrorNames = {
+    "error_reply", "unavailable", "disconnected", "connect_failed", "stalled", "timeout"};
+
+struct NodeStats {
+  // master: "host:port" (MasterAddress::Display()), the `master` label of every child.
+  NodeStats(stats::Registry& r, const std::string& master) : r_(r), m_{{"master", master}} {}
+
+  static inline const stats::Buckets kLatencyBuckets = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+                                                        0.005,  0.01,    0.025,  0.05,  0.1,
+                                                        0.25,   0.5,     1};
+
+  stats::Registry& r_;
+  const stats::Labels m_;
+  stats::Gauge up{r_, "lockwarden_master_up", "1 while the connection to the master is up and handshaken.", m_};
+  stats::Gauge quarantined{r_, "lockwarden_master_quarantined", "1 while the master is in restart quarantine: it started less than max_ttl ago, so its votes do not count toward quorum.", m_};
+  stats::ByEnum<stats::Histogram, NodeCommand> latency{r_, "lockwarden_master_request_duration_seconds", "Round trip of commands sent to a master, by command.", "command", kNodeCommandNames, m_, kLatencyBuckets};
+  stats::ByEnum<stats::Counter, NodeError> errors{r_, "lockwarden_master_errors_total", "Master errors by kind.", "kind", kNodeErrorNames, m_};
+  stats::Counter reconnects{r_, "lockwarden_master_reconnects_total", "Successful connections to a master after the first.", m_};
+};
+
+}  // namespace lw
