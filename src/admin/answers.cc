@@ -1,5 +1,7 @@
 #include "admin/answers.h"
 
+#include "core/quote.h"
+
 #include "admin/views.h"
 
 namespace lw {
@@ -51,10 +53,7 @@ void SendFailure(httplib::Response& res, int status, const Failure& failure) {
   SendJson(res, status, ErrorView(failure));
 }
 
-std::string Quote(const std::string& text) {
-  return nlohmann::ordered_json(text).dump(-1, ' ', false,
-                                           nlohmann::ordered_json::error_handler_t::replace);
-}
+std::string Quote(const std::string& text) { return QuoteClientText(text); }
 
 std::string Who(const httplib::Request& req) {
   std::string who = req.remote_addr + ":" + std::to_string(req.remote_port);

@@ -28,6 +28,75 @@ bool LockService::Idle(SessionId session) const {
   return engine_.Commitments(session) == 0;  // holds or awaits no lock
 }
 
+// The op table's handlers: one per request type.
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
+  engine_.Acquire(
+      sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
+      [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
+        if (const auto* g = std::get_if<Grant>(&result)) {
+          Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
+                                               g->waited_ms, g->fence));
+          return;
+        }
+        const Failure& f = std::get<Failure>(result);
+        if (f.code == ErrorCode::kTooMany) {
+          stats_.limit_refusals[Limit::kWaitersPerResource].Inc();
+        }
+        Fail(sid, id, "acquire", f);
+      },
+      op.fence);
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseRequest& op) {
+  engine_.Release(sid, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
+    if (f) {
+      Fail(sid, id, "release", *f);
+    } else {
+      Answer(sid, protocol::EncodeOk(id));
+    }
+  });
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequest& op) {
+  engine_.Extend(sid, op.resource, op.token, op.ttl_ms,
+                 [this, sid, id](const std::variant<Extension, Failure>& result) {
+                   if (const auto* e = std::get_if<Extension>(&result)) {
+                     Answer(sid, protocol::EncodeExtended(id, e->validity_ms));
+                   } else {
+                     Fail(sid, id, "extend", std::get<Failure>(result));
+                   }
+                 });
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::HeldRequest&) {
+  Answer(sid, protocol::EncodeHeld(id, engine_.HeldBy(sid)));
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::HealthRequest&) {
+  std::vector<protocol::NodeHealthView> nodes;
+  for (const auto& n : engine_.NodeStatuses()) {
+    nodes.push_back({n.addr, n.up, n.rtt_ms, n.quarantined, n.quarantine_left_ms.value_or(0),
+                     n.quarantine_reason});
+  }
+  Answer(sid, protocol::EncodeHealth(id, engine_.quorum(), nodes));
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::PingRequest&) {
+  Answer(sid, protocol::EncodeOk(id));
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::LocksRequest&) {
+  Answer(sid, protocol::EncodeLocks(id, Locks()));
+}
+
 void LockService::Line(SessionId sid, std::string_view line) {
   auto it = sessions_.find(sid);
   if (it == sessions_.end()) return;
@@ -126,68 +195,6 @@ std::vector<LockView> LockService::Locks() const {
   std::vector<LockView> locks = engine_.AllLocks();
   for (LockView& l : locks) l.holder = PeerOf(l.session);
   return locks;
-}
-
-// The op table's handlers: one per request type.
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
-  engine_.Acquire(
-      sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
-      [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
-        if (const auto* g = std::get_if<Grant>(&result)) {
-          Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
-                                               g->waited_ms, g->fence));
-          return;
-        }
-        const Failure& f = std::get<Failure>(result);
-        if (f.code == ErrorCode::kTooMany) {
-          stats_.limit_refusals[Limit::kWaitersPerResource].Inc();
-        }
-        Fail(sid, id, "acquire", f);
-      },
-      op.fence);
-}
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseRequest& op) {
-  engine_.Release(sid, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
-    if (f) {
-      Fail(sid, id, "release", *f);
-    } else {
-      Answer(sid, protocol::EncodeOk(id));
-    }
-  });
-}
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequest& op) {
-  engine_.Extend(sid, op.resource, op.token, op.ttl_ms,
-                 [this, sid, id](const std::variant<Extension, Failure>& result) {
-                   if (const auto* e = std::get_if<Extension>(&result)) {
-                     Answer(sid, protocol::EncodeExtended(id, e->validity_ms));
-                   } else {
-                     Fail(sid, id, "extend", std::get<Failure>(result));
-                   }
-                 });
-}
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::HeldRequest&) {
-  Answer(sid, protocol::EncodeHeld(id, engine_.HeldBy(sid)));
-}
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::HealthRequest&) {
-  std::vector<protocol::NodeHealthView> nodes;
-  for (const auto& n : engine_.NodeStatuses()) {
-    nodes.push_back({n.addr, n.up, n.rtt_ms, n.quarantined, n.quarantine_left_ms.value_or(0),
-                     n.quarantine_reason});
-  }
-  Answer(sid, protocol::EncodeHealth(id, engine_.quorum(), nodes));
-}
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::PingRequest&) {
-  Answer(sid, protocol::EncodeOk(id));
-}
-
-void LockService::Handle(SessionId sid, const Id& id, const protocol::LocksRequest&) {
-  Answer(sid, protocol::EncodeLocks(id, Locks()));
 }
 
 }  // namespace lw

@@ -4,9 +4,11 @@
 // reply goes back through the transport (Server). It owns per-session request state (peer,
 // requests in flight); the engine owns per-session lock state. Loop thread only.
 //
-// The op table: protocol/ops.h lists every op once (name, request type, fields, decoder); here
-// each request type has one Handle overload, and std::visit over the decoded request makes a
-// missing handler a compile error. A new op is a row there, a handler here, and their tests.
+// The op table: protocol/messages.h lists every op once, as the alternatives of the Op variant
+// (each request type carries its wire name and fields; the decoder's table derives from it);
+// here each request type has one Handle specialization, which std::visit instantiates, so a
+// missing one fails the build. A new op is a request type and its decoder in protocol/, a
+// Handle specialization in lock_service.cc, and their tests.
 
 #include <nlohmann/json.hpp>
 
@@ -68,13 +70,10 @@ class LockService final : public SessionHandler {
   void Answer(SessionId sid, std::string line);
   void Fail(SessionId sid, const Id& id, std::string_view op, const Failure& failure);
 
-  void Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op);
-  void Handle(SessionId sid, const Id& id, const protocol::ReleaseRequest& op);
-  void Handle(SessionId sid, const Id& id, const protocol::ExtendRequest& op);
-  void Handle(SessionId sid, const Id& id, const protocol::HeldRequest& op);
-  void Handle(SessionId sid, const Id& id, const protocol::HealthRequest& op);
-  void Handle(SessionId sid, const Id& id, const protocol::PingRequest& op);
-  void Handle(SessionId sid, const Id& id, const protocol::LocksRequest& op);
+  // The op table: one explicit specialization per request type, in lock_service.cc. A new op
+  // adds its specialization there and nothing here.
+  template <class Request>
+  void Handle(SessionId sid, const Id& id, const Request& op);
 
   Server& transport_;
   LockEngine& engine_;

@@ -1,5 +1,7 @@
 #include "locking/failure_text.h"
 
+#include "core/quote.h"
+
 namespace lw {
 namespace {
 
@@ -31,7 +33,7 @@ std::string TooFewMasters(const AttemptHistory& h, const VoteTally& t, int maste
 
 }  // namespace
 
-std::string Quoted(std::string_view name) { return "\"" + std::string(name) + "\""; }
+std::string Quoted(std::string_view name) { return QuoteClientText(name); }
 
 Failure AcquireFailure(std::string_view resource, const AttemptHistory& h, int masters) {
   if (h.attempts == 0 || !h.last_tally) return QueuedTooLong(resource, h.wait_ms);

@@ -24,7 +24,7 @@ struct AttemptHistory {
   bool last_in_fence_phase = false;     // the last attempt failed writing its fence
 };
 
-// A resource name as it appears in messages: in double quotes.
+// A resource name as it appears in messages (core/quote.h: JSON-quoted, valid UTF-8).
 std::string Quoted(std::string_view name);
 
 // Why an acquire of `resource` ended without a grant once its wait_ms ran out (or its last

@@ -3,15 +3,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/duration.h"
+#include "core/quote.h"
 
 namespace lw {
 namespace {
 
-// Resource names and keys are client-chosen: quote them as JSON strings in messages.
-std::string Quote(std::string_view text) {
-  return nlohmann::json(std::string(text))
-      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
+// Resource names and keys are client-chosen (core/quote.h).
+std::string Quote(std::string_view text) { return QuoteClientText(text); }
 
 }  // namespace
 

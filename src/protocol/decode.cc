@@ -17,6 +17,7 @@
 #include <utility>
 #include <variant>
 
+#include "core/quote.h"
 #include "core/resource_name.h"
 #include "core/token.h"
 #include "protocol/messages.h"
@@ -33,22 +34,8 @@ constexpr size_t kMaxIdBytes = 128;
 constexpr size_t kMaxQuotedBytes = 64;   // longest piece of client text echoed in a message
 constexpr size_t kMaxReasonBytes = 200;  // longest parser reason echoed in a message
 
-// Cuts text to at most max bytes without splitting a UTF-8 sequence.
-std::string_view Shorten(std::string_view text, size_t max) {
-  if (text.size() <= max) return text;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut);
-}
-
-// Client text as it appears in a message: shortened, JSON-quoted (so control characters are
-// visible escapes) and always valid UTF-8 (invalid bytes become U+FFFD).
-std::string Quoted(std::string_view text) {
-  std::string out = json(std::string(Shorten(text, kMaxQuotedBytes)))
-                        .dump(-1, ' ', false, json::error_handler_t::replace);
-  if (text.size() > kMaxQuotedBytes) out += "... (" + std::to_string(text.size()) + " bytes)";
-  return out;
-}
+// Client text as it appears in a message (core/quote.h).
+std::string Quoted(std::string_view text) { return QuoteClientText(text, kMaxQuotedBytes); }
 
 // Makes arbitrary bytes valid UTF-8 by letting the serializer replace what is invalid; used
 // on parser messages, which may quote the very bytes that made the line unparseable.
@@ -88,7 +75,7 @@ std::string ParserReason(const json::exception& e) {
   if (what.starts_with("parse error at line")) {
     if (const size_t colon = what.find(": "); colon != what.npos) what.remove_prefix(colon + 2);
   }
-  std::string reason(Shorten(what, kMaxReasonBytes));
+  std::string reason(ShortenUtf8(what, kMaxReasonBytes));
   if (what.size() > kMaxReasonBytes) reason += "...";
   if (const auto* parse_error = dynamic_cast<const json::parse_error*>(&e)) {
     reason += " (at byte " + std::to_string(parse_error->byte) + ")";

@@ -219,20 +219,6 @@ std::unique_ptr<AgentProcess> AgentOnFreePort(const RedisCluster& cluster, const
   }
 }
 
-// Runs `attempt` until it says its outcome was conclusive (true), at most `attempts` times;
-// fails the test if none was. For checks whose meaning depends on the test doing something
-// within a bound the agent's code fixes (e.g. a connection younger than the 1 s eviction age):
-// an attempt that did not manage it is not a failure of the agent and proves nothing, so it is
-// repeated from scratch instead of being judged. An attempt judges (EXPECTs) only when it is
-// conclusive.
-void UntilConclusive(int attempts, const std::function<bool()>& attempt) {
-  for (int i = 1; i <= attempts; ++i) {
-    if (attempt()) return;
-    std::printf("[ note     ] attempt %d was inconclusive (a slow moment of the box); again\n", i);
-  }
-  ADD_FAILURE() << "no conclusive attempt in " << attempts << " (the box is far too loaded)";
-}
-
 // ----------------------------------------------------------------------------- who may read
 
 class BeyondLoopbackTest : public ::testing::Test {

@@ -1,5 +1,9 @@
 #include "test_util.h"
 
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
@@ -55,6 +59,14 @@ std::string Fifo::ReadLine(milliseconds deadline) {
     const ssize_t n = read(fd_, buf, sizeof buf);
     if (n > 0) buffer_.append(buf, static_cast<size_t>(n));
   }
+}
+
+void UntilConclusive(int attempts, const std::function<bool()>& attempt) {
+  for (int i = 1; i <= attempts; ++i) {
+    if (attempt()) return;
+    std::printf("[ note     ] attempt %d was inconclusive (a slow moment of the box); again\n", i);
+  }
+  ADD_FAILURE() << "no conclusive attempt in " << attempts << " (the box is far too loaded)";
 }
 
 }  // namespace lw::test

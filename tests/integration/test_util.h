@@ -24,6 +24,14 @@ inline double MsSince(SteadyClock::time_point t) {
 // killed), or -1 if it is still running at the deadline.
 int WaitChild(pid_t pid, milliseconds deadline);
 
+// Runs `attempt` until it says its outcome was conclusive (true), at most `attempts` times;
+// fails the test if none was. For checks whose meaning depends on the test doing something
+// within a bound the agent's code fixes (e.g. a connection younger than the 1 s eviction age,
+// a master restarted well within max_ttl): an attempt that did not manage it is not a failure
+// of the agent and proves nothing, so it is repeated from scratch instead of being judged. An
+// attempt judges (EXPECTs) only when it is conclusive.
+void UntilConclusive(int attempts, const std::function<bool()>& attempt);
+
 // A named pipe a child process writes a line into: an event the test can block on.
 class Fifo {
  public:
