@@ -27,7 +27,11 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
     : loop_(loop),
       cfg_(cfg),
       metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT}),
-      activity_(events_, [this](uint64_t session) { return service_->Describe(session); },
+      activity_(events_,
+                [this](uint64_t session) {
+                  return service_ ? service_->Describe(session)
+                                  : "session " + std::to_string(session);
+                },
                 UnixMsNow),
       request_stats_(metrics_.registry()),
       server_(loop, TransportOptions(cfg, host.socket), request_stats_),
@@ -94,6 +98,7 @@ Agent::~Agent() {
   // still be alive then; after that nothing references the nodes.
   for (auto& n : nodes_) n->Stop();
   release_watch_->Stop();
+  service_.reset();  // it holds a reference to the engine
   engine_.reset();
   nodes_.clear();
 }
