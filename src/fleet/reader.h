@@ -1,0 +1,70 @@
+#pragma once
+// FleetReader: builds the FleetView (fleet/view.h) from the masters, on its own thread with its
+// own blocking connections, and only while someone wants it: a page or API read (View), the
+// CLI, or the reporter (which reads every refresh period to export fleet totals).
+//
+// A read: on every master, in turn, the registry (ZRANGE of the index, then the entries and
+// holder reports of its members, pipelined), then SCAN MATCH "<key_prefix>*" COUNT batch with
+// GET + PTTL of every key, pipelined per batch, paced to keys_per_second like the leak scanner.
+// Reads start at most once per refresh (the cost bound), and a read with fewer than a quorum
+// of masters answering is marked incomplete. Its cost is counted (FleetStats) and in the view.
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/defaults.h"
+#include "core/master_address.h"
+#include "fleet/fleet_stats.h"
+#include "fleet/view.h"
+
+namespace lw::fleet {
+
+struct ReaderSettings {
+  std::vector<MasterAddress> masters;
+  std::string key_prefix = kDefaultKeyPrefix;
+  int64_t stuck_after_ms = kDefaultStuckAfterMs;
+  std::chrono::milliseconds refresh{5'000};  // reads start at most this often
+  int64_t batch = kDefaultScanBatch;
+  int64_t keys_per_second = 200'000;  // per master
+  std::chrono::milliseconds connect_timeout{1'000};
+  std::chrono::milliseconds command_timeout{2'000};
+};
+
+class FleetReader {
+ public:
+  FleetReader(ReaderSettings settings, FleetStats* stats);
+  ~FleetReader();  // Stop()
+  FleetReader(const FleetReader&) = delete;
+  FleetReader& operator=(const FleetReader&) = delete;
+
+  void Start();
+  void Stop();
+
+  // Any thread: a view read after `newer_than` (unix ms; 0: any), starting a read if the last
+  // one is older than the refresh period, waiting up to `wait` for it. Null when none is ready
+  // in time. Callers never make reads more frequent than the refresh period.
+  std::shared_ptr<const FleetView> View(int64_t newer_than_unix_ms, std::chrono::milliseconds wait);
+  // Any thread: the latest view, without asking for a new one (null before the first read).
+  std::shared_ptr<const FleetView> Latest() const;
+  // Keep reading every refresh period while `on` (the reporter does; others read on demand).
+  void KeepFresh(bool on);
+
+ private:
+  void Run();
+
+  ReaderSettings settings_;
+  FleetStats* stats_;
+  mutable std::mutex mu_;
+  std::condition_variable wake_, done_;
+  std::shared_ptr<const FleetView> latest_;
+  bool wanted_ = false, keep_fresh_ = false, stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace lw::fleet

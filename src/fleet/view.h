@@ -1,0 +1,103 @@
+#pragma once
+// The fleet view: every agent in the registry and every lock key on the masters, joined.
+// BuildView is pure: the reader (fleet/reader.h) gathers what the masters said and calls it.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fleet/records.h"
+
+namespace lw::fleet {
+
+// What one master said: its registry entries and every lock key with its value and PTTL.
+struct MasterRead {
+  std::string master;  // host:port
+  bool ok = false;
+  std::string error;   // when !ok
+  double seconds = 0;  // how long reading it took
+  uint64_t keys_walked = 0;
+  std::vector<AgentRecord> agents;                // entries that exist on this master
+  std::vector<std::pair<std::string, HolderReport>> reports;  // {agent id, report}
+  struct Copy {
+    std::string key;
+    std::string value;
+    int64_t pttl_ms = -1;  // -1: no TTL (a leak: the scanner's business)
+  };
+  std::vector<Copy> copies;
+};
+
+struct FleetAgent {
+  AgentRecord record;  // the freshest heartbeat any master holds
+  int64_t heartbeat_age_ms = 0;
+  int masters = 0;  // masters holding its entry
+  // Why its settings break the safety argument ("max_ttl_ms 30000, the fleet's 60000"); empty:
+  // it agrees with the fleet (the settings most agents announce; ties: the lowest id's).
+  std::vector<std::string> drift;
+  uint64_t locks_total = 0;  // from its holder report
+  uint64_t waiters_total = 0;
+};
+
+struct FleetWaiter {
+  std::string agent_id;
+  std::string agent_name;  // "" when the agent is not in the registry
+  WaiterDetail detail;
+  int64_t waited_ms = 0;
+};
+
+enum class HolderState {
+  kLive,     // the holder's agent is in the registry
+  kGone,     // the value names an agent that is not in the registry: nothing renews or
+             // releases it; it goes when its ttl runs out (or an operator revokes it)
+  kUnknown,  // the value is not "<agent id>:<token>" (another writer, or an older agent)
+};
+std::string_view HolderStateName(HolderState s);  // "live", "gone", "unknown"
+
+struct FleetLock {
+  std::string resource;  // the key without key_prefix
+  std::string key;
+  std::string value;     // never shown (it carries the token); revoke compares with it
+  HolderState state = HolderState::kUnknown;
+  std::string agent_id;
+  std::string agent_name;
+  std::string host;
+  std::optional<HeldDetail> detail;  // nullopt: not in the holder's report
+  std::vector<int> masters;          // indices of the masters whose key holds `value`
+  bool quorum = false;               // masters.size() >= the quorum
+  int64_t validity_ms = 0;  // the quorum-th largest PTTL: how long a quorum still holds it
+  int64_t held_ms = -1;     // -1: unknown (no detail)
+  std::string stuck_reason;  // "" unless stuck (admin/views.h's rule, on what is known)
+  std::vector<FleetWaiter> waiters;  // every agent's, oldest first
+};
+
+struct FleetView {
+  int64_t read_unix_ms = 0;
+  double read_seconds = 0;
+  int quorum = 0;
+  int masters_read = 0;  // masters that answered
+  bool complete = false;  // masters_read >= quorum
+  std::vector<MasterRead> masters;  // copies and reports cleared: status only
+  std::vector<FleetAgent> agents;   // by name, then id
+  std::vector<FleetLock> locks;     // stuck first, then longest held, then by resource
+  // Waiters for resources no key holds right now (between holders).
+  std::vector<FleetWaiter> waiting_unheld;
+  uint64_t keys = 0;  // lock keys seen on any master
+};
+
+struct ViewInputs {
+  std::vector<MasterRead> masters;
+  std::string key_prefix;
+  int64_t stuck_after_ms = 0;
+  int64_t now_unix_ms = 0;
+  double read_seconds = 0;
+};
+
+FleetView BuildView(ViewInputs in);
+
+// The rows of `view` whose resource starts with `prefix`, at most `limit` of them (stuck first,
+// as in the view).
+std::vector<const FleetLock*> Filter(const FleetView& view, std::string_view prefix,
+                                     size_t limit);
+
+}  // namespace lw::fleet
