@@ -16,6 +16,9 @@
 #include "agent/snapshot.h"
 #include "config/config.h"
 #include "core/defaults.h"
+#include "fleet/reader.h"
+#include "fleet/records.h"
+#include "fleet/revoke.h"
 #include "observe/metrics.h"
 #include "observe/recent.h"
 #include "scan/leak_scanner.h"
@@ -50,6 +53,13 @@ struct AdminContext {
   std::vector<MasterAddress> masters;
   int64_t max_ttl_ms = kDefaultMaxTtlMs;  // bound of the TTL an operator may set on a leaked key
   RevokeFn revoke;                        // null: force-release unavailable
+  // The fleet (docs/fleet.md): this agent as it announces itself, the reader of the fleet
+  // view, and the revoke of a lock held through any agent (blocking, bounded by its wait).
+  // Null reader / revoke: fleet presence is off (heartbeat_ttl_ms = 0).
+  fleet::AgentRecord self;
+  fleet::FleetReader* fleet = nullptr;
+  std::function<fleet::RevokeResult(const std::string& resource, const std::string& by)>
+      fleet_revoke;
   std::string token;                      // empty: actions are disabled
   std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails
   std::chrono::milliseconds action_timeout{2000};

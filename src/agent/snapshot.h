@@ -37,6 +37,10 @@ struct Snapshot {
   std::vector<LockView> locks;  // longest held first, each with its holder's peer
   size_t sessions = 0;
   size_t waiters = 0;
+  int64_t oldest_wait_ms = 0;  // how long the longest-queued acquire has waited (0: none)
+  // Every acquire queued here, longest waiting first, each with its peer; at most
+  // kMaxListedWaiters (waiters counts them all). Always filled: waiters are few.
+  std::vector<WaiterView> waiter_list;
   // {key, token} of every grant held: for the scanner only, never shown.
   std::set<std::pair<std::string, std::string>> held_grants;
 };
@@ -58,6 +62,8 @@ inline Readiness ReadinessOf(const Snapshot& s) {
   reason += ", " + std::to_string(s.masters_usable) + " usable, quorum " + std::to_string(s.quorum);
   return {s.quorum > 0 && s.masters_usable >= s.quorum, std::move(reason)};
 }
+
+inline constexpr size_t kMaxListedWaiters = 1000;
 
 class SnapshotBox {
  public:

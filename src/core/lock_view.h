@@ -33,6 +33,15 @@ struct LockView {
   Peer holder;  // filled by the agent (the engine knows sessions, not peers)
 };
 
+// An acquire queued at this agent, for operators.
+struct WaiterView {
+  std::string resource;
+  SessionId session = 0;
+  int64_t waited_ms = 0;  // since the request arrived
+  int64_t wait_ms = 0;    // as requested: how long it may wait in all
+  Peer peer;              // filled by the agent
+};
+
 // A lock as its own session sees it (`held`): with its token.
 struct HeldLock {
   std::string resource;
