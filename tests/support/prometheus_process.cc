@@ -22,10 +22,10 @@ namespace {
 
 using Ms = PrometheusProcess::Ms;
 
-constexpr Ms kReadyDeadline{20'000};
-constexpr Ms kTermGrace{5'000};
+constexpr Ms kPrometheusReadyDeadline{20'000};
+constexpr Ms kPrometheusTermGrace{5'000};
 constexpr Ms kPollPause{100};  // Prometheus works in 1 s ticks: no point polling faster
-constexpr int kStartAttempts = 3;
+constexpr int kPrometheusStartAttempts = 3;
 
 // True (child reaped) once `pid` has exited.
 bool Reaped(pid_t pid) {
@@ -84,7 +84,7 @@ PrometheusProcess::PrometheusProcess(const std::vector<std::string>& targets,
     WriteFile(dir_ + "/prometheus.yml", config, 0644);
     std::string why;
     for (int attempt = 1; !TryStart(&why); ++attempt) {
-      if (attempt == kStartAttempts) throw std::runtime_error(why);
+      if (attempt == kPrometheusStartAttempts) throw std::runtime_error(why);
     }
   } catch (...) {
     Shutdown();
@@ -105,7 +105,7 @@ bool PrometheusProcess::TryStart(std::string* why) {
         exited = Reaped(pid_);
         return exited || HttpGet(port_, "/-/ready").status == 200;
       },
-      kReadyDeadline, kPollPause);
+      kPrometheusReadyDeadline, kPollPause);
   if (ready && !exited) return true;
   *why = "prometheus on port " + std::to_string(port_) +
          (exited ? " exited early" : " not ready within 20 s") + "\n--- prometheus.log ---\n" +
@@ -120,9 +120,9 @@ PrometheusProcess::~PrometheusProcess() { Shutdown(); }
 void PrometheusProcess::Shutdown() noexcept {
   if (pid_ > 0) {
     kill(pid_, SIGTERM);
-    if (!Eventually([&] { return Reaped(pid_); }, kTermGrace, kPollPause)) {
+    if (!Eventually([&] { return Reaped(pid_); }, kPrometheusTermGrace, kPollPause)) {
       kill(pid_, SIGKILL);
-      Eventually([&] { return Reaped(pid_); }, kTermGrace, kPollPause);
+      Eventually([&] { return Reaped(pid_); }, kPrometheusTermGrace, kPollPause);
     }
     pid_ = -1;
   }

@@ -62,7 +62,7 @@ std::string BuildError(const std::vector<std::string>& rules, const NameResolver
   return "";
 }
 
-PeerIds Peer(uid_t uid, gid_t gid, std::vector<gid_t> groups = {}) {
+PeerIds PeerWith(uid_t uid, gid_t gid, std::vector<gid_t> groups = {}) {
   PeerIds peer;
   peer.uid = uid;
   peer.gid = gid;
@@ -146,9 +146,9 @@ TEST(AccessPolicyBuild, ResolvesNamesThroughTheResolver) {
   const AccessPolicy policy = MustBuild({"user:alice a:", "group:deploy d:"});
   EXPECT_EQ(policy.size(), 2u);
   EXPECT_FALSE(policy.open());
-  EXPECT_TRUE(policy.Allows(Peer(1001, 100), "a:1"));
-  EXPECT_FALSE(policy.Allows(Peer(1002, 100), "a:1")) << "bob is not alice";
-  EXPECT_TRUE(policy.Allows(Peer(1002, 100, {2002}), "d:1"));
+  EXPECT_TRUE(policy.Allows(PeerWith(1001, 100), "a:1"));
+  EXPECT_FALSE(policy.Allows(PeerWith(1002, 100), "a:1")) << "bob is not alice";
+  EXPECT_TRUE(policy.Allows(PeerWith(1002, 100, {2002}), "d:1"));
 }
 
 TEST(AccessPolicyBuild, UnknownUserOrGroupIsAnErrorNamingTheRule) {
@@ -182,47 +182,47 @@ TEST(AccessPolicyBuild, ParseErrorsNameTheRule) {
 TEST(AccessPolicyAllows, NoRulesIsOpen) {
   const AccessPolicy open;
   EXPECT_TRUE(open.open());
-  EXPECT_TRUE(open.Allows(Peer(1234, 1234), "anything"));
+  EXPECT_TRUE(open.Allows(PeerWith(1234, 1234), "anything"));
   EXPECT_TRUE(open.Allows(PeerIds{}, "even:an-unknown-peer"));
   EXPECT_TRUE(MustBuild({}).open());
 }
 
 TEST(AccessPolicyAllows, ByUid) {
   const AccessPolicy policy = MustBuild({"uid:1000 orders/"});
-  EXPECT_TRUE(policy.Allows(Peer(1000, 1000), "orders/17"));
-  EXPECT_FALSE(policy.Allows(Peer(1001, 1000), "orders/17")) << "same gid, other uid";
-  EXPECT_FALSE(policy.Allows(Peer(1001, 1001, {1000}), "orders/17"))
+  EXPECT_TRUE(policy.Allows(PeerWith(1000, 1000), "orders/17"));
+  EXPECT_FALSE(policy.Allows(PeerWith(1001, 1000), "orders/17")) << "same gid, other uid";
+  EXPECT_FALSE(policy.Allows(PeerWith(1001, 1001, {1000}), "orders/17"))
       << "a group with the number of the uid is not the uid";
 }
 
 TEST(AccessPolicyAllows, ByPrimaryOrSupplementaryGroup) {
   const AccessPolicy policy = MustBuild({"gid:2001 jobs:"});
-  EXPECT_TRUE(policy.Allows(Peer(5, 2001), "jobs:1")) << "primary gid";
-  EXPECT_TRUE(policy.Allows(Peer(5, 5, {7, 2001, 9}), "jobs:1")) << "supplementary group";
-  EXPECT_FALSE(policy.Allows(Peer(5, 5, {7, 9}), "jobs:1"));
-  EXPECT_FALSE(policy.Allows(Peer(2001, 5), "jobs:1")) << "a uid with the number of the gid";
+  EXPECT_TRUE(policy.Allows(PeerWith(5, 2001), "jobs:1")) << "primary gid";
+  EXPECT_TRUE(policy.Allows(PeerWith(5, 5, {7, 2001, 9}), "jobs:1")) << "supplementary group";
+  EXPECT_FALSE(policy.Allows(PeerWith(5, 5, {7, 9}), "jobs:1"));
+  EXPECT_FALSE(policy.Allows(PeerWith(2001, 5), "jobs:1")) << "a uid with the number of the gid";
   const AccessPolicy named = MustBuild({"group:ops jobs:"});
-  EXPECT_TRUE(named.Allows(Peer(5, 5, {2001}), "jobs:1"));
-  EXPECT_FALSE(named.Allows(Peer(5, 5, {2002}), "jobs:1"));
+  EXPECT_TRUE(named.Allows(PeerWith(5, 5, {2001}), "jobs:1"));
+  EXPECT_FALSE(named.Allows(PeerWith(5, 5, {2002}), "jobs:1"));
 }
 
 TEST(AccessPolicyAllows, AnyMatchesEveryPeerButOnlyItsPrefixes) {
   const AccessPolicy policy = MustBuild({"any public:"});
-  EXPECT_TRUE(policy.Allows(Peer(1, 1), "public:x"));
+  EXPECT_TRUE(policy.Allows(PeerWith(1, 1), "public:x"));
   EXPECT_TRUE(policy.Allows(PeerIds{}, "public:x"));
-  EXPECT_FALSE(policy.Allows(Peer(0, 0), "private:x")) << "not even root beyond the prefix";
+  EXPECT_FALSE(policy.Allows(PeerWith(0, 0), "private:x")) << "not even root beyond the prefix";
 }
 
 TEST(AccessPolicyAllows, StarIsEveryResource) {
   const AccessPolicy policy = MustBuild({"user:alice *"});
-  EXPECT_TRUE(policy.Allows(Peer(1001, 1), "x"));
-  EXPECT_TRUE(policy.Allows(Peer(1001, 1), "orders/1"));
-  EXPECT_FALSE(policy.Allows(Peer(1002, 1), "x"));
+  EXPECT_TRUE(policy.Allows(PeerWith(1001, 1), "x"));
+  EXPECT_TRUE(policy.Allows(PeerWith(1001, 1), "orders/1"));
+  EXPECT_FALSE(policy.Allows(PeerWith(1002, 1), "x"));
 }
 
 TEST(AccessPolicyAllows, PrefixesMatchFromTheStartExactly) {
   const AccessPolicy policy = MustBuild({"uid:1 orders/ invoices/"});
-  const PeerIds peer = Peer(1, 1);
+  const PeerIds peer = PeerWith(1, 1);
   EXPECT_TRUE(policy.Allows(peer, "orders/"));
   EXPECT_TRUE(policy.Allows(peer, "orders/2024/17"));
   EXPECT_TRUE(policy.Allows(peer, "invoices/9"));
@@ -234,14 +234,14 @@ TEST(AccessPolicyAllows, PrefixesMatchFromTheStartExactly) {
 
 TEST(AccessPolicyAllows, RulesAddUpAndANonMatchingPeerIsRefused) {
   const AccessPolicy policy = MustBuild({"user:alice orders/", "group:ops *", "uid:1002 reports/"});
-  EXPECT_TRUE(policy.Allows(Peer(1001, 100), "orders/1"));
-  EXPECT_FALSE(policy.Allows(Peer(1001, 100), "reports/1")) << "alice has only orders/";
-  EXPECT_TRUE(policy.Allows(Peer(1001, 100, {2001}), "reports/1")) << "alice in ops";
-  EXPECT_TRUE(policy.Allows(Peer(1002, 100), "reports/1"));
-  EXPECT_FALSE(policy.Allows(Peer(1002, 100), "orders/1"));
-  EXPECT_FALSE(policy.Allows(Peer(3000, 3000, {3001}), "orders/1")) << "matches no rule";
+  EXPECT_TRUE(policy.Allows(PeerWith(1001, 100), "orders/1"));
+  EXPECT_FALSE(policy.Allows(PeerWith(1001, 100), "reports/1")) << "alice has only orders/";
+  EXPECT_TRUE(policy.Allows(PeerWith(1001, 100, {2001}), "reports/1")) << "alice in ops";
+  EXPECT_TRUE(policy.Allows(PeerWith(1002, 100), "reports/1"));
+  EXPECT_FALSE(policy.Allows(PeerWith(1002, 100), "orders/1"));
+  EXPECT_FALSE(policy.Allows(PeerWith(3000, 3000, {3001}), "orders/1")) << "matches no rule";
   EXPECT_FALSE(policy.Allows(PeerIds{}, "orders/1")) << "unknown credentials match no id rule";
-  EXPECT_FALSE(policy.Allows(Peer(0, 0), "orders/1")) << "root is nobody special here";
+  EXPECT_FALSE(policy.Allows(PeerWith(0, 0), "orders/1")) << "root is nobody special here";
 }
 
 }  // namespace
