@@ -110,6 +110,10 @@ TEST_F(MetricsTest, ShippedDashboardUsesOnlyExportedMetrics) {
   ASSERT_TRUE(Eventually(
       [&] { return MetricNow(port(), "lockwarden_scan_last_success_timestamp_seconds") > 0; },
       kEventDeadline));
+  // The fleet totals are exported only by the reporter (docs/observability.md): this lone agent
+  // becomes it at a heartbeat once it holds the reporter key on a quorum.
+  ASSERT_TRUE(Eventually([&] { return MetricNow(port(), "lockwarden_fleet_reporter") == 1; },
+                         kEventDeadline));
   const std::string live = ScrapeMetrics(port());
   for (const auto& unknown : UnknownMetrics(dashboard, live)) {
     ADD_FAILURE() << "dashboard queries a metric the agent does not export: " << unknown;
