@@ -149,7 +149,8 @@ std::map<std::pair<std::string, std::string>, Group> GroupCopies(const ViewInput
 // How long a quorum still holds the key: the quorum-th largest PTTL (the largest when short).
 int64_t Validity(std::vector<int64_t> pttls, int quorum) {
   std::sort(pttls.begin(), pttls.end(), std::greater<>());
-  const size_t at = std::min(pttls.size(), static_cast<size_t>(std::max(quorum, 1))) - 1;
+  const size_t q = static_cast<size_t>(std::max(quorum, 1));
+  const size_t at = pttls.size() >= q ? q - 1 : 0;
   return pttls[at] == kNoTtl ? -1 : pttls[at];
 }
 
