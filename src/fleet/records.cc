@@ -149,6 +149,18 @@ std::optional<Json> ParseObject(std::string_view text) {
   return j;
 }
 
+// The value `read` makes of the object in `text`; nullopt when `text` is not such an object or
+// a field `read` asked for was missing, of the wrong type or out of bounds.
+template <typename T, typename Read>
+std::optional<T> DecodeWith(std::string_view text, Read read) {
+  const std::optional<Json> j = ParseObject(text);
+  if (!j) return std::nullopt;
+  Fields f(*j);
+  T value = read(f);
+  if (!f.ok()) return std::nullopt;
+  return value;
+}
+
 // Invalid UTF-8 (a binary resource name, a command line) is replaced rather than thrown on.
 std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
@@ -271,54 +283,48 @@ std::string Encode(const RevokeOrder& r) {
 }
 
 std::optional<AgentRecord> DecodeAgentRecord(std::string_view text) {
-  const std::optional<Json> j = ParseObject(text);
-  if (!j) return std::nullopt;
-  Fields f(*j);
-  AgentRecord r;
-  r.id = f.Text("id", kMaxTextBytes);
-  r.name = f.Text("name", kMaxTextBytes);
-  r.host = f.Text("host", kMaxTextBytes);
-  r.pid = f.Small("pid", 0);
-  r.version = f.Text("version", kMaxTextBytes);
-  r.admin_url = f.Text("admin_url", kMaxTextBytes);
-  r.started_unix_ms = f.Ms("started_unix_ms");
-  r.heartbeat_unix_ms = f.Ms("heartbeat_unix_ms");
-  r.heartbeat_ttl_ms = f.Ms("heartbeat_ttl_ms");
-  const Json* settings = f.Object("settings");
-  if (!f.ok() || !IsWellFormedAgentId(r.id)) return std::nullopt;
-  Fields s(*settings);
-  r.settings = ReadSettings(s);
-  if (!s.ok()) return std::nullopt;
-  return r;
+  return DecodeWith<AgentRecord>(text, [](Fields& f) {
+    AgentRecord r;
+    r.id = f.Text("id", kMaxTextBytes);
+    r.name = f.Text("name", kMaxTextBytes);
+    r.host = f.Text("host", kMaxTextBytes);
+    r.pid = f.Small("pid", 0);
+    r.version = f.Text("version", kMaxTextBytes);
+    r.admin_url = f.Text("admin_url", kMaxTextBytes);
+    r.started_unix_ms = f.Ms("started_unix_ms");
+    r.heartbeat_unix_ms = f.Ms("heartbeat_unix_ms");
+    r.heartbeat_ttl_ms = f.Ms("heartbeat_ttl_ms");
+    f.Require(IsWellFormedAgentId(r.id));
+    if (const Json* settings = f.Object("settings")) {
+      Fields s(*settings);
+      r.settings = ReadSettings(s);
+      f.Require(s.ok());
+    }
+    return r;
+  });
 }
 
 std::optional<HolderReport> DecodeHolderReport(std::string_view text) {
-  const std::optional<Json> j = ParseObject(text);
-  if (!j) return std::nullopt;
-  Fields f(*j);
-  HolderReport r;
-  r.unix_ms = f.Ms("unix_ms");
-  r.locks_total = static_cast<uint64_t>(f.Ms("locks_total"));
-  r.waiters_total = static_cast<uint64_t>(f.Ms("waiters_total"));
-  const Json* locks = f.List("locks", kMaxPublishedLocks);
-  const Json* waiters = f.List("waiters", kMaxPublishedWaiters);
-  if (!f.ok() || !ReadEach(locks, r.locks, ReadHeld) || !ReadEach(waiters, r.waiters, ReadWaiter)) {
-    return std::nullopt;
-  }
-  return r;
+  return DecodeWith<HolderReport>(text, [](Fields& f) {
+    HolderReport r;
+    r.unix_ms = f.Ms("unix_ms");
+    r.locks_total = static_cast<uint64_t>(f.Ms("locks_total"));
+    r.waiters_total = static_cast<uint64_t>(f.Ms("waiters_total"));
+    f.Require(ReadEach(f.List("locks", kMaxPublishedLocks), r.locks, ReadHeld) &&
+              ReadEach(f.List("waiters", kMaxPublishedWaiters), r.waiters, ReadWaiter));
+    return r;
+  });
 }
 
 std::optional<RevokeOrder> DecodeRevokeOrder(std::string_view text) {
-  const std::optional<Json> j = ParseObject(text);
-  if (!j) return std::nullopt;
-  Fields f(*j);
-  RevokeOrder r;
-  r.key = f.Text("key", kMaxKeyBytes);
-  r.value = f.Text("value", kMaxResourceBytes);
-  r.by = f.Text("by", kMaxTextBytes);
-  f.Require(!r.key.empty() && !r.value.empty());
-  if (!f.ok()) return std::nullopt;
-  return r;
+  return DecodeWith<RevokeOrder>(text, [](Fields& f) {
+    RevokeOrder r;
+    r.key = f.Text("key", kMaxKeyBytes);
+    r.value = f.Text("value", kMaxResourceBytes);
+    r.by = f.Text("by", kMaxTextBytes);
+    f.Require(!r.key.empty() && !r.value.empty());
+    return r;
+  });
 }
 
 }  // namespace lw::fleet
