@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "core/duration.h"
+#include "fleet/view.h"
 
 namespace lw {
 
@@ -28,15 +29,7 @@ const char* const kHowToEnableActions =
     "\"/etc/lockwarden/admin.token\" (or --admin-token-file), and paste the token here.";
 
 std::string StuckReason(const LockView& lock, int64_t stuck_after_ms) {
-  if (lock.held_ms > stuck_after_ms) {
-    return "held " + FormatDurationMs(lock.held_ms) + ", over stuck_after " +
-           FormatDurationMs(stuck_after_ms);
-  }
-  if (!lock.renew && lock.ttl_ms > stuck_after_ms) {
-    return "not renewing, ttl " + FormatDurationMs(lock.ttl_ms) + ": a hung holder keeps it " +
-           "that long";
-  }
-  return "";
+  return fleet::StuckReason(lock.held_ms, lock.renew, lock.ttl_ms, stuck_after_ms);
 }
 
 namespace {

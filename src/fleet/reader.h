@@ -36,6 +36,8 @@ struct ReaderSettings {
   std::chrono::milliseconds command_timeout{2'000};
 };
 
+class MasterLinks;
+
 class FleetReader {
  public:
   FleetReader(ReaderSettings settings, FleetStats* stats);
@@ -53,16 +55,19 @@ class FleetReader {
   // Any thread: the latest view, without asking for a new one (null before the first read).
   std::shared_ptr<const FleetView> Latest() const;
   // Keep reading every refresh period while `on` (the reporter does; others read on demand).
+  // While on, each complete read also sets FleetStats::totals.
   void KeepFresh(bool on);
 
  private:
   void Run();
+  FleetView Read(MasterLinks& links);
 
   ReaderSettings settings_;
   FleetStats* stats_;
   mutable std::mutex mu_;
   std::condition_variable wake_, done_;
   std::shared_ptr<const FleetView> latest_;
+  std::chrono::steady_clock::time_point latest_at_;  // when latest_ was read
   bool wanted_ = false, keep_fresh_ = false, stopping_ = false;
   std::thread thread_;
 };

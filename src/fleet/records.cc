@@ -1,5 +1,10 @@
 #include "fleet/records.h"
 
+#include <nlohmann/json.hpp>
+
+#include <climits>
+#include <limits>
+
 #include "core/token.h"
 
 namespace lw::fleet {
@@ -8,6 +13,12 @@ namespace {
 constexpr size_t kAgentIdChars = 16;
 
 bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }
+
+// Bounds of the strings read back (besides kMaxCmdlineBytes): a resource name, the lock key
+// and value of a revoke, the prefixes of the settings, and the short texts of a record.
+constexpr size_t kMaxResourceBytes = 1024;
+constexpr size_t kMaxKeyBytes = 2048;
+constexpr size_t kMaxTextBytes = 256;
 
 std::string Named(std::string_view kind, std::string_view id) {
   std::string out(kNamespace);
@@ -49,6 +60,271 @@ std::optional<std::string> AgentOfValue(std::string_view value) {
   const std::string_view id = value.substr(0, colon);
   if (!IsWellFormedAgentId(id)) return std::nullopt;
   return std::string(id);
+}
+
+// ---- Encoding and decoding ---------------------------------------------------------------------
+
+namespace {
+
+using Json = nlohmann::json;
+
+// What Decode* read: every field must be there with its type and within its bounds.
+class Fields {
+ public:
+  explicit Fields(const Json& j) : j_(j) {}
+  bool ok() const { return ok_; }
+
+  std::string Text(const char* name, size_t max_bytes) {
+    const Json* v = Find(name);
+    if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().size() > max_bytes) {
+      return Fail<std::string>();
+    }
+    return v->get<std::string>();
+  }
+  int64_t Int(const char* name, int64_t lo, int64_t hi) {
+    const Json* v = Find(name);
+    if (v == nullptr || !v->is_number_integer()) return Fail<int64_t>();
+    if (v->is_number_unsigned()) {
+      const uint64_t u = v->get<uint64_t>();
+      if (u > static_cast<uint64_t>(hi)) return Fail<int64_t>();
+      return static_cast<int64_t>(u);
+    }
+    const int64_t i = v->get<int64_t>();
+    if (i < lo || i > hi) return Fail<int64_t>();
+    return i;
+  }
+  int Small(const char* name, int lo) { return static_cast<int>(Int(name, lo, INT_MAX)); }
+  int64_t Ms(const char* name) { return Int(name, 0, std::numeric_limits<int64_t>::max()); }
+  bool Bool(const char* name) {
+    const Json* v = Find(name);
+    if (v == nullptr || !v->is_boolean()) return Fail<bool>();
+    return v->get<bool>();
+  }
+  double Number(const char* name, double lo, double hi) {
+    const Json* v = Find(name);
+    if (v == nullptr || !v->is_number()) return Fail<double>();
+    const double d = v->get<double>();
+    if (!(d >= lo && d <= hi)) return Fail<double>();
+    return d;
+  }
+  // The array `name` with at most max_items elements; null (and not ok) otherwise.
+  const Json* List(const char* name, size_t max_items) {
+    const Json* v = Find(name);
+    if (v == nullptr || !v->is_array() || v->size() > max_items) return Fail<const Json*>();
+    return v;
+  }
+  const Json* Object(const char* name) {
+    const Json* v = Find(name);
+    if (v == nullptr || !v->is_object()) return Fail<const Json*>();
+    return v;
+  }
+  // An optional integer: absent or null is nullopt.
+  std::optional<int64_t> MaybeInt(const char* name) {
+    const Json* v = Find(name);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return Int(name, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  }
+  void Require(bool condition) { ok_ = ok_ && condition; }
+
+ private:
+  const Json* Find(const char* name) const {
+    auto it = j_.find(name);
+    return it == j_.end() ? nullptr : &*it;
+  }
+  template <typename T>
+  T Fail() {
+    ok_ = false;
+    return T{};
+  }
+
+  const Json& j_;
+  bool ok_ = true;
+};
+
+// The JSON object `text` holds; nullopt when it is too large, not JSON, or not an object.
+std::optional<Json> ParseObject(std::string_view text) {
+  if (text.size() > kMaxEntryBytes) return std::nullopt;
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return std::nullopt;
+  return j;
+}
+
+// The value `read` makes of the object in `text`; nullopt when `text` is not such an object or
+// a field `read` asked for was missing, of the wrong type or out of bounds.
+template <typename T, typename Read>
+std::optional<T> DecodeWith(std::string_view text, Read read) {
+  const std::optional<Json> j = ParseObject(text);
+  if (!j) return std::nullopt;
+  Fields f(*j);
+  T value = read(f);
+  if (!f.ok()) return std::nullopt;
+  return value;
+}
+
+// Invalid UTF-8 (a binary resource name, a command line) is replaced rather than thrown on.
+std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+// At most max_bytes of s, cut at a UTF-8 character boundary.
+std::string Bounded(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t end = max_bytes;
+  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+  return s.substr(0, end);
+}
+
+Json SettingsJson(const SafetySettings& s) {
+  return {{"key_prefix", s.key_prefix},     {"max_ttl_ms", s.max_ttl_ms},
+          {"drift_factor", s.drift_factor}, {"restart_quarantine", s.restart_quarantine},
+          {"fence_prefix", s.fence_prefix}, {"fence_quorum", s.fence_quorum}};
+}
+
+SafetySettings ReadSettings(Fields& f) {
+  SafetySettings s;
+  s.key_prefix = f.Text("key_prefix", kMaxResourceBytes);
+  s.max_ttl_ms = f.Ms("max_ttl_ms");
+  s.drift_factor = f.Number("drift_factor", 0, 1);
+  s.restart_quarantine = f.Bool("restart_quarantine");
+  s.fence_prefix = f.Text("fence_prefix", kMaxResourceBytes);
+  s.fence_quorum = f.Int("fence_quorum", 0, 1'000);
+  return s;
+}
+
+Json HeldJson(const HeldDetail& d) {
+  Json j = {{"resource", d.resource},
+            {"pid", d.pid},
+            {"uid", d.uid},
+            {"cmdline", Bounded(d.cmdline, kMaxCmdlineBytes)},
+            {"held_since_unix_ms", d.held_since_unix_ms},
+            {"ttl_ms", d.ttl_ms},
+            {"renew", d.renew},
+            {"waiters", d.waiters}};
+  j["fence"] = d.fence ? Json(*d.fence) : Json(nullptr);
+  return j;
+}
+
+HeldDetail ReadHeld(Fields& f) {
+  HeldDetail d;
+  d.resource = f.Text("resource", kMaxResourceBytes);
+  d.pid = f.Small("pid", -1);
+  d.uid = f.Small("uid", -1);
+  d.cmdline = f.Text("cmdline", kMaxCmdlineBytes);
+  d.held_since_unix_ms = f.Ms("held_since_unix_ms");
+  d.ttl_ms = f.Ms("ttl_ms");
+  d.renew = f.Bool("renew");
+  d.fence = f.MaybeInt("fence");
+  d.waiters = f.Small("waiters", 0);
+  return d;
+}
+
+Json WaiterJson(const WaiterDetail& w) {
+  return {{"resource", w.resource},
+          {"pid", w.pid},
+          {"uid", w.uid},
+          {"cmdline", Bounded(w.cmdline, kMaxCmdlineBytes)},
+          {"since_unix_ms", w.since_unix_ms}};
+}
+
+WaiterDetail ReadWaiter(Fields& f) {
+  WaiterDetail w;
+  w.resource = f.Text("resource", kMaxResourceBytes);
+  w.pid = f.Small("pid", -1);
+  w.uid = f.Small("uid", -1);
+  w.cmdline = f.Text("cmdline", kMaxCmdlineBytes);
+  w.since_unix_ms = f.Ms("since_unix_ms");
+  return w;
+}
+
+// Each element of `list` read with `read` (which must see an object); false on the first bad one.
+template <typename T, typename Read>
+bool ReadEach(const Json* list, std::vector<T>& out, Read read) {
+  if (list == nullptr) return false;
+  for (const Json& item : *list) {
+    if (!item.is_object()) return false;
+    Fields f(item);
+    T value = read(f);
+    if (!f.ok()) return false;
+    out.push_back(std::move(value));
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string Encode(const AgentRecord& r) {
+  return Dump({{"id", r.id},
+               {"name", Bounded(r.name, kMaxTextBytes)},
+               {"host", Bounded(r.host, kMaxTextBytes)},
+               {"pid", r.pid},
+               {"version", Bounded(r.version, kMaxTextBytes)},
+               {"admin_url", Bounded(r.admin_url, kMaxTextBytes)},
+               {"started_unix_ms", r.started_unix_ms},
+               {"heartbeat_unix_ms", r.heartbeat_unix_ms},
+               {"heartbeat_ttl_ms", r.heartbeat_ttl_ms},
+               {"settings", SettingsJson(r.settings)}});
+}
+
+std::string Encode(const HolderReport& r) {
+  Json locks = Json::array(), waiters = Json::array();
+  for (size_t i = 0; i < r.locks.size() && i < kMaxPublishedLocks; ++i) {
+    locks.push_back(HeldJson(r.locks[i]));
+  }
+  for (size_t i = 0; i < r.waiters.size() && i < kMaxPublishedWaiters; ++i) {
+    waiters.push_back(WaiterJson(r.waiters[i]));
+  }
+  return Dump({{"unix_ms", r.unix_ms},
+               {"locks_total", r.locks_total},
+               {"waiters_total", r.waiters_total},
+               {"locks", std::move(locks)},
+               {"waiters", std::move(waiters)}});
+}
+
+std::string Encode(const RevokeOrder& r) {
+  return Dump({{"key", r.key}, {"value", r.value}, {"by", Bounded(r.by, kMaxTextBytes)}});
+}
+
+std::optional<AgentRecord> DecodeAgentRecord(std::string_view text) {
+  return DecodeWith<AgentRecord>(text, [](Fields& f) {
+    AgentRecord r;
+    r.id = f.Text("id", kMaxTextBytes);
+    r.name = f.Text("name", kMaxTextBytes);
+    r.host = f.Text("host", kMaxTextBytes);
+    r.pid = f.Small("pid", 0);
+    r.version = f.Text("version", kMaxTextBytes);
+    r.admin_url = f.Text("admin_url", kMaxTextBytes);
+    r.started_unix_ms = f.Ms("started_unix_ms");
+    r.heartbeat_unix_ms = f.Ms("heartbeat_unix_ms");
+    r.heartbeat_ttl_ms = f.Ms("heartbeat_ttl_ms");
+    f.Require(IsWellFormedAgentId(r.id));
+    if (const Json* settings = f.Object("settings")) {
+      Fields s(*settings);
+      r.settings = ReadSettings(s);
+      f.Require(s.ok());
+    }
+    return r;
+  });
+}
+
+std::optional<HolderReport> DecodeHolderReport(std::string_view text) {
+  return DecodeWith<HolderReport>(text, [](Fields& f) {
+    HolderReport r;
+    r.unix_ms = f.Ms("unix_ms");
+    r.locks_total = static_cast<uint64_t>(f.Ms("locks_total"));
+    r.waiters_total = static_cast<uint64_t>(f.Ms("waiters_total"));
+    f.Require(ReadEach(f.List("locks", kMaxPublishedLocks), r.locks, ReadHeld) &&
+              ReadEach(f.List("waiters", kMaxPublishedWaiters), r.waiters, ReadWaiter));
+    return r;
+  });
+}
+
+std::optional<RevokeOrder> DecodeRevokeOrder(std::string_view text) {
+  return DecodeWith<RevokeOrder>(text, [](Fields& f) {
+    RevokeOrder r;
+    r.key = f.Text("key", kMaxKeyBytes);
+    r.value = f.Text("value", kMaxResourceBytes);
+    r.by = f.Text("by", kMaxTextBytes);
+    f.Require(!r.key.empty() && !r.value.empty());
+    return r;
+  });
 }
 
 }  // namespace lw::fleet

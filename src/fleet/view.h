@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fleet/records.h"
@@ -65,10 +66,16 @@ struct FleetLock {
   std::optional<HeldDetail> detail;  // nullopt: not in the holder's report
   std::vector<int> masters;          // indices of the masters whose key holds `value`
   bool quorum = false;               // masters.size() >= the quorum
-  int64_t validity_ms = 0;  // the quorum-th largest PTTL: how long a quorum still holds it
+  // The quorum-th largest PTTL (the largest when short of a quorum): how long a quorum still
+  // holds it. -1: no expiry (a leak).
+  int64_t validity_ms = 0;
   int64_t held_ms = -1;     // -1: unknown (no detail)
-  std::string stuck_reason;  // "" unless stuck (admin/views.h's rule, on what is known)
-  std::vector<FleetWaiter> waiters;  // every agent's, oldest first
+  // "" unless stuck: StuckReason on the holder's detail; without detail, a validity over
+  // stuck_after ("expires in 9m, over stuck_after 5m") or no expiry at all.
+  std::string stuck_reason;
+  // Every agent's waiters for the resource, oldest first (on the row of its copies with the
+  // most masters, when copies with different values exist).
+  std::vector<FleetWaiter> waiters;
 };
 
 struct FleetView {
@@ -85,6 +92,13 @@ struct FleetView {
   uint64_t keys = 0;  // lock keys seen on any master
 };
 
+// Why a lock counts as stuck ("" if it does not): held longer than stuck_after, or not renewing
+// with a ttl longer than stuck_after. The one rule, for this agent's locks (admin/views.h) and
+// the fleet's.
+std::string StuckReason(int64_t held_ms, bool renew, int64_t ttl_ms, int64_t stuck_after_ms);
+
+// Copies of keys outside key_prefix are ignored; rows are one per (key, value): a key whose
+// copies hold different values (a leftover of an earlier grant) gets a row per value.
 struct ViewInputs {
   std::vector<MasterRead> masters;
   std::string key_prefix;

@@ -3,6 +3,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <chrono>
+#include <iterator>
 
 namespace lw {
 
@@ -52,8 +53,20 @@ void Metrics::SetState(const StateSample& s) {
   state_->margin.Set(s.masters_usable - s.quorum);
 }
 
+void Metrics::AddConditional(std::shared_ptr<stats::Registry> registry,
+                             std::function<bool()> include) {
+  conditional_.push_back({std::move(registry), std::move(include)});
+}
+
 std::string Metrics::Serialize() const {
-  return prometheus::TextSerializer().Serialize(registry_->Collect());
+  std::vector<prometheus::MetricFamily> families = registry_->Collect();
+  for (const Conditional& c : conditional_) {
+    if (!c.include()) continue;
+    std::vector<prometheus::MetricFamily> more = c.registry->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
+  }
+  return prometheus::TextSerializer().Serialize(families);
 }
 
 }  // namespace lw

@@ -9,6 +9,7 @@
 // prometheus-cpp objects are thread-safe: the loop thread, the scanner thread and HTTP threads
 // all write or read here.
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ class Metrics {
 
   void SetState(const StateSample& state);
 
+  // Families exported only while include() is true, e.g. the fleet totals, which only the
+  // reporter agent exports (fleet/fleet_stats.h). include() is called by Serialize on an
+  // admin thread: it must be thread-safe and quick. Call before Serialize is first used.
+  void AddConditional(std::shared_ptr<stats::Registry> registry, std::function<bool()> include);
+
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
 
@@ -53,6 +59,11 @@ class Metrics {
   struct StateGauges;
   std::shared_ptr<stats::Registry> registry_;
   std::unique_ptr<StateGauges> state_;
+  struct Conditional {
+    std::shared_ptr<stats::Registry> registry;
+    std::function<bool()> include;
+  };
+  std::vector<Conditional> conditional_;
 };
 
 }  // namespace lw

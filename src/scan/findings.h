@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/scan_pace.h"  // PrefixPattern, PaceDelay (the scanner's walk)
+
 namespace lw {
 
 enum class FindingKind { kNoTtl, kTtlAboveMax, kPartial };
@@ -61,12 +63,5 @@ std::set<std::string> PartialCandidates(const std::vector<LockCopy>& copies, int
 // Findings that were in `previous` keep their first-seen time; new ones get `now_unix_ms`.
 void CarryFirstSeen(std::vector<Finding>& fresh, const std::vector<Finding>& previous,
                     int64_t now_unix_ms);
-
-// SCAN MATCH pattern matching exactly the keys starting with `prefix`.
-std::string PrefixPattern(std::string_view prefix);
-
-// How long to pause so that `keys_done` keys over `elapsed` stay within `keys_per_second`.
-std::chrono::microseconds PaceDelay(uint64_t keys_done, std::chrono::microseconds elapsed,
-                                    int64_t keys_per_second);
 
 }  // namespace lw
