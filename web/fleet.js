@@ -44,9 +44,25 @@
     F.again = false;
   }
 
+  /* Whether this agent takes part in the fleet, as its state says (an agent with fleet presence
+   * off has no id): null until the first state arrives. Asking such an agent for the fleet would
+   * only earn a 404 every 5 s. */
+  function fleetOn() {
+    const d = LW.S.data;
+    if (!d || !d.agent) return null;
+    return !!d.agent.id;
+  }
+
   async function pollFleet() {
     clearTimeout(F.timer);
     F.timer = 0;
+    const on = fleetOn();
+    if (on !== true) {
+      F.off = on === false;
+      if (F.off) renderFleet();
+      else if (F.visible) F.timer = setTimeout(pollFleet, 1000); // no state yet
+      return;
+    }
     F.inFlight = true;
     F.lastPoll = performance.now();
     const ctl = new AbortController();
