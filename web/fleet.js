@@ -112,7 +112,9 @@
 
   function renderFleet() {
     renderStatus();
-    const d = F.data;
+    const d = F.off ? null : F.data;
+    $('fleet-agents-head').hidden = !d;
+    $('fleet-locks-head').hidden = !d;
     renderAgents(d ? d.agents : []);
     renderLocks(d);
     renderUnheld(d ? d.waiting_unheld : []);
