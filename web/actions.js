@@ -7,7 +7,7 @@
 (() => {
   const LW = (window.LW = window.LW || {});
   const { $, h, setText, S } = LW;
-  const { isNum, fmtClock, fmtPeriod, truncate } = LW;
+  const { isNum, fmtClock, fmtPeriod, truncate, plural } = LW;
 
   const ACTION_TIMEOUT_MS = 10000;
   const TOKEN_KEY = 'lockwarden.token';
@@ -118,6 +118,8 @@
       para(caution, ['The holder is not stopped by this: a program that ignores ', { code: 'lost' },
         ' may keep working on the resource. (', { code: 'lockwarden lock' }, ' terminates its command.)']);
       caution.hidden = false;
+    } else if (a.action === 'revoke') {
+      describeRevoke(a, text, caution);
     } else if (a.action === 'expire') {
       const ttl = ttlValue();
       para(text, ['Set a TTL of ' + (ttl ? fmtPeriod(ttl) : '?') + ' on key ' + q(a.key) +
@@ -130,14 +132,35 @@
     }
   }
 
+  /* A lock held anywhere in the fleet (fleet.js's row): its holder's agent is told, or the key is
+   * compare-and-deleted when that agent is gone. */
+  function describeRevoke(a, text, caution) {
+    const l = a.lock || { holder: {}, waiters: [] };
+    const hd = l.holder || {};
+    const who = hd.state === 'gone' ? 'held through agent ' + (hd.agent_id || '?') + ', which is gone,'
+      : 'held through agent ' + (hd.agent_name || hd.agent_id || '?') + (hd.host ? ' on ' + hd.host : '') +
+        (isNum(hd.pid) && hd.pid >= 0 ? ' by pid ' + hd.pid + (hd.cmdline ? ' (' + truncate(hd.cmdline, 120) + ')' : '') : '');
+    const n = (l.waiters || []).length;
+    const tell = hd.state === 'live' ? ['will be revoked: its agent gives the holder a ', { code: 'lost' }, ' event with reason ',
+      { code: 'revoked' }, ' and deletes the key. If that agent does not answer, the key is deleted on every master where it still holds this value. ']
+      : ['will be deleted on every master where the key still holds the value read now. '];
+    para(text, ['The lock ' + q(a.resource) + ' ' + who + ' '].concat(tell,
+      [n ? plural(n, 'waiter') + ' in the fleet will contend next.' : 'Nobody in the fleet waits for it.']));
+    para(caution, ['The holder is not stopped by this: a program that ignores ', { code: 'lost' },
+      ' may keep working on the resource.']);
+    caution.hidden = false;
+  }
+
   function openAction(action, ds) {
     if (S.busy) return;
     const d = S.data || {};
     const a = { action, resource: ds.resource, master: ds.master, key: ds.key };
     if (action === 'release') a.lock = (d.locks || []).find((l) => l.resource === ds.resource) || { resource: ds.resource };
+    if (action === 'revoke') a.lock = (LW.fleetLock && LW.fleetLock(ds.resource)) || null;
     const titles = { release: 'Force-release lock ' + q(truncate(ds.resource || '', 60)) + '?',
+      revoke: 'Revoke lock ' + q(truncate(ds.resource || '', 60)) + ' in the fleet?',
       expire: 'Set a TTL on a leaked key?', delete: 'Delete a leaked key?' };
-    const oks = { release: 'Force-release', expire: 'Set TTL', delete: 'Delete key' };
+    const oks = { release: 'Force-release', revoke: 'Revoke', expire: 'Set TTL', delete: 'Delete key' };
     S.pending = a;
     setText($('confirm-title'), titles[action]);
     setText($('confirm-ok'), oks[action]);
@@ -191,6 +214,10 @@
       path = '/api/v1/locks/release';
       body = { resource: a.resource };
       what = 'force-release of ' + q(a.resource);
+    } else if (a.action === 'revoke') {
+      path = '/api/v1/fleet/revoke';
+      body = { resource: a.resource };
+      what = 'revoke of ' + q(a.resource);
     } else {
       const ttl = a.action === 'expire' ? ttlValue() : null;
       if (a.action === 'expire' && !ttl) {
@@ -235,6 +262,7 @@
     $('confirm-dialog').close();
     showResult(ok, msg);
     LW.pollSoon(); // app.js, loaded after this file
+    if (LW.fleetPollSoon) LW.fleetPollSoon();
   }
 
   function successText(a, j) {
@@ -246,6 +274,11 @@
         if (j.deleted_on < j.masters) t += ' The other copies were already gone or did not answer; they expire with the ttl.';
       } else t += '.';
       return t;
+    }
+    if (a.action === 'revoke') {
+      const masters = isNum(j.masters_read) ? ' (' + j.masters_read + ' masters read)' : '';
+      return j.how === 'holder_agent' ? 'Revoked ' + q(a.resource) + ' through its holder\u2019s agent ' + (j.agent_id || '') + masters + '.'
+        : 'Deleted ' + q(a.resource) + ' on ' + j.deleted + ' masters (its holder\u2019s agent was gone or silent)' + masters + '.';
     }
     return 'Key ' + q(a.key) + ' on ' + a.master + ': ' + (j.message || (a.action === 'expire' ? 'TTL set' : 'deleted')) + '.';
   }

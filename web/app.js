@@ -1,12 +1,13 @@
 // lockwarden operator page: polls GET /api/v1/state once a second and renders it.
 //
-// The page is six plain scripts that index.html loads in order, each adding what it offers to one
+// The page is seven plain scripts that index.html loads in order, each adding what it offers to one
 // namespace, window.LW, and taking what it needs from the scripts before it:
 //   format.js   formatting of numbers, durations and times
 //   page.js     the page state and the DOM helpers (build, reconcile, tick)
 //   charts.js   the SVG charts
 //   actions.js  token box, action buttons, confirmation dialog, POSTs
-//   panels.js   header, quorum banner, masters, locks, leaks, events
+//   panels.js   header, quorum banner, masters, locks, waiters, leaks, events
+//   fleet.js    the fleet panel (its own poll of /api/v1/fleet, only while on screen)
 //   app.js      polling, the ticker, start
 //
 // Safety rules every part keeps:
@@ -21,7 +22,7 @@
 (() => {
   const LW = (window.LW = window.LW || {});
   const { $, setText, setAttr, tickWithin, S, sinceSnapshot, fmtDur, fmtClock } = LW;
-  const { renderHeader, renderQuorum, renderMasters, renderLocks, renderLeaks, renderEvents } = LW;
+  const { renderHeader, renderQuorum, renderMasters, renderLocks, renderWaiters, renderLeaks, renderEvents } = LW;
   const { renderCharts, initCharts, renderActionsNotice, initToken, initActions, getToken } = LW;
 
   const POLL_MS = 1000;
@@ -163,6 +164,7 @@
     renderMasters(d);
     renderCharts(d, false);
     renderLocks(d);
+    renderWaiters(d);
     renderLeaks(d);
     renderEvents(d);
   }

@@ -307,6 +307,40 @@
     return td;
   }
 
+  // ---------------------------------------------------------------- render: waiters
+
+  /* The acquires queued at this agent, longest waiting first. */
+  function renderWaiters(d) {
+    const list = Array.isArray(d.waiter_list) ? d.waiter_list : [];
+    const total = isNum(d.waiters) ? d.waiters : list.length;
+    setText($('waiters-sub'), list.length ? plural(total, 'waiter') + ' \u00b7 oldest waiting ' +
+      fmtDur(d.oldest_wait_ms) : '');
+    $('waiters-table').hidden = list.length === 0;
+    $('waiters-empty').hidden = list.length !== 0;
+    reconcile($('waiters-tbody'), list.map((w) => ({
+      sig: JSON.stringify([w.resource, w.session, w.pid, w.cmdline, w.wait_ms]),
+      data: w,
+      build: buildWaiterRow,
+    })));
+  }
+
+  function buildWaiterRow(w) {
+    const tr = h('tr', 'waiter-row');
+    tr.setAttribute('data-testid', 'waiter-row');
+    tr.setAttribute('data-resource', w.resource);
+    const cur = () => tr._data || w;
+    tr.append(h('td', 'resource mono', w.resource));
+    const who = h('td', 'cell-holder');
+    who.append(h('div', 'holder-id mono', isNum(w.pid) && w.pid >= 0 ? 'pid ' + w.pid : 'pid unknown'));
+    const cmd = h('div', 'cmdline mono' + (w.cmdline ? '' : ' muted'), w.cmdline || 'command line unknown');
+    if (w.cmdline) cmd.title = w.cmdline;
+    who.append(cmd);
+    tr.append(who);
+    tr.append(live('td', 'num', (n) => setText(n, fmtDur(cur().waited_ms + sinceSnapshot()))));
+    tr.append(h('td', 'num muted', fmtDur(w.wait_ms)));
+    return tr;
+  }
+
   // ---------------------------------------------------------------- render: leaks
 
   function renderLeaks(d) {
@@ -455,6 +489,6 @@
   }
 
   Object.assign(LW, {
-    renderHeader, renderQuorum, renderMasters, renderLocks, renderLeaks, renderEvents,
+    renderHeader, renderQuorum, renderMasters, renderLocks, renderWaiters, renderLeaks, renderEvents,
   });
 })();

@@ -111,9 +111,9 @@ void RemedyLeakedKey(const AdminContext& ctx, const httplib::Request& req, httpl
   }
 }
 
-// The resource named by a force-release body ({"resource": "<name>"} and nothing else), or why
-// the body is refused.
-std::variant<std::string, Failure> ParseReleaseRequest(const std::string& body) {
+}  // namespace
+
+std::variant<std::string, Failure> ParseResourceBody(const std::string& body) {
   const ordered_json j = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return BadRequest("the body must be a JSON object");
   if (!j.is_object() || j.size() != 1 || !j.contains("resource") || !j["resource"].is_string()) {
@@ -125,6 +125,8 @@ std::variant<std::string, Failure> ParseReleaseRequest(const std::string& body) 
   }
   return resource;
 }
+
+namespace {
 
 // " (holder session 7 pid 42; key deleted on 3 of 3 masters)", or "" when nothing was held.
 std::string HolderText(const std::optional<RevokeOutcome>& outcome) {
@@ -162,7 +164,7 @@ void StartRescan(const AdminContext& ctx, const httplib::Request& req, httplib::
 }
 
 void ForceRelease(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  auto parsed = ParseReleaseRequest(req.body);
+  auto parsed = ParseResourceBody(req.body);
   if (auto* failure = std::get_if<Failure>(&parsed)) return SendFailure(res, *failure);
   const std::string& resource = std::get<std::string>(parsed);
   auto outcome = ctx.revoke ? ctx.revoke(resource, ctx.action_timeout) : std::nullopt;

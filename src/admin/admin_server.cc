@@ -114,6 +114,12 @@ std::vector<AdminServer::Route> AdminServer::RouteTable() {
        AdminAction::kDeleteKey},
       // Start a scan pass now.
       {"POST", "/api/v1/scan", Access::kAction, with_context(StartRescan), AdminAction::kRescan},
+      // The fleet table (?prefix=&limit=), one resource's row (?resource=), and a revoke of a
+      // lock held through any agent ({"resource"}): docs/fleet.md.
+      {"GET", "/api/v1/fleet", Access::kState, with_context(ServeFleet)},
+      {"GET", "/api/v1/fleet/who", Access::kState, with_context(ServeFleetWho)},
+      {"POST", "/api/v1/fleet/revoke", Access::kAction, with_context(RevokeFleetLock),
+       AdminAction::kFleetRevoke},
       // {"resource"}: force-release a lock held through this agent.
       {"POST", "/api/v1/locks/release", Access::kAction, with_context(ForceRelease),
        AdminAction::kForceRelease},
@@ -239,6 +245,8 @@ std::string AdminServer::StateBody() {
   StateInputs in;
   in.snapshot = snap.get();
   in.agent = ctx_.agent;
+  in.agent_id = ctx_.self.id;
+  in.agent_name = ctx_.self.name;
   in.actions_enabled = !ctx_.token.empty();
   in.max_ttl_ms = ctx_.max_ttl_ms;
   in.stuck_after_ms = ctx_.stuck_after_ms;

@@ -9,9 +9,10 @@
 
 namespace lw {
 
-enum class AdminAction { kExpireKey, kDeleteKey, kRescan, kForceRelease, kCount };
-inline constexpr std::array<std::string_view, 4> kAdminActionNames = {"expire_key", "delete_key",
-                                                                      "rescan", "force_release"};
+// kFleetRevoke: a lock held through any agent of the fleet (POST /api/v1/fleet/revoke).
+enum class AdminAction { kExpireKey, kDeleteKey, kRescan, kForceRelease, kFleetRevoke, kCount };
+inline constexpr std::array<std::string_view, 5> kAdminActionNames = {
+    "expire_key", "delete_key", "rescan", "force_release", "fleet_revoke"};
 
 // done; refused (no or wrong token, cross-site, actions disabled); stale (nothing to act on any
 // more); error.

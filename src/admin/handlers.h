@@ -8,6 +8,9 @@
 
 #include <httplib.h>
 
+#include <string>
+#include <variant>
+
 #include "admin/admin_context.h"
 #include "admin/web_assets.h"
 
@@ -23,6 +26,15 @@ void ServeReadiness(const AdminContext& ctx, const httplib::Request& req, httpli
 void ServeLeaks(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 // One file of the page, with its ETag and the page's security headers.
 void ServeAsset(const WebAsset& asset, const httplib::Request& req, httplib::Response& res);
+
+// The fleet (fleet.cc): the fleet table, one resource's row, and a revoke through any agent.
+void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+
+// The resource named by an action's body ({"resource": "<name>"} and nothing else), or why the
+// body is refused (actions.cc).
+std::variant<std::string, Failure> ParseResourceBody(const std::string& body);
 
 // Actions (actions.cc).
 void ExpireLeakedKey(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);

@@ -4,6 +4,7 @@
 #include <array>
 #include <ctime>
 
+#include "admin/fleet_views.h"
 #include "core/duration.h"
 #include "fleet/view.h"
 
@@ -169,7 +170,9 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
             {"pid", in.agent.pid},
             {"started_at", IsoTime(in.agent.started_unix_ms)},
             {"uptime_s", std::max<int64_t>(0, uptime_ms / 1000)},
-            {"socket", in.agent.socket}}},
+            {"socket", in.agent.socket},
+            {"id", in.agent_id},
+            {"name", in.agent_name}}},
           {"actions", std::move(actions)},
           {"quorum",
            {{"masters", s.masters.size()},
@@ -181,6 +184,8 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
           {"masters", MastersView(in)},
           {"sessions", s.sessions},
           {"waiters", s.waiters},
+          {"waiter_list", WaiterListJson(s)},
+          {"oldest_wait_ms", s.oldest_wait_ms},
           {"stuck_after_ms", in.stuck_after_ms},
           {"locks_total", s.locks.size()},
           {"locks", LocksView(in)},

@@ -30,6 +30,8 @@ struct AgentFacts {
 struct StateInputs {
   const Snapshot* snapshot = nullptr;
   AgentFacts agent;
+  std::string agent_id;    // this run's fleet id ("" when fleet presence is off)
+  std::string agent_name;  // agent_name
   bool actions_enabled = false;
   int64_t max_ttl_ms = 0;  // the largest TTL an operator may set on a leaked key
   int64_t stuck_after_ms = kDefaultStuckAfterMs;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/admin_client.h"
 #include "config/config.h"
 
 namespace lw::cli {
@@ -34,6 +35,16 @@ struct LockArgs {
 int RunLock(const LockArgs& args);
 
 int RunStatus(const std::string& socket_path, bool json);
+
+// `status --fleet`: every agent (drift flagged) and the fleet lock table, from the local agent's
+// admin API. 0: a quorum of masters was read; kExitUnavailable: not, or no answer.
+int RunFleetStatus(const AdminArgs& admin, const std::string& prefix, bool json);
+
+// Exit codes of `lockwarden who`: held, not held; kExitUnavailable when the agent, its fleet
+// view or a quorum of masters could not tell, kExitUsage for a bad resource name.
+inline constexpr int kExitHeld = 0;
+inline constexpr int kExitNotHeld = 1;
+int RunWho(const AdminArgs& admin, const std::string& resource, bool json);
 
 // One leak-scan pass; 0 clean, 1 keys without TTL found, kExitUnavailable a master failed.
 int RunScan(const ConfigSources& sources, bool json);

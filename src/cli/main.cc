@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <variant>
@@ -88,6 +89,27 @@ class ConfigFlags {
   std::map<std::string, std::vector<std::string>> lists_;
 };
 
+// The options of the commands that ask the agent's admin HTTP API.
+void AddAdminOptions(CLI::App* command, lw::cli::AdminArgs& args) {
+  command->add_option("--admin", args.url,
+                      "the agent's admin API, http://host:port (default: admin_listen of "
+                      "--config, else http://127.0.0.1:9477)");
+  command->add_option("--admin-token-file", args.token_file,
+                      "file with the admin token, needed when the agent listens beyond loopback "
+                      "(default: env LOCKWARDEN_ADMIN_TOKEN, else the config's admin_token_file)");
+  command->add_option("--config", args.config_path,
+                      "the agent's TOML configuration, for admin_listen and admin_token_file "
+                      "(env LOCKWARDEN_CONFIG)");
+}
+
+// args with --config defaulting to LOCKWARDEN_CONFIG.
+lw::cli::AdminArgs WithConfig(lw::cli::AdminArgs args) {
+  if (args.config_path.empty()) {
+    if (const char* env = std::getenv("LOCKWARDEN_CONFIG")) args.config_path = env;
+  }
+  return args;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,11 +151,29 @@ int main(int argc, char** argv) {
   lock->add_option("resource", lock_args.resource, "resource name")->required();
   lock->add_option("command", lock_args.command, "command and arguments (after --)")->required();
 
-  std::string status_socket;
-  bool status_json = false;
+  std::string status_socket, status_prefix;
+  bool status_json = false, status_fleet = false;
+  lw::cli::AdminArgs status_admin;
   auto* status = app.add_subcommand("status", "Show masters, quorum and the agent's locks");
   status->add_option("--socket", status_socket, "agent socket (env LOCKWARDEN_SOCKET)");
   status->add_flag("--json", status_json, "machine-readable output");
+  status->add_flag("--fleet", status_fleet,
+                   "every agent on the masters (settings drift flagged) and every lock held in "
+                   "the fleet, from the agent's admin API; exit 69 if no quorum of masters was "
+                   "read");
+  status->add_option("--prefix", status_prefix, "with --fleet: only locks whose resource starts "
+                                                "with this");
+  AddAdminOptions(status, status_admin);
+
+  std::string who_resource;
+  bool who_json = false;
+  lw::cli::AdminArgs who_admin;
+  auto* who = app.add_subcommand(
+      "who", "Who holds a lock anywhere in the fleet, since when, and who waits for it; exit 0 "
+             "held, 1 not held, 69 unknown (agent or a quorum of masters unreachable)");
+  who->add_option("resource", who_resource, "resource name")->required();
+  who->add_flag("--json", who_json, "machine-readable output");
+  AddAdminOptions(who, who_admin);
 
   bool scan_json = false;
   auto* scan = app.add_subcommand(
@@ -156,6 +196,10 @@ int main(int argc, char** argv) {
     lock_args.wait_ms = Ms(wait);
     lock_args.kill_grace_ms = Ms(grace);
     return lw::cli::RunLock(lock_args);
+  }
+  if (who->parsed()) return lw::cli::RunWho(WithConfig(who_admin), who_resource, who_json);
+  if (status_fleet) {
+    return lw::cli::RunFleetStatus(WithConfig(status_admin), status_prefix, status_json);
   }
   if (status_socket.empty()) status_socket = lw::client::DefaultSocketPath();
   return lw::cli::RunStatus(status_socket, status_json);

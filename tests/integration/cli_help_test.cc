@@ -65,4 +65,21 @@ TEST(CliHelpTest, AnAgentOptionGivenToScanIsAUsageError) {
   EXPECT_THAT(scan.output, HasSubstr("--admin-listen"));
 }
 
+TEST(CliHelpTest, WhoAndStatusFleetListTheAdminApiOptions) {
+  for (const char* command : {"who --help", "status --help"}) {
+    const Ran help = RunLockwarden(command);
+    ASSERT_EQ(help.exit_code, 0) << help.output;
+    for (const char* option : {"--admin", "--admin-token-file", "--config", "--json"}) {
+      EXPECT_TRUE(Lists(help.output, option)) << option << " missing from:\n" << help.output;
+    }
+  }
+  EXPECT_TRUE(Lists(RunLockwarden("status --help").output, "--fleet"));
+}
+
+TEST(CliHelpTest, WhoWithoutAReachableAgentExitsUnavailable) {
+  const Ran who = RunLockwarden("who fleet:job --admin http://127.0.0.1:1");
+  EXPECT_EQ(who.exit_code, 69) << who.output;
+  EXPECT_THAT(who.output, HasSubstr("cannot reach the agent's admin API"));
+}
+
 }  // namespace

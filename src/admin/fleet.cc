@@ -1,0 +1,129 @@
+// The fleet endpoints: GET /api/v1/fleet, GET /api/v1/fleet/who and POST /api/v1/fleet/revoke.
+// Reads wait for the fleet reader's view (at most kFleetWait); a revoke runs the blocking
+// fleet::RevokeInFleet on this HTTP thread (bounded by its own wait) and is audited.
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <string>
+#include <variant>
+
+#include "admin/answers.h"
+#include "admin/fleet_views.h"
+#include "admin/handlers.h"
+#include "core/unix_time.h"
+
+namespace lw {
+namespace {
+
+// How long a read waits for the fleet reader, and how old a view it accepts: the page polls
+// every ~5 s and the reader reads at most once per refresh period.
+constexpr auto kFleetWait = std::chrono::seconds(5);
+constexpr int64_t kFleetFreshMs = 5'000;
+
+const Failure& FleetOff() {
+  static const Failure off{ErrorCode::kNotFound,
+                           "fleet presence is off (heartbeat_ttl_ms = 0): this agent neither "
+                           "announces itself nor reads the fleet"};
+  return off;
+}
+
+// The fleet view, or the failure to answer with (fleet off: 404; no view in time: 503).
+std::variant<std::shared_ptr<const fleet::FleetView>, Failure> ReadFleet(const AdminContext& ctx) {
+  if (ctx.fleet == nullptr) return FleetOff();
+  auto view = ctx.fleet->View(UnixMsNow() - kFleetFreshMs, kFleetWait);
+  if (!view) {
+    return Failure{ErrorCode::kUnavailable,
+                   "no fleet view within 5 s (the masters are slow or unreachable); try again"};
+  }
+  return view;
+}
+
+void SendFleetJson(httplib::Response& res, const nlohmann::ordered_json& body) {
+  res.set_header("Cache-Control", "no-store");
+  SendJson(res, 200, body);
+}
+
+// "holder_agent (agent 0123456789abcdef; 2 receivers; deleted on 0; 5 masters read)".
+std::string RevokeText(const fleet::RevokeResult& r) {
+  std::string text(fleet::HowName(r.how));
+  text += " (agent " + (r.agent_id.empty() ? std::string("?") : r.agent_id) + "; " +
+          std::to_string(r.receivers) + " receivers; deleted on " + std::to_string(r.deleted) +
+          "; " + std::to_string(r.masters_read) + " masters read";
+  if (!r.error.empty()) text += "; " + r.error;
+  return text + ")";
+}
+
+ActionResult ResultOf(const fleet::RevokeResult& r) {
+  switch (r.how) {
+    case fleet::RevokeResult::How::kByHolderAgent:
+    case fleet::RevokeResult::How::kDeleted:
+      return ActionResult::kDone;
+    case fleet::RevokeResult::How::kNotHeld:
+      return ActionResult::kStale;
+    case fleet::RevokeResult::How::kFailed:
+      break;
+  }
+  return ActionResult::kError;
+}
+
+}  // namespace
+
+void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto query = ParseFleetQuery(req.get_param_value("prefix"), req.get_param_value("limit"));
+  if (auto* failure = std::get_if<Failure>(&query)) return SendFailure(res, *failure);
+  auto view = ReadFleet(ctx);
+  if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
+  SendFleetJson(res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)));
+}
+
+void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto resource = ParseWhoQuery(req.get_param_value("resource"));
+  if (auto* failure = std::get_if<Failure>(&resource)) return SendFailure(res, *failure);
+  auto view = ReadFleet(ctx);
+  if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
+  SendFleetJson(res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)));
+}
+
+void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
+  auto parsed = ParseResourceBody(req.body);
+  if (auto* failure = std::get_if<Failure>(&parsed)) return SendFailure(res, *failure);
+  const std::string& resource = std::get<std::string>(parsed);
+  if (!ctx.fleet_revoke) {
+    ctx.stats->Count(AdminAction::kFleetRevoke, ActionResult::kError);
+    return SendFailure(res, FleetOff());
+  }
+  // The holder's agent logs who asked: this agent, and the operator's address.
+  const std::string by = (ctx.self.name.empty() ? std::string("agent") : ctx.self.name) + " (" +
+                         req.remote_addr + ")";
+  const fleet::RevokeResult result = ctx.fleet_revoke(resource, by);
+  ctx.stats->Count(AdminAction::kFleetRevoke, ResultOf(result));
+  Audit(ctx, Severity::kWarning,
+        fmt::format("fleet_revoke resource={} by {}: {}", Quote(resource), Who(req),
+                    RevokeText(result)));
+  nlohmann::ordered_json body = RevokeJson(result);
+  body["resource"] = resource;
+  switch (result.how) {
+    case fleet::RevokeResult::How::kByHolderAgent:
+    case fleet::RevokeResult::How::kDeleted: {
+      nlohmann::ordered_json ok = {{"ok", true}, {"result", "done"}};
+      ok.update(body);
+      return SendJson(res, 200, ok);
+    }
+    case fleet::RevokeResult::How::kNotHeld: {
+      nlohmann::ordered_json out = ErrorView(
+          {ErrorCode::kNotHeld, "no lock on this resource is held on a quorum of masters"});
+      out.update(body);
+      return SendJson(res, HttpStatusOf(ErrorCode::kNotHeld), out);
+    }
+    case fleet::RevokeResult::How::kFailed:
+      break;
+  }
+  nlohmann::ordered_json out = ErrorView(
+      {ErrorCode::kMasterError,
+       result.error.empty() ? "the masters could not be read or written" : result.error});
+  out.update(body);
+  SendJson(res, HttpStatusOf(ErrorCode::kMasterError), out);
+}
+
+}  // namespace lw

@@ -1,0 +1,217 @@
+#include "admin/fleet_views.h"
+
+#include <algorithm>
+#include <charconv>
+
+#include "core/resource_name.h"
+
+namespace lw {
+namespace {
+
+using ordered_json = nlohmann::ordered_json;
+
+Failure BadRequest(std::string message) { return {ErrorCode::kBadRequest, std::move(message)}; }
+
+ordered_json SettingsJson(const fleet::SafetySettings& s) {
+  return {{"key_prefix", s.key_prefix},
+          {"max_ttl_ms", s.max_ttl_ms},
+          {"drift_factor", s.drift_factor},
+          {"restart_quarantine", s.restart_quarantine},
+          {"fence_prefix", s.fence_prefix},
+          {"fence_quorum", s.fence_quorum}};
+}
+
+ordered_json AgentJson(const fleet::FleetAgent& a) {
+  const fleet::AgentRecord& r = a.record;
+  return {{"id", r.id},
+          {"name", r.name},
+          {"host", r.host},
+          {"pid", r.pid},
+          {"version", r.version},
+          {"admin_url", r.admin_url},
+          {"started_at_ms", r.started_unix_ms},
+          {"heartbeat_age_ms", a.heartbeat_age_ms},
+          {"heartbeat_ttl_ms", r.heartbeat_ttl_ms},
+          {"masters", a.masters},
+          // Listed agents are those whose entry exists on some master: up until it expires.
+          {"up", a.masters > 0},
+          {"settings", SettingsJson(r.settings)},
+          {"drift", a.drift},
+          {"locks_total", a.locks_total},
+          {"waiters_total", a.waiters_total}};
+}
+
+ordered_json MasterStatusJson(const fleet::MasterRead& m) {
+  return {{"master", m.master},
+          {"ok", m.ok},
+          {"error", m.error},
+          {"seconds", m.seconds},
+          {"keys_walked", m.keys_walked}};
+}
+
+ordered_json WaiterJson(const fleet::FleetWaiter& w) {
+  return {{"resource", w.detail.resource},
+          {"agent_id", w.agent_id},
+          {"agent_name", w.agent_name},
+          {"pid", w.detail.pid},
+          {"uid", w.detail.uid},
+          {"cmdline", w.detail.cmdline},
+          {"since_ms", w.detail.since_unix_ms},
+          {"waited_ms", w.waited_ms}};
+}
+
+ordered_json WaitersJson(const std::vector<fleet::FleetWaiter>& waiters) {
+  ordered_json out = ordered_json::array();
+  for (const fleet::FleetWaiter& w : waiters) out.push_back(WaiterJson(w));
+  return out;
+}
+
+// Who holds the lock: its agent, and the holder's detail when its agent reported it (-1 / "" /
+// null where it did not).
+ordered_json HolderJson(const fleet::FleetLock& l) {
+  const fleet::HeldDetail* d = l.detail ? &*l.detail : nullptr;
+  return {{"state", fleet::HolderStateName(l.state)},
+          {"agent_id", l.agent_id},
+          {"agent_name", l.agent_name},
+          {"host", l.host},
+          {"pid", d ? d->pid : -1},
+          {"uid", d ? d->uid : -1},
+          {"cmdline", d ? d->cmdline : ""},
+          {"held_ms", l.held_ms},
+          {"held_since_ms", d ? d->held_since_unix_ms : 0},
+          {"ttl_ms", d ? d->ttl_ms : 0},
+          {"renew", d ? d->renew : false},
+          {"fence", d && d->fence ? ordered_json(*d->fence) : ordered_json(nullptr)},
+          {"waiters", d ? d->waiters : 0}};
+}
+
+ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
+  ordered_json masters = ordered_json::array();
+  for (int i : l.masters) {
+    const bool known = i >= 0 && static_cast<size_t>(i) < view.masters.size();
+    masters.push_back(known ? view.masters[static_cast<size_t>(i)].master
+                            : "master " + std::to_string(i));
+  }
+  return {{"resource", l.resource},
+          {"holder", HolderJson(l)},
+          {"masters", std::move(masters)},
+          {"masters_total", view.masters.size()},
+          {"quorum", l.quorum},
+          {"validity_ms", l.validity_ms},
+          {"stuck", !l.stuck_reason.empty()},
+          {"stuck_reason", l.stuck_reason},
+          {"waiters", WaitersJson(l.waiters)}};
+}
+
+ordered_json SelfJson(const fleet::AgentRecord& self) {
+  return {{"id", self.id}, {"name", self.name}};
+}
+
+// The read itself: when, how long, and whether a quorum of masters answered.
+ordered_json ReadJson(const fleet::FleetView& view, const fleet::AgentRecord& self) {
+  ordered_json masters = ordered_json::array();
+  for (const fleet::MasterRead& m : view.masters) masters.push_back(MasterStatusJson(m));
+  return {{"self", SelfJson(self)},
+          {"read_at_ms", view.read_unix_ms},
+          {"read_seconds", view.read_seconds},
+          {"complete", view.complete},
+          {"quorum", view.quorum},
+          {"masters_read", view.masters_read},
+          {"masters", std::move(masters)}};
+}
+
+}  // namespace
+
+std::variant<FleetQuery, Failure> ParseFleetQuery(const std::string& prefix,
+                                                  const std::string& limit) {
+  FleetQuery out;
+  if (!prefix.empty()) {
+    if (auto problem = ResourceNameProblem(prefix)) return BadRequest("\"prefix\": " + *problem);
+    out.prefix = prefix;
+  }
+  if (limit.empty()) return out;
+  const std::string range = "\"limit\" must be a whole number from 1 to " +
+                            std::to_string(kMaxFleetRows) + " (default " +
+                            std::to_string(kDefaultFleetRows) + ")";
+  size_t value = 0;
+  const auto [end, ec] = std::from_chars(limit.data(), limit.data() + limit.size(), value);
+  if (ec != std::errc() || end != limit.data() + limit.size() || value < 1 ||
+      value > kMaxFleetRows) {
+    return BadRequest(range);
+  }
+  out.limit = value;
+  return out;
+}
+
+std::variant<std::string, Failure> ParseWhoQuery(const std::string& resource) {
+  if (resource.empty()) return BadRequest("\"resource\" (the lock's resource name) is required");
+  if (auto problem = ResourceNameProblem(resource)) return BadRequest("\"resource\": " + *problem);
+  return resource;
+}
+
+ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
+                       const FleetQuery& query) {
+  ordered_json out = ReadJson(view, self);
+  ordered_json agents = ordered_json::array();
+  for (const fleet::FleetAgent& a : view.agents) agents.push_back(AgentJson(a));
+  out["agents"] = std::move(agents);
+  ordered_json locks = ordered_json::array();
+  for (const fleet::FleetLock* l : fleet::Filter(view, query.prefix, query.limit)) {
+    locks.push_back(LockJson(*l, view));
+  }
+  out["locks"] = std::move(locks);
+  out["locks_total"] = view.locks.size();
+  out["keys"] = view.keys;
+  out["prefix"] = query.prefix;
+  out["limit"] = query.limit;
+  std::vector<fleet::FleetWaiter> unheld;
+  for (const fleet::FleetWaiter& w : view.waiting_unheld) {
+    if (w.detail.resource.rfind(query.prefix, 0) == 0) unheld.push_back(w);
+  }
+  out["waiting_unheld"] = WaitersJson(unheld);
+  return out;
+}
+
+ordered_json WhoJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
+                     const std::string& resource) {
+  ordered_json out = ReadJson(view, self);
+  const auto row = std::find_if(view.locks.begin(), view.locks.end(),
+                                [&](const fleet::FleetLock& l) { return l.resource == resource; });
+  if (row != view.locks.end()) {
+    out["held"] = true;
+    out.update(LockJson(*row, view));
+    return out;
+  }
+  out["held"] = false;
+  out["resource"] = resource;
+  std::vector<fleet::FleetWaiter> waiting;
+  for (const fleet::FleetWaiter& w : view.waiting_unheld) {
+    if (w.detail.resource == resource) waiting.push_back(w);
+  }
+  out["waiters"] = WaitersJson(waiting);
+  return out;
+}
+
+ordered_json RevokeJson(const fleet::RevokeResult& r) {
+  return {{"how", fleet::HowName(r.how)},
+          {"agent_id", r.agent_id},
+          {"receivers", r.receivers},
+          {"deleted", r.deleted},
+          {"masters_read", r.masters_read}};
+}
+
+ordered_json WaiterListJson(const Snapshot& s) {
+  ordered_json out = ordered_json::array();
+  for (const WaiterView& w : s.waiter_list) {
+    out.push_back({{"resource", w.resource},
+                   {"session", w.session},
+                   {"pid", w.peer.pid},
+                   {"uid", w.peer.uid},
+                   {"cmdline", w.peer.cmdline},
+                   {"waited_ms", w.waited_ms},
+                   {"wait_ms", w.wait_ms}});
+  }
+  return out;
+}
+
+}  // namespace lw

@@ -1,0 +1,58 @@
+#pragma once
+// JSON views of the fleet for the admin API (docs/api.md): GET /api/v1/fleet, /api/v1/fleet/who,
+// the answer of POST /api/v1/fleet/revoke, and this agent's waiters in /api/v1/state. Pure: no
+// I/O, no clock reads.
+//
+// A lock's value (FleetLock::value) carries its token: no view here ever shows it, nor any part
+// of it but the holder agent's id.
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <string>
+#include <variant>
+
+#include "agent/snapshot.h"
+#include "core/result.h"
+#include "fleet/records.h"
+#include "fleet/revoke.h"
+#include "fleet/view.h"
+
+namespace lw {
+
+inline constexpr size_t kDefaultFleetRows = 200;
+inline constexpr size_t kMaxFleetRows = 1000;
+
+// The query of GET /api/v1/fleet: rows whose resource starts with `prefix` (empty: all), at most
+// `limit` of them.
+struct FleetQuery {
+  std::string prefix;
+  size_t limit = kDefaultFleetRows;
+};
+
+// Checks the raw query parameters (absent: ""): prefix follows the resource-name rules (empty is
+// allowed), limit is an integer 1..kMaxFleetRows (default kDefaultFleetRows). A bad_request
+// Failure says what is wrong.
+std::variant<FleetQuery, Failure> ParseFleetQuery(const std::string& prefix,
+                                                  const std::string& limit);
+
+// The resource of GET /api/v1/fleet/who?resource=R: required, resource-name rules.
+std::variant<std::string, Failure> ParseWhoQuery(const std::string& resource);
+
+// Everything the fleet panel shows: this agent (self), the read's status and every master's,
+// the agents (settings, drift), the lock rows `query` selects, and the waiters between holders.
+nlohmann::ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
+                                 const FleetQuery& query);
+
+// The row of `resource` ({"held": true, ...the row of FleetJson's "locks"}), or
+// {"held": false, "waiters": [...]} with the waiters queued for it anywhere in the fleet.
+nlohmann::ordered_json WhoJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
+                               const std::string& resource);
+
+// {"how", "agent_id", "receivers", "deleted", "masters_read"}.
+nlohmann::ordered_json RevokeJson(const fleet::RevokeResult& result);
+
+// This agent's queued acquires, longest waiting first (Snapshot::waiter_list).
+nlohmann::ordered_json WaiterListJson(const Snapshot& snapshot);
+
+}  // namespace lw

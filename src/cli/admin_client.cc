@@ -1,0 +1,134 @@
+#include "cli/admin_client.h"
+
+#include <httplib.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "cli/commands.h"
+
+namespace lw::cli {
+namespace {
+
+constexpr const char* kDefaultAdmin = "http://127.0.0.1:9477";
+// The fleet endpoints wait up to 5 s for a view; a revoke waits for the holder's agent.
+constexpr time_t kReadTimeoutSeconds = 15;
+
+std::string Trimmed(std::string text) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return "";
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+std::optional<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return Trimmed(text.str());
+}
+
+// admin_listen ("host:port" or "off") as a URL to connect to: a wildcard host is reached on
+// loopback. Either url or error is set.
+struct ListenUrl {
+  std::string url;
+  std::string error;
+};
+ListenUrl UrlOfListen(const std::string& listen) {
+  auto parsed = ParseListenAddress(listen);
+  if (auto* error = std::get_if<std::string>(&parsed)) return {"", "admin_listen: " + *error};
+  const auto& address = std::get<std::optional<ListenAddress>>(parsed);
+  if (!address) return {"", "admin_listen is off: the agent has no admin API to ask"};
+  std::string host = address->host;
+  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return {"http://" + host + ":" + std::to_string(address->port), ""};
+}
+
+// admin_listen and admin_token_file as the agent would read them: LOCKWARDEN_* over the file.
+// Only these two settings are read (the rest of the file, and its secrets, are the agent's).
+struct ConfigAdmin {
+  std::string listen = "";
+  std::string token_file = "";
+};
+
+std::variant<ConfigAdmin, std::string> ReadConfigAdmin(const std::string& path) {
+  ConfigAdmin out;
+  if (!path.empty()) {
+    try {
+      const toml::table table = toml::parse_file(path);
+      out.listen = table["admin_listen"].value_or(std::string());
+      out.token_file = table["admin_token_file"].value_or(std::string());
+    } catch (const toml::parse_error& e) {
+      return path + ": " + std::string(e.description());
+    }
+  }
+  if (const char* env = std::getenv("LOCKWARDEN_ADMIN_LISTEN")) out.listen = env;
+  if (const char* env = std::getenv("LOCKWARDEN_ADMIN_TOKEN_FILE")) out.token_file = env;
+  return out;
+}
+
+}  // namespace
+
+std::variant<AdminEndpoint, std::string> ResolveAdmin(const AdminArgs& args) {
+  auto config = ReadConfigAdmin(args.config_path);
+  if (auto* error = std::get_if<std::string>(&config)) return *error;
+  const ConfigAdmin& from_config = std::get<ConfigAdmin>(config);
+  AdminEndpoint out;
+  if (!args.url.empty()) {
+    out.url = args.url.find("://") == std::string::npos ? "http://" + args.url : args.url;
+  } else if (!from_config.listen.empty()) {
+    ListenUrl url = UrlOfListen(from_config.listen);
+    if (!url.error.empty()) return url.error;
+    out.url = url.url;
+  } else {
+    out.url = kDefaultAdmin;
+  }
+  if (!args.token_file.empty()) {
+    auto token = ReadFile(args.token_file);
+    if (!token) return "--admin-token-file: cannot read " + args.token_file;
+    out.token = *token;
+  } else if (const char* env = std::getenv("LOCKWARDEN_ADMIN_TOKEN")) {
+    out.token = Trimmed(env);
+  } else if (!from_config.token_file.empty()) {
+    // The agent's own token file, when this user may read it; otherwise none is sent (a
+    // loopback listener needs none for reads).
+    out.token = ReadFile(from_config.token_file).value_or("");
+  }
+  return out;
+}
+
+std::variant<nlohmann::json, AdminFailure> AdminGet(const AdminEndpoint& endpoint,
+                                                   const std::string& path,
+                                                   const std::multimap<std::string, std::string>& query) {
+  httplib::Client client(endpoint.url);
+  client.set_connection_timeout(2, 0);
+  client.set_read_timeout(kReadTimeoutSeconds, 0);
+  httplib::Headers headers = {{"Accept", "application/json"}};
+  if (!endpoint.token.empty()) headers.emplace("Authorization", "Bearer " + endpoint.token);
+  auto res = client.Get(path, httplib::Params(query.begin(), query.end()), headers);
+  if (!res) {
+    return AdminFailure{kExitUnavailable, 0, "",
+                        "cannot reach the agent's admin API at " + endpoint.url + " (" +
+                            httplib::to_string(res.error()) +
+                            "); is the agent running? --admin sets the address"};
+  }
+  nlohmann::json body = nlohmann::json::parse(res->body, nullptr, /*allow_exceptions=*/false);
+  if (res->status == 200 && body.is_object()) return body;
+  AdminFailure failure;
+  failure.http_status = res->status;
+  failure.code = body.is_object() ? body.value("error", "") : "";
+  failure.message = body.is_object() ? body.value("message", "") : "";
+  if (failure.message.empty()) failure.message = "HTTP " + std::to_string(res->status);
+  if (res->status == 401) {
+    failure.message += " (give the admin token: --admin-token-file or LOCKWARDEN_ADMIN_TOKEN)";
+  }
+  failure.exit_code = res->status == 400 ? kExitUsage : kExitUnavailable;
+  return failure;
+}
+
+}  // namespace lw::cli
