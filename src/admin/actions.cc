@@ -17,7 +17,6 @@ using ordered_json = nlohmann::ordered_json;
 
 constexpr size_t kMaxKeyBytes = 4096;
 
-Failure BadRequest(std::string message) { return {ErrorCode::kBadRequest, std::move(message)}; }
 
 struct LeakRequest {
   size_t master = 0;

@@ -10,7 +10,6 @@ namespace {
 
 using ordered_json = nlohmann::ordered_json;
 
-Failure BadRequest(std::string message) { return {ErrorCode::kBadRequest, std::move(message)}; }
 
 ordered_json SettingsJson(const fleet::SafetySettings& s) {
   return {{"key_prefix", s.key_prefix},

@@ -3,6 +3,7 @@
 // reports it: a code a program branches on and a message a person acts on.
 
 #include <string>
+#include <utility>
 
 #include "core/error_code.h"
 
@@ -12,5 +13,10 @@ struct Failure {
   ErrorCode code;
   std::string message;
 };
+
+// A request whose input was refused (bad_request).
+inline Failure BadRequest(std::string message) {
+  return {ErrorCode::kBadRequest, std::move(message)};
+}
 
 }  // namespace lw

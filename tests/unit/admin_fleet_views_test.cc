@@ -14,7 +14,7 @@ using nlohmann::ordered_json;
 constexpr char kAgentA[] = "aaaaaaaaaaaaaaaa";
 constexpr char kAgentB[] = "bbbbbbbbbbbbbbbb";
 constexpr char kGoneAgent[] = "dddddddddddddddd";
-constexpr char kToken[] = "f00dfeedf00dfeedf00dfeedf00dfeed";
+constexpr char kGrantToken[] = "f00dfeedf00dfeedf00dfeedf00dfeed";
 
 fleet::FleetAgent Agent(const std::string& id, const std::string& name) {
   fleet::FleetAgent a;
@@ -65,7 +65,7 @@ fleet::FleetView SampleView() {
   fleet::FleetLock job;
   job.resource = "fleet:job";
   job.key = "lock:fleet:job";
-  job.value = fleet::LockValue(kAgentB, kToken);
+  job.value = fleet::LockValue(kAgentB, kGrantToken);
   job.state = fleet::HolderState::kLive;
   job.agent_id = kAgentB;
   job.agent_name = "bravo";
@@ -90,7 +90,7 @@ fleet::FleetView SampleView() {
   fleet::FleetLock old;
   old.resource = "fleet:old";
   old.key = "lock:fleet:old";
-  old.value = fleet::LockValue(kGoneAgent, kToken);
+  old.value = fleet::LockValue(kGoneAgent, kGrantToken);
   old.state = fleet::HolderState::kGone;
   old.agent_id = kGoneAgent;
   old.masters = {1, 3, 4};
@@ -117,7 +117,7 @@ TEST(FleetJson, ShowsTheHolderAndTheWaitersOfEveryAgentButNeverAValueOrToken) {
   const fleet::FleetView view = SampleView();
   const ordered_json j = FleetJson(view, Self(), {});
   const std::string text = Text(j);
-  EXPECT_EQ(text.find(kToken), std::string::npos) << text;
+  EXPECT_EQ(text.find(kGrantToken), std::string::npos) << text;
   EXPECT_EQ(text.find("\"value\""), std::string::npos) << text;
   EXPECT_EQ(text.find("\"token\""), std::string::npos) << text;
 
@@ -178,7 +178,7 @@ TEST(WhoJson, AHeldResourceIsItsRow) {
   EXPECT_TRUE(j["held"]);
   EXPECT_EQ(j["holder"]["agent_name"], "bravo");
   EXPECT_EQ(j["waiters"][0]["agent_name"], "alpha");
-  EXPECT_EQ(Text(j).find(kToken), std::string::npos);
+  EXPECT_EQ(Text(j).find(kGrantToken), std::string::npos);
 }
 
 TEST(WhoJson, AnUnheldResourceListsItsWaiters) {
