@@ -2,11 +2,13 @@
 // ReleaseSubscribers: the ReleaseWatch the agent runs, one Subscriber per master. A key is
 // watched on every master, so one release is usually heard once per master that applied it;
 // a master that is down or refuses the subscription costs nothing but its share of the
-// announcements. Connections exist only while some key is watched (see Subscriber).
+// announcements. Connections exist only while some key is watched (see Subscriber), or while
+// a channel is listened to (Listen), which keeps them open.
 
 #include <uv.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,11 +30,20 @@ class ReleaseSubscribers final : public ReleaseWatch {
 
   void Watch(const std::string& key) override;
   void Unwatch(const std::string& key) override;
+  // Called on the loop thread with the payload of every message on a channel listened to, once
+  // per master that delivered it.
+  using ChannelHandler = std::function<void(const std::string& message)>;
+  // Listens to `channel` on every master from now until Stop (e.g. the fleet's revoke channel
+  // of this agent: fleet::RevokeChannel). A second Listen of a channel replaces its handler.
+  void Listen(const std::string& channel, ChannelHandler handler);
   // Closes every connection for good; Watch and Unwatch are no-ops afterwards.
   void Stop();
 
  private:
+  void OnMessage(const std::string& channel, const std::string& message);
+
   ReleaseHandler on_release_;
+  std::map<std::string, ChannelHandler> listened_;
   std::vector<std::unique_ptr<Subscriber>> subscribers_;
 };
 

@@ -64,11 +64,12 @@ void Subscriber::OnPush(redisAsyncContext* ac, void* reply, void* /*privdata*/) 
   auto* self = static_cast<Subscriber*>(&conn->listener());
   const Reply r = ReadReply(static_cast<const redisReply*>(reply));
   if (r.kind != Reply::Kind::kArray || r.elements.size() != 3) return;
+  // ["message", channel, payload]; ["subscribe", channel, count]
   const std::string& kind = r.elements[0].text;
   const std::string& channel = r.elements[1].text;
   if (kind == "message") {
     // A message may still arrive for a channel just unsubscribed: nobody wants it.
-    if (self->channels_.count(channel) != 0) self->on_message_(channel);
+    if (self->channels_.count(channel) != 0) self->on_message_(channel, r.elements[2].text);
   } else if (kind == "subscribe" && !self->refusal_.empty()) {
     spdlog::info("master {} accepts the subscription to release announcements again",
                  self->display_);
