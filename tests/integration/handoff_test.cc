@@ -159,7 +159,7 @@ TEST_F(HandoffTest, AUserWhoMayNotPublishStillReleasesAndWaitersFallBackToTheirR
   const json released = holder.Release("r", held["token"]);
   ASSERT_TRUE(released.value("ok", false)) << released.dump() << a.Log();
   // (b's retry may already have taken it again: only a's token must be gone.)
-  EXPECT_EQ(cluster_.CountHolding(KeyOf("r"), held["token"]), 0)
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("r"), held["token"]), 0)
       << "the release deleted the key everywhere";
   const Wait w = waiting.get();
   EXPECT_TRUE(w.reply.value("ok", false)) << w.reply.dump();
