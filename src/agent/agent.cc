@@ -254,12 +254,7 @@ std::optional<std::string> Agent::StartAdmin() {
     return RevokeFromOtherThread(resource, timeout);
   };
   ctx.self = fleet_->record();
-  if (ctx.self.admin_url.empty()) {
-    ctx.self.admin_url =
-        !cfg_.admin_url.empty() ? cfg_.admin_url
-        : listen->port != 0     ? AdminUrlOf(listen->host, listen->port)
-                                : "";
-  }
+  ctx.self.admin_url = AdminUrlOf(cfg_.admin_url, listen->host, listen->port);
   ctx.fleet = fleet_->reader();
   ctx.fleet_revoke = fleet_->Revoker();
   admin_ = std::make_unique<AdminServer>(*listen, std::move(ctx));
@@ -276,9 +271,8 @@ void Agent::StartFleet() {
   release_watch_->Listen(fleet_->revoke_channel(), [this](const std::string& message) {
     if (!shutting_down_) fleet_->Obey(message, *engine_, *service_, events_);
   });
-  std::string admin_url = cfg_.admin_url;
-  if (admin_url.empty() && admin_port_ != 0) admin_url = AdminUrlOf(admin_host_, admin_port_);
-  fleet_->Start(std::move(admin_url), [this] { return HolderReportFromOtherThread(); });
+  fleet_->Start(AdminUrlOf(cfg_.admin_url, admin_host_, admin_port_),
+                [this] { return HolderReportFromOtherThread(); });
 }
 
 std::optional<fleet::HolderReport> Agent::HolderReportFromOtherThread() {

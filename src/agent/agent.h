@@ -83,9 +83,8 @@ class Agent final : private EngineEvents {
   std::optional<RevokeOutcome> RevokeFromOtherThread(const std::string& resource,
                                                      std::chrono::milliseconds timeout);
 
-  // The listener's address once bound (admin_port_ 0: off); AdminContext::self is filled from
-  // the fleet record as known before the bind (its admin_url: the admin_url setting, or
-  // admin_listen when its port is not 0).
+  // AdminContext::self is the fleet record as known before the bind: its admin_url is the
+  // setting, or admin_listen's unless its port is 0 (then ""); the registry gets the bound one.
   std::optional<std::string> StartAdmin();
   // Fleet presence, the reader and the revoke channel (heartbeat_ttl_ms > 0), after the admin
   // server (its bound port is in the record).
@@ -132,7 +131,7 @@ class Agent final : private EngineEvents {
   std::unique_ptr<PresenceProbe> presence_;
   const int64_t started_unix_ms_ = UnixMsNow();
   std::unique_ptr<AdminServer> admin_;
-  std::string admin_host_;
+  std::string admin_host_;  // the admin listener as bound (port 0: off)
   int admin_port_ = 0;
   std::vector<uv_signal_t*> signals_;
   std::unique_ptr<Timer> grace_;

@@ -181,7 +181,9 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
   return report;
 }
 
-std::string AdminUrlOf(const std::string& listen_host, int port) {
+std::string AdminUrlOf(const std::string& setting, const std::string& listen_host, int port) {
+  if (!setting.empty()) return setting;
+  if (port == 0) return "";
   std::string host = listen_host;
   if (host == "0.0.0.0" || host == "::" || host.empty()) host = HostName();
   if (host.find(':') != std::string::npos) host = "[" + host + "]";

@@ -87,8 +87,9 @@ class FleetMember {
 fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine& engine,
                                    bool share_cmdline, int64_t now_unix_ms);
 
-// "http://host:port" of the admin listener bound on `port` (a wildcard host becomes this
-// host's name; an IPv6 literal is bracketed).
-std::string AdminUrlOf(const std::string& listen_host, int port);
+// This agent's page as the fleet links to it: the admin_url setting when set; otherwise
+// "http://host:port" of the admin listener (a wildcard host becomes this host's name, an IPv6
+// literal is bracketed), or "" while its port is unknown (0: off, or not bound yet).
+std::string AdminUrlOf(const std::string& setting, const std::string& listen_host, int port);
 
 }  // namespace lw

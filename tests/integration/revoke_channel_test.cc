@@ -106,8 +106,8 @@ TEST_F(RevokeChannelTest, AKeysValueNamesTheAgentAndAnOrderWithItRevokesTheGrant
       milliseconds(10'000)))
       << agent_.Log();
   const std::string log = agent_.Log();
-  EXPECT_EQ(log.find("revoked through the fleet", log.find("lock:held\" revoked through") + 1),
-            std::string::npos)
+  const size_t first = log.find("\"lock:held\" revoked through the fleet");
+  EXPECT_EQ(log.find("\"lock:held\" revoked through the fleet", first + 1), std::string::npos)
       << log;
   EXPECT_NE(log.find("malformed revoke order"), std::string::npos) << log;
 }
