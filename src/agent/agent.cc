@@ -268,9 +268,14 @@ std::optional<std::string> Agent::StartAdmin() {
 
 void Agent::StartFleet() {
   if (!fleet_->enabled()) return;
-  release_watch_->Listen(fleet_->revoke_channel(), [this](const std::string& message) {
-    if (!shutting_down_) fleet_->Obey(message, *engine_, *service_, events_);
-  });
+  release_watch_->Listen(
+      fleet_->revoke_channel(),
+      [this](const std::string& message) {
+        if (!shutting_down_) fleet_->Obey(message, *engine_, *service_, events_);
+      },
+      "fleet revoke orders",
+      "locks held here are revoked from other agents by deleting their keys instead (the ACL "
+      "in docs/security.md allows the channel)");
   fleet_->Start(AdminUrlOf(cfg_.admin_url, admin_host_, admin_port_),
                 [this] { return HolderReportFromOtherThread(); });
 }

@@ -34,6 +34,9 @@ struct SubscriberOptions {
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t reconnect_max_backoff_ms = kDefaultReconnectMaxBackoffMs;
   int64_t idle_close_ms = 30'000;  // no channel for this long: close the connection
+  // For the log: what the connection carries, and what a refused subscription costs.
+  std::string carries = "release announcements";
+  std::string refusal_means = "waiters for keys held elsewhere wait out their retry delay";
 };
 
 class Subscriber final : Connection::Listener {
