@@ -4,7 +4,6 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
-#include <future>
 #include <variant>
 
 #include "core/redlock_math.h"
@@ -67,8 +66,10 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
       [this](const std::string& key) {
         if (engine_) engine_->ReleasedElsewhere(key);
       });
+  fleet_ = std::make_unique<FleetMember>(cfg, metrics_, started_unix_ms_);
   EngineOptions engine_options;
   engine_options.key_prefix = cfg.key_prefix;
+  engine_options.value_prefix = fleet_->value_prefix();
   engine_options.fence_prefix = cfg.fence_prefix;
   engine_options.fence_quorum = static_cast<int>(cfg.fence_quorum);
   engine_options.drift_factor = cfg.drift_factor;
@@ -92,6 +93,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
 Agent::~Agent() {
   // Other threads first: they read snapshots and the metrics, never loop state.
   if (admin_) admin_->Stop();
+  fleet_->Stop();  // deregisters from the fleet; its report asks the loop, closed by now
   if (presence_) presence_->Stop();
   if (scanner_) scanner_->Stop();
   // Stopping a node fails its commands in flight into the engine, so the engine must
@@ -116,6 +118,7 @@ bool Agent::Start() {
     spdlog::critical("{}", *problem);
     return false;
   }
+  StartFleet();
   for (int signum : {SIGTERM, SIGINT}) {
     auto* h = new uv_signal_t;
     uv_signal_init(loop_, h);
@@ -158,9 +161,11 @@ void Agent::PublishSnapshot() {
   }
   s->sessions = server_.session_count();
   s->waiters = engine_->waiters();
+  s->waiter_list = service_->Waiters(kMaxListedWaiters);
+  s->oldest_wait_ms = s->waiter_list.empty() ? 0 : s->waiter_list.front().waited_ms;
   metrics_.SetState({engine_->locks_held(), s->sessions, s->waiters,
                      static_cast<int>(s->masters.size()), s->masters_up, s->quorum,
-                     s->masters_usable});
+                     s->masters_usable, s->oldest_wait_ms});
   snapshots_.Publish(s);
   systemd_.Observe(*s);  // after Publish: /readyz already agrees when systemd hears READY=1
 }
@@ -186,31 +191,26 @@ GrantList Agent::GrantsNow() const {
 }
 
 std::optional<RevokeOutcome> Agent::RevokeFromOtherThread(const std::string& resource,
-                                            std::chrono::milliseconds timeout) {
-  auto promise = std::make_shared<std::promise<RevokeOutcome>>();
-  auto result = promise->get_future();
-  const bool posted = commands_.Post([this, resource, promise] {
-    if (shutting_down_) return;  // the promise is dropped: the caller sees no answer
-    engine_->Revoke(resource, [this, promise](const std::optional<LockEngine::Revocation>& r) {
-      RevokeOutcome out;
-      out.masters = static_cast<int>(nodes_.size());
-      if (r) {
-        out.held = true;
-        out.session = r->session;
-        const Peer peer = service_->PeerOf(r->session);
-        out.pid = peer.pid;
-        out.uid = peer.uid;
-        out.deleted = r->deleted;
-      }
-      promise->set_value(out);
-    });
-  });
-  if (!posted || result.wait_for(timeout) != std::future_status::ready) return std::nullopt;
-  try {
-    return result.get();
-  } catch (const std::future_error&) {
-    return std::nullopt;  // dropped unanswered (shutdown)
-  }
+                                                         std::chrono::milliseconds timeout) {
+  using Answer = std::function<void(RevokeOutcome)>;
+  return commands_.Ask<RevokeOutcome>(
+      [this, resource](Answer answer) {
+        if (shutting_down_) return;  // dropped unanswered: the caller sees no answer
+        engine_->Revoke(resource, [this, answer](const std::optional<LockEngine::Revocation>& r) {
+          RevokeOutcome out;
+          out.masters = static_cast<int>(nodes_.size());
+          if (r) {
+            out.held = true;
+            out.session = r->session;
+            const Peer peer = service_->PeerOf(r->session);
+            out.pid = peer.pid;
+            out.uid = peer.uid;
+            out.deleted = r->deleted;
+          }
+          answer(out);
+        });
+      },
+      timeout);
 }
 
 void Agent::Lost(SessionId session, const std::string& resource, const std::string& token,
@@ -253,11 +253,41 @@ std::optional<std::string> Agent::StartAdmin() {
   ctx.revoke = [this](const std::string& resource, std::chrono::milliseconds timeout) {
     return RevokeFromOtherThread(resource, timeout);
   };
+  ctx.self = fleet_->record();
+  ctx.self.admin_url = AdminUrlOf(cfg_.admin_url, listen->host, listen->port);
+  ctx.fleet = fleet_->reader();
+  ctx.fleet_revoke = fleet_->Revoker();
   admin_ = std::make_unique<AdminServer>(*listen, std::move(ctx));
   if (auto problem = admin_->Start()) return problem;
+  admin_host_ = listen->host;
+  admin_port_ = admin_->port();
   spdlog::info("admin HTTP on {}:{} (/metrics, /healthz, /readyz, /api/v1); actions {}",
                listen->host, admin_->port(), admin_token_.empty() ? "disabled" : "enabled");
   return std::nullopt;
+}
+
+void Agent::StartFleet() {
+  if (!fleet_->enabled()) return;
+  release_watch_->Listen(
+      fleet_->revoke_channel(),
+      [this](const std::string& message) {
+        if (!shutting_down_) fleet_->Obey(message, *engine_, *service_, events_);
+      },
+      "fleet revoke orders",
+      "locks held here are revoked from other agents by deleting their keys instead (the ACL "
+      "in docs/security.md allows the channel)");
+  fleet_->Start(AdminUrlOf(cfg_.admin_url, admin_host_, admin_port_),
+                [this] { return HolderReportFromOtherThread(); });
+}
+
+std::optional<fleet::HolderReport> Agent::HolderReportFromOtherThread() {
+  using Answer = std::function<void(fleet::HolderReport)>;
+  return commands_.Ask<fleet::HolderReport>(
+      [this](Answer answer) {
+        if (shutting_down_) return;  // unanswered: the presence keeps its last report
+        answer(HolderReportOf(*service_, *engine_, cfg_.share_cmdline, UnixMsNow()));
+      },
+      std::chrono::seconds(1));
 }
 
 void Agent::BeginShutdown(int sig) {

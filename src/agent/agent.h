@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "admin/admin_server.h"
+#include "agent/fleet_member.h"
 #include "agent/lock_service.h"
 #include "agent/loop_commands.h"
 #include "agent/request_stats.h"
@@ -82,7 +83,15 @@ class Agent final : private EngineEvents {
   std::optional<RevokeOutcome> RevokeFromOtherThread(const std::string& resource,
                                                      std::chrono::milliseconds timeout);
 
+  // AdminContext::self is the fleet record as known before the bind: its admin_url is the
+  // setting, or admin_listen's unless its port is 0 (then ""); the registry gets the bound one.
   std::optional<std::string> StartAdmin();
+  // Fleet presence, the reader and the revoke channel (heartbeat_ttl_ms > 0), after the admin
+  // server (its bound port is in the record).
+  void StartFleet();
+  // Presence thread: the holder report, built on the loop; nullopt when it does not answer in
+  // time (busy or stopping).
+  std::optional<fleet::HolderReport> HolderReportFromOtherThread();
 
   // EngineEvents
   void Lost(SessionId session, const std::string& resource, const std::string& token,
@@ -109,6 +118,9 @@ class Agent final : private EngineEvents {
   std::unique_ptr<ScanStats> scan_stats_;  // null while the scanner is off
   std::vector<std::unique_ptr<NodeClient>> nodes_;
   std::unique_ptr<ReleaseSubscribers> release_watch_;  // outlives the engine, which uses it
+  // This agent in the fleet: its id names every lock value (EngineOptions::value_prefix). It
+  // outlives the engine, whose revoke callbacks it gave (FleetMember::Obey).
+  std::unique_ptr<FleetMember> fleet_;
   std::unique_ptr<LockEngine> engine_;
   std::unique_ptr<LockService> service_;
   SnapshotBox snapshots_;
@@ -119,6 +131,8 @@ class Agent final : private EngineEvents {
   std::unique_ptr<PresenceProbe> presence_;
   const int64_t started_unix_ms_ = UnixMsNow();
   std::unique_ptr<AdminServer> admin_;
+  std::string admin_host_;  // the admin listener as bound (port 0: off)
+  int admin_port_ = 0;
   std::vector<uv_signal_t*> signals_;
   std::unique_ptr<Timer> grace_;
   SystemdNotifier systemd_;  // no-op unless started by systemd (NOTIFY_SOCKET)

@@ -197,4 +197,16 @@ std::vector<LockView> LockService::Locks() const {
   return locks;
 }
 
+std::vector<LockView> LockService::OldestLocks(size_t limit) const {
+  std::vector<LockView> locks = engine_.OldestLocks(limit);
+  for (LockView& l : locks) l.holder = PeerOf(l.session);
+  return locks;
+}
+
+std::vector<WaiterView> LockService::Waiters(size_t limit) const {
+  std::vector<WaiterView> waiters = engine_.AllWaiters(limit);
+  for (WaiterView& w : waiters) w.peer = PeerOf(w.session);
+  return waiters;
+}
+
 }  // namespace lw

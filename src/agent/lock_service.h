@@ -55,6 +55,10 @@ class LockService final : public SessionHandler {
   std::string Describe(SessionId session) const;
   // Every lock held through the engine with its holder, longest-held first.
   std::vector<LockView> Locks() const;
+  // The `limit` longest-held of them (LockEngine::OldestLocks), with their holders.
+  std::vector<LockView> OldestLocks(size_t limit) const;
+  // The `limit` longest-waiting acquires (LockEngine::AllWaiters), each with its session's peer.
+  std::vector<WaiterView> Waiters(size_t limit) const;
 
  private:
   struct SessionState {

@@ -5,9 +5,13 @@
 
 #include <uv.h>
 
+#include <chrono>
 #include <deque>
 #include <functional>
+#include <future>
+#include <memory>
 #include <mutex>
+#include <optional>
 
 namespace lw {
 
@@ -22,6 +26,25 @@ class LoopCommands {
   bool Post(std::function<void()> work);
   // Loop thread. Work posted but not yet run is dropped; later posts are refused.
   void Close();
+
+  // Any thread but the loop's: runs `work` on the loop, which answers by calling its argument
+  // once (at once or later, on the loop), and waits up to `timeout` for the answer. nullopt:
+  // closed, dropped unanswered (work that never calls it), or no answer in time.
+  template <class T>
+  std::optional<T> Ask(std::function<void(std::function<void(T)> answer)> work,
+                       std::chrono::milliseconds timeout) {
+    auto promise = std::make_shared<std::promise<T>>();
+    auto result = promise->get_future();
+    const bool posted = Post([work = std::move(work), promise] {
+      work([promise](T value) { promise->set_value(std::move(value)); });
+    });
+    if (!posted || result.wait_for(timeout) != std::future_status::ready) return std::nullopt;
+    try {
+      return result.get();
+    } catch (const std::future_error&) {
+      return std::nullopt;  // dropped unanswered
+    }
+  }
 
  private:
   static void OnWake(uv_async_t* async);

@@ -13,6 +13,7 @@
 
 #include "config/config.h"
 #include "core/access.h"
+#include "fleet/records.h"
 #include "core/redlock_math.h"
 
 namespace lw {
@@ -114,6 +115,14 @@ Check CheckPrefix(const char* key, const std::string& prefix) {
 Check CheckKeyPrefix(const Config& c) {
   if (auto p = CheckPrefix("key_prefix", c.key_prefix)) return p;
   if (auto p = CheckPrefix("fence_prefix", c.fence_prefix)) return p;
+  for (const auto& [key, prefix] : {std::pair{"key_prefix", &c.key_prefix},
+                                    std::pair{"fence_prefix", &c.fence_prefix}}) {
+    if (prefix->starts_with(fleet::kNamespace) || fleet::kNamespace.starts_with(*prefix)) {
+      return Problem{key, "\"" + *prefix + "\" overlaps \"" + std::string(fleet::kNamespace) +
+                              "\", where the fleet registry lives: fleet keys would be taken "
+                              "for locks; choose another prefix"};
+    }
+  }
   if (c.fence_prefix.starts_with(c.key_prefix) || c.key_prefix.starts_with(c.fence_prefix)) {
     return Problem{"fence_prefix", "\"" + c.fence_prefix + "\" and key_prefix \"" + c.key_prefix +
                                        "\" must not start with one another, or a fence counter "
@@ -307,10 +316,34 @@ Check CheckScanner(const Config& c) {
   return std::nullopt;
 }
 
+Check CheckFleet(const Config& c) {
+  for (unsigned char ch : c.agent_name) {
+    if (ch < 0x20 || ch == 0x7f) {
+      return Problem{"agent_name", "must not contain control characters"};
+    }
+  }
+  if (c.agent_name.size() > 128) {
+    return Problem{"agent_name", "is " + std::to_string(c.agent_name.size()) +
+                                     " bytes; at most 128 are allowed"};
+  }
+  if (c.heartbeat_ttl_ms != 0) {
+    if (auto p = InRange("heartbeat_ttl_ms", c.heartbeat_ttl_ms, 3'000, 300'000)) {
+      p->reason += " (or 0: no fleet presence)";
+      return p;
+    }
+  }
+  if (auto p = InRange("fleet_refresh_ms", c.fleet_refresh_ms, 1'000, kHourMs)) return p;
+  if (!c.admin_url.empty() && !c.admin_url.starts_with("http://") &&
+      !c.admin_url.starts_with("https://")) {
+    return Problem{"admin_url", "\"" + c.admin_url + "\" is not an http:// or https:// URL"};
+  }
+  return std::nullopt;
+}
+
 Check FindProblem(const Config& c) {
   for (auto check : {CheckMasters, CheckSocketPath, CheckKeyPrefix, CheckTtls, CheckTimeouts,
                      CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines, CheckClientLimits,
-                     CheckSocketAccess, CheckCredentials, CheckAdmin, CheckScanner}) {
+                     CheckSocketAccess, CheckCredentials, CheckAdmin, CheckScanner, CheckFleet}) {
     if (auto problem = check(c)) return problem;
   }
   return std::nullopt;

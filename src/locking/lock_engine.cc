@@ -41,7 +41,7 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
                                 : std::make_unique<EngineStats>(*own_registry_, Addresses(nodes))),
       stats_(options_.stats ? options_.stats : own_stats_.get()),
       events_(options_.events ? options_.events : &NoEvents()),
-      rounds_(loop, std::move(nodes), options_.node_timeout_ms, stats_),
+      rounds_(loop, std::move(nodes), options_.node_timeout_ms, stats_, options_.value_prefix),
       fence_quorum_(options_.fence_quorum > 0 ? options_.fence_quorum
                                               : FenceQuorumSize(rounds_.size())),
       rng_(std::random_device{}()),

@@ -77,6 +77,9 @@ struct EngineOptions {
   EngineStats* stats = nullptr;
   // Not owned; null: waiters for a key held elsewhere only retry on their timer.
   ReleaseWatch* release_watch = nullptr;
+  // What every value this engine stores on the masters starts with (the agent's "<agent id>:",
+  // fleet::LockValue): a key holds value_prefix + token. Clients only ever see the token.
+  std::string value_prefix;
   // Queued acquires of one resource (its contender included) beyond which Acquire fails with
   // too_many; 0: no bound.
   size_t max_waiters_per_resource = 0;
@@ -109,8 +112,17 @@ class LockEngine {
   size_t Commitments(SessionId session) const;
   // Every lock held through this engine, longest-held first.
   std::vector<LockView> AllLocks() const;
-  // {Redis key, token} of every lock held (for the leak scanner; never shown to anyone).
+  // The `limit` longest-held locks, longest-held first: linear in the locks held, so that a
+  // bounded report stays cheap with 100k locks (AllLocks sorts them all).
+  std::vector<LockView> OldestLocks(size_t limit) const;
+  // {Redis key, value on the masters} of every lock held (value_prefix + the key's token; for
+  // the leak scanner and the presence probe, which compare it with what a key holds; never
+  // shown to anyone).
   std::vector<std::pair<std::string, std::string>> HeldGrants() const;
+  // The `limit` longest-waiting acquires queued here, longest waiting first (so the first is
+  // the oldest wait); waiters whose session closed or whose wait ran out (an attempt still in
+  // flight) are not listed. Linear in the resources known, plus a partial sort of the waiters.
+  std::vector<WaiterView> AllWaiters(size_t limit) const;
 
   // The session is gone: release its locks on all masters now and drop its waiters
   // (their callbacks are not called).
@@ -124,8 +136,13 @@ class LockEngine {
     SessionId session;
     int deleted;  // masters that deleted the key (the others had lost it, or did not answer)
   };
-  void Revoke(const std::string& resource,
-              std::function<void(const std::optional<Revocation>&)> done);
+  using RevokeDone = std::function<void(const std::optional<Revocation>&)>;
+  void Revoke(const std::string& resource, RevokeDone done);
+  // The same, only if the lock `key` names (key_prefix + resource) is held through this engine
+  // with exactly `value` on the masters (value_prefix + its key's token): a revoke decided
+  // elsewhere, by the value read from the masters, never takes a lock granted again since.
+  // nullopt: no such grant (not held, another grant, or a key outside key_prefix).
+  void RevokeGrant(const std::string& key, const std::string& value, RevokeDone done);
 
   // Another agent released `key` (heard through ReleaseWatch): a local waiter backing off for
   // it tries again now (counted in EngineStats::release_wakeups). Keys this engine has no
@@ -204,8 +221,11 @@ class LockEngine {
   void Lose(const std::string& name, LossReason reason);
   std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name);
   void ReleaseEverywhere(const std::string& key, const std::string& token);
+  // Revoke of the held lock `name` (held: r.holder is set).
+  void RevokeHeld(Resource& r, const std::string& name, RevokeDone done);
 
   // ---- sessions, shutdown, views (lock_engine_sessions.cc)
+  LockView ViewOf(const std::string& name, const Resource& r, Clock::time_point now) const;
   void ForgetWaiter(SessionId session, const std::string& name);
   void MaybeErase(const std::string& name);
   void MaybeFinishShutdown();

@@ -225,14 +225,31 @@ void LockEngine::Lose(const std::string& name, LossReason reason) {
   Pump(name);
 }
 
-void LockEngine::Revoke(const std::string& name,
-                        std::function<void(const std::optional<Revocation>&)> done) {
+void LockEngine::Revoke(const std::string& name, RevokeDone done) {
   Resource* r = Find(name);
   if (r == nullptr || !r->holder) {
     Defer([done = std::move(done)] { done(std::nullopt); });
     return;
   }
-  auto h = TakeHolder(*r, name);
+  RevokeHeld(*r, name, std::move(done));
+}
+
+void LockEngine::RevokeGrant(const std::string& key, const std::string& value, RevokeDone done) {
+  Resource* r = nullptr;
+  std::string name;
+  if (key.starts_with(options_.key_prefix)) {
+    name = key.substr(options_.key_prefix.size());
+    r = Find(name);
+  }
+  if (r == nullptr || !r->holder || options_.value_prefix + r->holder->LeaseValue() != value) {
+    Defer([done = std::move(done)] { done(std::nullopt); });
+    return;
+  }
+  RevokeHeld(*r, name, std::move(done));
+}
+
+void LockEngine::RevokeHeld(Resource& r, const std::string& name, RevokeDone done) {
+  auto h = TakeHolder(r, name);
   spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
   stats_->LockLost(LossReason::kRevoked);
   rounds_.Run(DeleteRound(KeyOf(name), h->LeaseValue()),

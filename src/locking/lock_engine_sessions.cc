@@ -92,26 +92,84 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
   return out;
 }
 
+namespace {
+
+bool LongerHeld(const LockView& a, const LockView& b) {
+  return a.held_ms != b.held_ms ? a.held_ms > b.held_ms : a.resource < b.resource;
+}
+
+}  // namespace
+
+LockView LockEngine::ViewOf(const std::string& name, const Resource& r,
+                            Clock::time_point now) const {
+  const Holder& h = *r.holder;
+  return {name,     h.session, CeilMs(now - h.acquired),
+          std::max<int64_t>(0, CeilMs(h.valid_until - now)),
+          h.renew,  static_cast<int>(r.waiters.size()), h.ttl_ms, KeyOf(name), h.fence, Peer{}};
+}
+
 std::vector<LockView> LockEngine::AllLocks() const {
   std::vector<LockView> out;
   const auto now = Clock::now();
   for (const auto& [name, r] : resources_) {
-    if (!r->holder) continue;
-    const Holder& h = *r->holder;
-    out.push_back({name, h.session, CeilMs(now - h.acquired),
-                   std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew,
-                   static_cast<int>(r->waiters.size()), h.ttl_ms, KeyOf(name), h.fence, Peer{}});
+    if (r->holder) out.push_back(ViewOf(name, *r, now));
   }
-  std::sort(out.begin(), out.end(), [](const LockView& a, const LockView& b) {
-    return a.held_ms != b.held_ms ? a.held_ms > b.held_ms : a.resource < b.resource;
-  });
+  std::sort(out.begin(), out.end(), LongerHeld);
+  return out;
+}
+
+std::vector<LockView> LockEngine::OldestLocks(size_t limit) const {
+  // Select on {acquired, entry} first: building a view (two strings) per held lock would cost
+  // more than the selection itself.
+  using Entry = std::pair<Clock::time_point, const decltype(resources_)::value_type*>;
+  std::vector<Entry> held;
+  held.reserve(holders_);
+  for (const auto& entry : resources_) {
+    if (entry.second->holder) held.emplace_back(entry.second->holder->acquired, &entry);
+  }
+  const auto earlier = [](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first < b.first : a.second->first < b.second->first;
+  };
+  if (held.size() > limit) {
+    std::nth_element(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(limit), held.end(),
+                     earlier);
+    held.resize(limit);
+  }
+  std::vector<LockView> out;
+  out.reserve(held.size());
+  const auto now = Clock::now();
+  for (const auto& [acquired, entry] : held) out.push_back(ViewOf(entry->first, *entry->second, now));
+  std::sort(out.begin(), out.end(), LongerHeld);
   return out;
 }
 
 std::vector<std::pair<std::string, std::string>> LockEngine::HeldGrants() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, r] : resources_) {
-    if (r->holder) out.emplace_back(KeyOf(name), r->holder->LeaseValue());
+    if (r->holder) out.emplace_back(KeyOf(name), options_.value_prefix + r->holder->LeaseValue());
+  }
+  return out;
+}
+
+std::vector<WaiterView> LockEngine::AllWaiters(size_t limit) const {
+  std::vector<std::pair<const Waiter*, const std::string*>> waiting;
+  for (const auto& [name, r] : resources_) {
+    r->waiters.ForEachWaiting([&, &name = name](const Waiter& w) { waiting.emplace_back(&w, &name); });
+  }
+  const auto earlier = [](const auto& a, const auto& b) {
+    return a.first->requested != b.first->requested ? a.first->requested < b.first->requested
+                                                    : a.first->id < b.first->id;
+  };
+  const size_t n = std::min(limit, waiting.size());
+  std::partial_sort(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(n),
+                    waiting.end(), earlier);
+  std::vector<WaiterView> out;
+  out.reserve(n);
+  const auto now = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    const Waiter& w = *waiting[i].first;
+    out.push_back({*waiting[i].second, w.session, CeilMs(now - w.requested), w.history.wait_ms,
+                   Peer{}});
   }
   return out;
 }

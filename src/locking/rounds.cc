@@ -41,9 +41,10 @@ RoundRequest DeleteRound(const std::string& key, const std::string& token) {
 }
 
 Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
-               EngineStats* stats)
+               EngineStats* stats, std::string value_prefix)
     : nodes_(std::move(nodes)),
       stats_(stats),
+      value_prefix_(std::move(value_prefix)),
       quorum_(QuorumSize(static_cast<int>(nodes_.size()))),
       node_timeout_(node_timeout_ms),
       timer_(loop) {}
@@ -72,25 +73,26 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
   deadlines_.emplace_back(deadline, id);
   std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
   if (!timer_.active() || deadline < armed_for_) ArmTimer();
+  const std::string value = value_prefix_ + req.token;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node* node = nodes_[i];
     auto handler = [this, id, i](const Reply& r) { OnAnswer(id, i, r); };
     switch (req.op) {
       case RoundOp::kSetIfAbsent:
-        node->SetIfAbsent(req.key, req.token, req.ttl_ms, std::move(handler));
+        node->SetIfAbsent(req.key, value, req.ttl_ms, std::move(handler));
         break;
       case RoundOp::kDeleteIfHeld:
-        node->DeleteIfHeld(req.key, req.token, std::move(handler));
+        node->DeleteIfHeld(req.key, value, std::move(handler));
         break;
       case RoundOp::kExtendIfHeld:
-        node->ExtendIfHeld(req.key, req.token, req.ttl_ms, std::move(handler));
+        node->ExtendIfHeld(req.key, value, req.ttl_ms, std::move(handler));
         break;
       case RoundOp::kSetIfAbsentReadFence:
-        node->SetIfAbsentReadFence(req.key, req.fence_key, req.token, req.ttl_ms,
+        node->SetIfAbsentReadFence(req.key, req.fence_key, value, req.ttl_ms,
                                    std::move(handler));
         break;
       case RoundOp::kRaiseFenceIfHeld:
-        node->RaiseFenceIfHeld(req.key, req.fence_key, req.token, req.fence, std::move(handler));
+        node->RaiseFenceIfHeld(req.key, req.fence_key, value, req.fence, std::move(handler));
         break;
     }
   }

@@ -35,7 +35,7 @@ enum class RoundOp {
 struct RoundRequest {
   RoundOp op = RoundOp::kSetIfAbsent;
   std::string key;
-  std::string token;
+  std::string token;        // the key's value without the Rounds' value prefix
   int64_t ttl_ms = 0;      // set / extend
   std::string fence_key;   // fence ops
   int64_t fence = 0;       // kRaiseFenceIfHeld
@@ -58,8 +58,11 @@ RoundRequest DeleteRound(const std::string& key, const std::string& token);
 class Rounds {
  public:
   // stats: counts masters that missed a round's deadline (not owned; null: not counted).
+  // value_prefix: what every value sent to the masters starts with (the agent's
+  // "<agent id>:", fleet::LockValue): the key holds value_prefix + RoundRequest::token. The one
+  // place a token becomes a key's value.
   Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_ms,
-         EngineStats* stats = nullptr);
+         EngineStats* stats = nullptr, std::string value_prefix = "");
 
   // Starts a round; `done` runs later, from the event loop, never from inside Run.
   // Acquire, extend and fence votes of a master in restart quarantine (Node::votes_count(),
@@ -88,6 +91,7 @@ class Rounds {
 
   std::vector<Node*> nodes_;
   EngineStats* stats_;
+  std::string value_prefix_;
   int quorum_;
   std::chrono::milliseconds node_timeout_;
   uint64_t next_id_ = 1;

@@ -70,6 +70,13 @@ class WaitQueue {
   // Shows every waiter to `visit` (which may move its callback out), then empties the queue
   // but for a front whose attempt is in flight, which stays marked cancelled.
   void CancelAll(const std::function<void(Waiter&)>& visit);
+  // Shows every waiter still waiting for an answer (neither cancelled nor expired), in order.
+  template <class Visit>
+  void ForEachWaiting(Visit&& visit) const {
+    for (const Waiter& w : waiters_) {
+      if (!w.cancelled && !w.expired) visit(w);
+    }
+  }
 
  private:
   // A list, not a deque: an empty std::deque still allocates about half a KiB, and almost

@@ -15,6 +15,8 @@ struct Metrics::StateGauges {
                           "Locks currently granted through this agent."};
   stats::Gauge sessions{r_, "lockwarden_sessions", "Client connections open on the socket."};
   stats::Gauge waiters{r_, "lockwarden_waiters", "Acquire requests queued across all resources."};
+  stats::Gauge oldest_wait{r_, "lockwarden_oldest_wait_seconds",
+                           "How long this agent's longest-queued acquire has waited (0: none)."};
   stats::Gauge masters{r_, "lockwarden_masters", "Masters configured."};
   stats::Gauge masters_up{r_, "lockwarden_masters_up", "Masters connected and answering."};
   stats::Gauge quorum{r_, "lockwarden_quorum_size", "Votes a lock needs: masters/2 + 1."};
@@ -47,6 +49,7 @@ void Metrics::SetState(const StateSample& s) {
   state_->locks_held.Set(static_cast<double>(s.locks_held));
   state_->sessions.Set(static_cast<double>(s.sessions));
   state_->waiters.Set(static_cast<double>(s.waiters));
+  state_->oldest_wait.Set(static_cast<double>(s.oldest_wait_ms) / 1000.0);
   state_->masters.Set(s.masters);
   state_->masters_up.Set(s.masters_up);
   state_->quorum.Set(s.quorum);
@@ -54,17 +57,21 @@ void Metrics::SetState(const StateSample& s) {
 }
 
 void Metrics::AddConditional(std::shared_ptr<stats::Registry> registry,
-                             std::function<bool()> include) {
-  conditional_.push_back({std::move(registry), std::move(include)});
+                             std::function<bool()> included) {
+  std::lock_guard lock(conditional_mu_);
+  conditional_.push_back({std::move(registry), std::move(included)});
 }
 
 std::string Metrics::Serialize() const {
-  std::vector<prometheus::MetricFamily> families = registry_->Collect();
-  for (const Conditional& c : conditional_) {
-    if (!c.include()) continue;
-    std::vector<prometheus::MetricFamily> more = c.registry->Collect();
-    families.insert(families.end(), std::make_move_iterator(more.begin()),
-                    std::make_move_iterator(more.end()));
+  auto families = registry_->Collect();
+  {
+    std::lock_guard lock(conditional_mu_);
+    for (const Conditional& c : conditional_) {
+      if (!c.included()) continue;
+      auto more = c.registry->Collect();
+      families.insert(families.end(), std::make_move_iterator(more.begin()),
+                      std::make_move_iterator(more.end()));
+    }
   }
   return prometheus::TextSerializer().Serialize(families);
 }

@@ -9,8 +9,10 @@
 // prometheus-cpp objects are thread-safe: the loop thread, the scanner thread and HTTP threads
 // all write or read here.
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,7 @@ struct StateSample {
   int masters_up = 0;
   int quorum = 0;
   int masters_usable = 0;  // up and not in restart quarantine
+  int64_t oldest_wait_ms = 0;  // how long this agent's longest-queued acquire has waited; 0: none
 };
 
 class Metrics {
@@ -47,10 +50,9 @@ class Metrics {
 
   void SetState(const StateSample& state);
 
-  // Families exported only while include() is true, e.g. the fleet totals, which only the
-  // reporter agent exports (fleet/fleet_stats.h). include() is called by Serialize on an
-  // admin thread: it must be thread-safe and quick. Call before Serialize is first used.
-  void AddConditional(std::shared_ptr<stats::Registry> registry, std::function<bool()> include);
+  // Any thread: `registry`'s families join the exposition whenever `included()` says so at
+  // serialization (the fleet totals, exported only while this agent is the reporter).
+  void AddConditional(std::shared_ptr<stats::Registry> registry, std::function<bool()> included);
 
   // The text exposition format (version 0.0.4) of every family.
   std::string Serialize() const;
@@ -61,8 +63,9 @@ class Metrics {
   std::unique_ptr<StateGauges> state_;
   struct Conditional {
     std::shared_ptr<stats::Registry> registry;
-    std::function<bool()> include;
+    std::function<bool()> included;
   };
+  mutable std::mutex conditional_mu_;
   std::vector<Conditional> conditional_;
 };
 

@@ -64,14 +64,15 @@ void Subscriber::OnPush(redisAsyncContext* ac, void* reply, void* /*privdata*/) 
   auto* self = static_cast<Subscriber*>(&conn->listener());
   const Reply r = ReadReply(static_cast<const redisReply*>(reply));
   if (r.kind != Reply::Kind::kArray || r.elements.size() != 3) return;
+  // ["message", channel, payload]; ["subscribe", channel, count]
   const std::string& kind = r.elements[0].text;
   const std::string& channel = r.elements[1].text;
   if (kind == "message") {
     // A message may still arrive for a channel just unsubscribed: nobody wants it.
-    if (self->channels_.count(channel) != 0) self->on_message_(channel);
+    if (self->channels_.count(channel) != 0) self->on_message_(channel, r.elements[2].text);
   } else if (kind == "subscribe" && !self->refusal_.empty()) {
-    spdlog::info("master {} accepts the subscription to release announcements again",
-                 self->display_);
+    spdlog::info("master {} accepts the subscription to {} again", self->display_,
+                 self->options_.carries);
     self->refusal_.clear();
   }
 }
@@ -80,7 +81,7 @@ void Subscriber::Opened() {
   conn_.Established();
   state_ = State::kReady;
   if (channels_.empty()) return;  // the idle timer closes it unless a channel comes first
-  spdlog::debug("master {}: listening for release announcements of {} key(s)", display_,
+  spdlog::debug("master {}: listening for {} on {} channel(s)", display_, options_.carries,
                 channels_.size());
   Send("SUBSCRIBE", std::vector<std::string>(channels_.begin(), channels_.end()));
 }
@@ -106,16 +107,14 @@ void Subscriber::Lost(const std::string& why, bool refused) {
   if (channels_.empty()) return;  // nobody listens: stay closed until someone does
   if (refused) {
     if (why != refusal_) {
-      spdlog::warn(
-          "master {} refused the subscription to release announcements ({}); waiters "
-          "for keys held elsewhere wait out their retry delay",
-          display_, why);
+      spdlog::warn("master {} refused the subscription to {} ({}); {}", display_, options_.carries,
+                   why, options_.refusal_means);
     }
     refusal_ = why;
     ScheduleReconnect(options_.idle_close_ms);
     return;
   }
-  spdlog::debug("master {}: release announcements {}: {}", display_,
+  spdlog::debug("master {}: {}: {}: {}", display_, options_.carries,
                 was_ready ? "connection lost" : "connect attempt failed", why);
   ScheduleReconnect(conn_.NextBackoffMs());
 }
@@ -137,7 +136,8 @@ void Subscriber::GoIdle() {
   conn_.StopTimers();
   conn_.ResetBackoff();
   if (conn_.context() != nullptr) {
-    spdlog::debug("master {}: no release to listen for; closing that connection", display_);
+    spdlog::debug("master {}: no {} to listen for; closing that connection", display_,
+                  options_.carries);
     conn_.Drop("idle");
   }
   state_ = State::kIdle;

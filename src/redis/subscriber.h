@@ -1,7 +1,8 @@
 #pragma once
 // Subscriber: one asynchronous hiredis connection to one master in subscribe mode, driven by the
 // libuv loop. It carries release announcements (scripts::ReleaseChannel) to waiters in this
-// agent; lock commands never go through it.
+// agent, and the agent's own channels (the fleet's revoke orders); lock commands never go
+// through it.
 //
 // Lazy: there is no connection while no channel is wanted. The first Subscribe connects; once
 // the last channel is unsubscribed the connection is closed after idle_close_ms, so an agent
@@ -33,13 +34,17 @@ struct SubscriberOptions {
   int64_t connect_timeout_ms = kDefaultConnectTimeoutMs;
   int64_t reconnect_max_backoff_ms = kDefaultReconnectMaxBackoffMs;
   int64_t idle_close_ms = 30'000;  // no channel for this long: close the connection
+  // For the log: what the connection carries, and what a refused subscription costs.
+  std::string carries = "release announcements";
+  std::string refusal_means = "waiters for keys held elsewhere wait out their retry delay";
 };
 
 class Subscriber final : Connection::Listener {
  public:
-  // Called with the channel of every "message" on a channel still wanted. It may call
-  // Subscribe, Unsubscribe and Stop.
-  using MessageHandler = std::function<void(const std::string& channel)>;
+  // Called with the channel and the payload of every "message" on a channel still wanted. It
+  // may call Subscribe, Unsubscribe and Stop.
+  using MessageHandler =
+      std::function<void(const std::string& channel, const std::string& message)>;
 
   Subscriber(uv_loop_t* loop, MasterAddress address, SubscriberOptions options,
              MessageHandler on_message);

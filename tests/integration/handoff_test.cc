@@ -111,8 +111,12 @@ class HandoffTest : public ::testing::Test {
 TEST_F(HandoffTest, AReleaseInOneAgentWakesTheWaiterInAnotherAtOnce) {
   AgentProcess a(cluster_);
   AgentProcess b(cluster_, SlowRetry(kNoRetryMs));
-  // Lazy: nothing is watched yet, so neither agent holds a subscribe connection.
-  for (int i = 0; i < cluster_.size(); ++i) EXPECT_EQ(PubSubClients(cluster_, i), 0);
+  // Lazy: nothing is watched yet, so neither agent holds a release subscribe connection; each
+  // holds only the one of its fleet revoke channel.
+  for (int i = 0; i < cluster_.size(); ++i) {
+    EXPECT_TRUE(Eventually([&] { return PubSubClients(cluster_, i) == 2; }, milliseconds(5'000)))
+        << "master " << i << ": " << PubSubClients(cluster_, i) << " subscribe connections";
+  }
 
   const double ms = HandOff(a, b);
   EXPECT_LT(ms, kNoRetryMs / 2) << "the grant waited for the retry timer, not the announcement\n"
@@ -159,7 +163,7 @@ TEST_F(HandoffTest, AUserWhoMayNotPublishStillReleasesAndWaitersFallBackToTheirR
   const json released = holder.Release("r", held["token"]);
   ASSERT_TRUE(released.value("ok", false)) << released.dump() << a.Log();
   // (b's retry may already have taken it again: only a's token must be gone.)
-  EXPECT_EQ(cluster_.CountHolding(KeyOf("r"), held["token"]), 0)
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("r"), held["token"]), 0)
       << "the release deleted the key everywhere";
   const Wait w = waiting.get();
   EXPECT_TRUE(w.reply.value("ok", false)) << w.reply.dump();
@@ -180,8 +184,12 @@ TEST_F(HandoffTest, AWaiterWhoMayNotSubscribeFallsBackToItsRetry) {
   const auto asked_at = SteadyClock::now();
   auto waiting = WaitFor(b);
   ASSERT_TRUE(
-      Eventually([&] { return b.Log().find("refused the subscription") != std::string::npos; },
-                 milliseconds(15'000)))
+      Eventually(
+          [&] {
+            return b.Log().find("refused the subscription to release announcements") !=
+                   std::string::npos;
+          },
+          milliseconds(15'000)))
       << b.Log();
   ASSERT_TRUE(holder.Release("r", held["token"]).value("ok", false));
   const Wait w = waiting.get();

@@ -60,7 +60,10 @@ class SubscriberTest : public ::testing::Test {
     MasterAddress address{"127.0.0.1", cluster_.port(0), "", ""};
     subscriber_ = std::make_unique<Subscriber>(
         &loop_, address, SubscriberOptions{500, 200, idle_close_ms},
-        [this](const std::string& channel) { heard_.push_back(channel); });
+        [this](const std::string& channel, const std::string& message) {
+          heard_.push_back(channel);
+          payloads_.push_back(message);
+        });
   }
 
   // Turns the loop until `condition` holds (checked between turns) or `deadline` passes.
@@ -83,6 +86,7 @@ class SubscriberTest : public ::testing::Test {
   uv_loop_t loop_;
   std::unique_ptr<Subscriber> subscriber_;
   std::vector<std::string> heard_;
+  std::vector<std::string> payloads_;  // of each message heard, in order
 };
 
 TEST_F(SubscriberTest, ConnectsOnlyWhileAChannelIsWantedAndClosesWhenIdle) {
@@ -95,6 +99,7 @@ TEST_F(SubscriberTest, ConnectsOnlyWhileAChannelIsWantedAndClosesWhenIdle) {
   Publish("c1");
   ASSERT_TRUE(RunUntil([&] { return heard_.size() == 1; }, kDeadline));
   EXPECT_EQ(heard_[0], "c1");
+  EXPECT_EQ(payloads_[0], "x") << "the handler gets the message's payload";
 
   // The idle timer starts in Unsubscribe from the loop's cached time: bring that up to date
   // first, and take our time point before, so the close comes no sooner than idle_close_ms

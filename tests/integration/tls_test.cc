@@ -6,6 +6,7 @@
 // gets nothing from a TLS port, and a tunnel whose checkHost does not match the certificate
 // carries no connection.
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
 #include <pwd.h>
@@ -318,8 +319,11 @@ TEST_F(TlsTunnelTest, TheAgentLocksThroughTheShippedStunnelRecipe) {
   const json grant = client.Acquire("over-tls", 30'000, 1'000);
   ASSERT_TRUE(grant.value("ok", false)) << grant << agent.Log();
   const std::string token = grant["token"];
-  // Every master holds the key (read back through its tunnel: the masters speak only TLS).
-  for (const Tunnel& t : tunnels_) EXPECT_EQ(Ask(t.accept_port, {"GET", "lock:over-tls"}), token);
+  // Every master holds the key, "<agent id>:<token>" (read back through its tunnel: the
+  // masters speak only TLS).
+  const std::string value = Ask(tunnels_[0].accept_port, {"GET", "lock:over-tls"});
+  EXPECT_THAT(value, ::testing::MatchesRegex("[0-9a-f]{16}:" + token));
+  for (const Tunnel& t : tunnels_) EXPECT_EQ(Ask(t.accept_port, {"GET", "lock:over-tls"}), value);
   EXPECT_TRUE(client.Extend("over-tls", token, 40'000).value("ok", false));
   EXPECT_TRUE(client.Release("over-tls", token).value("ok", false)) << agent.Log();
   for (const Tunnel& t : tunnels_) {

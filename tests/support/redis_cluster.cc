@@ -1,5 +1,6 @@
 #include "support/redis_cluster.h"
 
+#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -469,6 +471,21 @@ int RedisCluster::CountHolding(const std::string& key, const std::string& value)
   return count;
 }
 
+int RedisCluster::CountHoldingGrant(const std::string& key, const std::string& token) const {
+  constexpr size_t kAgentIdChars = 16;
+  int count = 0;
+  for (int i = 0; i < size(); ++i) {
+    if (!running(i) || node(i).stopped) continue;
+    const std::optional<std::string> value = Get(i, key);
+    if (!value || value->size() != kAgentIdChars + 1 + token.size()) continue;
+    const bool agent_id = std::all_of(value->begin(), value->begin() + kAgentIdChars, [](char c) {
+      return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+    });
+    if (agent_id && (*value)[kAgentIdChars] == ':' && value->ends_with(token)) ++count;
+  }
+  return count;
+}
+
 int RedisCluster::CountWithKey(const std::string& key) const {
   int count = 0;
   for (int i = 0; i < size(); ++i) {
@@ -521,6 +538,12 @@ int64_t RedisCluster::NumSub(int i, const std::string& channel) const {
     return -1;
   }
   return r->element[1]->integer;
+}
+
+int64_t RedisCluster::Publish(int i, const std::string& channel,
+                              const std::string& message) const {
+  ReplyPtr r = Command(port(i), options_.password, {"PUBLISH", channel, message}, kInspectTimeout);
+  return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 }
 
 }  // namespace lw::test

@@ -103,6 +103,9 @@ class RedisCluster {
   // How many masters hold key == value / hold key at all. Only masters that are running and not
   // stopped are asked (a stopped master cannot answer; asking would cost a 1 s timeout each).
   int CountHolding(const std::string& key, const std::string& value) const;
+  // How many masters hold the grant with this client token: key == "<agent id>:<token>", the
+  // value an agent writes (fleet::LockValue; the agent id is 16 lowercase hex characters).
+  int CountHoldingGrant(const std::string& key, const std::string& token) const;
   int CountWithKey(const std::string& key) const;
   // SET key value on master i, with PX px_ms when px_ms > 0 (else without expiry). For tests
   // that pre-occupy a lock key. Throws std::runtime_error when the master does not answer OK.
@@ -117,6 +120,9 @@ class RedisCluster {
   void Run(int i, const std::vector<std::string>& command);
   // PUBSUB NUMSUB channel on master i: its subscribers, or -1 when the master does not answer.
   int64_t NumSub(int i, const std::string& channel) const;
+  // PUBLISH channel message on master i: the subscribers it reached, or -1 when the master does
+  // not answer.
+  int64_t Publish(int i, const std::string& channel, const std::string& message) const;
 
  private:
   struct Node {

@@ -61,7 +61,8 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
             "max_waiters_per_resource idle_timeout_ms max_unsent_bytes socket_mode "
             "socket_owner socket_group access redis_user redis_password_file redis_password "
             "admin_listen admin_token_file stuck_after_ms admin_max_connections "
-            "admin_timeout_ms admin_max_body_bytes scan_interval_ms "
+            "admin_timeout_ms admin_max_body_bytes agent_name heartbeat_ttl_ms share_cmdline "
+            "fleet_refresh_ms admin_url scan_interval_ms "
             "scan_keys_per_second scan_batch scan_patterns ");
   EXPECT_THAT(Settings()[10].help, HasSubstr("default 50"));
   EXPECT_THAT(Settings()[12].help, HasSubstr("0.01"));

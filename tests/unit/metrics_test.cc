@@ -39,6 +39,18 @@ TEST(Metrics, QuarantinedMasterIsUpButOutOfTheMargin) {
   EXPECT_TRUE(Has(text, "lockwarden_master_quarantined{master=\"10.0.0.2:6379\"} 0"));
 }
 
+TEST(Metrics, OldestWaitIsThisAgentsLongestQueuedAcquireInSeconds) {
+  Metrics m({"10.0.0.1:6379"}, {"0.1.0", "abc"});
+  EXPECT_TRUE(Has(m.Serialize(), "lockwarden_oldest_wait_seconds 0")) << "none before a sample";
+  StateSample s;
+  s.waiters = 2;
+  s.oldest_wait_ms = 2'500;
+  m.SetState(s);
+  EXPECT_TRUE(Has(m.Serialize(), "lockwarden_oldest_wait_seconds 2.5")) << m.Serialize();
+  m.SetState(StateSample{});
+  EXPECT_TRUE(Has(m.Serialize(), "lockwarden_oldest_wait_seconds 0"));
+}
+
 TEST(Activity, QuarantineStartAndEndAreEvents) {
   Metrics m({"10.0.0.1:6379"}, {"0.1.0", "abc"});
   EventLog events;
