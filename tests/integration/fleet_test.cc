@@ -1,0 +1,236 @@
+// The fleet view with real agents over real masters: three agents with distinct names on the
+// same five masters; a lock held through B and a waiter queued at A are both seen from C, with
+// the holder's pid and command and the waiter's agent; C revokes it, B's client is told and A's
+// waiter is granted through the release announcement; B killed -9 leaves the registry within
+// its heartbeat ttl and its locks show "gone"; an agent with another max_ttl_ms is flagged.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <optional>
+
+#include <gtest/gtest.h>
+
+#include "support/agent_process.h"
+#include "support/files.h"
+#include "support/http.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+namespace lw::test {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+
+const std::string kToken = "fleet-test-token-0123456789abcdef";
+// Short enough that a killed agent's entry goes within the test, long enough that a loaded box
+// never misses a heartbeat (three per ttl).
+constexpr int64_t kHeartbeatTtlMs = 4'000;
+// A's retry timer, far longer than anything the test awaits: a grant to A's waiter before it
+// could fire came from the release announcement, not from a retry.
+constexpr int64_t kRetryDelayMs = 30'000;
+
+std::vector<std::string> AgentArgs(const std::string& name, const std::string& token_path,
+                                   std::vector<std::string> more = {}) {
+  std::vector<std::string> args = {"--agent-name", name,
+                                   "--heartbeat-ttl-ms", std::to_string(kHeartbeatTtlMs),
+                                   "--fleet-refresh-ms", "1000",
+                                   "--admin-token-file", token_path};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+class FleetTest : public ::testing::Test {
+ protected:
+  ~FleetTest() override { std::filesystem::remove_all(dir_); }
+
+  static json Fleet(const AgentProcess& agent, const std::string& query = "") {
+    HttpResult r = HttpGet(agent.admin_port(), "/api/v1/fleet" + query);
+    if (r.status != 200) return json{{"status", r.status}, {"body", r.body}};
+    return json::parse(r.body);
+  }
+
+  // The row of `resource` in agent's fleet view once `ready` says it is as expected.
+  static std::optional<json> AwaitRow(const AgentProcess& agent, const std::string& resource,
+                                      const std::function<bool(const json&)>& ready) {
+    std::optional<json> found;
+    Eventually(
+        [&] {
+          const json view = Fleet(agent);
+          for (const json& row : view.value("locks", json::array())) {
+            if (row.value("resource", "") == resource && ready(row)) {
+              found = row;
+              return true;
+            }
+          }
+          return false;
+        },
+        milliseconds(30'000));
+    return found;
+  }
+
+  static std::optional<json> AgentNamed(const json& view, const std::string& name) {
+    for (const json& a : view.value("agents", json::array())) {
+      if (a.value("name", "") == name) return a;
+    }
+    return std::nullopt;
+  }
+
+  // The id of the agent whose grant the key of `resource` holds, from the value on master 0.
+  std::string HolderIdOf(const std::string& resource) const {
+    const auto value = cluster_.Get(0, KeyOf(resource));
+    if (!value) return "";
+    return value->substr(0, value->find(':'));
+  }
+
+  std::string dir_ = MakeTempDir("lw-fleet-");
+  std::string token_path_ = WriteFile(dir_ + "/token", kToken);
+  RedisCluster cluster_{5};
+  AgentProcess a_{cluster_,
+                  AgentArgs("agent-a", token_path_,
+                            {"--retry-delay-ms", std::to_string(kRetryDelayMs),
+                             "--retry-jitter-ms", "0"})};
+  AgentProcess b_{cluster_, AgentArgs("agent-b", token_path_)};
+  AgentProcess c_{cluster_, AgentArgs("agent-c", token_path_)};
+};
+
+TEST_F(FleetTest, OperatorOnCSeesHolderOnBAndWaiterOnAThenRevokesAndTheWaiterGetsIt) {
+  auto holder = b_.Connect();
+  const json grant = holder.Acquire("fleet:job", 60'000, 1'000, /*renew=*/true);
+  ASSERT_TRUE(grant.value("ok", false)) << grant;
+  const std::string token = grant["token"];
+  const std::string b_id = HolderIdOf("fleet:job");
+  ASSERT_EQ(b_id.size(), 16u) << "the key's value names the holder's agent";
+  EXPECT_EQ(cluster_.Get(0, KeyOf("fleet:job")), b_id + ":" + token);
+
+  auto waiter = a_.Connect();
+  waiter.SendRaw(R"({"id":9,"op":"acquire","resource":"fleet:job","ttl_ms":10000,)"
+                 R"("wait_ms":60000})"
+                 "\n");
+
+  // C sees the holder (through B: its pid and command) and A's waiter, with its wait age.
+  auto row = AwaitRow(c_, "fleet:job", [](const json& r) {
+    return !r.value("waiters", json::array()).empty() &&
+           r["waiters"][0].value("waited_ms", 0) > 0;
+  });
+  ASSERT_TRUE(row.has_value()) << Fleet(c_).dump(2);
+  const json& h = (*row)["holder"];
+  EXPECT_EQ(h["state"], "live");
+  EXPECT_EQ(h["agent_name"], "agent-b");
+  EXPECT_EQ(h["agent_id"], b_id);
+  EXPECT_EQ(h["pid"], static_cast<int>(getpid())) << "the holder is this test process";
+  EXPECT_NE(h.value("cmdline", "").find("lw_integration_tests"), std::string::npos) << h;
+  EXPECT_TRUE(h.value("renew", false));
+  EXPECT_EQ((*row)["masters"].size(), 5u);
+  EXPECT_TRUE((*row).value("quorum", false));
+  const json& w = (*row)["waiters"][0];
+  EXPECT_EQ(w["agent_name"], "agent-a");
+  EXPECT_EQ(w["pid"], static_cast<int>(getpid()));
+  EXPECT_EQ(row->dump().find(token), std::string::npos) << "a token in the fleet view";
+
+  // A also lists its own waiter.
+  const json a_state = json::parse(HttpGet(a_.admin_port(), "/api/v1/state").body);
+  ASSERT_EQ(a_state["waiter_list"].size(), 1u) << a_state;
+  EXPECT_EQ(a_state["waiter_list"][0]["resource"], "fleet:job");
+
+  // The revoke needs the token; with it, C tells B, B's client loses the lock.
+  const std::string body = json{{"resource", "fleet:job"}}.dump();
+  EXPECT_EQ(HttpPost(c_.admin_port(), "/api/v1/fleet/revoke", body).status, 401);
+  ASSERT_EQ(cluster_.CountHolding(KeyOf("fleet:job"), b_id + ":" + token), 5);
+  const auto revoked_at = SteadyClock::now();
+  HttpResult done = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke", body,
+                             {{"Authorization", "Bearer " + kToken}});
+  ASSERT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(json::parse(done.body)["how"], "holder_agent") << done.body;
+
+  auto lost = holder.NextEvent(milliseconds(10'000));
+  ASSERT_TRUE(lost.has_value()) << "the holder was not told";
+  EXPECT_EQ((*lost)["event"], "lost");
+  EXPECT_EQ((*lost)["reason"], "revoked");
+
+  // A's waiter is granted through the release announcement: its retry timer is 30 s.
+  std::optional<json> next;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        auto line = waiter.ReadLine(milliseconds(200));
+        if (line) next = json::parse(*line);
+        return line.has_value();
+      },
+      milliseconds(kRetryDelayMs / 2)))
+      << "A's waiter was not woken by the release";
+  const double waited_ms = MsSince(revoked_at);
+  EXPECT_EQ((*next)["id"], 9);
+  EXPECT_TRUE(next->value("ok", false)) << *next;
+  EXPECT_LT(waited_ms, kRetryDelayMs / 2.0);
+  std::printf("fleet revoke: A's waiter granted %.0f ms after the revoke was sent\n", waited_ms);
+  EXPECT_NE(c_.Log().find("audit: fleet_revoke"), std::string::npos) << c_.Log();
+}
+
+TEST_F(FleetTest, KilledAgentLeavesTheRegistryWithinItsTtlAndItsLocksShowHolderGone) {
+  auto holder = b_.Connect();
+  const json grant = holder.Acquire("fleet:orphan", 60'000, 1'000, /*renew=*/false);
+  ASSERT_TRUE(grant.value("ok", false)) << grant;
+  const std::string b_id = HolderIdOf("fleet:orphan");
+  ASSERT_TRUE(AwaitRow(c_, "fleet:orphan",
+                       [](const json& r) { return r["holder"]["state"] == "live"; }));
+
+  b_.Signal(SIGKILL);
+  ASSERT_EQ(b_.WaitExit(milliseconds(10'000)), 128 + SIGKILL);
+  // Its entry can only outlive it by what its ttl had left: at most one heartbeat ttl.
+  for (int i = 0; i < cluster_.size(); ++i) {
+    EXPECT_LE(cluster_.Pttl(i, "lockwarden:agent:" + b_id), kHeartbeatTtlMs) << "master " << i;
+  }
+  ASSERT_TRUE(Eventually(
+      [&] {
+        for (int i = 0; i < cluster_.size(); ++i) {
+          if (cluster_.Get(i, "lockwarden:agent:" + b_id)) return false;
+        }
+        return true;
+      },
+      milliseconds(3 * kHeartbeatTtlMs)));
+
+  // The lock is still on the masters (60 s ttl, nobody to release it): shown as holder gone.
+  auto row = AwaitRow(c_, "fleet:orphan",
+                      [](const json& r) { return r["holder"]["state"] == "gone"; });
+  ASSERT_TRUE(row.has_value()) << Fleet(c_).dump(2);
+  EXPECT_EQ((*row)["holder"]["agent_id"], b_id);
+  EXPECT_GT((*row).value("validity_ms", 0), 0);
+  const json view = Fleet(c_);
+  EXPECT_FALSE(AgentNamed(view, "agent-b").has_value()) << view["agents"];
+  EXPECT_TRUE(AgentNamed(view, "agent-a").has_value()) << view["agents"];
+
+  // `who` from C: held, by an agent that is gone.
+  HttpResult who = HttpGet(c_.admin_port(), "/api/v1/fleet/who?resource=fleet:orphan");
+  ASSERT_EQ(who.status, 200) << who.body;
+  EXPECT_NE(who.body.find("gone"), std::string::npos) << who.body;
+
+  // Revoke of a lock whose agent is gone: compare-and-deleted from C.
+  HttpResult done = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke",
+                             json{{"resource", "fleet:orphan"}}.dump(),
+                             {{"Authorization", "Bearer " + kToken}});
+  ASSERT_EQ(done.status, 200) << done.body;
+  EXPECT_EQ(json::parse(done.body)["how"], "deleted") << done.body;
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("fleet:orphan")), 0);
+}
+
+TEST_F(FleetTest, AnAgentWithAnotherMaxTtlIsFlaggedAsDrift) {
+  AgentProcess drifted{cluster_, AgentArgs("agent-d", token_path_, {"--max-ttl-ms", "30000"})};
+  std::optional<json> d;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        d = AgentNamed(Fleet(a_), "agent-d");
+        return d.has_value();
+      },
+      milliseconds(30'000)));
+  const json drift = d->value("drift", json::array());
+  ASSERT_EQ(drift.size(), 1u) << *d;
+  EXPECT_NE(drift[0].get<std::string>().find("max_ttl_ms"), std::string::npos) << drift;
+  const auto b = AgentNamed(Fleet(a_), "agent-b");
+  ASSERT_TRUE(b.has_value());
+  EXPECT_TRUE(b->value("drift", json::array()).empty()) << *b;
+}
+
+}  // namespace
+}  // namespace lw::test
