@@ -76,11 +76,12 @@ Reason ApplyTomlFile(const std::string& path, Config& config, Origins& origins,
 }
 
 // LOCKWARDEN_* variables that are not agent settings: the config path (read by the caller) and
-// the variables the CLI uses as a client or sets for the children of `lockwarden lock`.
+// the variables the CLI uses as a client (the socket; the admin token of `status --fleet` and
+// `who`) or sets for the children of `lockwarden lock`.
 bool IsForeignEnv(std::string_view name) {
-  static const std::set<std::string_view> foreign = {"LOCKWARDEN_CONFIG", "LOCKWARDEN_SOCKET",
-                                                     "LOCKWARDEN_RESOURCE", "LOCKWARDEN_TOKEN",
-                                                     "LOCKWARDEN_FENCE"};
+  static const std::set<std::string_view> foreign = {
+      "LOCKWARDEN_CONFIG",   "LOCKWARDEN_SOCKET", "LOCKWARDEN_ADMIN_TOKEN",
+      "LOCKWARDEN_RESOURCE", "LOCKWARDEN_TOKEN",  "LOCKWARDEN_FENCE"};
   return foreign.contains(name);
 }
 

@@ -84,6 +84,8 @@ class Heartbeat {
         {"SET", AgentKey(id), entry, "PX", Ttl()},
         {"ZADD", AgentsIndexKey(), std::to_string(now + ttl), id},
         {"ZREMRANGEBYSCORE", AgentsIndexKey(), "-inf", std::to_string(now - kIndexPruneAfterMs)},
+        // Nothing of the fleet lives forever: the index goes once no agent refreshes it.
+        {"PEXPIRE", AgentsIndexKey(), std::to_string(kIndexPruneAfterMs)},
         {"SET", ReporterKey(), id, "NX", "PX", Ttl()},
         {"EVAL", scripts::kExtendIfHeld, "1", ReporterKey(), id, Ttl()}};
     const bool rewrite = !report_text_.empty() && written_[i] != report_text_;
@@ -106,8 +108,8 @@ class Heartbeat {
       return false;
     }
     links_.Worked(i);
-    holds_reporter_[i] = rs[3].kind == Reply::Kind::kStatus ||
-                         (rs[4].kind == Reply::Kind::kInteger && rs[4].integer == 1);
+    holds_reporter_[i] = rs[4].kind == Reply::Kind::kStatus ||
+                         (rs[5].kind == Reply::Kind::kInteger && rs[5].integer == 1);
     if (rewrite) written_[i] = report_text_;
     return true;
   }

@@ -22,6 +22,7 @@ inline constexpr std::string_view kNamespace = "lockwarden:";
 
 // ZSET member = agent id, score = unix ms at which its entry expires (as the agent's clock
 // says). An index only, so that readers need no SCAN: an id counts once its AgentKey exists.
+// Every heartbeat sets its TTL to 10 minutes: it goes once no agent runs.
 std::string AgentsIndexKey();                      // "lockwarden:agents"
 std::string AgentKey(std::string_view agent_id);   // "lockwarden:agent:<id>", AgentRecord JSON
 std::string HoldersKey(std::string_view agent_id); // "lockwarden:holders:<id>", HolderReport JSON
