@@ -1,7 +1,10 @@
 // The fenced register: the storage a lock protects, served by the checker process on a Unix
-// socket (newline-delimited JSON). Per resource it keeps the highest fence it has accepted and
-// a counter. A write is accepted iff its fence >= highest (then highest = fence), so a holder
-// whose lock expired under it cannot overwrite the work of a later holder with a higher fence.
+// socket (newline-delimited JSON). Per resource it keeps the highest fence it has seen, on a read
+// or an accepted write, and a counter. A write is accepted iff its fence >= highest (then
+// highest = fence), so a holder whose lock expired under it cannot overwrite the work of a later
+// holder with a higher fence, even one that has only read so far: otherwise the stale holder's
+// write lands between the new holder's read and write, and the new holder's write, built on the
+// value it read, loses it (a lost update that no fence check on writes alone can catch).
 //
 // Client → register (one JSON object per line; ops with an id get a reply with that id):
 //   {"op":"hello","client":"c1","pid":123,"agent":"a0"}
@@ -83,6 +86,9 @@ export class FencedRegister {
         return;
       case 'read': {
         const s = this.state(msg.resource);
+        if (Number.isInteger(msg.fence) && (s.highest === null || msg.fence > s.highest)) {
+          s.highest = msg.fence;
+        }
         this.ops.push({ t, op: 'read', client: msg.client, resource: msg.resource,
           fence: msg.fence, token: msg.token, value: s.value });
         const fields = { value: s.value, highest: s.highest };
