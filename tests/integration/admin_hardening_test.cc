@@ -35,7 +35,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::admin_hardening {
 namespace {
 
 using nlohmann::json;
@@ -572,4 +572,4 @@ TEST(AdminBoundsTest, StopsPromptlyWhileSlowClientsHoldConnections) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::admin_hardening

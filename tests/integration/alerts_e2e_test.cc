@@ -21,7 +21,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::alerts_e2e {
 namespace {
 
 using nlohmann::json;
@@ -285,4 +285,4 @@ TEST(AlertsE2E, LeakedKeyFiresLeakedKeys) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::alerts_e2e

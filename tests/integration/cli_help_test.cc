@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <string>
 
+namespace lw::test::cli_help {
 namespace {
 
 using ::testing::HasSubstr;
@@ -83,3 +84,4 @@ TEST(CliHelpTest, WhoWithoutAReachableAgentExitsUnavailable) {
 }
 
 }  // namespace
+}  // namespace lw::test::cli_help

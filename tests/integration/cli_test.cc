@@ -13,7 +13,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::cli {
 namespace {
 
 using nlohmann::json;
@@ -143,4 +143,4 @@ TEST(AgentLifecycleTest, StaleSocketIsReplacedButALiveAgentIsNotStolen) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::cli

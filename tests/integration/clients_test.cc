@@ -24,7 +24,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::clients {
 namespace {
 
 const std::string kClients = std::string(LOCKWARDEN_SOURCE_DIR) + "/clients";
@@ -259,4 +259,4 @@ TEST_F(ClientsTest, Shell) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::clients

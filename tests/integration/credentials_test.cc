@@ -28,7 +28,7 @@
 #error "LOCKWARDEN_SOURCE_DIR must name the source tree (set by tests/CMakeLists.txt)"
 #endif
 
-namespace lw::test {
+namespace lw::test::credentials {
 namespace {
 
 using nlohmann::json;
@@ -526,4 +526,4 @@ TEST_F(CredentialsAclTest, AWrongUserPasswordReachesNoMaster) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::credentials

@@ -10,7 +10,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::fault {
 namespace {
 
 using nlohmann::json;
@@ -160,4 +160,4 @@ TEST(FaultTest, ScriptCacheFlushedFallsBackToEval) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::fault

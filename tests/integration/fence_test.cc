@@ -13,7 +13,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::fence {
 namespace {
 
 using nlohmann::json;
@@ -137,4 +137,4 @@ TEST_F(FenceTest, LockCommandExportsTheFence) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::fence

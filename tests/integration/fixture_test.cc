@@ -17,7 +17,7 @@
 
 #include "support/redis_cluster.h"
 
-namespace lw::test {
+namespace lw::test::fixture {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -195,4 +195,4 @@ TEST(RedisClusterTest, MastersDieWithTheTestProcess) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::fixture

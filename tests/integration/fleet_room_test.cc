@@ -18,7 +18,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::fleet_room {
 namespace {
 
 using namespace lw::fleet;
@@ -253,4 +253,4 @@ TEST_F(FleetRoomTest, ExactlyOneOfTwoPresencesIsTheReporterAndTheOtherTakesOver)
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::fleet_room

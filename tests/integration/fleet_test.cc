@@ -18,7 +18,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::fleet {
 namespace {
 
 using nlohmann::json;
@@ -235,4 +235,4 @@ TEST_F(FleetTest, AnAgentWithAnotherMaxTtlIsFlaggedAsDrift) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::fleet

@@ -15,7 +15,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::force_release {
 namespace {
 
 using nlohmann::json;
@@ -93,4 +93,4 @@ TEST_F(ForceReleaseTest, HolderIsToldKeysGoAndTheNextWaiterGetsIt) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::force_release

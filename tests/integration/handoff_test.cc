@@ -15,7 +15,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::handoff {
 namespace {
 
 using nlohmann::json;
@@ -199,4 +199,4 @@ TEST_F(HandoffTest, AWaiterWhoMayNotSubscribeFallsBackToItsRetry) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::handoff

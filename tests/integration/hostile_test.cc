@@ -30,7 +30,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::hostile {
 namespace {
 
 using lw::client::Client;
@@ -339,4 +339,4 @@ TEST_F(HostileTest, AWellBehavedClientIsServedThroughAnAttack) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::hostile

@@ -19,7 +19,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::limits {
 namespace {
 
 using lw::client::Client;
@@ -293,4 +293,4 @@ TEST_F(LimitsTest, AccessRulesDecideByUidGroupAndSupplementaryGroup) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::limits

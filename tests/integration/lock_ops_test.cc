@@ -11,7 +11,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::lock_ops {
 namespace {
 
 using nlohmann::json;
@@ -244,4 +244,4 @@ TEST_F(LockOpsTest, HealthReportsEveryMaster) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::lock_ops

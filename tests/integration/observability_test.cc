@@ -13,7 +13,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::observability {
 namespace {
 
 using nlohmann::json;
@@ -185,4 +185,4 @@ TEST(AdminConfigTest, BadListenAddressAndTakenPortStopTheAgent) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::observability

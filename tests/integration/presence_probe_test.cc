@@ -16,7 +16,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::presence_probe {
 namespace {
 
 using Names = std::vector<std::string>;
@@ -246,4 +246,4 @@ TEST_F(PresenceProbeTest, ChecksAtMostAThousandGrantsPerRound) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::presence_probe

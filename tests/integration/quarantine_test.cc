@@ -15,7 +15,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::quarantine {
 namespace {
 
 using nlohmann::json;
@@ -284,4 +284,4 @@ TEST(QuarantineTest, OffMeansARestartedMasterAlwaysCounts) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::quarantine

@@ -11,7 +11,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::revoke_channel {
 namespace {
 
 using nlohmann::json;
@@ -113,4 +113,4 @@ TEST_F(RevokeChannelTest, AKeysValueNamesTheAgentAndAnOrderWithItRevokesTheGrant
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::revoke_channel

@@ -15,7 +15,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::scanner {
 namespace {
 
 using nlohmann::json;
@@ -253,4 +253,4 @@ TEST_F(ScannerTest, OneShotScanCommandExitsNonZeroOnLeaks) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::scanner

@@ -14,7 +14,7 @@
 #include "state_util.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::state_api {
 namespace {
 
 using nlohmann::json;
@@ -203,4 +203,4 @@ TEST_F(StateApiTest, ThePageIsServedWithAStrictPolicy) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::state_api

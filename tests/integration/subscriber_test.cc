@@ -16,7 +16,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::subscriber {
 namespace {
 
 // One command on a fresh blocking connection to 127.0.0.1:port; nullptr when unanswered.
@@ -147,4 +147,4 @@ TEST_F(SubscriberTest, StopClosesTheConnectionAndLeavesTheLoopDry) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::subscriber

@@ -23,7 +23,7 @@
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
-namespace lw::test {
+namespace lw::test::systemd_notify {
 namespace {
 
 // The receiving end of sd_notify(3): a bound AF_UNIX datagram socket. Each datagram is one
@@ -191,4 +191,4 @@ TEST_F(SystemdNotifyTest, NoWatchdogPingsWithoutWatchdogUsec) {
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::systemd_notify

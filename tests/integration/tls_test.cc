@@ -33,7 +33,7 @@
 #error "LOCKWARDEN_SOURCE_DIR must name the source tree (set by tests/CMakeLists.txt)"
 #endif
 
-namespace lw::test {
+namespace lw::test::tls {
 namespace {
 
 using nlohmann::json;
@@ -369,4 +369,4 @@ TEST_F(TlsTunnelTest, ATunnelRefusesAMasterWhoseCertificateIsNotForTheCheckedNam
 }
 
 }  // namespace
-}  // namespace lw::test
+}  // namespace lw::test::tls
