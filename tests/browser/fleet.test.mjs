@@ -77,7 +77,11 @@ describe('fleet panel: three agents over five masters', { timeout: 240000 }, () 
         const row = page.locator(byTestId('fleet-lock-row', { resource }));
         await row.waitFor({ state: 'visible', timeout: FLEET_TIMEOUT_MS });
         assert.equal(await row.getAttribute('data-state'), 'live');
-        const holderCell = row.locator(byTestId('fleet-holder'));
+        // The holder's detail comes with bravo's next holder report (a heartbeat after the
+        // grant), which may land a read after the key itself: await it.
+        const holderCell = row.locator(byTestId('fleet-holder'))
+          .filter({ hasText: new RegExp(`pid ${process.pid}\\b`) });
+        await holderCell.waitFor({ state: 'visible', timeout: FLEET_TIMEOUT_MS });
         const holderText = await holderCell.textContent();
         assert.match(holderText, /bravo/);
         assert.match(holderText, new RegExp(`pid ${process.pid}\\b`));

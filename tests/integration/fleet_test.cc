@@ -112,9 +112,11 @@ TEST_F(FleetTest, OperatorOnCSeesHolderOnBAndWaiterOnAThenRevokesAndTheWaiterGet
                  R"("wait_ms":60000})"
                  "\n");
 
-  // C sees the holder (through B: its pid and command) and A's waiter, with its wait age.
+  // C sees the holder (through B's report: its pid and command) and A's waiter, with its wait
+  // age. The two reports reach the masters on their agents' own heartbeats: await both.
   auto row = AwaitRow(c_, "fleet:job", [](const json& r) {
-    return !r.value("waiters", json::array()).empty() &&
+    return r["holder"].value("pid", -1) > 0 && r["masters"].size() == 5 &&
+           !r.value("waiters", json::array()).empty() &&
            r["waiters"][0].value("waited_ms", 0) > 0;
   });
   ASSERT_TRUE(row.has_value()) << Fleet(c_).dump(2);
@@ -203,10 +205,25 @@ TEST_F(FleetTest, KilledAgentLeavesTheRegistryWithinItsTtlAndItsLocksShowHolderG
   EXPECT_FALSE(AgentNamed(view, "agent-b").has_value()) << view["agents"];
   EXPECT_TRUE(AgentNamed(view, "agent-a").has_value()) << view["agents"];
 
-  // `who` from C: held, by an agent that is gone.
+  // `who` from C: held, by an agent that is gone; the CLI's exit code says held (0) or not (1).
   HttpResult who = HttpGet(c_.admin_port(), "/api/v1/fleet/who?resource=fleet:orphan");
   ASSERT_EQ(who.status, 200) << who.body;
   EXPECT_NE(who.body.find("gone"), std::string::npos) << who.body;
+  const std::string admin = "http://127.0.0.1:" + std::to_string(c_.admin_port());
+  const std::string held_out = dir_ + "/who-held.out";
+  pid_t pid =
+      SpawnTestProcess({LockwardenBinary(), "who", "fleet:orphan", "--admin", admin}, held_out);
+  ASSERT_EQ(WaitChild(pid, milliseconds(15'000)), 0) << ReadFile(held_out);
+  EXPECT_NE(ReadFile(held_out).find(b_id), std::string::npos) << ReadFile(held_out);
+  const std::string free_out = dir_ + "/who-free.out";
+  pid = SpawnTestProcess({LockwardenBinary(), "who", "fleet:nobody", "--admin", admin}, free_out);
+  EXPECT_EQ(WaitChild(pid, milliseconds(15'000)), 1) << ReadFile(free_out);
+  const std::string status_out = dir_ + "/status.out";
+  pid = SpawnTestProcess(
+      {LockwardenBinary(), "status", "--fleet", "--json", "--admin", admin}, status_out);
+  ASSERT_EQ(WaitChild(pid, milliseconds(15'000)), 0) << ReadFile(status_out);
+  const json fleet = json::parse(ReadFile(status_out));
+  EXPECT_TRUE(AgentNamed(fleet, "agent-c").has_value()) << fleet["agents"];
 
   // Revoke of a lock whose agent is gone: compare-and-deleted from C.
   HttpResult done = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke",
