@@ -17,6 +17,8 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int64_t kIndexSlackMs = 60'000;
 // At most this many agents are read from one master's index.
 constexpr int64_t kMaxAgents = 10'000;
+// A read starts no sooner than this many times as long as the previous one took.
+constexpr int kDutyFactor = 10;
 
 // One read of one master, on the reader's thread.
 class MasterReader {
@@ -202,7 +204,7 @@ std::shared_ptr<const FleetView> FleetReader::View(int64_t newer_than_unix_ms,
   wanted_ = true;
   wake_.notify_all();
   done_.wait_for(lock, wait, [&] { return stopping_ || (latest_ != before && fits()); });
-  return fits() ? latest_ : nullptr;
+  return latest_;
 }
 
 std::shared_ptr<const FleetView> FleetReader::Latest() const {
@@ -222,15 +224,19 @@ void FleetReader::Run() {
   MasterLinks links(settings_.masters, settings_.connect_timeout, settings_.command_timeout,
                     "fleet read");
   std::optional<SteadyClock::time_point> last_start;
+  SteadyClock::duration last_took{};
   while (true) {
     bool keep_fresh = false;
     {
       std::unique_lock lock(mu_);
-      // A read starts when asked for (or kept fresh), and never sooner than refresh after
-      // the previous one started.
+      // A read starts when asked for (or kept fresh), and never sooner than refresh after the
+      // previous one started, nor sooner than kDutyFactor times as long as that one took: with
+      // a keyspace so large that a read takes longer than refresh / kDutyFactor, reads keep to
+      // 1 / kDutyFactor of the reader's time and of the masters' walk.
       wake_.wait(lock, [&] { return stopping_ || wanted_ || keep_fresh_; });
       if (last_start) {
-        wake_.wait_until(lock, *last_start + settings_.refresh, [&] { return stopping_; });
+        const auto gap = std::max<SteadyClock::duration>(settings_.refresh, kDutyFactor * last_took);
+        wake_.wait_until(lock, *last_start + gap, [&] { return stopping_; });
       }
       if (stopping_) return;
       if (!wanted_ && !keep_fresh_) continue;
@@ -239,10 +245,11 @@ void FleetReader::Run() {
     }
     last_start = SteadyClock::now();
     auto view = std::make_shared<const FleetView>(Read(links));
+    last_took = SteadyClock::now() - *last_start;
     if (keep_fresh && stats_ && view->complete) SetTotals(*view, stats_->totals);
     {
       std::lock_guard lock(mu_);
-      latest_ = view;
+      latest_ = std::move(view);
       latest_at_ = SteadyClock::now();
     }
     done_.notify_all();

@@ -6,7 +6,8 @@
 // A read: on every master, in turn, the registry (ZRANGE of the index, then the entries and
 // holder reports of its members, pipelined), then SCAN MATCH "<key_prefix>*" COUNT batch with
 // GET + PTTL of every key, pipelined per batch, paced to keys_per_second like the leak scanner.
-// Reads start at most once per refresh (the cost bound), and a read with fewer than a quorum
+// Reads start at most once per refresh, and no sooner after the previous one than ten times as
+// long as it took (the cost bound), and a read with fewer than a quorum
 // of masters answering is marked incomplete. Its cost is counted (FleetStats) and in the view.
 
 #include <chrono>
@@ -49,8 +50,10 @@ class FleetReader {
   void Stop();
 
   // Any thread: a view read after `newer_than` (unix ms; 0: any), starting a read if the last
-  // one is older than the refresh period, waiting up to `wait` for it. Null when none is ready
-  // in time. Callers never make reads more frequent than the refresh period.
+  // one is older than the refresh period, waiting up to `wait` for it. When none comes in time
+  // (a large keyspace paces reads further apart), the latest older view (its read_unix_ms
+  // says how old); null only before the first read ends. Callers never make reads more
+  // frequent than the pacing allows.
   std::shared_ptr<const FleetView> View(int64_t newer_than_unix_ms, std::chrono::milliseconds wait);
   // Any thread: the latest view, without asking for a new one (null before the first read).
   std::shared_ptr<const FleetView> Latest() const;

@@ -81,9 +81,11 @@ class FleetRoomTest : public ::testing::Test {
 
   // A view read after this call, or an empty one (the test then fails on what it expects).
   FleetView FreshView() {
-    auto v = reader_->View(UnixMsNow(), milliseconds(5'000));
-    EXPECT_TRUE(v) << "no fleet read within 5 s";
-    return v ? *v : FleetView{};
+    const int64_t asked = UnixMsNow();
+    auto v = reader_->View(asked, milliseconds(5'000));
+    const bool fresh = v && v->read_unix_ms > asked;
+    EXPECT_TRUE(fresh) << "no fleet read within 5 s";
+    return fresh ? *v : FleetView{};
   }
 
   // Waits until a fresh view satisfies `condition`; the last view read.
