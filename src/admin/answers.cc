@@ -19,6 +19,7 @@ int HttpStatusOf(ErrorCode code) {
       return 404;
     case ErrorCode::kStale:
     case ErrorCode::kScannerOff:
+    case ErrorCode::kKindMismatch:
       return 409;
     case ErrorCode::kInternal:
       return 500;

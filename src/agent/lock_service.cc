@@ -37,7 +37,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
       [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
         if (const auto* g = std::get_if<Grant>(&result)) {
           Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
-                                               g->waited_ms, g->fence));
+                                               g->waited_ms, g->fence, g->mode, g->permit));
           return;
         }
         const Failure& f = std::get<Failure>(result);
@@ -46,7 +46,9 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
         }
         Fail(sid, id, "acquire", f);
       },
-      op.fence);
+      op.fence,
+      AcquireKind{op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits} : LockShape{},
+                  op.shared});
 }
 
 template <>

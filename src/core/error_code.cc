@@ -5,7 +5,7 @@
 
 namespace lw {
 namespace {
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 15> kNames{{
+constexpr std::array<std::pair<ErrorCode, std::string_view>, 16> kNames{{
     {ErrorCode::kBadRequest, "bad_request"},
     {ErrorCode::kTimeout, "timeout"},
     {ErrorCode::kNoQuorum, "no_quorum"},
@@ -14,6 +14,7 @@ constexpr std::array<std::pair<ErrorCode, std::string_view>, 15> kNames{{
     {ErrorCode::kForbidden, "forbidden"},
     {ErrorCode::kShuttingDown, "shutting_down"},
     {ErrorCode::kInternal, "internal"},
+    {ErrorCode::kKindMismatch, "kind_mismatch"},
     {ErrorCode::kUnauthorized, "unauthorized"},
     {ErrorCode::kNotFound, "not_found"},
     {ErrorCode::kStale, "stale"},

@@ -16,6 +16,9 @@ enum class ErrorCode {
   kForbidden,     // the peer may not lock that resource
   kShuttingDown,  // the agent is stopping and takes no new work
   kInternal,      // a bug or an unexpected state: the agent logged it
+  // The resource is in use as another kind (a mutex, a semaphore of another size, a read-write
+  // lock) than the acquire asked for: nothing was granted.
+  kKindMismatch,
   // The admin HTTP API's own (docs/api.md):
   kUnauthorized,  // no admin token, or a wrong one
   kNotFound,      // no such endpoint

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/lock_kind.h"
 #include "core/session_id.h"
 
 namespace lw {
@@ -28,9 +29,14 @@ struct LockView {
   bool renew = false;
   int waiters = 0;     // local acquires queued behind it
   int64_t ttl_ms = 0;  // as requested (renewals extend by the same)
-  std::string key;     // the Redis key
+  std::string key;     // the Redis key of this hold (a permit's, the writer's, the readers set)
   std::optional<int64_t> fence;
   Peer holder;  // filled by the agent (the engine knows sessions, not peers)
+  // Which kind of hold: a mutex's (exclusive), a semaphore's permit, a read or a write hold.
+  HoldMode mode = HoldMode::kExclusive;
+  int permits = 1;  // semaphores: K
+  int permit = -1;  // semaphores: which permit this hold is
+  int holds = 1;    // holds of this resource through this agent (n of K; readers)
 };
 
 // An acquire queued at this agent, for operators.
@@ -48,6 +54,9 @@ struct HeldLock {
   std::string token;
   int64_t validity_ms = 0;
   bool renew = false;
+  HoldMode mode = HoldMode::kExclusive;
+  int permits = 1;
+  int permit = -1;
 };
 
 }  // namespace lw

@@ -45,9 +45,10 @@ Failure AcquireFailure(std::string_view resource, const AttemptHistory& h, int m
   const VoteTally& t = *h.last_tally;
   // Enough masters answered that, had the key been free, the attempt would have been won.
   if (t.answered() >= t.needed() && t.counting_answered() >= t.quorum()) {
-    return {ErrorCode::kTimeout, Quoted(resource) + " stayed held by another owner for all of "
-                                 "wait_ms=" + N(h.wait_ms) + " (" + N(h.attempts) +
-                                 " attempt(s))"};
+    return {ErrorCode::kTimeout,
+            Quoted(resource) + " stayed held by another owner for all of wait_ms=" +
+                N(h.wait_ms) + " (" + N(h.attempts) + " attempt(s)" +
+                (h.last_refusal.empty() ? "" : "; last: " + h.last_refusal) + ")"};
   }
   if (masters - t.not_counting() < t.quorum()) {
     return {ErrorCode::kNoQuorum,
@@ -57,6 +58,13 @@ Failure AcquireFailure(std::string_view resource, const AttemptHistory& h, int m
                 "); see `lockwarden status` for when each counts again"};
   }
   return {ErrorCode::kNoQuorum, TooFewMasters(h, t, masters)};
+}
+
+Failure KindMismatch(std::string_view resource, std::string_view asked, std::string_view found) {
+  return {ErrorCode::kKindMismatch,
+          Quoted(resource) + " is in use as " + std::string(found) + "; this acquire asked for " +
+              std::string(asked) + ". Every holder of one resource must name the same kind (and "
+              "a semaphore the same permits)"};
 }
 
 Failure QueuedTooLong(std::string_view resource, int64_t wait_ms) {

@@ -22,6 +22,7 @@ struct AttemptHistory {
   std::optional<VoteTally> last_tally;  // of the last round of the last attempt
   bool last_too_slow = false;           // the last attempt won its votes with no validity left
   bool last_in_fence_phase = false;     // the last attempt failed writing its fence
+  std::string last_refusal;  // kinds: why masters refused the last attempt ("a writer holds it")
 };
 
 // A resource name as it appears in messages (core/quote.h: JSON-quoted, valid UTF-8).
@@ -54,6 +55,10 @@ Failure ReleasedWhileExtending(std::string_view resource);
 // with `valid_left_ms` of the current validity still ahead.
 Failure ExtendFailure(std::string_view resource, const VoteTally& tally, int masters, bool lost,
                       int64_t valid_left_ms);
+
+// kind_mismatch: the resource is held as another kind than `asked` on some master (`found`:
+// the value at its base key there) or through this agent (`found`: that kind's description).
+Failure KindMismatch(std::string_view resource, std::string_view asked, std::string_view found);
 
 // no_quorum: the lock was won, but no validity was left when the grant was to be answered.
 Failure ValidityRanOutBeforeReply();

@@ -49,6 +49,9 @@ struct Holder {
   // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
   // expiry on the masters may still change, so the lock is not handed over locally.
   uint16_t extends_in_flight = 0;
+  // Its part of the resource: a semaphore's permit (-1 otherwise); a shared (read) hold.
+  int16_t permit = -1;
+  bool shared = false;
 
   // The key's value on the masters.
   std::string LeaseValue() const { return lease ? lease->str() : token.str(); }

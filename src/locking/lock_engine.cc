@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "core/redlock_math.h"
 #include "core/token.h"
@@ -63,8 +64,14 @@ void LockEngine::Defer(std::function<void()> fn) {
 // Not stored per resource: at 100k held locks a second copy of every name is ~6 MiB.
 std::string LockEngine::KeyOf(const std::string& name) const { return options_.key_prefix + name; }
 
-FencedKeys LockEngine::FencedKeysOf(const std::string& name) const {
-  return {KeyOf(name), options_.fence_prefix + name};
+HoldPlace LockEngine::PlaceOf(const std::string& name, const Resource& r, bool shared,
+                              int permit) const {
+  return {options_.key_prefix, options_.fence_prefix, name, r.shape, ModeOf(r.shape, shared),
+          permit};
+}
+
+HoldPlace LockEngine::PlaceOf(const std::string& name, const Resource& r, const Holder& h) const {
+  return PlaceOf(name, r, h.shared, h.permit);
 }
 
 LockEngine::Resource* LockEngine::Find(const std::string& name) {
@@ -72,34 +79,59 @@ LockEngine::Resource* LockEngine::Find(const std::string& name) {
   return it == resources_.end() ? nullptr : it->second.get();
 }
 
+const LockEngine::Resource* LockEngine::Find(const std::string& name) const {
+  auto it = resources_.find(name);
+  return it == resources_.end() ? nullptr : it->second.get();
+}
+
 Holder* LockEngine::FindHolder(const std::string& name, const std::string& token) {
   Resource* r = Find(name);
-  if (r == nullptr || !r->holder || !(r->holder->token == token)) return nullptr;
-  return r->holder.get();
+  if (r == nullptr) return nullptr;
+  for (auto& h : r->holders) {
+    if (h->token == token) return h.get();
+  }
+  return nullptr;
+}
+
+Holder* LockEngine::HolderWithSerial(Resource& r, uint64_t serial) {
+  for (auto& h : r.holders) {
+    if (h->serial == serial) return h.get();
+  }
+  return nullptr;
+}
+
+void LockEngine::Refuse(Failure failure, AcquireDone done) {
+  stats_->AcquireAnswered(AcquireOutcome::kError, {}, 0);
+  events_->AcquireFinished(AcquireOutcome::kError, {}, 0);
+  Defer([done = std::move(done), failure = std::move(failure)] { done(failure); });
 }
 
 void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl_ms,
-                         int64_t wait_ms, bool renew, AcquireDone done, bool fence) {
-  std::optional<Failure> refused;
-  if (shutting_down_) {
-    refused = ShuttingDown(/*retry_hint=*/true);
-  } else if (options_.max_waiters_per_resource > 0) {
-    const Resource* existing = Find(name);
-    const size_t queued = existing == nullptr ? 0 : existing->waiters.live();
-    if (queued >= options_.max_waiters_per_resource) refused = TooManyQueued(queued);
+                         int64_t wait_ms, bool renew, AcquireDone done, bool fence,
+                         AcquireKind kind) {
+  const Resource* existing = Find(name);
+  if (shutting_down_) return Refuse(ShuttingDown(/*retry_hint=*/true), std::move(done));
+  if (existing != nullptr && !(existing->shape == kind.shape)) {
+    return Refuse(KindMismatch(name, kind.shape.Describe(),
+                               "a " + existing->shape.Describe() + " through this agent"),
+                  std::move(done));
   }
-  if (refused) {
-    stats_->AcquireAnswered(AcquireOutcome::kError, {}, 0);
-    events_->AcquireFinished(AcquireOutcome::kError, {}, 0);
-    Defer([done = std::move(done), failure = std::move(*refused)] { done(failure); });
-    return;
+  if (options_.max_waiters_per_resource > 0) {
+    const size_t queued = existing == nullptr ? 0 : existing->waiters.live();
+    if (queued >= options_.max_waiters_per_resource) {
+      return Refuse(TooManyQueued(queued), std::move(done));
+    }
   }
   auto& slot = resources_[name];
-  if (!slot) slot = std::make_unique<Resource>();
+  if (!slot) {
+    slot = std::make_unique<Resource>();
+    slot->shape = kind.shape;
+  }
   Waiter w;
   w.id = next_waiter_id_++;
   w.session = session;
   w.renew = renew;
+  w.shared = kind.shared && kind.shape.kind == LockKind::kMutex;
   w.history.ttl_ms = ttl_ms;
   w.history.wait_ms = wait_ms;
   w.history.fence = fence;
@@ -112,16 +144,44 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   Pump(name);
 }
 
+bool LockEngine::FrontMayContend(const Resource& r) const {
+  if (r.holders.empty()) return true;
+  if (r.shape.kind == LockKind::kSemaphore) {
+    return static_cast<int>(r.holders.size()) < r.shape.permits;
+  }
+  // Readers share with readers; an exclusive acquire waits for everything held here to go.
+  return r.waiters.front().shared && r.holders.front()->shared;
+}
+
 void LockEngine::Pump(const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr) return;
-  if (r->holder || r->attempt_in_flight || (r->retry_timer && r->retry_timer->active())) return;
+  if (r->attempt_in_flight || (r->retry_timer && r->retry_timer->active())) return;
   r->waiters.DropCancelledFront([this](const Waiter& w) { deadlines_.Erase(w.id); });
   if (r->waiters.empty()) {
     MaybeErase(name);
     return;
   }
+  if (!FrontMayContend(*r)) return;
   StartAttempt(name);
+}
+
+int LockEngine::ChoosePermit(Resource& r) {
+  const int k = r.shape.permits;
+  std::vector<bool> mine(static_cast<size_t>(k), false);
+  for (const auto& h : r.holders) mine[static_cast<size_t>(h->permit)] = true;
+  if (r.permit_hint >= 0 && r.permit_hint < k && !mine[static_cast<size_t>(r.permit_hint)]) {
+    return std::exchange(r.permit_hint, -1);
+  }
+  r.permit_hint = -1;
+  // Start at a random permit so that agents spread over them.
+  std::uniform_int_distribution<int> start(0, k - 1);
+  const int first = start(rng_);
+  for (int i = 0; i < k; ++i) {
+    const int p = (first + i) % k;
+    if (!mine[static_cast<size_t>(p)]) return p;
+  }
+  return first;  // unreachable: FrontMayContend leaves a permit free
 }
 
 void LockEngine::StartAttempt(const std::string& name) {
@@ -130,18 +190,15 @@ void LockEngine::StartAttempt(const std::string& name) {
   w.in_attempt = true;
   ++w.history.attempts;
   r.attempt_in_flight = true;
-  AttemptRound a{name, w.id, NewToken()};
-  RoundRequest req;
-  if (w.history.fence) {
-    req = FencePhase1(FencedKeysOf(name), a.token, w.history.ttl_ms, fence_quorum_);
-  } else {
-    req.op = RoundOp::kSetIfAbsent;
-    req.key = KeyOf(name);
-    req.token = a.token;
-    req.ttl_ms = w.history.ttl_ms;
-  }
+  AttemptRound a{name, w.id, NewToken(),
+                 r.shape.kind == LockKind::kSemaphore ? ChoosePermit(r) : -1, w.shared};
+  const int64_t waiting_ttl_ms = std::max<int64_t>(
+      1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
+  RoundRequest req = AcquireRound(PlaceOf(name, r, w.shared, a.permit), a.token,
+                                  w.history.ttl_ms, w.history.fence ? fence_quorum_ : 0,
+                                  waiting_ttl_ms);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
-    OnAttempt(a, res.tally, res.started, res.max_fence, /*fence_written=*/false);
+    OnAttempt(a, res, res.started, res.max_fence, /*fence_written=*/false);
   });
 }
 
@@ -149,20 +206,53 @@ void LockEngine::WriteFence(const AttemptRound& a, Clock::time_point started, in
   Resource& r = *Find(a.name);
   r.attempt_in_flight = true;
   r.waiters.front().in_attempt = true;
-  rounds_.Run(FencePhase2(FencedKeysOf(a.name), a.token, fence, fence_quorum_),
+  const HoldPlace place = PlaceOf(a.name, r, a.shared, a.permit);
+  rounds_.Run(FencePhase2(FencedKeysOf(place), a.token, fence, fence_quorum_),
               [this, a, started, fence](const RoundResult& res) {
                 CountFenceWrite(*stats_, res, a.name, fence);
-                OnAttempt(a, res.tally, started, fence, /*fence_written=*/true);
+                OnAttempt(a, res, started, fence, /*fence_written=*/true);
               });
 }
 
-void LockEngine::OnAttempt(const AttemptRound& a, const VoteTally& tally,
+namespace {
+
+// Why masters refused a kind's attempt, for the failure text.
+std::string RefusalText(const KindRefusals& r, int k) {
+  if (r.writer > 0) return "a writer holds it on " + std::to_string(r.writer) + " master(s)";
+  if (r.readers > 0) return "readers hold it on " + std::to_string(r.readers) + " master(s)";
+  if (r.writer_waiting > 0) {
+    return "a writer waits (new readers are refused) on " + std::to_string(r.writer_waiting) +
+           " master(s)";
+  }
+  if (r.taken > 0) return "all " + std::to_string(k) + " permits were held";
+  return "";
+}
+
+// The permit most masters reported free, and how many did; {-1, 0} when none.
+std::pair<int, int> BestFreePermit(const KindRefusals& r) {
+  std::pair<int, int> best{-1, 0};
+  for (size_t i = 0; i < r.free_permits.size(); ++i) {
+    if (r.free_permits[i] > best.second) best = {static_cast<int>(i), r.free_permits[i]};
+  }
+  return best;
+}
+
+// A value found at a resource's base key, as a kind for people.
+std::string FoundKind(const std::string& value) {
+  const auto shape = ShapeOfMarker(value);
+  return "a " + (shape ? shape->Describe() : std::string("mutex")) + " on a master";
+}
+
+}  // namespace
+
+void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
                            Clock::time_point started, int64_t fence, bool fence_written) {
   const std::string& name = a.name;
+  const VoteTally& tally = res.tally;
   Resource* r = Find(name);
   if (r == nullptr || r->waiters.empty() || r->waiters.front().id != a.waiter_id) {
     spdlog::error("internal: acquire attempt for {} finished without its waiter", Quoted(name));
-    ReleaseEverywhere(KeyOf(name), a.token);
+    if (r != nullptr) UndoAttempt(a, *r, /*giving_up=*/true);
     return;
   }
   r->attempt_in_flight = false;
@@ -170,6 +260,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const VoteTally& tally,
   w.in_attempt = false;
   w.history.last_tally = tally;
   w.history.last_in_fence_phase = fence_written;
+  w.history.last_refusal = RefusalText(res.refusals, r->shape.permits);
   const auto now = Clock::now();
   const int64_t validity =
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
@@ -179,14 +270,19 @@ void LockEngine::OnAttempt(const AttemptRound& a, const VoteTally& tally,
       WriteFence(a, started, NextFence(fence));
       return;
     }
+    r->quick_retries = 0;
     // validity is what is left as of now (ttl - elapsed - drift): count it from here.
-    GrantHead(*r, name, a.token, started, now + std::chrono::milliseconds(validity),
+    GrantHead(*r, name, a, started, now + std::chrono::milliseconds(validity),
               w.history.fence ? std::optional<int64_t>(fence) : std::nullopt);
     return;
   }
+  const int64_t remaining = CeilMs(w.deadline - now);
+  const bool mismatch = res.refusals.foreign.has_value();
+  const bool giving_up =
+      w.cancelled || shutting_down_ || mismatch || w.expired || remaining <= 0;
   // Undo on every master, including those that said no or did not answer in time: a late
   // "OK" is undone too, because the DEL is queued behind the SET on the same connection.
-  ReleaseEverywhere(KeyOf(name), a.token);
+  UndoAttempt(a, *r, giving_up);
   if (w.cancelled) {
     deadlines_.Erase(w.id);
     r->waiters.PopFront();
@@ -197,19 +293,39 @@ void LockEngine::OnAttempt(const AttemptRound& a, const VoteTally& tally,
     FailHead(*r, name, ShuttingDown(/*retry_hint=*/false));
     return;
   }
-  const int64_t remaining = CeilMs(w.deadline - now);
+  if (mismatch) {
+    FailHead(*r, name,
+             KindMismatch(name, r->shape.Describe(), FoundKind(*res.refusals.foreign)));
+    return;
+  }
   if (w.expired || remaining <= 0) {
     FailHead(*r, name, AcquireFailure(name, w.history, rounds_.size()));
     return;
   }
+  // A semaphore's masters named a permit free on a quorum of them: try it at once (a few
+  // times in a row at most, so that a race for it never spins).
+  const auto [permit, votes] = BestFreePermit(res.refusals);
+  r->permit_hint = permit;
+  if (permit >= 0 && votes >= rounds_.quorum() && r->quick_retries < 3) {
+    ++r->quick_retries;
+    RetryLater(*r, name, w, remaining, /*delay_ms=*/0);
+    return;
+  }
+  r->quick_retries = 0;
   RetryLater(*r, name, w, remaining);
 }
 
+void LockEngine::UndoAttempt(const AttemptRound& a, const Resource& r, bool giving_up) {
+  ReleaseEverywhere(ReleaseRound(PlaceOf(a.name, r, a.shared, a.permit), a.token, giving_up));
+}
+
 void LockEngine::RetryLater(Resource& r, const std::string& name, const Waiter& w,
-                            int64_t remaining_ms) {
+                            int64_t remaining_ms, int64_t delay_ms) {
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   const int64_t delay = std::min(
-      RetryDelayMs(options_.retry_delay_ms, options_.retry_jitter_ms, unit(rng_)), remaining_ms);
+      delay_ms >= 0 ? delay_ms
+                    : RetryDelayMs(options_.retry_delay_ms, options_.retry_jitter_ms, unit(rng_)),
+      remaining_ms);
   if (!r.retry_timer) r.retry_timer = std::make_unique<Timer>(loop_);
   r.retry_timer->Start(delay, [this, name] { Pump(name); });
   // Held elsewhere: listen for its release so that the retry need not wait for the timer.
@@ -224,8 +340,7 @@ bool LockEngine::ReleasedElsewhere(const std::string& key) {
   if (!key.starts_with(options_.key_prefix)) return false;
   const std::string name = key.substr(options_.key_prefix.size());
   Resource* r = Find(name);
-  if (r == nullptr || r->holder || r->attempt_in_flight || !r->retry_timer ||
-      !r->retry_timer->active()) {
+  if (r == nullptr || r->attempt_in_flight || !r->retry_timer || !r->retry_timer->active()) {
     return false;  // nobody here is backing off for it
   }
   r->retry_timer->Stop();
@@ -240,25 +355,27 @@ Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& 
   h->session = w.session;
   h->ttl_ms = w.history.ttl_ms;
   h->renew = w.renew;
-  r.holder = std::move(h);
+  h->shared = w.shared;
+  r.holders.push_back(std::move(h));
   ++holders_;
   ForgetWaiter(w.session, name);
   sessions_[w.session].held.push_back(name);
-  return *r.holder;
+  return *r.holders.back();
 }
 
-void LockEngine::GrantHead(Resource& r, const std::string& name, const std::string& token,
+void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRound& a,
                            Clock::time_point started, Clock::time_point valid_until,
                            std::optional<int64_t> fence) {
   const int64_t validity_ms = MsLeft(valid_until, Clock::now());
   if (validity_ms <= 0) {
-    ReleaseEverywhere(KeyOf(name), token);
+    UndoAttempt(a, r, /*giving_up=*/true);
     FailHead(r, name, ValidityRanOutBeforeReply());
     return;
   }
   Waiter w = r.waiters.PopFront();
   Holder& h = Install(r, name, w);
-  h.token = FixedToken(token);
+  h.token = FixedToken(a.token);
+  h.permit = static_cast<int16_t>(a.permit);
   h.fence = fence;
   h.acquired = started;
   h.valid_until = valid_until;
@@ -267,6 +384,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const std::stri
                 validity_ms, CeilMs(Clock::now() - w.requested), w.history.attempts,
                 fence ? ", fence " + std::to_string(*fence) : std::string());
   AnswerGrant(w, name, h, validity_ms);
+  Pump(name);  // a semaphore's or a reader's next local waiter may contend too
 }
 
 void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h,
@@ -275,7 +393,8 @@ void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h
   Report(w, name, /*granted=*/true, ErrorCode::kInternal);
   // Answered now, never deferred: a deferred reply could follow a revoke or shutdown that
   // took the lock in between and tell the waiter it holds what it no longer does.
-  w.done(Grant{h.token.str(), validity_ms, waited, h.fence});
+  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.permit,
+               ModeOf(Find(name)->shape, h.shared)});
 }
 
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {

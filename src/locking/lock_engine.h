@@ -16,6 +16,13 @@
 //   quorum in both phases and validity left after both (docs/safety.md has the argument).
 // - Restart quarantine: a master whose Node::votes_count() is false does not count toward
 //   acquire or extend quorum (Rounds applies it); it still gets every command.
+// - Kinds (core/lock_kind.h, locking/claims.h): a resource is a lock (exclusive holds, and
+//   shared ones: a read-write lock) or a semaphore of K permits, as its first acquire here
+//   says; an acquire naming the other kind (or another K) gets kind_mismatch. Every hold is
+//   claimed with Redlock like a mutex; locally, the FIFO head contends while what is held here
+//   leaves room for it (fewer than K permits; only readers for a reader; nothing for an
+//   exclusive acquire), so an exclusive acquire queued here is never overtaken by a later
+//   reader.
 // - Locks belong to a session; CloseSession releases all of them at once.
 // - A grant's validity is decided here, once, as its callback is called: the time left of
 //   valid_until then. A lock whose validity ran out before it could be answered is released
@@ -49,6 +56,8 @@
 #include "core/lock_view.h"
 #include "core/result.h"
 #include "core/session_id.h"
+#include "core/lock_kind.h"
+#include "locking/claims.h"
 #include "locking/deadline_queue.h"
 #include "locking/engine_events.h"
 #include "locking/engine_stats.h"
@@ -89,6 +98,13 @@ struct Extension {
   int64_t validity_ms;
 };
 
+// What an acquire asks for beyond an exclusive hold: the resource's shape, and for a lock
+// whether this is a shared (read) hold.
+struct AcquireKind {
+  LockShape shape;
+  bool shared = false;
+};
+
 using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
 using ReleaseDone = std::function<void(const std::optional<Failure>&)>;
 
@@ -102,7 +118,7 @@ class LockEngine {
   // Arguments are assumed validated by the protocol layer (name, ttl and wait ranges).
   // fence: also issue a fencing token (Grant::fence).
   void Acquire(SessionId session, const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
-               bool renew, AcquireDone done, bool fence = false);
+               bool renew, AcquireDone done, bool fence = false, AcquireKind kind = {});
   void Release(SessionId session, const std::string& resource, const std::string& token,
                ReleaseDone done);
   void Extend(SessionId session, const std::string& resource, const std::string& token,
@@ -128,20 +144,23 @@ class LockEngine {
   // (their callbacks are not called).
   void CloseSession(SessionId session);
 
-  // An operator takes the lock away from its holder: its keys are deleted on every master (with
-  // its token), the holder is told `lost` with reason "revoked", and the next local waiter gets
-  // its turn. `done` gets the holder's session and how many masters confirmed the delete, or
-  // nullopt when nobody holds `resource` through this engine.
+  // An operator takes the lock away from its holders (every hold of a semaphore or read-write
+  // lock): their keys are deleted on every master (with their tokens), each holder is told
+  // `lost` with reason "revoked", and the next local waiter gets its turn. `done` gets the
+  // (first) holder's session and how many masters confirmed the delete, or nullopt when nobody
+  // holds `resource` through this engine.
   struct Revocation {
     SessionId session;
     int deleted;  // masters that deleted the key (the others had lost it, or did not answer)
+    int holds = 1;  // holds revoked
   };
   using RevokeDone = std::function<void(const std::optional<Revocation>&)>;
   void Revoke(const std::string& resource, RevokeDone done);
-  // The same, only if the lock `key` names (key_prefix + resource) is held through this engine
-  // with exactly `value` on the masters (value_prefix + its key's token): a revoke decided
-  // elsewhere, by the value read from the masters, never takes a lock granted again since.
-  // nullopt: no such grant (not held, another grant, or a key outside key_prefix).
+  // The same for one hold, only if the hold `key` names (a mutex's key, a permit's, a writer's,
+  // or the readers set) is held through this engine with exactly `value` on the masters
+  // (value_prefix + its token): a revoke decided elsewhere, by the value read from the masters,
+  // never takes a lock granted again since. nullopt: no such grant (not held, another grant, or
+  // a key outside key_prefix).
   void RevokeGrant(const std::string& key, const std::string& value, RevokeDone done);
 
   // Another agent released `key` (heard through ReleaseWatch): a local waiter backing off for
@@ -163,37 +182,57 @@ class LockEngine {
 
  private:
   struct Resource {
-    std::unique_ptr<Holder> holder;
+    LockShape shape;
+    // A lock has one exclusive holder or any number of shared ones; a semaphore at most K (one
+    // per permit).
+    std::vector<std::unique_ptr<Holder>> holders;
     WaitQueue waiters;  // only the front contends on Redis
     std::unique_ptr<Timer> retry_timer;
     bool attempt_in_flight = false;
     bool watched = false;  // release announcements of this key are being listened to
+    int permit_hint = -1;  // semaphores: a permit the masters last reported free
+    int quick_retries = 0;  // semaphores: attempts retried at once on such a report
   };
   // What a round of an acquire attempt is for.
   struct AttemptRound {
     std::string name;
     uint64_t waiter_id;
     std::string token;
+    int permit = -1;
+    bool shared = false;
   };
 
-  std::string KeyOf(const std::string& name) const;  // the Redis key
-  FencedKeys FencedKeysOf(const std::string& name) const;
+  std::string KeyOf(const std::string& name) const;  // the resource's base key
+  // Where a hold of `name` (of shape r.shape) lives: the holder's part, or a waiter's.
+  HoldPlace PlaceOf(const std::string& name, const Resource& r, bool shared, int permit) const;
+  HoldPlace PlaceOf(const std::string& name, const Resource& r, const Holder& h) const;
   Resource* Find(const std::string& name);
+  const Resource* Find(const std::string& name) const;
   Holder* FindHolder(const std::string& name, const std::string& token);
+  static Holder* HolderWithSerial(Resource& r, uint64_t serial);
+  // May the front waiter contend, given what is held here? (claims.h: FIFO with room.)
+  bool FrontMayContend(const Resource& r) const;
+  int ChoosePermit(Resource& r);
 
   // ---- acquire (lock_engine.cc)
   void Pump(const std::string& name);
   void StartAttempt(const std::string& name);
   // fence: phase 1 -> the highest counter read; phase 2 -> the fence written.
-  void OnAttempt(const AttemptRound& a, const VoteTally& tally, Clock::time_point started,
+  void OnAttempt(const AttemptRound& a, const RoundResult& res, Clock::time_point started,
                  int64_t fence, bool fence_written);
   void WriteFence(const AttemptRound& a, Clock::time_point started, int64_t fence);
-  void RetryLater(Resource& r, const std::string& name, const Waiter& w, int64_t remaining_ms);
-  void GrantHead(Resource& r, const std::string& name, const std::string& token,
+  // An attempt's hold undone on every master (a writer giving up also drops its waiting mark).
+  void UndoAttempt(const AttemptRound& a, const Resource& r, bool giving_up);
+  // delay_ms: -1 for the usual jittered retry delay.
+  void RetryLater(Resource& r, const std::string& name, const Waiter& w, int64_t remaining_ms,
+                  int64_t delay_ms = -1);
+  void GrantHead(Resource& r, const std::string& name, const AttemptRound& a,
                  Clock::time_point started, Clock::time_point valid_until,
                  std::optional<int64_t> fence);
   // Answers w with a grant of the lock r now holds for it; validity_ms > 0.
   void AnswerGrant(Waiter& w, const std::string& name, const Holder& h, int64_t validity_ms);
+  // Refused at once (the engine's state is untouched): counted, reported, answered later.
+  void Refuse(Failure failure, AcquireDone done);
   void FailHead(Resource& r, const std::string& name, Failure failure);
   void AnswerFailure(Waiter& w, const std::string& name, const Failure& failure);
   // Counts an answered acquire and reports it (EngineEvents); code: a refusal's.
@@ -218,14 +257,18 @@ class LockEngine {
   void DrainRenewals();
   void OnRenewed(const std::string& name, const std::string& token,
                  const std::variant<Extension, Failure>& result);
-  void Lose(const std::string& name, LossReason reason);
-  std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name);
-  void ReleaseEverywhere(const std::string& key, const std::string& token);
-  // Revoke of the held lock `name` (held: r.holder is set).
-  void RevokeHeld(Resource& r, const std::string& name, RevokeDone done);
+  void Lose(const std::string& name, const std::string& token, LossReason reason);
+  std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name, const Holder* h);
+  // The hold h (taken from r) released on every master.
+  void ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h);
+  void ReleaseEverywhere(RoundRequest release);
+  // Revoke of the holds in `holds` (each held in r).
+  void RevokeHeld(Resource& r, const std::string& name, std::vector<const Holder*> holds,
+                  RevokeDone done);
 
   // ---- sessions, shutdown, views (lock_engine_sessions.cc)
-  LockView ViewOf(const std::string& name, const Resource& r, Clock::time_point now) const;
+  LockView ViewOf(const std::string& name, const Resource& r, const Holder& h,
+                  Clock::time_point now) const;
   void ForgetWaiter(SessionId session, const std::string& name);
   void MaybeErase(const std::string& name);
   void MaybeFinishShutdown();

@@ -2,6 +2,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <memory>
 
 #include "core/redlock_math.h"
 #include "core/token.h"
@@ -19,12 +20,13 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
     return;
   }
   Resource& r = *Find(name);
-  auto holder = TakeHolder(r, name);
+  auto holder = TakeHolder(r, name, h);
   if (LocalHandOff(r, name, *holder)) {
     Defer([done = std::move(done)] { done(std::nullopt); });
+    Pump(name);
     return;
   }
-  rounds_.Run(DeleteRound(KeyOf(name), holder->LeaseValue()),
+  rounds_.Run(ReleaseRound(PlaceOf(name, r, *holder), holder->LeaseValue()),
               [this, done = std::move(done)](const RoundResult&) {
                 done(std::nullopt);
                 MaybeFinishShutdown();
@@ -44,7 +46,8 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   c.left_ms = MsLeft(prev.valid_until, now);
   if (!r.waiters.empty()) {
     const Waiter& next = r.waiters.front();
-    c.next_waiting = !next.cancelled && !next.in_attempt;
+    // Only into the same part: a reader's hold to a reader, a writer's to a writer.
+    c.next_waiting = !next.cancelled && !next.in_attempt && next.shared == prev.shared;
     c.next_fenced = next.history.fence;
     c.next_ttl_ms = next.history.ttl_ms;
   }
@@ -54,6 +57,7 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   Holder& h = Install(r, name, w);
   h.token = FixedToken(NewToken());
   h.lease = std::make_unique<FixedToken>(prev.lease ? *prev.lease : prev.token);
+  h.permit = prev.permit;
   h.acquired = now;
   h.valid_until = prev.valid_until;
   ScheduleHolder(name, h, HandOffDelayMs(w.renew, w.history.ttl_ms, c.left_ms));
@@ -73,9 +77,11 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
             [this, name, token, done = std::move(done)](
                 const std::variant<Extension, Failure>& result) {
               const auto* f = std::get_if<Failure>(&result);
-              if (f && f->code == ErrorCode::kNotHeld && FindHolder(name, token)) {
-                auto gone = TakeHolder(*Find(name), name);
-                ReleaseEverywhere(KeyOf(name), gone->LeaseValue());
+              Holder* held = FindHolder(name, token);
+              if (f && f->code == ErrorCode::kNotHeld && held) {
+                Resource& r = *Find(name);
+                auto gone = TakeHolder(r, name, held);
+                ReleaseEverywhere(name, r, *gone);
                 Pump(name);
               }
               done(result);
@@ -85,11 +91,7 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
 void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
                            ExtendDone done, int64_t timeout_ms) {
   Holder* holder = FindHolder(name, token);  // callers hold it: non-null
-  RoundRequest req;
-  req.op = RoundOp::kExtendIfHeld;
-  req.key = KeyOf(name);
-  req.token = holder->LeaseValue();
-  req.ttl_ms = ttl_ms;
+  RoundRequest req = ExtendRound(PlaceOf(name, *Find(name), *holder), holder->LeaseValue(), ttl_ms);
   req.timeout_ms = timeout_ms;
   ++holder->extends_in_flight;
   rounds_.Run(std::move(req),
@@ -135,8 +137,8 @@ void LockEngine::SetDeadline(uint64_t serial, const std::string& name, Clock::ti
 void LockEngine::OnDeadline(uint64_t serial, const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr) return;
-  if (r->holder && r->holder->serial == serial) {
-    const std::string token = r->holder->token.str();  // a copy: the holder may go while it runs
+  if (const Holder* h = HolderWithSerial(*r, serial)) {
+    const std::string token = h->token.str();  // a copy: the holder may go while it runs
     OnHolderTimer(name, token);
   } else {
     OnWaitExpired(name, serial);
@@ -148,7 +150,7 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
   if (h == nullptr) return;
   const auto now = Clock::now();
   if (now >= h->valid_until) {
-    Lose(name, h->renew ? LossReason::kRenewFailed : LossReason::kExpired);
+    Lose(name, token, h->renew ? LossReason::kRenewFailed : LossReason::kExpired);
     return;
   }
   if (!h->renew || h->renewing) {
@@ -168,8 +170,9 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
 void LockEngine::DrainRenewals() {
   renewals_.Drain([this](const std::string& name, uint64_t serial) {
     Resource* r = Find(name);
-    if (r == nullptr || !r->holder || r->holder->serial != serial || r->holder->renewing) return;
-    OnHolderTimer(name, r->holder->token.str());  // renews now, or reports the loss
+    const Holder* h = r == nullptr ? nullptr : HolderWithSerial(*r, serial);
+    if (h == nullptr || h->renewing) return;
+    OnHolderTimer(name, h->token.str());  // renews now, or reports the loss
   });
 }
 
@@ -203,7 +206,7 @@ void LockEngine::OnRenewed(const std::string& name, const std::string& token,
   }
   if (f->code == ErrorCode::kNotHeld) {
     stats_->renewals[RenewOutcome::kLost].Inc();
-    Lose(name, LossReason::kRenewFailed);
+    Lose(name, token, LossReason::kRenewFailed);
     return;
   }
   stats_->renewals[RenewOutcome::kRetry].Inc();
@@ -214,65 +217,99 @@ void LockEngine::OnRenewed(const std::string& name, const std::string& token,
                                    options_.retry_jitter_ms, unit(rng_)));
 }
 
-void LockEngine::Lose(const std::string& name, LossReason reason) {
-  Resource* r = Find(name);
-  if (r == nullptr || !r->holder) return;
-  auto h = TakeHolder(*r, name);
+void LockEngine::Lose(const std::string& name, const std::string& token, LossReason reason) {
+  Holder* found = FindHolder(name, token);
+  if (found == nullptr) return;
+  Resource& r = *Find(name);
+  auto h = TakeHolder(r, name, found);
   spdlog::warn("lock {} lost: {}", Quoted(name), NameOf(reason));
   stats_->LockLost(reason);
-  ReleaseEverywhere(KeyOf(name), h->LeaseValue());
+  ReleaseEverywhere(name, r, *h);
   events_->Lost(h->session, name, h->token.str(), NameOf(reason));
   Pump(name);
 }
 
 void LockEngine::Revoke(const std::string& name, RevokeDone done) {
   Resource* r = Find(name);
-  if (r == nullptr || !r->holder) {
+  if (r == nullptr || r->holders.empty()) {
     Defer([done = std::move(done)] { done(std::nullopt); });
     return;
   }
-  RevokeHeld(*r, name, std::move(done));
+  std::vector<const Holder*> holds;
+  for (const auto& h : r->holders) holds.push_back(h.get());
+  RevokeHeld(*r, name, std::move(holds), std::move(done));
 }
 
 void LockEngine::RevokeGrant(const std::string& key, const std::string& value, RevokeDone done) {
-  Resource* r = nullptr;
-  std::string name;
-  if (key.starts_with(options_.key_prefix)) {
-    name = key.substr(options_.key_prefix.size());
-    r = Find(name);
+  const auto part = ParseLockKey(options_.key_prefix, key);
+  Resource* r = part ? Find(part->resource) : nullptr;
+  const Holder* match = nullptr;
+  if (r != nullptr) {
+    for (const auto& h : r->holders) {
+      if (options_.value_prefix + h->LeaseValue() == value &&
+          HoldKey(PlaceOf(part->resource, *r, *h)) == key) {
+        match = h.get();
+      }
+    }
   }
-  if (r == nullptr || !r->holder || options_.value_prefix + r->holder->LeaseValue() != value) {
+  if (match == nullptr) {
     Defer([done = std::move(done)] { done(std::nullopt); });
     return;
   }
-  RevokeHeld(*r, name, std::move(done));
+  RevokeHeld(*r, part->resource, {match}, std::move(done));
 }
 
-void LockEngine::RevokeHeld(Resource& r, const std::string& name, RevokeDone done) {
-  auto h = TakeHolder(r, name);
-  spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
-  stats_->LockLost(LossReason::kRevoked);
-  rounds_.Run(DeleteRound(KeyOf(name), h->LeaseValue()),
-              [this, session = h->session, done = std::move(done)](const RoundResult& res) {
-                done(Revocation{session, res.tally.yes()});
-                MaybeFinishShutdown();
-              });
-  events_->Lost(h->session, name, h->token.str(), NameOf(LossReason::kRevoked));
+void LockEngine::RevokeHeld(Resource& r, const std::string& name,
+                            std::vector<const Holder*> holds, RevokeDone done) {
+  // Every hold's release round reports to one tally; `done` runs when the last one ended.
+  struct Tally {
+    SessionId session = 0;
+    int deleted = 0;
+    int left = 0;
+    int holds = 0;
+    RevokeDone done;
+  };
+  auto tally = std::make_shared<Tally>();
+  tally->done = std::move(done);
+  tally->left = tally->holds = static_cast<int>(holds.size());
+  tally->session = holds.front()->session;
+  for (const Holder* held : holds) {
+    auto h = TakeHolder(r, name, held);
+    spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
+    stats_->LockLost(LossReason::kRevoked);
+    rounds_.Run(ReleaseRound(PlaceOf(name, r, *h), h->LeaseValue()),
+                [this, tally](const RoundResult& res) {
+                  tally->deleted = std::max(tally->deleted, res.tally.yes());
+                  if (--tally->left == 0) {
+                    tally->done(Revocation{tally->session, tally->deleted, tally->holds});
+                  }
+                  MaybeFinishShutdown();
+                });
+    events_->Lost(h->session, name, h->token.str(), NameOf(LossReason::kRevoked));
+  }
   Pump(name);
 }
 
-std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& name) {
-  auto h = std::move(r.holder);
+std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& name,
+                                               const Holder* which) {
+  auto it = std::find_if(r.holders.begin(), r.holders.end(),
+                         [which](const auto& h) { return h.get() == which; });
+  auto h = std::move(*it);
+  r.holders.erase(it);
   --holders_;
   deadlines_.Erase(h->serial);
   stats_->hold.ObserveSeconds(Clock::now() - h->acquired);
-  auto it = sessions_.find(h->session);
-  if (it != sessions_.end()) it->second.Dropped(name);
+  auto s = sessions_.find(h->session);
+  if (s != sessions_.end()) s->second.Dropped(name);
   return h;
 }
 
-void LockEngine::ReleaseEverywhere(const std::string& key, const std::string& token) {
-  rounds_.Run(DeleteRound(key, token), [this](const RoundResult&) { MaybeFinishShutdown(); });
+void LockEngine::ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h) {
+  ReleaseEverywhere(ReleaseRound(PlaceOf(name, r, h), h.LeaseValue()));
+}
+
+void LockEngine::ReleaseEverywhere(RoundRequest release) {
+  rounds_.Run(std::move(release), [this](const RoundResult&) { MaybeFinishShutdown(); });
 }
 
 }  // namespace lw

@@ -19,9 +19,12 @@ void LockEngine::CloseSession(SessionId session) {
   std::vector<std::string> touched;
   for (const auto& name : index.held) {
     Resource* r = Find(name);
-    if (r == nullptr || !r->holder || r->holder->session != session) continue;
-    auto h = TakeHolder(*r, name);
-    ReleaseEverywhere(KeyOf(name), h->LeaseValue());
+    if (r == nullptr) continue;
+    for (size_t i = r->holders.size(); i-- > 0;) {
+      if (i >= r->holders.size() || r->holders[i]->session != session) continue;
+      auto h = TakeHolder(*r, name, r->holders[i].get());
+      ReleaseEverywhere(name, *r, *h);
+    }
     touched.push_back(name);
   }
   for (const auto& [name, count] : index.waiting) {
@@ -37,7 +40,7 @@ void LockEngine::CloseSession(SessionId session) {
 
 void LockEngine::MaybeErase(const std::string& name) {
   Resource* r = Find(name);
-  if (r == nullptr || r->holder || !r->waiters.empty() || r->attempt_in_flight) return;
+  if (r == nullptr || !r->holders.empty() || !r->waiters.empty() || r->attempt_in_flight) return;
   if (r->retry_timer && r->retry_timer->active()) return;
   if (r->watched && options_.release_watch != nullptr) options_.release_watch->Unwatch(KeyOf(name));
   resources_.erase(name);
@@ -56,9 +59,9 @@ void LockEngine::Shutdown(std::function<void()> done) {
       refused.push_back(std::move(w.done));
     });
     if (r->retry_timer) r->retry_timer->Stop();
-    if (r->holder) {
-      auto h = TakeHolder(*r, name);
-      ReleaseEverywhere(KeyOf(name), h->LeaseValue());
+    while (!r->holders.empty()) {
+      auto h = TakeHolder(*r, name, r->holders.back().get());
+      ReleaseEverywhere(name, *r, *h);
     }
   }
   // No waiter or holder is left: their deadlines must not keep the loop alive.
@@ -82,10 +85,16 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
   auto it = sessions_.find(session);
   if (it == sessions_.end()) return out;
   const auto now = Clock::now();
-  for (const auto& name : it->second.held) {
-    const Holder& h = *resources_.at(name)->holder;
-    out.push_back(
-        {name, h.token.str(), std::max<int64_t>(0, CeilMs(h.valid_until - now)), h.renew});
+  std::vector<std::string> names = it->second.held;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const auto& name : names) {
+    const Resource& r = *resources_.at(name);
+    for (const auto& h : r.holders) {
+      if (h->session != session) continue;
+      out.push_back({name, h->token.str(), std::max<int64_t>(0, CeilMs(h->valid_until - now)),
+                     h->renew, ModeOf(r.shape, h->shared), r.shape.permits, h->permit});
+    }
   }
   std::sort(out.begin(), out.end(),
             [](const HeldLock& a, const HeldLock& b) { return a.resource < b.resource; });
@@ -100,19 +109,24 @@ bool LongerHeld(const LockView& a, const LockView& b) {
 
 }  // namespace
 
-LockView LockEngine::ViewOf(const std::string& name, const Resource& r,
+LockView LockEngine::ViewOf(const std::string& name, const Resource& r, const Holder& h,
                             Clock::time_point now) const {
-  const Holder& h = *r.holder;
-  return {name,     h.session, CeilMs(now - h.acquired),
-          std::max<int64_t>(0, CeilMs(h.valid_until - now)),
-          h.renew,  static_cast<int>(r.waiters.size()), h.ttl_ms, KeyOf(name), h.fence, Peer{}};
+  LockView v{name,     h.session, CeilMs(now - h.acquired),
+             std::max<int64_t>(0, CeilMs(h.valid_until - now)),
+             h.renew,  static_cast<int>(r.waiters.size()), h.ttl_ms, HoldKey(PlaceOf(name, r, h)),
+             h.fence,  Peer{}};
+  v.mode = ModeOf(r.shape, h.shared);
+  v.permits = r.shape.permits;
+  v.permit = h.permit;
+  v.holds = static_cast<int>(r.holders.size());
+  return v;
 }
 
 std::vector<LockView> LockEngine::AllLocks() const {
   std::vector<LockView> out;
   const auto now = Clock::now();
   for (const auto& [name, r] : resources_) {
-    if (r->holder) out.push_back(ViewOf(name, *r, now));
+    for (const auto& h : r->holders) out.push_back(ViewOf(name, *r, *h, now));
   }
   std::sort(out.begin(), out.end(), LongerHeld);
   return out;
@@ -121,14 +135,20 @@ std::vector<LockView> LockEngine::AllLocks() const {
 std::vector<LockView> LockEngine::OldestLocks(size_t limit) const {
   // Select on {acquired, entry} first: building a view (two strings) per held lock would cost
   // more than the selection itself.
-  using Entry = std::pair<Clock::time_point, const decltype(resources_)::value_type*>;
+  struct Entry {
+    Clock::time_point acquired;
+    const decltype(resources_)::value_type* resource;
+    const Holder* holder;
+  };
   std::vector<Entry> held;
   held.reserve(holders_);
   for (const auto& entry : resources_) {
-    if (entry.second->holder) held.emplace_back(entry.second->holder->acquired, &entry);
+    for (const auto& h : entry.second->holders) held.push_back({h->acquired, &entry, h.get()});
   }
   const auto earlier = [](const Entry& a, const Entry& b) {
-    return a.first != b.first ? a.first < b.first : a.second->first < b.second->first;
+    if (a.acquired != b.acquired) return a.acquired < b.acquired;
+    if (a.resource->first != b.resource->first) return a.resource->first < b.resource->first;
+    return a.holder->serial < b.holder->serial;
   };
   if (held.size() > limit) {
     std::nth_element(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(limit), held.end(),
@@ -138,7 +158,9 @@ std::vector<LockView> LockEngine::OldestLocks(size_t limit) const {
   std::vector<LockView> out;
   out.reserve(held.size());
   const auto now = Clock::now();
-  for (const auto& [acquired, entry] : held) out.push_back(ViewOf(entry->first, *entry->second, now));
+  for (const Entry& e : held) {
+    out.push_back(ViewOf(e.resource->first, *e.resource->second, *e.holder, now));
+  }
   std::sort(out.begin(), out.end(), LongerHeld);
   return out;
 }
@@ -146,7 +168,9 @@ std::vector<LockView> LockEngine::OldestLocks(size_t limit) const {
 std::vector<std::pair<std::string, std::string>> LockEngine::HeldGrants() const {
   std::vector<std::pair<std::string, std::string>> out;
   for (const auto& [name, r] : resources_) {
-    if (r->holder) out.emplace_back(KeyOf(name), options_.value_prefix + r->holder->LeaseValue());
+    for (const auto& h : r->holders) {
+      out.emplace_back(HoldKey(PlaceOf(name, *r, *h)), options_.value_prefix + h->LeaseValue());
+    }
   }
   return out;
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/lock_kind.h"
+
 namespace lw {
 namespace {
 
@@ -16,6 +18,11 @@ Vote Classify(RoundOp op, const Reply& r) {
     case RoundOp::kSetIfAbsentReadFence:
       if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
       return r.kind == K::kNil ? Vote::kNo : Vote::kFailed;
+    case RoundOp::kKindAcquire:
+      if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
+      return r.kind == K::kNil || r.kind == K::kArray ? Vote::kNo : Vote::kFailed;
+    case RoundOp::kKindExtend:
+    case RoundOp::kKindRelease:
     case RoundOp::kDeleteIfHeld:
     case RoundOp::kExtendIfHeld:
     case RoundOp::kRaiseFenceIfHeld:
@@ -27,7 +34,34 @@ Vote Classify(RoundOp op, const Reply& r) {
 
 // Releases reach every master and every answer counts: quarantine only keeps a master from
 // helping to grant or extend.
-bool QuarantineApplies(RoundOp op) { return op != RoundOp::kDeleteIfHeld; }
+bool QuarantineApplies(RoundOp op) {
+  return op != RoundOp::kDeleteIfHeld && op != RoundOp::kKindRelease;
+}
+
+// Counts one master's refusal array (redis/kind_scripts.h) into `out`.
+void CountRefusal(const Reply& r, KindRefusals& out) {
+  if (r.kind != Reply::Kind::kArray || r.elements.empty()) return;
+  const std::string& why = r.elements[0].text;
+  if (why == "kind") {
+    if (r.elements.size() > 1 && !out.foreign) out.foreign = r.elements[1].text;
+  } else if (why == "taken") {
+    ++out.taken;
+    for (size_t i = 1; i < r.elements.size(); ++i) {
+      const int64_t permit = r.elements[i].integer;
+      if (permit < 0 || permit >= kMaxPermits) continue;
+      if (out.free_permits.size() <= static_cast<size_t>(permit)) {
+        out.free_permits.resize(static_cast<size_t>(permit) + 1);
+      }
+      ++out.free_permits[static_cast<size_t>(permit)];
+    }
+  } else if (why == "writer") {
+    ++out.writer;
+  } else if (why == "readers") {
+    ++out.readers;
+  } else if (why == "writer-waiting") {
+    ++out.writer_waiting;
+  }
+}
 
 }  // namespace
 
@@ -60,8 +94,8 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
       n_counting -= counts[i] ? 0 : 1;
     }
   }
-  rounds_.emplace(id, Round{RoundResult{VoteTally(size(), quorum_, req.needed, n_counting),
-                                        started},
+  RoundResult initial{VoteTally(size(), quorum_, req.needed, n_counting), started, -1, 0, {}};
+  rounds_.emplace(id, Round{std::move(initial),
                             req.op, req.wait_all, std::move(done),
                             std::vector<bool>(nodes_.size(), false), std::move(counts)});
   const auto deadline =
@@ -94,6 +128,16 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
       case RoundOp::kRaiseFenceIfHeld:
         node->RaiseFenceIfHeld(req.key, req.fence_key, value, req.fence, std::move(handler));
         break;
+      case RoundOp::kKindAcquire:
+      case RoundOp::kKindExtend:
+      case RoundOp::kKindRelease: {
+        std::vector<std::string> args;
+        args.reserve(req.args.size() + 1);
+        args.push_back(value);
+        args.insert(args.end(), req.args.begin(), req.args.end());
+        node->RunKindScript(req.script, req.keys, std::move(args), std::move(handler));
+        break;
+      }
     }
   }
 }
@@ -108,12 +152,13 @@ void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
   switch (Classify(round.op, reply)) {
     case Vote::kYes:
       res.tally.Yes(counts);
-      if (round.op == RoundOp::kSetIfAbsentReadFence) {
+      if (round.op == RoundOp::kSetIfAbsentReadFence || round.op == RoundOp::kKindAcquire) {
         res.max_fence = std::max(res.max_fence, reply.integer);
       }
       break;
     case Vote::kNo:
       res.tally.No(counts);
+      if (round.op == RoundOp::kKindAcquire) CountRefusal(reply, res.refusals);
       if (round.op == RoundOp::kRaiseFenceIfHeld && reply.integer == -1) ++res.fence_refused;
       break;
     case Vote::kFailed:

@@ -11,12 +11,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/redlock_math.h"
 #include "locking/engine_stats.h"
+#include "redis/kind_scripts.h"
 #include "redis/node.h"
 #include "redis/timer.h"
 
@@ -30,6 +32,10 @@ enum class RoundOp {
   kExtendIfHeld,
   kSetIfAbsentReadFence,  // fenced acquire, phase 1
   kRaiseFenceIfHeld,      // fenced acquire, phase 2
+  // The semaphore and read-write kinds' scripts (redis/kind_scripts.h): RoundRequest::script.
+  kKindAcquire,  // yes: an integer >= 0 (the fence counter read); no: nil or a refusal array
+  kKindExtend,   // 1 / 0
+  kKindRelease,  // 1 / 0; like kDeleteIfHeld, every master's answer counts
 };
 
 struct RoundRequest {
@@ -42,6 +48,20 @@ struct RoundRequest {
   int needed = 0;          // yes votes needed in all, quarantined masters included (0: quorum)
   bool wait_all = false;   // end when every master answered, not at the first decision
   int64_t timeout_ms = 0;  // how long the round waits for answers (0: the node timeout)
+  // Kind ops: the script, its KEYS, and its ARGV after the first (ARGV[1] is the value).
+  scripts::KindScript script = scripts::KindScript::kCount;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+};
+
+// Why masters refused a kind acquire (kKindAcquire's refusal arrays), as counted in a round.
+struct KindRefusals {
+  std::optional<std::string> foreign;  // a value found at P R that is not this kind's marker
+  std::vector<int> free_permits;       // by permit: masters that reported it free
+  int writer = 0;                      // masters where a writer holds it
+  int readers = 0;                     // masters where readers hold it
+  int writer_waiting = 0;              // masters where a writer waits (new readers refused)
+  int taken = 0;                       // masters where the permit asked for is held
 };
 
 struct RoundResult {
@@ -49,6 +69,7 @@ struct RoundResult {
   Clock::time_point started;  // when the commands were sent (before any was written)
   int64_t max_fence = -1;     // kSetIfAbsentReadFence: the highest counter among the yes votes
   int fence_refused = 0;      // kRaiseFenceIfHeld: masters whose counter was already >= fence
+  KindRefusals refusals;      // kKindAcquire
 };
 using RoundDone = std::function<void(const RoundResult& result)>;
 

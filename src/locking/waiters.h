@@ -16,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "core/lock_kind.h"
 #include "core/result.h"
 #include "core/session_id.h"
 #include "locking/failure_text.h"
@@ -27,6 +28,8 @@ struct Grant {
   int64_t validity_ms;  // left as the grant is answered (always > 0)
   int64_t waited_ms;
   std::optional<int64_t> fence;  // fenced acquires only
+  int permit = -1;               // semaphores: which permit (0..K-1)
+  HoldMode mode = HoldMode::kExclusive;
 };
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
@@ -37,6 +40,7 @@ struct Waiter {
   uint64_t id = 0;
   SessionId session = 0;
   bool renew = false;
+  bool shared = false;  // a shared (read) hold
   Clock::time_point requested, deadline;
   AcquireDone done;
   bool in_attempt = false;

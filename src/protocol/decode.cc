@@ -148,6 +148,9 @@ class FieldReader {
                  int64_t* out, std::string_view over_hint = {}) const;
   // An optional boolean; fallback when absent.
   Problem Flag(const std::string& name, bool fallback, bool* out) const;
+  // An optional whole number in [lo, hi]; 0 when absent.
+  Problem Count(const std::string& name, int lo, int hi, int* out) const;
+  bool Has(const std::string& name) const { return Find(name) != nullptr; }
 
  private:
   const json* Find(const std::string& name) const {
@@ -223,6 +226,21 @@ Problem FieldReader::Flag(const std::string& name, bool fallback, bool* out) con
   return std::nullopt;
 }
 
+Problem FieldReader::Count(const std::string& name, int lo, int hi, int* out) const {
+  const json* value = Find(name);
+  if (value == nullptr) {
+    *out = 0;
+    return std::nullopt;
+  }
+  if (!value->is_number_integer() || value->get<int64_t>() < lo || value->get<int64_t>() > hi ||
+      (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(hi))) {
+    return "field \"" + name + "\" must be a whole number from " + std::to_string(lo) + " to " +
+           std::to_string(hi) + "; got " + Describe(*value);
+  }
+  *out = static_cast<int>(value->get<int64_t>());
+  return std::nullopt;
+}
+
 // A ttl above max_ttl_ms: what to do instead.
 constexpr std::string_view kLongTtlHint =
     "For work longer than max_ttl_ms, take a shorter ttl and keep the lock alive: \"renew\": "
@@ -239,7 +257,20 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireReq
   }
   if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request->wait_ms)) return p;
   if (auto p = fields.Flag("renew", false, &request->renew)) return p;
-  return fields.Flag("fence", false, &request->fence);
+  if (auto p = fields.Flag("fence", false, &request->fence)) return p;
+  if (auto p = fields.Count("permits", 1, kMaxPermits, &request->permits)) return p;
+  if (auto p = fields.Flag("shared", false, &request->shared)) return p;
+  if (request->permits > 0 && fields.Has("shared")) {
+    return std::string("field \"shared\" cannot be sent with \"permits\": a semaphore has no "
+                       "shared holds. Send \"permits\" for a permit of a semaphore, or \"shared\": "
+                       "true for a read hold of a lock (without it, the hold is exclusive)");
+  }
+  if (request->fence && request->shared) {
+    return std::string("field \"fence\" has no meaning with \"shared\": true: a reader does not "
+                       "write, so nothing is fenced against it. Fence the exclusive (write) "
+                       "holds instead");
+  }
+  return std::nullopt;
 }
 
 Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/,

@@ -91,7 +91,7 @@ std::string EncodeOk(const nlohmann::json& id) { return SuccessPrefix(id) + "}\n
 
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
-                           std::optional<int64_t> fence) {
+                           std::optional<int64_t> fence, HoldMode mode, int permit) {
   std::string out = SuccessPrefix(id);
   out += ",\"resource\":";
   AppendString(out, resource);
@@ -100,6 +100,12 @@ std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
   AppendInt(out, "validity_ms", validity_ms);
   AppendInt(out, "waited_ms", waited_ms);
   if (fence) AppendInt(out, "fence", *fence);
+  if (mode != HoldMode::kExclusive) {
+    out += ",\"mode\":\"";
+    out += NameOf(mode);
+    out += '"';
+    if (mode == HoldMode::kPermit) AppendInt(out, "permit", permit);
+  }
   out += "}\n";
   return out;
 }
@@ -113,16 +119,29 @@ std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms) {
 
 namespace {
 
+// A hold's kind, written unless it is a mutex's: mode, and a semaphore's permits and permit.
+void AddMode(Line& line, HoldMode mode, int permits, int permit) {
+  if (mode == HoldMode::kExclusive) return;
+  line["mode"] = std::string(NameOf(mode));
+  if (mode != HoldMode::kPermit) return;
+  line["permits"] = permits;
+  line["permit"] = permit;
+}
+
 Line ToLine(const HeldLock& lock) {
-  return {{"resource", lock.resource}, {"token", lock.token},
-          {"validity_ms", lock.validity_ms}, {"renew", lock.renew}};
+  Line line = {{"resource", lock.resource}, {"token", lock.token},
+               {"validity_ms", lock.validity_ms}, {"renew", lock.renew}};
+  AddMode(line, lock.mode, lock.permits, lock.permit);
+  return line;
 }
 
 Line ToLine(const LockView& lock) {
-  return {{"resource", lock.resource}, {"session", lock.session},
-          {"pid", lock.holder.pid},    {"uid", lock.holder.uid},
-          {"held_ms", lock.held_ms},   {"validity_ms", lock.validity_ms},
-          {"renew", lock.renew},       {"waiters", lock.waiters}};
+  Line line = {{"resource", lock.resource}, {"session", lock.session},
+               {"pid", lock.holder.pid},    {"uid", lock.holder.uid},
+               {"held_ms", lock.held_ms},   {"validity_ms", lock.validity_ms},
+               {"renew", lock.renew},       {"waiters", lock.waiters}};
+  AddMode(line, lock.mode, lock.permits, lock.permit);
+  return line;
 }
 
 Line ToLine(const NodeHealthView& node) {

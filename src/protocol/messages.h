@@ -22,13 +22,15 @@ namespace lw::protocol {
 // agent's LockService has one handler per alternative.
 struct AcquireRequest {
   static constexpr std::string_view kName = "acquire";
-  static constexpr std::string_view kFields[] = {"id",      "op",    "resource", "ttl_ms",
-                                                 "wait_ms", "renew", "fence"};
+  static constexpr std::string_view kFields[] = {"id",    "op",    "resource", "ttl_ms", "wait_ms",
+                                                 "renew", "fence", "permits",  "shared"};
   std::string resource;
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
   bool renew = false;
   bool fence = false;  // also issue a fencing token (docs/safety.md)
+  int permits = 0;      // > 0: a permit of a semaphore of that many (1..kMaxPermits)
+  bool shared = false;  // a shared (read) hold; readers share, an exclusive hold excludes them
 };
 struct ReleaseRequest {
   static constexpr std::string_view kName = "release";
@@ -109,10 +111,12 @@ struct NodeHealthView {
 
 // Encoders. Each returns one complete line, '\n'-terminated.
 std::string EncodeOk(const nlohmann::json& id);
-// fence: only for acquires that asked for one.
+// fence: only for acquires that asked for one. mode: written unless exclusive (a mutex), with
+// permit for a semaphore's.
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
-                           std::optional<int64_t> fence = std::nullopt);
+                           std::optional<int64_t> fence = std::nullopt,
+                           HoldMode mode = HoldMode::kExclusive, int permit = -1);
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
 std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLock>& locks);
 std::string EncodeHealth(const nlohmann::json& id, int quorum,

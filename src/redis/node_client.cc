@@ -32,9 +32,15 @@ std::unique_ptr<stats::Registry> RegistryIfNone(const NodeStats* stats) {
 
 struct ScriptSpec {
   const char* body;
-  const char* numkeys;
+  const char* numkeys;  // "": the command says (kind scripts)
   NodeCommand command;
 };
+
+constexpr ScriptSpec KindSpec(scripts::KindScript s) {
+  const auto i = static_cast<size_t>(s);
+  return {scripts::kKindScriptBodies[i], "",
+          static_cast<NodeCommand>(static_cast<size_t>(NodeCommand::kClaimExclusive) + i)};
+}
 
 // By NodeClient::Script - 1.
 constexpr ScriptSpec kScriptSpecs[] = {
@@ -42,7 +48,15 @@ constexpr ScriptSpec kScriptSpecs[] = {
     {scripts::kExtendIfHeld, "1", NodeCommand::kExtendIfHeld},
     {scripts::kSetIfAbsentReadFence, "2", NodeCommand::kSetNxReadFence},
     {scripts::kRaiseFenceIfHeld, "2", NodeCommand::kRaiseFence},
+    KindSpec(scripts::KindScript::kClaimExclusive),
+    KindSpec(scripts::KindScript::kClaimShared),
+    KindSpec(scripts::KindScript::kClaimPermit),
+    KindSpec(scripts::KindScript::kExtendShared),
+    KindSpec(scripts::KindScript::kExtendPermit),
+    KindSpec(scripts::KindScript::kReleaseShared),
+    KindSpec(scripts::KindScript::kReleasePart),
 };
+static_assert(std::size(kScriptSpecs) == 4 + static_cast<size_t>(scripts::KindScript::kCount));
 
 std::chrono::milliseconds CeilMs(std::chrono::steady_clock::duration d) {
   return std::chrono::ceil<std::chrono::milliseconds>(d);
@@ -422,6 +436,19 @@ void NodeClient::Eval(Script script, std::string key, std::string key2, std::str
   SendEval(std::move(p), /*by_sha=*/true);
 }
 
+void NodeClient::RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
+                               std::vector<std::string> args, ReplyHandler handler) {
+  if (state_ != State::kReady) return FailSoon(std::move(handler));
+  auto p = std::make_unique<Pending>();
+  p->handler = std::move(handler);
+  p->script = static_cast<Script>(static_cast<size_t>(Script::kFirstKindScript) +
+                                  static_cast<size_t>(script));
+  p->command = kScriptSpecs[static_cast<size_t>(p->script) - 1].command;
+  p->keys = std::move(keys);
+  p->args = std::move(args);
+  SendEval(std::move(p), /*by_sha=*/true);
+}
+
 void NodeClient::SendEval(std::unique_ptr<Pending> p, bool by_sha) {
   const size_t index = static_cast<size_t>(p->script) - 1;
   const ScriptSpec& spec = kScriptSpecs[index];
@@ -429,6 +456,19 @@ void NodeClient::SendEval(std::unique_ptr<Pending> p, bool by_sha) {
   const bool use_sha = by_sha && !sha.empty();
   const char* cmd = use_sha ? "EVALSHA" : "EVAL";
   const char* what = use_sha ? sha.c_str() : spec.body;
+  if (spec.numkeys[0] == '\0') {
+    const std::string numkeys = std::to_string(p->keys.size());
+    std::vector<const char*> argv = {cmd, what, numkeys.c_str()};
+    std::vector<size_t> lens = {strlen(cmd), strlen(what), numkeys.size()};
+    for (const auto* words : {&p->keys, &p->args}) {
+      for (const std::string& w : *words) {
+        argv.push_back(w.c_str());
+        lens.push_back(w.size());
+      }
+    }
+    Send(static_cast<int>(argv.size()), argv.data(), lens.data(), std::move(p));
+    return;
+  }
   const char* argv[7] = {cmd, what, spec.numkeys, p->key.c_str()};
   size_t lens[7] = {strlen(cmd), strlen(what), 1, p->key.size()};
   int argc = 4;

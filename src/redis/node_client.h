@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/defaults.h"
 #include "core/master_address.h"
@@ -73,16 +74,20 @@ class NodeClient final : public Node, Connection::Listener {
                             ReplyHandler handler) override;
   void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                         const std::string& token, int64_t fence, ReplyHandler handler) override;
+  void RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
+                     std::vector<std::string> args, ReplyHandler handler) override;
   // False while in restart quarantine; ends on time (checked against the clock, no timer).
   bool votes_count() const override;
   NodeStatus status() const override;
 
  private:
   enum class State { kIdle, kConnecting, kHandshaking, kReady, kStopped };
-  // Every script takes KEYS (1 or 2) and two ARGV; see scripts.h.
+  // The lock scripts take KEYS (1 or 2) and two ARGV (scripts.h); the kind scripts
+  // (kind_scripts.h, in their order after these) any number of each.
   enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld, kSetIfAbsentReadFence,
-                      kRaiseFenceIfHeld };
-  static constexpr size_t kScripts = 4;
+                      kRaiseFenceIfHeld, kFirstKindScript };
+  static constexpr size_t kScripts =
+      4 + static_cast<size_t>(scripts::KindScript::kCount);
   using Clock = std::chrono::steady_clock;
 
   // One per command in flight; handed to hiredis as privdata so every reply (or the NULL
@@ -93,6 +98,7 @@ class NodeClient final : public Node, Connection::Listener {
     ReplyHandler handler;
     Script script = Script::kNone;  // for the EVALSHA -> EVAL fallback
     std::string key, key2, arg1, arg2;  // key2 only for two-key scripts
+    std::vector<std::string> keys, args;  // kind scripts only (then the four above are unused)
     NodeCommand command = NodeCommand::kCount;  // kCount: handshake, not measured
     Clock::time_point sent_at;
   };

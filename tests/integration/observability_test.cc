@@ -83,7 +83,7 @@ TEST_F(MetricsTest, CountsWhatHappenedAndPassesPromtool) {
   for (int i = 0; i < cluster_.size(); ++i) {
     // 6 granted SETs reached every master (plus none refused: all were free).
     EXPECT_GE(Sample(m, "lockwarden_master_request_duration_seconds_count",
-                     {{"master", Master(cluster_, i)}, {"command", "set_nx"}})
+                     {{"master", Master(cluster_, i)}, {"command", "claim_exclusive"}})
                   .value_or(0),
               6);
     EXPECT_EQ(Sample(m, "lockwarden_master_up", {{"master", Master(cluster_, i)}}), 1);

@@ -486,6 +486,18 @@ int RedisCluster::CountHoldingGrant(const std::string& key, const std::string& t
   return count;
 }
 
+std::vector<std::pair<std::string, double>> RedisCluster::ZRange(int i,
+                                                                const std::string& key) const {
+  std::vector<std::pair<std::string, double>> out;
+  ReplyPtr r = Command(port(i), options_.password, {"ZRANGE", key, "0", "-1", "WITHSCORES"},
+                       kInspectTimeout);
+  if (!r || r->type != REDIS_REPLY_ARRAY) return out;
+  for (size_t k = 0; k + 1 < r->elements; k += 2) {
+    out.emplace_back(ReplyString(*r->element[k]), std::stod(ReplyString(*r->element[k + 1])));
+  }
+  return out;
+}
+
 int RedisCluster::CountWithKey(const std::string& key) const {
   int count = 0;
   for (int i = 0; i < size(); ++i) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "support/files.h"  // MakeTempDir, used with every cluster
@@ -107,6 +108,9 @@ class RedisCluster {
   // value an agent writes (fleet::LockValue; the agent id is 16 lowercase hex characters).
   int CountHoldingGrant(const std::string& key, const std::string& token) const;
   int CountWithKey(const std::string& key) const;
+  // Members of the sorted set at key on master i with their scores (ZRANGE WITHSCORES); empty
+  // when missing or the master does not answer.
+  std::vector<std::pair<std::string, double>> ZRange(int i, const std::string& key) const;
   // SET key value on master i, with PX px_ms when px_ms > 0 (else without expiry). For tests
   // that pre-occupy a lock key. Throws std::runtime_error when the master does not answer OK.
   void Set(int i, const std::string& key, const std::string& value, int64_t px_ms);

@@ -37,7 +37,12 @@ class FakeNode : public Node {
  public:
   using Clock = std::chrono::steady_clock;
 
-  enum class Op { kSet, kDelete, kExtend, kSetReadFence, kRaiseFence };
+  // An exclusive acquire's script (kClaimExclusive) is recorded as kSet (or kSetReadFence when
+  // fenced) and answered as the script does (integer 0 / the counter, nil); the release script
+  // of an exclusive acquire giving up (kReleasePart) as kDelete. The fake keeps no readers or
+  // permits: any other kind script is kKindScript, answered kUnavailable (those kinds are tested
+  // against real masters).
+  enum class Op { kSet, kDelete, kExtend, kSetReadFence, kRaiseFence, kKindScript };
 
   struct Command {
     Op op;
@@ -49,6 +54,7 @@ class FakeNode : public Node {
     uint64_t seq = 0;            // global send order across all nodes sharing the counter
     std::optional<Reply> reply;  // set once the reply was delivered
     std::optional<Clock::time_point> replied;
+    bool as_script = false;  // kSet sent as kClaimExclusive: integer 0 for "OK"
   };
 
   FakeNode(uv_loop_t* loop, int index, uint64_t* seq_counter)
@@ -153,6 +159,21 @@ class FakeNode : public Node {
                         const std::string& token, int64_t fence, ReplyHandler handler) override {
     Enqueue(Op::kRaiseFence, key, token, fence, std::move(handler), fence_key);
   }
+  void RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
+                     std::vector<std::string> args, ReplyHandler handler) override {
+    if (script == scripts::KindScript::kClaimExclusive) {
+      const bool fenced = keys.size() > 3;
+      Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys.at(0), args.at(0),
+              std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string(),
+              /*as_script=*/true);
+      return;
+    }
+    if (script == scripts::KindScript::kReleasePart) {
+      Enqueue(Op::kDelete, keys.at(0), args.at(0), 0, std::move(handler));
+      return;
+    }
+    Enqueue(Op::kKindScript, keys.at(0), args.at(0), 0, std::move(handler));
+  }
   bool votes_count() const override { return !quarantined_; }
   NodeStatus status() const override {
     NodeStatus s;
@@ -176,10 +197,10 @@ class FakeNode : public Node {
   };
 
   void Enqueue(Op op, const std::string& key, const std::string& token, int64_t ttl_ms,
-               ReplyHandler handler, const std::string& fence_key = {}) {
+               ReplyHandler handler, const std::string& fence_key = {}, bool as_script = false) {
     const auto now = Clock::now();
     log_.push_back(Command{op, key, token, ttl_ms, fence_key, now, ++*seq_counter_, std::nullopt,
-                           std::nullopt});
+                           std::nullopt, as_script});
     if (timer_ == nullptr) return;  // closed: never answers
     Pending p{log_.size() - 1, std::move(handler), mode_ == Mode::kHold, mode_ == Mode::kFail,
               now + std::chrono::milliseconds(mode_ == Mode::kDelay ? delay_ms_ : 0)};
@@ -225,6 +246,7 @@ class FakeNode : public Node {
   }
 
   Reply Apply(const Command& c, Clock::time_point now) {
+    if (c.op == Op::kKindScript) return Unavailable();
     auto it = data_.find(c.key);
     if (it != data_.end() && it->second.expiry <= now) {
       data_.erase(it);
@@ -236,10 +258,14 @@ class FakeNode : public Node {
       case Op::kSetReadFence:
         if (it != data_.end()) {
           r.kind = Reply::Kind::kNil;
-        } else if (c.op == Op::kSet) {
+        } else if (c.op == Op::kSet && !c.as_script) {
           data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
           r.kind = Reply::Kind::kStatus;
           r.text = "OK";
+        } else if (c.op == Op::kSet) {
+          data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
+          r.kind = Reply::Kind::kInteger;
+          r.integer = 0;
         } else {
           data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
           r.kind = Reply::Kind::kInteger;
@@ -274,6 +300,8 @@ class FakeNode : public Node {
           r.integer = 1;
         }
         break;
+      case Op::kKindScript:
+        break;  // answered above
     }
     return r;
   }

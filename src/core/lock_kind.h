@@ -1,0 +1,70 @@
+#pragma once
+// Lock kinds and where each keeps its state on a master. Pure: the engine, the leak scanner and
+// the fleet reader all read key shapes through this one file (docs/safety.md has the layout).
+//
+// P = key_prefix, R = resource name, US = '\x1f' (a control character: never part of a
+// resource name, so no mutex's key can be mistaken for a part of another kind):
+//   mutex (exclusive hold)  P R                       the holder's value, PX ttl
+//   shared (read) holds     P R US "readers"          ZSET: reader value -> its expiry (the
+//                                                     master's ms since the epoch); PX >= all
+//                           P R US "writer-waiting"   an exclusive acquire refused because of
+//                                                     readers: its value, PX a few retry delays;
+//                                                     new readers are refused while it exists
+//   semaphore of K          P R                       marker "lockwarden:semaphore:K", PX >=
+//                                                     every permit's
+//                           P R US "permit:" i        permit i (0 <= i < K), a mutex of its own
+// An exclusive acquire is the write hold of a read-write lock: it is refused while readers
+// hold the resource, and readers while it is held. A semaphore's marker and a mutex's key are
+// the same key, so a resource is never a mutex and a semaphore (or two sizes) at once.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace lw {
+
+// A mutex also takes shared (read) holds: it is a read-write lock.
+enum class LockKind : uint8_t { kMutex, kSemaphore };
+
+inline constexpr int kMaxPermits = 1024;
+inline constexpr char kKeyPartSeparator = '\x1f';
+
+// What a resource is: its kind, and for a semaphore how many permits it has.
+struct LockShape {
+  LockKind kind = LockKind::kMutex;
+  int permits = 1;  // semaphores: K (1..kMaxPermits); 1 otherwise
+
+  bool operator==(const LockShape&) const = default;
+  // "lock", "semaphore of 4 permits".
+  std::string Describe() const;
+  // A semaphore's marker value at P R ("" for a mutex).
+  std::string Marker() const;
+};
+
+// A semaphore's shape from its marker value; nullopt for anything else (a holder's value).
+std::optional<LockShape> ShapeOfMarker(std::string_view value);
+
+// What one hold is: the part of the resource it occupies.
+enum class HoldMode : uint8_t { kExclusive, kShared, kPermit };
+std::string_view NameOf(HoldMode mode);  // "exclusive", "shared", "permit"
+std::string_view NameOf(LockKind kind);  // "mutex", "semaphore"
+
+// The keys of resource `name` under `prefix`.
+std::string PermitKey(std::string_view prefix, std::string_view name, int permit);
+std::string ReadersKey(std::string_view prefix, std::string_view name);
+std::string WriterWaitingKey(std::string_view prefix, std::string_view name);
+// The fence counter of a permit (an exclusive hold's is fence_prefix + name).
+std::string PermitFenceKey(std::string_view fence_prefix, std::string_view name, int permit);
+
+// A key under `prefix` read back: which resource and which part.
+struct KeyPart {
+  enum class Part : uint8_t { kBase, kPermit, kReaders, kWriterWaiting };
+  std::string resource;
+  Part part = Part::kBase;  // kBase: a mutex's key or a semaphore's marker (tell by the value)
+  int permit = -1;          // kPermit only
+};
+// nullopt: not under prefix, or a part name this version does not know.
+std::optional<KeyPart> ParseLockKey(std::string_view prefix, std::string_view key);
+
+}  // namespace lw

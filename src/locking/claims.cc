@@ -1,0 +1,123 @@
+#include "locking/claims.h"
+
+#include "redis/scripts.h"
+
+namespace lw {
+namespace {
+
+using scripts::KindScript;
+
+RoundRequest KindRound(RoundOp op, KindScript script, const std::string& token) {
+  RoundRequest req;
+  req.op = op;
+  req.script = script;
+  req.token = token;
+  return req;
+}
+
+}  // namespace
+
+HoldMode ModeOf(const LockShape& shape, bool shared) {
+  if (shape.kind == LockKind::kSemaphore) return HoldMode::kPermit;
+  return shared ? HoldMode::kShared : HoldMode::kExclusive;
+}
+
+std::string BaseKey(const HoldPlace& p) { return p.key_prefix + p.name; }
+
+std::string HoldKey(const HoldPlace& p) {
+  switch (p.mode) {
+    case HoldMode::kExclusive:
+      return BaseKey(p);
+    case HoldMode::kShared:
+      return ReadersKey(p.key_prefix, p.name);
+    case HoldMode::kPermit:
+      return PermitKey(p.key_prefix, p.name, p.permit);
+  }
+  return BaseKey(p);
+}
+
+FencedKeys FencedKeysOf(const HoldPlace& p) {
+  return {HoldKey(p), p.mode == HoldMode::kPermit
+                          ? PermitFenceKey(p.fence_prefix, p.name, p.permit)
+                          : p.fence_prefix + p.name};
+}
+
+RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms,
+                          int fence_needed, int64_t waiting_ttl_ms) {
+  const std::string ttl = std::to_string(ttl_ms);
+  RoundRequest req;
+  switch (p.mode) {
+    case HoldMode::kExclusive:
+      req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimExclusive, token);
+      req.keys = {BaseKey(p), ReadersKey(p.key_prefix, p.name),
+                  WriterWaitingKey(p.key_prefix, p.name)};
+      req.args = {ttl, std::to_string(waiting_ttl_ms)};
+      break;
+    case HoldMode::kShared:
+      req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimShared, token);
+      req.keys = {BaseKey(p), ReadersKey(p.key_prefix, p.name),
+                  WriterWaitingKey(p.key_prefix, p.name)};
+      req.args = {ttl};
+      break;
+    case HoldMode::kPermit: {
+      req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimPermit, token);
+      req.keys = {BaseKey(p), HoldKey(p), ReadersKey(p.key_prefix, p.name)};
+      std::string permits_prefix = PermitKey(p.key_prefix, p.name, 0);
+      permits_prefix.pop_back();  // P R US "permit:"
+      req.args = {ttl, p.shape.Marker(), std::to_string(p.shape.permits),
+                  std::to_string(p.permit), std::move(permits_prefix)};
+      break;
+    }
+  }
+  if (fence_needed > 0) {
+    req.keys.push_back(FencedKeysOf(p).fence_key);
+    req.needed = fence_needed;
+  }
+  req.key = HoldKey(p);
+  req.ttl_ms = ttl_ms;
+  return req;
+}
+
+RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms) {
+  RoundRequest req;
+  switch (p.mode) {
+    case HoldMode::kExclusive:
+      req.op = RoundOp::kExtendIfHeld;
+      req.token = token;
+      break;
+    case HoldMode::kShared:
+      req = KindRound(RoundOp::kKindExtend, KindScript::kExtendShared, token);
+      req.keys = {HoldKey(p)};
+      req.args = {std::to_string(ttl_ms)};
+      break;
+    case HoldMode::kPermit:
+      req = KindRound(RoundOp::kKindExtend, KindScript::kExtendPermit, token);
+      req.keys = {BaseKey(p), HoldKey(p)};
+      req.args = {std::to_string(ttl_ms)};
+      break;
+  }
+  req.key = HoldKey(p);
+  req.ttl_ms = ttl_ms;
+  return req;
+}
+
+RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token, bool drop_waiting) {
+  if (p.mode == HoldMode::kExclusive && !drop_waiting) return DeleteRound(BaseKey(p), token);
+  const std::string channel = scripts::ReleaseChannel(BaseKey(p));
+  RoundRequest req;
+  if (p.mode == HoldMode::kShared) {
+    req = KindRound(RoundOp::kKindRelease, KindScript::kReleaseShared, token);
+    req.keys = {HoldKey(p)};
+  } else {
+    req = KindRound(RoundOp::kKindRelease, KindScript::kReleasePart, token);
+    req.keys = {HoldKey(p), p.mode == HoldMode::kExclusive
+                                ? WriterWaitingKey(p.key_prefix, p.name)
+                                : HoldKey(p)};
+  }
+  req.args = {channel};
+  req.key = HoldKey(p);
+  req.wait_all = true;
+  return req;
+}
+
+}  // namespace lw

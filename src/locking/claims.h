@@ -1,0 +1,52 @@
+#pragma once
+// Claims: what each round of a hold sends, by lock kind. Pure: the engine says which hold
+// (resource, kind, part, value) and gets the RoundRequest; the keys and scripts live here and
+// in core/lock_kind.h and redis/kind_scripts.h.
+//
+// An exclusive hold is taken with a script that also respects readers (kClaimExclusive) and
+// otherwise keeps the plain commands (compare-and-delete, compare-and-pexpire, the fence's
+// phase 2). A semaphore permit is a Redlock mutex on its own key, taken with a script that
+// also checks and refreshes the semaphore's marker; a shared hold is a member of the readers
+// ZSET. docs/safety.md has the argument for each.
+
+#include <cstdint>
+#include <string>
+
+#include "core/lock_kind.h"
+#include "locking/fencing.h"
+#include "locking/rounds.h"
+
+namespace lw {
+
+// One hold's place: which resource, of which shape, and which part of it.
+struct HoldPlace {
+  const std::string& key_prefix;
+  const std::string& fence_prefix;
+  const std::string& name;
+  LockShape shape;
+  HoldMode mode = HoldMode::kExclusive;
+  int permit = -1;  // kPermit only
+};
+
+// The mode a hold of `shape` has (shared: a read hold).
+HoldMode ModeOf(const LockShape& shape, bool shared);
+
+// The key the hold occupies on the masters (the readers ZSET for a shared hold), and its
+// resource's base key (a mutex's key, a semaphore's marker; release announcements use it).
+std::string HoldKey(const HoldPlace& p);
+std::string BaseKey(const HoldPlace& p);
+// The fence counter of a fenced hold (exclusive or permit).
+FencedKeys FencedKeysOf(const HoldPlace& p);
+
+// The acquire round of a fresh hold with `token`. fence_needed > 0: phase 1 of a fenced
+// acquire with that fence quorum. waiting_ttl_ms: how long the writer-waiting mark of an
+// exclusive acquire refused because of readers lives (each attempt refreshes it).
+RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms,
+                          int fence_needed, int64_t waiting_ttl_ms);
+RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms);
+// Waits for every master (as DeleteRound). drop_waiting: an exclusive acquire giving up also
+// removes its writer-waiting mark; an attempt undone before a retry keeps it.
+RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token,
+                          bool drop_waiting = false);
+
+}  // namespace lw
