@@ -43,7 +43,7 @@ FencedKeys FencedKeysOf(const HoldPlace& p) {
 }
 
 RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms,
-                          int fence_needed, int64_t waiting_ttl_ms) {
+                          int fence_needed, int64_t waiting_ttl_ms, const std::string& mark) {
   const std::string ttl = std::to_string(ttl_ms);
   RoundRequest req;
   switch (p.mode) {
@@ -51,7 +51,7 @@ RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t 
       req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimExclusive, token);
       req.keys = {BaseKey(p), ReadersKey(p.key_prefix, p.name),
                   WriterWaitingKey(p.key_prefix, p.name)};
-      req.args = {ttl, std::to_string(waiting_ttl_ms)};
+      req.args = {ttl, std::to_string(waiting_ttl_ms), mark};
       break;
     case HoldMode::kShared:
       req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimShared, token);
@@ -101,8 +101,9 @@ RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t t
   return req;
 }
 
-RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token, bool drop_waiting) {
-  if (p.mode == HoldMode::kExclusive && !drop_waiting) return DeleteRound(BaseKey(p), token);
+RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token,
+                          const std::string& drop_mark) {
+  if (p.mode == HoldMode::kExclusive && drop_mark.empty()) return DeleteRound(BaseKey(p), token);
   const std::string channel = scripts::ReleaseChannel(BaseKey(p));
   RoundRequest req;
   if (p.mode == HoldMode::kShared) {
@@ -110,11 +111,10 @@ RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token, bool dro
     req.keys = {HoldKey(p)};
   } else {
     req = KindRound(RoundOp::kKindRelease, KindScript::kReleasePart, token);
-    req.keys = {HoldKey(p), p.mode == HoldMode::kExclusive
-                                ? WriterWaitingKey(p.key_prefix, p.name)
-                                : HoldKey(p)};
+    req.keys = {HoldKey(p), WriterWaitingKey(p.key_prefix, p.name)};
   }
   req.args = {channel};
+  if (p.mode != HoldMode::kShared) req.args.push_back(drop_mark);
   req.key = HoldKey(p);
   req.wait_all = true;
   return req;

@@ -39,14 +39,16 @@ std::string BaseKey(const HoldPlace& p);
 FencedKeys FencedKeysOf(const HoldPlace& p);
 
 // The acquire round of a fresh hold with `token`. fence_needed > 0: phase 1 of a fenced
-// acquire with that fence quorum. waiting_ttl_ms: how long the writer-waiting mark of an
-// exclusive acquire refused because of readers lives (each attempt refreshes it).
+// acquire with that fence quorum. An exclusive acquire refused because readers hold the
+// resource leaves `mark` (the same for every attempt of one waiter) as its writer-waiting
+// mark for waiting_ttl_ms (each attempt refreshes it).
 RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms,
-                          int fence_needed, int64_t waiting_ttl_ms);
+                          int fence_needed, int64_t waiting_ttl_ms, const std::string& mark);
 RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms);
-// Waits for every master (as DeleteRound). drop_waiting: an exclusive acquire giving up also
-// removes its writer-waiting mark; an attempt undone before a retry keeps it.
+// Waits for every master (as DeleteRound). drop_mark: an exclusive acquire giving up also
+// removes its writer-waiting mark (if it is still `drop_mark`); "": an attempt undone before a
+// retry keeps it.
 RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token,
-                          bool drop_waiting = false);
+                          const std::string& drop_mark = "");
 
 }  // namespace lw

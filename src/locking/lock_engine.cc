@@ -112,7 +112,7 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   const Resource* existing = Find(name);
   if (shutting_down_) return Refuse(ShuttingDown(/*retry_hint=*/true), std::move(done));
   if (existing != nullptr && !(existing->shape == kind.shape)) {
-    return Refuse(KindMismatch(name, kind.shape.Describe(),
+    return Refuse(KindMismatch(name, "a " + kind.shape.Describe(),
                                "a " + existing->shape.Describe() + " through this agent"),
                   std::move(done));
   }
@@ -191,12 +191,16 @@ void LockEngine::StartAttempt(const std::string& name) {
   ++w.history.attempts;
   r.attempt_in_flight = true;
   AttemptRound a{name, w.id, NewToken(),
-                 r.shape.kind == LockKind::kSemaphore ? ChoosePermit(r) : -1, w.shared};
+                 r.shape.kind == LockKind::kSemaphore ? ChoosePermit(r) : -1, w.shared, w.mark};
+  if (a.mark.empty() && !w.shared && r.shape.kind == LockKind::kMutex) {
+    // The first attempt's value names the waiter: no other hold ever has it.
+    a.mark = w.mark = options_.value_prefix + a.token;
+  }
   const int64_t waiting_ttl_ms = std::max<int64_t>(
       1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
   RoundRequest req = AcquireRound(PlaceOf(name, r, w.shared, a.permit), a.token,
                                   w.history.ttl_ms, w.history.fence ? fence_quorum_ : 0,
-                                  waiting_ttl_ms);
+                                  waiting_ttl_ms, w.mark);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
     OnAttempt(a, res, res.started, res.max_fence, /*fence_written=*/false);
   });
@@ -240,7 +244,8 @@ std::pair<int, int> BestFreePermit(const KindRefusals& r) {
 // A value found at a resource's base key, as a kind for people.
 std::string FoundKind(const std::string& value) {
   const auto shape = ShapeOfMarker(value);
-  return "a " + (shape ? shape->Describe() : std::string("mutex")) + " on a master";
+  if (value == "readers") return "a lock with shared holders on a master";
+  return shape ? "a " + shape->Describe() + " on a master" : "a lock held exclusively on a master";
 }
 
 }  // namespace
@@ -261,6 +266,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   w.history.last_tally = tally;
   w.history.last_in_fence_phase = fence_written;
   w.history.last_refusal = RefusalText(res.refusals, r->shape.permits);
+  w.marked = w.marked || res.refusals.readers > 0;
   const auto now = Clock::now();
   const int64_t validity =
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
@@ -278,11 +284,24 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   }
   const int64_t remaining = CeilMs(w.deadline - now);
   const bool mismatch = res.refusals.foreign.has_value();
+  // A semaphore's masters named a permit free on a quorum of them: try it at once, even with
+  // no wait left (a free permit is not a holder to wait for), a few times in a row at most so
+  // that a race for it never spins.
+  const auto [permit, votes] = BestFreePermit(res.refusals);
+  r->permit_hint = permit;
+  const bool quick = !w.cancelled && !shutting_down_ && !mismatch && permit >= 0 &&
+                     votes >= rounds_.quorum() && r->quick_retries < 3;
   const bool giving_up =
-      w.cancelled || shutting_down_ || mismatch || w.expired || remaining <= 0;
+      !quick && (w.cancelled || shutting_down_ || mismatch || w.expired || remaining <= 0);
   // Undo on every master, including those that said no or did not answer in time: a late
   // "OK" is undone too, because the DEL is queued behind the SET on the same connection.
   UndoAttempt(a, *r, giving_up);
+  if (quick) {
+    ++r->quick_retries;
+    StartAttempt(name);
+    return;
+  }
+  r->quick_retries = 0;
   if (w.cancelled) {
     deadlines_.Erase(w.id);
     r->waiters.PopFront();
@@ -295,28 +314,19 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   }
   if (mismatch) {
     FailHead(*r, name,
-             KindMismatch(name, r->shape.Describe(), FoundKind(*res.refusals.foreign)));
+             KindMismatch(name, "a " + r->shape.Describe(), FoundKind(*res.refusals.foreign)));
     return;
   }
   if (w.expired || remaining <= 0) {
     FailHead(*r, name, AcquireFailure(name, w.history, rounds_.size()));
     return;
   }
-  // A semaphore's masters named a permit free on a quorum of them: try it at once (a few
-  // times in a row at most, so that a race for it never spins).
-  const auto [permit, votes] = BestFreePermit(res.refusals);
-  r->permit_hint = permit;
-  if (permit >= 0 && votes >= rounds_.quorum() && r->quick_retries < 3) {
-    ++r->quick_retries;
-    RetryLater(*r, name, w, remaining, /*delay_ms=*/0);
-    return;
-  }
-  r->quick_retries = 0;
   RetryLater(*r, name, w, remaining);
 }
 
 void LockEngine::UndoAttempt(const AttemptRound& a, const Resource& r, bool giving_up) {
-  ReleaseEverywhere(ReleaseRound(PlaceOf(a.name, r, a.shared, a.permit), a.token, giving_up));
+  ReleaseEverywhere(ReleaseRound(PlaceOf(a.name, r, a.shared, a.permit), a.token,
+                                 giving_up ? a.mark : std::string()));
 }
 
 void LockEngine::RetryLater(Resource& r, const std::string& name, const Waiter& w,
@@ -373,6 +383,11 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
     return;
   }
   Waiter w = r.waiters.PopFront();
+  if (w.marked) {
+    // Masters that refused an earlier attempt (or this one) keep the mark: nobody waits now.
+    ReleaseEverywhere(DeleteRound(WriterWaitingKey(options_.key_prefix, name),
+                                  w.mark.substr(options_.value_prefix.size())));
+  }
   Holder& h = Install(r, name, w);
   h.token = FixedToken(a.token);
   h.permit = static_cast<int16_t>(a.permit);

@@ -200,6 +200,7 @@ class LockEngine {
     std::string token;
     int permit = -1;
     bool shared = false;
+    std::string mark;  // the waiter's writer-waiting mark (exclusive acquires)
   };
 
   std::string KeyOf(const std::string& name) const;  // the resource's base key

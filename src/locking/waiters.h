@@ -41,6 +41,10 @@ struct Waiter {
   SessionId session = 0;
   bool renew = false;
   bool shared = false;  // a shared (read) hold
+  // An exclusive acquire's writer-waiting mark (its first attempt's value, the same for all its
+  // attempts); "" until its first attempt.
+  std::string mark;
+  bool marked = false;  // some master refused it because readers hold: its mark may be there
   Clock::time_point requested, deadline;
   AcquireDone done;
   bool in_attempt = false;

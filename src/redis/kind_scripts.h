@@ -40,18 +40,19 @@ enum class KindScript : uint8_t {
   "local function is_marker(v) return string.sub(v, 1, 21) == 'lockwarden:semaphore:' end "
 
 // An exclusive hold (a mutex; the write hold of a read-write lock). KEYS: P R, readers,
-// writer-waiting, [fence counter]. ARGV: value, ttl, writer-waiting ttl.
+// writer-waiting, [fence counter]. ARGV: value, ttl, writer-waiting ttl, the waiter's mark (the
+// same for all its attempts: the writer-waiting value).
 // The readers set is read only when it exists, so a mutex nobody reads costs one EXISTS more.
 inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
     "if redis.call('exists', KEYS[2]) == 1 then "
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms()) "
     "if redis.call('zcard', KEYS[2]) > 0 then local w = redis.call('get', KEYS[3]) "
-    "if not w or w == ARGV[1] then redis.call('set', KEYS[3], ARGV[1], 'PX', ARGV[3]) end "
+    "if not w or w == ARGV[4] then redis.call('set', KEYS[3], ARGV[4], 'PX', ARGV[3]) end "
     "return {'readers'} end end "
     "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
     "local m = redis.call('get', KEYS[1]) if m and is_marker(m) then return {'kind', m} end "
     "return false end "
-    "if redis.call('exists', KEYS[3]) == 1 and redis.call('get', KEYS[3]) == ARGV[1] then "
+    "if redis.call('exists', KEYS[3]) == 1 and redis.call('get', KEYS[3]) == ARGV[4] then "
     "redis.call('del', KEYS[3]) end "
     "return fence(KEYS[4])";
 
@@ -102,11 +103,11 @@ inline constexpr const char* kReleaseShared =
     "if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then return 0 end "
     "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1";
 
-// A permit's key, or an exclusive hold's that also drops its writer-waiting mark (an exclusive
-// acquire giving up). KEYS: the key, writer-waiting (or the key again). ARGV: value, release
-// channel ("": announce nothing).
+// A permit's key, or an exclusive hold's that also drops its waiter's writer-waiting mark (an
+// exclusive acquire giving up). KEYS: the key, writer-waiting (or the key again). ARGV: value,
+// release channel ("": announce nothing), the waiter's mark ("": none).
 inline constexpr const char* kReleasePart =
-    "if KEYS[2] ~= KEYS[1] and redis.call('get', KEYS[2]) == ARGV[1] then "
+    "if ARGV[3] ~= '' and redis.call('get', KEYS[2]) == ARGV[3] then "
     "redis.call('del', KEYS[2]) end "
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
     "redis.call('del', KEYS[1]) "

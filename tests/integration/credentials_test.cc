@@ -410,6 +410,18 @@ TEST_F(CredentialsAclTest, TheDocumentedAclIsEnoughForEveryFeatureAndNoMore) {
   EXPECT_TRUE(fenced["fence"].is_number()) << fenced;
   EXPECT_EQ(cluster_.CountWithKey("fence:fenced"), 3);
   EXPECT_TRUE(client.Release("fenced", fenced["token"]).value("ok", false));
+  // A fenced permit of a semaphore, and a shared hold extended and released (their scripts use
+  // EXISTS, TIME and the sorted-set commands).
+  const json permit = client.Call({{"op", "acquire"}, {"resource", "pool"}, {"permits", 2},
+                                   {"fence", true}, {"ttl_ms", 30'000}, {"wait_ms", 1'000}});
+  ASSERT_TRUE(permit.value("ok", false)) << permit << agent.Log();
+  EXPECT_TRUE(client.Extend("pool", permit["token"], 40'000).value("ok", false)) << agent.Log();
+  EXPECT_TRUE(client.Release("pool", permit["token"]).value("ok", false)) << agent.Log();
+  const json shared = client.Call({{"op", "acquire"}, {"resource", "cfg"}, {"shared", true},
+                                   {"ttl_ms", 30'000}, {"wait_ms", 1'000}});
+  ASSERT_TRUE(shared.value("ok", false)) << shared << agent.Log();
+  EXPECT_TRUE(client.Extend("cfg", shared["token"], 40'000).value("ok", false)) << agent.Log();
+  EXPECT_TRUE(client.Release("cfg", shared["token"]).value("ok", false)) << agent.Log();
 
   const json state = StateWhen(agent, [](const json& s) {
     return PresenceOf(s, "acl") == std::vector<std::string>{"held", "held", "held"};
