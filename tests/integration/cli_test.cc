@@ -133,7 +133,7 @@ TEST_F(CliTest, PermitsLetKCommandsHoldAtOnceAndTheNextTimesOut) {
   }
   EXPECT_NE(Status().find("2 of 2"), std::string::npos) << Status();
 
-  const pid_t third = Lock({"--wait", "0", "--permits", "2", "pool", "--", "true"});
+  const pid_t third = Lock({"--wait", "0s", "--permits", "2", "pool", "--", "true"});
   EXPECT_EQ(WaitChild(third, milliseconds(15'000)), 75) << Output();
   EXPECT_NE(Output().find("timeout"), std::string::npos) << Output();
   std::ofstream(go_path_) << "go\n";
@@ -150,7 +150,7 @@ TEST_F(CliTest, SharedHoldsAreHeldAtOnceAndKeepAnExclusiveOneOut) {
   EXPECT_EQ(fifo.ReadLine(milliseconds(15'000)), "started ") << ReadFile(out1) << ReadFile(out2);
   EXPECT_NE(Status().find("shared (2 readers)"), std::string::npos) << Status();
 
-  const pid_t writer = Lock({"--wait", "0", "cfg", "--", "true"});
+  const pid_t writer = Lock({"--wait", "0s", "cfg", "--", "true"});
   EXPECT_EQ(WaitChild(writer, milliseconds(15'000)), 75) << Output();
   std::ofstream(go_path_) << "go\n";
   EXPECT_EQ(WaitChild(r1, milliseconds(15'000)), 0) << ReadFile(out1);
