@@ -191,10 +191,22 @@
     reconcile($('locks-tbody'), locks.map((l) => ({
       // Ticking fields stay out of the signature; they are updated in place.
       sig: JSON.stringify([ctx, l.resource, l.session, l.pid, l.uid, l.gid, l.cmdline, l.ttl_ms, l.renew,
-        l.waiters, l.stuck, l.stuck_reason, l.presence, !!l.presence_checked_at]),
+        l.waiters, l.mode, l.permits, l.permit, l.holders, l.stuck, l.stuck_reason, l.presence,
+        !!l.presence_checked_at]),
       data: l,
       build: buildLockRow,
     })));
+  }
+
+  // A hold's kind and its resource's holders here: "semaphore · permit 2 · 3 of 4 held",
+  // "shared · 2 readers", "exclusive" (a mutex's hold, or the writer of a read-write lock).
+  function holdKindText(l) {
+    const n = isNum(l.holders) ? l.holders : 1;
+    if (l.mode === 'permit') {
+      return 'semaphore \u00b7 permit ' + l.permit + ' \u00b7 ' + n + ' of ' + l.permits + ' held';
+    }
+    if (l.mode === 'shared') return 'shared \u00b7 ' + plural(n, 'reader');
+    return 'exclusive';
   }
 
   function buildLockRow(l) {
@@ -213,6 +225,15 @@
       tdRes.append(tag);
     }
     tdRes.append(name);
+    const mode = l.mode || 'exclusive';
+    const kind = h('div', 'hold-kind muted', holdKindText(l));
+    kind.setAttribute('data-testid', 'lock-kind');
+    kind.setAttribute('data-mode', mode);
+    kind.title = mode === 'exclusive'
+      ? 'exclusive: no other holder (a mutex, or the write hold of a read-write lock)'
+      : mode === 'shared' ? 'a read hold: readers share; a writer waits for all of them'
+        : 'a permit of a semaphore: at most ' + l.permits + ' holders at once';
+    tdRes.append(kind);
     if (l.stuck && l.stuck_reason) tdRes.append(h('div', 'stuck-reason', l.stuck_reason));
     tr.append(tdRes);
 

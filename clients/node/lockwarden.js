@@ -21,7 +21,8 @@ function defaultSocket() {
 }
 
 // An error reply of the agent. `code` is the machine code to branch on (timeout, no_quorum,
-// not_held, too_many, forbidden, bad_request, shutting_down, internal), `message` is for people.
+// not_held, too_many, forbidden, bad_request, kind_mismatch, shutting_down, internal), `message`
+// is for people.
 // The client adds `disconnected` (the connection ended) and `lost` (see Lock).
 class LockError extends Error {
   constructor(code, message) {
@@ -34,7 +35,9 @@ class LockError extends Error {
 
 // A granted lock. Emits 'lost' (reason) when it ends without being released: stop the work it
 // protected. `lost` is null while held, else the reason (renew_failed, expired, revoked,
-// disconnected); `signal` is an AbortSignal aborted at the same moment.
+// disconnected); `signal` is an AbortSignal aborted at the same moment. `mode` is 'exclusive'
+// (a mutex's hold, or the write hold), 'shared' (a read hold) or 'permit' (a semaphore's);
+// `permit` is which permit (0..K-1) for a semaphore's, else null.
 class Lock extends EventEmitter {
   constructor(client, reply) {
     super();
@@ -44,6 +47,8 @@ class Lock extends EventEmitter {
     this.validityMs = reply.validity_ms;
     this.waitedMs = reply.waited_ms;
     this.fence = reply.fence;
+    this.mode = reply.mode || 'exclusive';
+    this.permit = reply.permit === undefined ? null : reply.permit;
     this.lost = null;
     this.released = false;
     this._abort = new AbortController();
@@ -121,13 +126,20 @@ class Client extends EventEmitter {
   }
 
   // Takes the lock, waiting up to waitMs for another holder. With renew: true the agent extends
-  // it every ttl/3 while this connection is open. Resolves to a Lock; rejects with a LockError
-  // (code 'timeout': held by someone else for all of waitMs; 'no_quorum': masters unavailable).
-  async acquire(resource, { ttlMs, waitMs = 0, renew = false, fence = false } = {}) {
+  // it every ttl/3 while this connection is open. permits: K takes one permit of a semaphore of
+  // K (at most K holders at once); shared: true a read hold (readers share, an exclusive hold
+  // excludes them); neither, the exclusive hold. Resolves to a Lock; rejects with a LockError
+  // (code 'timeout': held by someone else for all of waitMs; 'no_quorum': masters unavailable;
+  // 'kind_mismatch': the resource is in use as another kind or another K).
+  async acquire(resource, {
+    ttlMs, waitMs = 0, renew = false, fence = false, permits, shared = false,
+  } = {}) {
     const fields = { resource, wait_ms: waitMs };
     if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
     if (renew) fields.renew = true;
     if (fence) fields.fence = true;
+    if (permits !== undefined) fields.permits = permits;
+    if (shared) fields.shared = true;
     return (await this.request('acquire', fields)).lock;
   }
 

@@ -77,6 +77,37 @@ test('timeout when another connection holds it', limit, async () => {
   await lock.release();
 });
 
+test('a semaphore admits K holders and refuses another size', limit, async () => {
+  const first = await a.acquire('js:pool', { ttlMs: 10000, waitMs: WAIT_MS, permits: 2 });
+  const second = await b.acquire('js:pool', { ttlMs: 10000, waitMs: WAIT_MS, permits: 2 });
+  assert.deepEqual([first.mode, second.mode], ['permit', 'permit']);
+  assert.deepEqual([first.permit, second.permit].sort(), [0, 1]);
+  const third = await Client.connect();
+  try {
+    await rejectsWith(third.acquire('js:pool', { ttlMs: 10000, permits: 2 }), 'timeout');
+    await rejectsWith(third.acquire('js:pool', { ttlMs: 10000, permits: 3 }), 'kind_mismatch');
+  } finally {
+    await third.close();
+  }
+  await first.release();
+  await second.release();
+});
+
+test('shared holds share and keep the exclusive hold out', limit, async () => {
+  const r1 = await a.acquire('js:cfg', { ttlMs: 10000, waitMs: WAIT_MS, shared: true });
+  const r2 = await b.acquire('js:cfg', { ttlMs: 10000, waitMs: WAIT_MS, shared: true });
+  assert.deepEqual([r1.mode, r2.mode, r1.permit], ['shared', 'shared', null]);
+  const writer = await Client.connect();
+  try {
+    await rejectsWith(writer.acquire('js:cfg', { ttlMs: 10000 }), 'timeout');
+  } finally {
+    await writer.close();
+  }
+  await r1.release();
+  await r2.release();
+  await rejectsWith(a.acquire('js:cfg', { permits: 2, shared: true }), 'bad_request');
+});
+
 test('a waiter gets the lock when the holder releases', limit, async () => {
   const holder = await a.acquire('js:queue', { ttlMs: 10000, waitMs: WAIT_MS });
   const waiting = b.acquire('js:queue', { ttlMs: 10000, waitMs: 30000 });

@@ -30,7 +30,8 @@ def default_socket():
 
 class LockError(Exception):
     """An error reply of the agent. `code` is the machine code to branch on (timeout, no_quorum,
-    not_held, too_many, forbidden, bad_request, shutting_down, internal), `message` is for people.
+    not_held, too_many, forbidden, bad_request, kind_mismatch, shutting_down, internal), `message`
+    is for people.
     The client adds two codes of its own: `disconnected` (the connection to the agent ended) and
     `lost` (raised as LockLost)."""
 
@@ -53,7 +54,10 @@ class Lock:
 
     `lost` is None while the lock is held, else the reason it ended without a release
     (renew_failed, expired, revoked, disconnected). `on_lost`, if set, is called with the lock
-    from the client's reader thread when that happens."""
+    from the client's reader thread when that happens.
+
+    `mode` is "exclusive" (a mutex's hold, or the write hold), "shared" (a read hold) or "permit"
+    (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else None."""
 
     def __init__(self, client, resource, reply):
         self.client = client
@@ -62,6 +66,8 @@ class Lock:
         self.validity_ms = reply["validity_ms"]
         self.waited_ms = reply.get("waited_ms", 0)
         self.fence = reply.get("fence")
+        self.mode = reply.get("mode", "exclusive")
+        self.permit = reply.get("permit")
         self.lost = None
         self.released = False
         self.on_lost = None
@@ -162,10 +168,14 @@ class Client:
             raise LockError(reply.get("error", "internal"), reply.get("message", ""))
         return reply
 
-    def acquire(self, resource, ttl_ms=None, wait_ms=0, renew=False, fence=False):
+    def acquire(self, resource, ttl_ms=None, wait_ms=0, renew=False, fence=False, permits=None,
+                shared=False):
         """Takes the lock, waiting up to wait_ms for another holder. With renew=True the agent
-        extends it every ttl/3 while this connection is open. Returns a Lock; raises LockError
-        (code timeout: held by someone else for all of wait_ms; no_quorum: masters unavailable)."""
+        extends it every ttl/3 while this connection is open. permits=K takes one permit of a
+        semaphore of K (at most K holders at once); shared=True a read hold (readers share, an
+        exclusive hold excludes them); neither, the exclusive hold. Returns a Lock; raises
+        LockError (code timeout: held by someone else for all of wait_ms; no_quorum: masters
+        unavailable; kind_mismatch: the resource is in use as another kind or another K)."""
         fields = {"resource": resource, "wait_ms": wait_ms}
         if ttl_ms is not None:
             fields["ttl_ms"] = ttl_ms
@@ -173,6 +183,10 @@ class Client:
             fields["renew"] = True
         if fence:
             fields["fence"] = True
+        if permits is not None:
+            fields["permits"] = permits
+        if shared:
+            fields["shared"] = True
         return self.request("acquire", **fields)["lock"]
 
     lock = acquire  # reads well in `with client.lock(...) as lock:`

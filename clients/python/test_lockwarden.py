@@ -65,6 +65,34 @@ class LockwardenTest(unittest.TestCase):
         if CONTROLLED:
             self.assertEqual(masters_holding("py:basic"), 0)
 
+    def test_semaphore_permits_k_holders_and_refuses_another_size(self):
+        first = self.a.acquire("py:pool", ttl_ms=10000, wait_ms=WAIT_MS, permits=2)
+        second = self.b.acquire("py:pool", ttl_ms=10000, wait_ms=WAIT_MS, permits=2)
+        self.assertEqual((first.mode, second.mode), ("permit", "permit"))
+        self.assertEqual({first.permit, second.permit}, {0, 1})
+        with lockwarden.Client() as third:
+            with self.assertRaises(lockwarden.LockError) as cm:
+                third.acquire("py:pool", ttl_ms=10000, wait_ms=0, permits=2)
+            self.assertEqual(cm.exception.code, "timeout")
+            with self.assertRaises(lockwarden.LockError) as cm:
+                third.acquire("py:pool", ttl_ms=10000, wait_ms=0, permits=3)
+            self.assertEqual(cm.exception.code, "kind_mismatch")
+        first.release()
+        second.release()
+
+    def test_shared_holds_share_and_keep_the_exclusive_hold_out(self):
+        with self.a.lock("py:cfg", ttl_ms=10000, wait_ms=WAIT_MS, shared=True) as r1:
+            with self.b.lock("py:cfg", ttl_ms=10000, wait_ms=WAIT_MS, shared=True) as r2:
+                self.assertEqual((r1.mode, r2.mode, r1.permit), ("shared", "shared", None))
+                with lockwarden.Client() as writer:
+                    with self.assertRaises(lockwarden.LockError) as cm:
+                        writer.acquire("py:cfg", ttl_ms=10000, wait_ms=0)
+                    self.assertEqual(cm.exception.code, "timeout")
+        with self.assertRaises(lockwarden.LockError) as cm:
+            self.a.acquire("py:cfg", permits=2, shared=True)
+        self.assertEqual(cm.exception.code, "bad_request")
+        self.assertIn("shared", cm.exception.message)
+
     def test_timeout_when_another_connection_holds_it(self):
         with self.a.lock("py:busy", ttl_ms=10000, wait_ms=WAIT_MS):
             with self.assertRaises(lockwarden.LockError) as cm:

@@ -4,7 +4,7 @@
 #
 #   . clients/shell/lockwarden.sh
 #   lw_open || exit 69
-#   if lw_acquire db/migrations 30000 5000 renew; then  # ttl_ms wait_ms [renew]
+#   if lw_acquire db/migrations 30000 5000 renew; then  # ttl_ms wait_ms [renew shared permits=K]
 #     ...work; lw_check_lost && echo "lost: $LW_EVENT"...
 #     lw_release db/migrations "$LW_TOKEN"
 #   else
@@ -81,15 +81,29 @@ lw_call() {
   return 1
 }
 
-# lw_acquire RESOURCE [TTL_MS] [WAIT_MS] [renew]: takes the lock; sets LW_TOKEN.
+# lw_acquire RESOURCE [TTL_MS] [WAIT_MS] [OPTION...]: takes the lock; sets LW_TOKEN, LW_MODE
+# (exclusive, shared or permit) and LW_PERMIT (which permit of a semaphore, else empty).
+# OPTIONs: renew (the agent extends it while the session lasts), shared (a read hold: readers
+# share, an exclusive hold excludes them), permits=K (one permit of a semaphore of K), fence.
 lw_acquire() {
-  local fields
+  local fields opt
   fields="\"op\":\"acquire\",\"resource\":$(lw_string "$1"),\"wait_ms\":${3:-0}"
   [[ -n ${2:-} ]] && fields+=",\"ttl_ms\":$2"
-  [[ ${4:-} == renew ]] && fields+=',"renew":true'
-  LW_TOKEN=''
+  for opt in "${@:4}"; do
+    case $opt in
+      renew | shared | fence) fields+=",\"$opt\":true" ;;
+      permits=*) fields+=",\"permits\":${opt#permits=}" ;;
+      *)
+        LW_ERROR=bad_request LW_MESSAGE="lw_acquire: unknown option $opt (renew, shared, permits=K, fence)"
+        return 1
+        ;;
+    esac
+  done
+  LW_TOKEN='' LW_MODE='' LW_PERMIT=''
   lw_call "$fields" || return 1
   LW_TOKEN=$(lw_field token "$LW_REPLY")
+  LW_MODE=$(lw_field mode "$LW_REPLY") || LW_MODE=exclusive
+  LW_PERMIT=$(lw_field permit "$LW_REPLY") || LW_PERMIT=''
 }
 
 # lw_extend RESOURCE TOKEN TTL_MS: resets the lock's ttl; sets LW_VALIDITY_MS.

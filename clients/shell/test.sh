@@ -79,6 +79,32 @@ test_cli_waiter_gets_the_lock_when_the_holder_releases() {
   expect "waiter exit code" "$rc" 0
 }
 
+test_permits_let_k_hold_at_once() {
+  lw_open
+  lw_acquire sh:pool 10000 "$WAIT_MS" permits=2
+  expect "mode" "$LW_MODE" permit
+  # The command holds the other permit; a third holder finds none free.
+  lock --permits 2 sh:pool -- bash -c 'echo "$LOCKWARDEN_PERMIT" > '"$tmp/permit"'
+    lockwarden lock --wait 0s --permits 2 sh:pool -- true; echo $? > '"$tmp/third"
+  expect "exit code" "$rc" 0
+  expect "permits held" "$(($(cat "$tmp/permit") + LW_PERMIT))" 1
+  expect "third holder's exit code" "$(cat "$tmp/third")" 75
+  if lw_acquire sh:pool 10000 0 permits=3; then return 1; fi
+  expect "another size" "$LW_ERROR" kind_mismatch
+}
+
+test_shared_holds_at_once() {
+  lw_open
+  lw_acquire sh:cfg 10000 "$WAIT_MS" shared
+  expect "mode" "$LW_MODE" shared
+  lock --shared sh:cfg -- bash -c \
+    'lockwarden lock --wait 0s sh:cfg -- true; echo $? > '"$tmp/writer"
+  expect "exit code" "$rc" 0
+  expect "writer's exit code" "$(cat "$tmp/writer")" 75
+  lock --permits 2 --shared sh:cfg -- true
+  expect "--permits with --shared" "$rc" 64
+}
+
 test_session_timeout_error() {
   lw_open
   lw_acquire sh:busy2 10000 "$WAIT_MS"

@@ -110,6 +110,14 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
                      {"ttl_ms", l.ttl_ms},
                      {"renew", l.renew},
                      {"waiters", l.waiters},
+                     {"kind", NameOf(l.mode == HoldMode::kPermit ? LockKind::kSemaphore
+                                                                   : LockKind::kMutex)},
+                     {"mode", NameOf(l.mode)},
+                     {"permits", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permits)
+                                                             : nlohmann::ordered_json(nullptr)},
+                     {"permit", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permit)
+                                                            : nlohmann::ordered_json(nullptr)},
+                     {"holders", l.holds},
                      {"stuck", !row.stuck.empty()},
                      {"stuck_reason", row.stuck},
                      {"presence", std::move(presence)},

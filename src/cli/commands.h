@@ -30,6 +30,8 @@ struct LockArgs {
   int conflict_exit_code = kExitNotAcquired;
   bool verbose = false;
   bool fence = false;  // ask for a fencing token and export it as LOCKWARDEN_FENCE
+  int permits = 0;      // > 0: hold a permit of a semaphore of this many (LOCKWARDEN_PERMIT)
+  bool shared = false;  // hold a read (shared) hold instead of the exclusive one
   std::vector<std::string> command;
 };
 int RunLock(const LockArgs& args);

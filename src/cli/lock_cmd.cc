@@ -35,7 +35,22 @@ void InstallForwarding() {
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaction(sig, &sa, nullptr);
 }
 
-pid_t Spawn(const LockArgs& a, const std::string& token, const std::optional<int64_t>& fence) {
+// Sets `name` to value, or removes it: never pass on an outer lock's variable as ours.
+void SetOrUnset(const char* name, const std::optional<int64_t>& value) {
+  if (value) {
+    setenv(name, std::to_string(*value).c_str(), 1);
+  } else {
+    unsetenv(name);
+  }
+}
+
+// What the command learns of its hold besides the resource and token.
+struct GrantExtras {
+  std::optional<int64_t> fence;
+  std::optional<int64_t> permit;  // a semaphore's: which permit (0..K-1)
+};
+
+pid_t Spawn(const LockArgs& a, const std::string& token, const GrantExtras& extras) {
   const pid_t pid = fork();
   if (pid != 0) {
     if (pid > 0) setpgid(pid, pid);  // also done in the child; whichever runs first wins
@@ -45,11 +60,8 @@ pid_t Spawn(const LockArgs& a, const std::string& token, const std::optional<int
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE}) signal(sig, SIG_DFL);
   setenv("LOCKWARDEN_RESOURCE", a.resource.c_str(), 1);
   setenv("LOCKWARDEN_TOKEN", token.c_str(), 1);
-  if (fence) {
-    setenv("LOCKWARDEN_FENCE", std::to_string(*fence).c_str(), 1);
-  } else {
-    unsetenv("LOCKWARDEN_FENCE");  // never pass on an outer lock's fence as ours
-  }
+  SetOrUnset("LOCKWARDEN_FENCE", extras.fence);
+  SetOrUnset("LOCKWARDEN_PERMIT", extras.permit);
   std::vector<char*> argv;
   for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
   argv.push_back(nullptr);
@@ -70,8 +82,40 @@ int AcquireFailureExit(const LockArgs& a, const nlohmann::json& reply) {
                code.c_str(), reply.value("message", "").c_str());
   if (code == "timeout") return a.conflict_exit_code;
   if (code == "no_quorum" || code == "shutting_down") return kExitUnavailable;
-  if (code == "bad_request" || code == "forbidden" || code == "too_many") return kExitUsage;
+  if (code == "bad_request" || code == "forbidden" || code == "too_many" ||
+      code == "kind_mismatch") {
+    return kExitUsage;
+  }
   return kExitUnavailable;
+}
+
+// The fence and permit of a grant; nullopt (said on stderr) when a fence was asked for and the
+// grant has none.
+std::optional<GrantExtras> ExtrasOf(const LockArgs& a, const nlohmann::json& reply) {
+  GrantExtras extras;
+  if (reply.contains("permit") && reply["permit"].is_number_integer()) {
+    extras.permit = reply["permit"].get<int64_t>();
+  }
+  if (!a.fence) return extras;
+  if (!reply.contains("fence") || !reply["fence"].is_number_integer()) {
+    std::fprintf(stderr, "lockwarden: the agent granted the lock without a fence (an older "
+                         "agent?); not running the command\n");
+    return std::nullopt;
+  }
+  extras.fence = reply["fence"].get<int64_t>();
+  return extras;
+}
+
+void SayAcquired(const LockArgs& a, const nlohmann::json& reply, const GrantExtras& extras) {
+  std::string hold;
+  if (extras.fence) hold += ", fence " + std::to_string(*extras.fence);
+  if (extras.permit) {
+    hold += ", permit " + std::to_string(*extras.permit) + " of " + std::to_string(a.permits);
+  }
+  if (reply.value("mode", "") == "shared") hold += ", shared";
+  std::fprintf(stderr, "lockwarden: acquired \"%s\" (validity %lld ms, waited %lld ms%s)\n",
+               a.resource.c_str(), static_cast<long long>(reply.value("validity_ms", 0)),
+               static_cast<long long>(reply.value("waited_ms", 0)), hold.c_str());
 }
 
 // Watches the child, the agent connection and forwarded signals until the child exits.
@@ -131,7 +175,7 @@ int RunLock(const LockArgs& a) {
   nlohmann::json reply;
   try {
     c.emplace(a.socket_path);
-    reply = c->Acquire(a.resource, a.ttl_ms, a.wait_ms, /*renew=*/true,
+    reply = c->Acquire(a.resource, a.ttl_ms, a.wait_ms, {a.permits, a.shared}, /*renew=*/true,
                        std::chrono::milliseconds(a.wait_ms + 30'000), a.fence);
   } catch (const client::ClientError& e) {
     std::fprintf(stderr, "lockwarden: %s\n", e.what());
@@ -139,28 +183,18 @@ int RunLock(const LockArgs& a) {
   }
   if (!reply.value("ok", false)) return AcquireFailureExit(a, reply);
   const std::string token = reply.value("token", "");
-  std::optional<int64_t> fence;
-  if (a.fence) {
-    if (!reply.contains("fence") || !reply["fence"].is_number_integer()) {
-      std::fprintf(stderr, "lockwarden: the agent granted the lock without a fence (an older "
-                           "agent?); not running the command\n");
-      try {
-        c->Release(a.resource, token);
-      } catch (const client::ClientError&) {
-        // the agent releases it when this connection closes
-      }
-      return kExitUnavailable;
+  const std::optional<GrantExtras> extras = ExtrasOf(a, reply);
+  if (!extras) {
+    try {
+      c->Release(a.resource, token);
+    } catch (const client::ClientError&) {
+      // the agent releases it when this connection closes
     }
-    fence = reply["fence"].get<int64_t>();
+    return kExitUnavailable;
   }
-  if (a.verbose) {
-    std::fprintf(stderr, "lockwarden: acquired \"%s\" (validity %lld ms, waited %lld ms%s)\n",
-                 a.resource.c_str(), static_cast<long long>(reply.value("validity_ms", 0)),
-                 static_cast<long long>(reply.value("waited_ms", 0)),
-                 fence ? (", fence " + std::to_string(*fence)).c_str() : "");
-  }
+  if (a.verbose) SayAcquired(a, reply, *extras);
   InstallForwarding();
-  const pid_t child = Spawn(a, token, fence);
+  const pid_t child = Spawn(a, token, *extras);
   if (child < 0) {
     std::fprintf(stderr, "lockwarden: fork failed: %s\n", std::strerror(errno));
     return kExitUnavailable;

@@ -12,6 +12,7 @@
 #include "client/client.h"
 #include "config/config.h"
 #include "core/duration.h"
+#include "core/lock_kind.h"
 
 extern char** environ;
 
@@ -148,6 +149,14 @@ int main(int argc, char** argv) {
   lock->add_flag("--fence", lock_args.fence,
                  "also get a fencing token (strictly increasing per resource) and export it to "
                  "the command as LOCKWARDEN_FENCE; see docs/safety.md");
+  lock->add_option("--permits", lock_args.permits,
+                   "hold one permit of a semaphore of K (at most K holders at once, every holder "
+                   "naming the same K); the command gets LOCKWARDEN_PERMIT (0..K-1)")
+      ->check(CLI::Range(1, lw::kMaxPermits))
+      ->type_name("K");
+  lock->add_flag("--shared", lock_args.shared,
+                 "hold a shared (read) hold: readers share, an exclusive (default) hold of the "
+                 "resource excludes them");
   lock->add_option("resource", lock_args.resource, "resource name")->required();
   lock->add_option("command", lock_args.command, "command and arguments (after --)")->required();
 
@@ -191,6 +200,12 @@ int main(int argc, char** argv) {
   if (serve->parsed()) return lw::cli::RunServe(serve_flags.Sources(serve), serve_check_only);
   if (scan->parsed()) return lw::cli::RunScan(scan_flags.Sources(scan), scan_json);
   if (lock->parsed()) {
+    if (lock_args.permits > 0 && lock_args.shared) {
+      std::fprintf(stderr, "lockwarden lock: --permits and --shared cannot go together: a "
+                           "semaphore has no shared holds. Use --permits K for a permit of a "
+                           "semaphore, or --shared for a read hold of a lock\n");
+      return lw::cli::kExitUsage;
+    }
     if (lock_args.socket_path.empty()) lock_args.socket_path = lw::client::DefaultSocketPath();
     lock_args.ttl_ms = ttl.empty() ? 0 : Ms(ttl);
     lock_args.wait_ms = Ms(wait);

@@ -1,12 +1,37 @@
 // `lockwarden status`: masters, quorum and this connection's view of the agent.
 
 #include <cstdio>
+#include <map>
+#include <string>
 
 #include "cli/commands.h"
 #include "client/client.h"
 #include "core/duration.h"
 
 namespace lw::cli {
+namespace {
+
+// Adds "holders" to each lock: how many holds of its resource this agent lists (n of K for a
+// semaphore's permits, the readers of a shared hold).
+void CountHolders(nlohmann::json& locks) {
+  std::map<std::string, int> holders;
+  for (const auto& l : locks) ++holders[l.value("resource", "")];
+  for (auto& l : locks) l["holders"] = holders[l.value("resource", "")];
+}
+
+// "exclusive", "permit 1, 2 of 4", "shared (3 readers)".
+std::string KindOf(const nlohmann::json& l) {
+  const std::string mode = l.value("mode", "exclusive");
+  const int n = l.value("holders", 1);
+  if (mode == "permit") {
+    return "permit " + std::to_string(l.value("permit", -1)) + ", " + std::to_string(n) +
+           " of " + std::to_string(l.value("permits", 0));
+  }
+  if (mode == "shared") return "shared (" + std::to_string(n) + (n == 1 ? " reader)" : " readers)");
+  return mode;
+}
+
+}  // namespace
 
 int RunStatus(const std::string& socket_path, bool json) {
   nlohmann::json health, locks;
@@ -26,11 +51,13 @@ int RunStatus(const std::string& socket_path, bool json) {
     usable += node_up && !n.value("quarantined", false);
   }
   const bool healthy = usable >= quorum && quorum > 0;
+  auto all = locks.value("locks", nlohmann::json::array());
+  CountHolders(all);
   if (json) {
     nlohmann::json out = {{"socket", socket_path}, {"quorum", quorum}, {"masters_up", up},
                           {"masters_usable", usable},
                           {"nodes", health.value("nodes", nlohmann::json::array())},
-                          {"locks", locks.value("locks", nlohmann::json::array())}};
+                          {"locks", all}};
     std::printf("%s\n", out.dump(2).c_str());
     return healthy ? 0 : kExitUnavailable;
   }
@@ -53,11 +80,10 @@ int RunStatus(const std::string& socket_path, bool json) {
     }
     std::printf("\n");
   }
-  const auto all = locks.value("locks", nlohmann::json::array());
   std::printf("locks   %zu held through this agent\n", all.size());
   for (const auto& l : all) {
-    std::printf("  %-32s pid %-7d held %lld ms, valid %lld ms%s, %d waiting\n",
-                l.value("resource", "").c_str(), l.value("pid", -1),
+    std::printf("  %-32s %-22s pid %-7d held %lld ms, valid %lld ms%s, %d waiting\n",
+                l.value("resource", "").c_str(), KindOf(l).c_str(), l.value("pid", -1),
                 static_cast<long long>(l.value("held_ms", 0)),
                 static_cast<long long>(l.value("validity_ms", 0)),
                 l.value("renew", false) ? ", renewing" : "", l.value("waiters", 0));

@@ -154,10 +154,17 @@ std::optional<nlohmann::json> Client::NextEvent(Ms timeout) {
 
 nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
                                bool renew, Ms timeout, bool fence) {
+  return Acquire(resource, ttl_ms, wait_ms, HoldKind{}, renew, timeout, fence);
+}
+
+nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
+                               HoldKind kind, bool renew, Ms timeout, bool fence) {
   nlohmann::json request = {
       {"op", "acquire"}, {"resource", resource}, {"wait_ms", wait_ms}, {"renew", renew}};
   if (ttl_ms > 0) request["ttl_ms"] = ttl_ms;
   if (fence) request["fence"] = true;
+  if (kind.permits > 0) request["permits"] = kind.permits;
+  if (kind.shared) request["shared"] = true;
   return Call(std::move(request), timeout);
 }
 

@@ -41,6 +41,15 @@ class Client {
   // fence: ask for a fencing token too (the reply's "fence"). ttl_ms <= 0: the agent's default.
   nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
                          bool renew = false, Ms timeout = kDefaultTimeout, bool fence = false);
+  // The kind of hold an acquire asks for: permits > 0, a permit of a semaphore of that many;
+  // shared, a read hold; neither, an exclusive hold (a mutex, or the write hold).
+  struct HoldKind {
+    int permits = 0;
+    bool shared = false;
+  };
+  nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
+                         HoldKind kind, bool renew = false, Ms timeout = kDefaultTimeout,
+                         bool fence = false);
   nlohmann::json Release(const std::string& resource, const std::string& token);
   nlohmann::json Extend(const std::string& resource, const std::string& token, int64_t ttl_ms);
   nlohmann::json Held();

@@ -62,6 +62,43 @@ describe('overview of a healthy cluster', { timeout: 120000 }, () => {
   });
 });
 
+describe('the kind of each hold', { timeout: 120000 }, () => {
+  const stack = useStack({ label: 'kinds-agent' }, { browser: true });
+
+  it('shows a semaphore\'s permits as n of K and shared holds as readers', async () => {
+    await stack.withPage('lock-kinds', async (page) => {
+      await waitForAllMastersUp(page, 5);
+      const pool = `pool-${randomId()}`;
+      const cfg = `cfg-${randomId()}`;
+      const hold = { ttl_ms: 60000, renew: true, wait_ms: 10000 };
+      await stack.agent.withClient(async (a) => {
+        await stack.agent.withClient(async (b) => {
+          const permits = [await a.acquire(pool, { ...hold, permits: 3 }),
+            await b.acquire(pool, { ...hold, permits: 3 })];
+          assert.deepEqual(permits.map((p) => p.mode), ['permit', 'permit']);
+          await a.acquire(cfg, { ...hold, shared: true });
+          await b.acquire(cfg, { ...hold, shared: true });
+
+          const poolKinds = page.locator(`${byTestId('lock-row', { resource: pool })} ${byTestId('lock-kind')}`);
+          const cfgKinds = page.locator(`${byTestId('lock-row', { resource: cfg })} ${byTestId('lock-kind')}`);
+          // Both holds of each resource listed, each saying how many of its kind are held.
+          await page.locator(byTestId('lock-kind', { mode: 'permit' }), { hasText: '2 of 3 held' })
+            .nth(1).waitFor();
+          await page.locator(byTestId('lock-kind', { mode: 'shared' }), { hasText: '2 readers' })
+            .nth(1).waitFor();
+          assert.equal(await poolKinds.count(), 2);
+          assert.equal(await cfgKinds.count(), 2);
+          const shown = (await poolKinds.allTextContents()).sort();
+          const expected = permits.map((p) => `semaphore \u00b7 permit ${p.permit} \u00b7 2 of 3 held`).sort();
+          assert.deepEqual(shown, expected);
+          assert.deepEqual(await cfgKinds.allTextContents(), ['shared \u00b7 2 readers', 'shared \u00b7 2 readers']);
+          await screenshot(page, '01b-semaphore-and-readers');
+        });
+      });
+    });
+  });
+});
+
 describe('overview while masters die', { timeout: 120000 }, () => {
   const stack = useStack({ label: 'quorum-agent' }, { browser: true });
 

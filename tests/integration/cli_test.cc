@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -27,10 +28,32 @@ class CliTest : public ::testing::Test {
     return SpawnTestProcess(argv, out_path_);
   }
   std::string Output() const { return ReadFile(out_path_); }
+  // `lockwarden lock ARGS RESOURCE -- sh -c ...`: says "started <permit>" into fifo, then
+  // holds until the file `go` exists. Its output goes to out.
+  pid_t HoldUntilGo(std::vector<std::string> args, const std::string& resource,
+                    const std::string& fifo, const std::string& out) {
+    std::vector<std::string> argv = {LockwardenBinary(), "lock", "--socket", agent_.socket_path()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {resource, "--", "sh", "-c",
+                             "echo \"started $LOCKWARDEN_PERMIT\" > " + fifo + "; while [ ! -e " +
+                                 go_path_ + " ]; do sleep 0.02; done"});
+    return SpawnTestProcess(argv, out);
+  }
+  // `lockwarden status` (text, or --json parsed into a string) after it exits 0.
+  std::string Status(const std::vector<std::string>& extra = {}) {
+    const std::string out = agent_.dir() + "/status.out";
+    std::vector<std::string> argv = {LockwardenBinary(), "status", "--socket",
+                                     agent_.socket_path()};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    const pid_t pid = SpawnTestProcess(argv, out);
+    EXPECT_EQ(WaitChild(pid, milliseconds(15'000)), 0) << ReadFile(out);
+    return ReadFile(out);
+  }
 
   RedisCluster cluster_{5};
   AgentProcess agent_{cluster_};
   std::string out_path_ = agent_.dir() + "/lock.out";
+  std::string go_path_ = agent_.dir() + "/go";
 };
 
 TEST_F(CliTest, RunsTheCommandUnderTheLockAndPassesItsExitCode) {
@@ -89,6 +112,61 @@ TEST_F(CliTest, StatusShowsMastersQuorumAndLocksWithTheirHolder) {
   EXPECT_EQ(s["locks"][0]["pid"], getpid());  // the holder is this test process
   EXPECT_EQ(s["locks"][0]["renew"], true);
   EXPECT_FALSE(s["locks"][0].contains("token"));
+}
+
+TEST_F(CliTest, PermitsLetKCommandsHoldAtOnceAndTheNextTimesOut) {
+  Fifo fifo(agent_.dir() + "/fifo");
+  const std::string out1 = agent_.dir() + "/p1.out", out2 = agent_.dir() + "/p2.out";
+  const pid_t p1 = HoldUntilGo({"--permits", "2"}, "pool", fifo.path(), out1);
+  const pid_t p2 = HoldUntilGo({"--permits", "2"}, "pool", fifo.path(), out2);
+  std::set<std::string> started = {fifo.ReadLine(milliseconds(15'000)),
+                                   fifo.ReadLine(milliseconds(15'000))};
+  EXPECT_EQ(started, (std::set<std::string>{"started 0", "started 1"}))
+      << ReadFile(out1) << ReadFile(out2);
+
+  const json s = json::parse(Status({"--json"}));
+  ASSERT_EQ(s["locks"].size(), 2u) << s.dump();
+  for (const auto& l : s["locks"]) {
+    EXPECT_EQ(l["mode"], "permit") << l.dump();
+    EXPECT_EQ(l["permits"], 2) << l.dump();
+    EXPECT_EQ(l["holders"], 2) << l.dump();
+  }
+  EXPECT_NE(Status().find("2 of 2"), std::string::npos) << Status();
+
+  const pid_t third = Lock({"--wait", "0s", "--permits", "2", "pool", "--", "true"});
+  EXPECT_EQ(WaitChild(third, milliseconds(15'000)), 75) << Output();
+  EXPECT_NE(Output().find("timeout"), std::string::npos) << Output();
+  std::ofstream(go_path_) << "go\n";
+  EXPECT_EQ(WaitChild(p1, milliseconds(15'000)), 0) << ReadFile(out1);
+  EXPECT_EQ(WaitChild(p2, milliseconds(15'000)), 0) << ReadFile(out2);
+}
+
+TEST_F(CliTest, SharedHoldsAreHeldAtOnceAndKeepAnExclusiveOneOut) {
+  Fifo fifo(agent_.dir() + "/fifo");
+  const std::string out1 = agent_.dir() + "/r1.out", out2 = agent_.dir() + "/r2.out";
+  const pid_t r1 = HoldUntilGo({"--shared"}, "cfg", fifo.path(), out1);
+  const pid_t r2 = HoldUntilGo({"--shared"}, "cfg", fifo.path(), out2);
+  EXPECT_EQ(fifo.ReadLine(milliseconds(15'000)), "started ") << ReadFile(out1) << ReadFile(out2);
+  EXPECT_EQ(fifo.ReadLine(milliseconds(15'000)), "started ") << ReadFile(out1) << ReadFile(out2);
+  EXPECT_NE(Status().find("shared (2 readers)"), std::string::npos) << Status();
+
+  const pid_t writer = Lock({"--wait", "0s", "cfg", "--", "true"});
+  EXPECT_EQ(WaitChild(writer, milliseconds(15'000)), 75) << Output();
+  std::ofstream(go_path_) << "go\n";
+  EXPECT_EQ(WaitChild(r1, milliseconds(15'000)), 0) << ReadFile(out1);
+  EXPECT_EQ(WaitChild(r2, milliseconds(15'000)), 0) << ReadFile(out2);
+}
+
+TEST_F(CliTest, PermitsWithSharedOrOutOfRangeIsAUsageError) {
+  const pid_t both = Lock({"--permits", "2", "--shared", "pool", "--", "true"});
+  EXPECT_EQ(WaitChild(both, milliseconds(15'000)), 64) << Output();
+  EXPECT_NE(Output().find("--permits and --shared cannot go together"), std::string::npos)
+      << Output();
+  for (const char* k : {"0", "1025"}) {
+    const pid_t bad = Lock({"--permits", k, "pool", "--", "true"});
+    EXPECT_EQ(WaitChild(bad, milliseconds(15'000)), 64) << k << ": " << Output();
+  }
+  EXPECT_EQ(agent_.Connect().Call({{"op", "locks"}})["locks"].size(), 0u) << "nothing was held";
 }
 
 TEST(AgentLifecycleTest, SigtermReleasesEveryLockAndRemovesTheSocket) {

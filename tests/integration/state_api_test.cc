@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <set>
 
 #include "support/agent_process.h"
 #include "support/http.h"
@@ -85,6 +86,54 @@ TEST_F(StateApiTest, ShowsTheHolderAndWhereItsKeyReallyIs) {
   EXPECT_TRUE(m3["rtt_p50_ms"].is_number()) << m3;
   EXPECT_TRUE(m3["rtt_p99_ms"].is_number()) << m3;
   EXPECT_GE(m3["reconnects"].get<int>(), 1);
+}
+
+TEST_F(StateApiTest, EachHoldCarriesItsKindAndItsResourcesHolders) {
+  AgentProcess agent(cluster_);
+  auto a = agent.Connect();
+  auto b = agent.Connect();
+  const auto acquire = [](lw::client::Client& c, const std::string& resource,
+                          lw::client::Client::HoldKind kind) {
+    const json grant = c.Acquire(resource, 60'000, 1'000, kind);
+    EXPECT_TRUE(grant.value("ok", false)) << grant;
+    return grant;
+  };
+  const json p1 = acquire(a, "pool", {.permits = 3});
+  const json p2 = acquire(b, "pool", {.permits = 3});
+  acquire(a, "cfg", {.shared = true});
+  acquire(b, "cfg", {.shared = true});
+  acquire(a, "plain", {});
+
+  const auto holds_of = [](const json& s, const std::string& resource) {
+    std::vector<json> out;
+    for (const json& l : s.value("locks", json::array())) {
+      if (l["resource"] == resource) out.push_back(l);
+    }
+    return out;
+  };
+  const json state = StateWhen(agent, [&](const json& s) {
+    return holds_of(s, "pool").size() == 2 && holds_of(s, "cfg").size() == 2 &&
+           holds_of(s, "plain").size() == 1;
+  }, milliseconds(15'000));
+  std::set<int> permits;
+  for (const json& l : holds_of(state, "pool")) {
+    EXPECT_EQ(l["kind"], "semaphore") << l;
+    EXPECT_EQ(l["mode"], "permit") << l;
+    EXPECT_EQ(l["permits"], 3) << l;
+    EXPECT_EQ(l["holders"], 2) << l;
+    permits.insert(l["permit"].get<int>());
+  }
+  EXPECT_EQ(permits, (std::set<int>{p1["permit"].get<int>(), p2["permit"].get<int>()}));
+  for (const json& l : holds_of(state, "cfg")) {
+    EXPECT_EQ(l["kind"], "mutex") << l;
+    EXPECT_EQ(l["mode"], "shared") << l;
+    EXPECT_TRUE(l["permits"].is_null() && l["permit"].is_null()) << l;
+    EXPECT_EQ(l["holders"], 2) << l;
+  }
+  const json plain = holds_of(state, "plain").at(0);
+  EXPECT_EQ(plain["kind"], "mutex") << plain;
+  EXPECT_EQ(plain["mode"], "exclusive") << plain;
+  EXPECT_EQ(plain["holders"], 1) << plain;
 }
 
 TEST_F(StateApiTest, StuckLocksComeFirstWithTheReason) {

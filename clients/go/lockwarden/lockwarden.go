@@ -40,6 +40,7 @@ const (
 	CodeTooMany      = "too_many"
 	CodeForbidden    = "forbidden"
 	CodeShuttingDown = "shutting_down"
+	CodeKindMismatch = "kind_mismatch" // the resource is in use as another kind, or another K
 	CodeInternal     = "internal"
 	CodeDisconnected = "disconnected" // client: the connection to the agent ended
 	CodeLost         = "lost"         // client: the lock was lost (ErrLost wraps it)
@@ -80,6 +81,8 @@ type reply struct {
 	ValidityMs int64           `json:"validity_ms"`
 	WaitedMs   int64           `json:"waited_ms"`
 	Fence      *int64          `json:"fence"`
+	Mode       string          `json:"mode"`
+	Permit     *int            `json:"permit"`
 	Locks      json.RawMessage `json:"locks"`
 	raw        []byte
 	lock       *Lock // set by the reader for a successful acquire
@@ -189,10 +192,22 @@ type AcquireOptions struct {
 	Wait  time.Duration // how long to wait while another holder has it (0: one attempt)
 	Renew bool          // the agent extends the lock every TTL/3 while this client is connected
 	Fence bool          // also get a fencing token (Lock.Fence)
+	// Permits > 0 takes one permit of a semaphore of that many (at most Permits holders at
+	// once, each naming the same number); Shared a read hold (readers share, an exclusive hold
+	// excludes them). Neither: the exclusive hold, a mutex's or the write hold.
+	Permits int
+	Shared  bool
 }
 
+// Kinds of hold (Lock.Mode).
+const (
+	ModeExclusive = "exclusive"
+	ModeShared    = "shared"
+	ModePermit    = "permit"
+)
+
 // Acquire takes the lock on resource. Errors: *Error with CodeTimeout (someone else held it for
-// all of Wait), CodeNoQuorum (masters unavailable), CodeBadRequest, ...
+// all of Wait), CodeNoQuorum (masters unavailable), CodeKindMismatch, CodeBadRequest, ...
 func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lock, error) {
 	f := map[string]any{"resource": resource, "wait_ms": o.Wait.Milliseconds()}
 	if o.TTL > 0 {
@@ -203,6 +218,12 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	}
 	if o.Fence {
 		f["fence"] = true
+	}
+	if o.Permits > 0 {
+		f["permits"] = o.Permits
+	}
+	if o.Shared {
+		f["shared"] = true
 	}
 	r, err := c.request(ctx, "acquire", f)
 	if err != nil {
@@ -282,7 +303,10 @@ func (c *Client) dispatch(r *reply) {
 		r.lock = &Lock{c: c, Resource: r.Resource, Token: r.Token,
 			Validity: time.Duration(r.ValidityMs) * time.Millisecond,
 			Waited:   time.Duration(r.WaitedMs) * time.Millisecond, Fence: r.Fence,
-			lost: make(chan struct{})}
+			Mode: r.Mode, Permit: r.Permit, lost: make(chan struct{})}
+		if r.lock.Mode == "" {
+			r.lock.Mode = ModeExclusive
+		}
 		c.locks[r.Token] = r.lock
 		if p.abandoned { // the caller gave up: nobody else will release it
 			go r.lock.Release(context.Background())
@@ -299,6 +323,8 @@ type Lock struct {
 	Validity time.Duration // at grant time; Extend returns the new one
 	Waited   time.Duration
 	Fence    *int64 // only when AcquireOptions.Fence
+	Mode     string // ModeExclusive, ModeShared or ModePermit
+	Permit   *int   // a semaphore's: which permit (0..Permits-1); nil otherwise
 
 	c        *Client
 	mu       sync.Mutex

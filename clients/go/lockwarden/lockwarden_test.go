@@ -154,6 +154,61 @@ func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
 	wantCode(t, err, CodeTimeout)
 }
 
+// third opens one more connection, closed at the end of the test.
+func third(t *testing.T) *Client {
+	t.Helper()
+	c, err := Dial("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestSemaphoreAdmitsKHoldersAndRefusesAnotherSize(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	o := AcquireOptions{TTL: 10 * time.Second, Wait: waitLong, Permits: 2}
+	first, err := a.Acquire(ctx, "go:pool", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Acquire(ctx, "go:pool", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Mode != ModePermit || second.Mode != ModePermit || first.Permit == nil ||
+		second.Permit == nil || *first.Permit+*second.Permit != 1 {
+		t.Fatalf("want permits 0 and 1: %+v %+v", first, second)
+	}
+	c := third(t)
+	_, err = c.Acquire(ctx, "go:pool", AcquireOptions{TTL: 10 * time.Second, Permits: 2})
+	wantCode(t, err, CodeTimeout)
+	_, err = c.Acquire(ctx, "go:pool", AcquireOptions{TTL: 10 * time.Second, Permits: 3})
+	wantCode(t, err, CodeKindMismatch)
+}
+
+func TestSharedHoldsShareAndKeepTheExclusiveHoldOut(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	o := AcquireOptions{TTL: 10 * time.Second, Wait: waitLong, Shared: true}
+	r1, err := a.Acquire(ctx, "go:cfg", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := b.Acquire(ctx, "go:cfg", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r1.Mode != ModeShared || r2.Mode != ModeShared || r1.Permit != nil {
+		t.Fatalf("want two shared holds: %+v %+v", r1, r2)
+	}
+	_, err = third(t).Acquire(ctx, "go:cfg", AcquireOptions{TTL: 10 * time.Second})
+	wantCode(t, err, CodeTimeout)
+	_, err = a.Acquire(ctx, "go:other", AcquireOptions{Permits: 2, Shared: true})
+	wantCode(t, err, CodeBadRequest)
+}
+
 func TestWaiterGetsTheLockWhenTheHolderReleases(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
