@@ -233,7 +233,7 @@ TEST_F(ScannerTest, HealthySemaphoresAndReadersAreNoFindingsButTtlLessPartsAre) 
   ASSERT_TRUE(AcquireKind(r1, "cfg", {{"shared", true}}).value("ok", false));
   ASSERT_TRUE(AcquireKind(r2, "cfg", {{"shared", true}}).value("ok", false));
   // A writer refused because of the readers leaves its writer-waiting mark (with a PX).
-  EXPECT_FALSE(AcquireKind(w, "cfg", {}).value("ok", false));
+  EXPECT_FALSE(AcquireKind(w, "cfg", json::object()).value("ok", false));
 
   const json healthy = FreshLeaks(port);
   EXPECT_TRUE(healthy["leaks"].empty()) << healthy.dump(2);
