@@ -154,9 +154,9 @@
   function openAction(action, ds) {
     if (S.busy) return;
     const d = S.data || {};
-    const a = { action, resource: ds.resource, master: ds.master, key: ds.key };
+    const a = { action, resource: ds.resource, master: ds.master, key: ds.key, hold: ds.hold };
     if (action === 'release') a.lock = (d.locks || []).find((l) => l.resource === ds.resource) || { resource: ds.resource };
-    if (action === 'revoke') a.lock = (LW.fleetLock && LW.fleetLock(ds.resource)) || null;
+    if (action === 'revoke') a.lock = (LW.fleetLock && LW.fleetLock(ds.resource, ds.hold)) || null;
     const titles = { release: 'Force-release lock ' + q(truncate(ds.resource || '', 60)) + '?',
       revoke: 'Revoke lock ' + q(truncate(ds.resource || '', 60)) + ' in the fleet?',
       expire: 'Set a TTL on a leaked key?', delete: 'Delete a leaked key?' };
@@ -216,7 +216,7 @@
       what = 'force-release of ' + q(a.resource);
     } else if (a.action === 'revoke') {
       path = '/api/v1/fleet/revoke';
-      body = { resource: a.resource };
+      body = a.hold ? { resource: a.resource, hold: a.hold } : { resource: a.resource };
       what = 'revoke of ' + q(a.resource);
     } else {
       const ttl = a.action === 'expire' ? ttlValue() : null;

@@ -194,14 +194,33 @@
     const items = [];
     const ctx = [d && d.masters ? d.masters.length : 0, (LW.S.data || {}).actions];
     for (const l of locks) {
-      const sig = JSON.stringify([ctx, l.resource, l.holder.state, l.holder.agent_id, l.holder.pid, l.holder.cmdline,
+      const sig = JSON.stringify([ctx, l.resource, l.hold_id, l.mode, l.permit, l.permits, l.shape,
+        l.holder.state, l.holder.agent_id, l.holder.pid, l.holder.cmdline,
         l.holder.renew, l.holder.ttl_ms, l.masters, l.quorum, l.stuck, l.stuck_reason,
-        l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline])]);
-      const open = F.open.has(l.resource);
+        l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode])]);
+      const open = F.open.has(rowKey(l));
       items.push({ sig: sig + open, data: l, build: (x) => buildLockRow(x, open) });
       if (open) items.push({ sig: 'story' + sig, data: l, build: buildStory });
     }
     reconcile($('fleet-locks-tbody'), items);
+  }
+
+  /* A resource has one row per hold (its permits, its readers): rows are told apart by hold_id. */
+  function rowKey(l) {
+    return l.resource + '\u0000' + (l.hold_id || '');
+  }
+
+  /* What kind of hold the row is, and the resource as a whole: "permit 2 · 3 of 4 held",
+     "read · 5 readers · writer waiting", "write" (a lock that also has readers' history). */
+  function holdText(l) {
+    const s = l.shape || {};
+    if (l.mode === 'permit') {
+      return 'permit ' + l.permit + ' · ' + (s.permits_held || 0) + ' of ' + (l.permits || '?') + ' held';
+    }
+    if (l.mode === 'shared') {
+      return 'read · ' + plural(s.readers || 0, 'reader') + (s.writer_waiting ? ' · writer waiting' : '');
+    }
+    return s.readers || s.writer_waiting ? 'write' : '';
   }
 
   function holderName(hd) {
@@ -214,12 +233,20 @@
     const tr = h('tr', 'fleet-lock-row' + (l.stuck ? ' is-stuck' : '') + (hd.state === 'gone' ? ' is-gone' : ''));
     tr.setAttribute('data-testid', 'fleet-lock-row');
     tr.setAttribute('data-resource', l.resource);
+    tr.setAttribute('data-hold', l.hold_id || '');
+    tr.setAttribute('data-mode', l.mode || 'exclusive');
     tr.setAttribute('data-state', hd.state);
     tr.setAttribute('data-stuck', l.stuck ? 'true' : 'false');
     const cur = () => tr._data || l;
     const res = h('td', 'cell-resource');
     if (l.stuck) res.append(h('span', 'pill pill-warn', 'STUCK'));
     res.append(h('div', 'resource mono', l.resource));
+    const kind = holdText(l);
+    if (kind) {
+      const k = h('div', 'hold-kind muted', kind);
+      k.setAttribute('data-testid', 'fleet-hold-kind');
+      res.append(k);
+    }
     if (l.stuck && l.stuck_reason) res.append(h('div', 'stuck-reason', l.stuck_reason));
     tr.append(res);
 
@@ -255,8 +282,8 @@
     b.setAttribute('data-testid', 'fleet-lock-toggle');
     b.setAttribute('aria-expanded', open ? 'true' : 'false');
     b.addEventListener('click', () => {
-      if (F.open.has(l.resource)) F.open.delete(l.resource);
-      else F.open.add(l.resource);
+      if (F.open.has(rowKey(l))) F.open.delete(rowKey(l));
+      else F.open.add(rowKey(l));
       renderLocks(F.data);
     });
     act.append(b);
@@ -303,6 +330,7 @@
     const tr = h('tr', 'fleet-story');
     tr.setAttribute('data-testid', 'fleet-lock-story');
     tr.setAttribute('data-resource', l.resource);
+    tr.setAttribute('data-hold', l.hold_id || '');
     const td = h('td');
     td.colSpan = 8;
     const holder = h('dl', 'story-block');
@@ -316,6 +344,8 @@
     if (hd.held_since_ms > 0) field(holder, 'held since', new Date(hd.held_since_ms).toISOString());
     if (hd.ttl_ms > 0) field(holder, 'ttl', fmtDur(hd.ttl_ms) + (hd.renew ? ', renewed' : ', not renewed'));
     if (hd.fence != null) field(holder, 'fence', String(hd.fence));
+    field(holder, 'hold', { permit: 'permit ' + l.permit + ' of a semaphore of ' + (l.permits || '?'),
+      shared: 'a read (shared) hold' }[l.mode] || 'exclusive (a mutex, or a read-write lock\u2019s write hold)');
     const masters = h('div', 'story-block');
     masters.append(h('h4', null, 'Masters (' + l.masters.length + ' of ' + l.masters_total + (l.quorum ? ', a quorum)' : ', NO quorum)')));
     for (const m of l.masters) masters.append(h('div', 'mono small', m));
@@ -330,6 +360,7 @@
     const act = h('div', 'story-act');
     const b = actionButton('Revoke\u2026', 'fleet-revoke', 'revoke', 'danger-ghost');
     b.setAttribute('data-resource', l.resource);
+    b.setAttribute('data-hold', l.hold_id || '');
     act.append(b);
     const grid = h('div', 'story');
     grid.append(holder, masters, waiters, act);
@@ -374,9 +405,9 @@
     });
   }
 
-  /* The row of resource in the last read (for the revoke dialog). */
-  function fleetLock(resource) {
-    return F.data ? F.data.locks.find((l) => l.resource === resource) : null;
+  /* The row of resource (and hold, when given) in the last read (for the revoke dialog). */
+  function fleetLock(resource, hold) {
+    return F.data ? F.data.locks.find((l) => l.resource === resource && (!hold || l.hold_id === hold)) : null;
   }
 
   Object.assign(LW, { initFleet, fleetPollSoon, fleetLock });

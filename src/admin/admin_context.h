@@ -58,8 +58,8 @@ struct AdminContext {
   // Null reader / revoke: fleet presence is off (heartbeat_ttl_ms = 0).
   fleet::AgentRecord self;
   fleet::FleetReader* fleet = nullptr;
-  std::function<fleet::RevokeResult(const std::string& resource, const std::string& by)>
-      fleet_revoke;
+  // Takes the request's resource, hold or permit, and by; fills in the masters and the rest.
+  std::function<fleet::RevokeResult(fleet::RevokeRequest)> fleet_revoke;
   std::string token;                      // empty: actions are disabled
   std::chrono::milliseconds stale_after{5000};  // snapshot age at which /healthz fails
   std::chrono::milliseconds action_timeout{2000};

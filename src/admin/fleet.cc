@@ -86,9 +86,13 @@ void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib
 }
 
 void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
-  auto parsed = ParseResourceBody(req.body);
+  auto parsed = ParseFleetRevokeBody(req.body);
   if (auto* failure = std::get_if<Failure>(&parsed)) return SendFailure(res, *failure);
-  const std::string& resource = std::get<std::string>(parsed);
+  fleet::RevokeRequest request = std::get<fleet::RevokeRequest>(std::move(parsed));
+  const std::string resource = request.resource;
+  std::string target;  // " permit=2", " hold=..." for the audit line
+  if (request.permit) target += " permit=" + std::to_string(*request.permit);
+  if (!request.hold.empty()) target += " hold=" + request.hold;
   if (!ctx.fleet_revoke) {
     ctx.stats->Count(AdminAction::kFleetRevoke, ActionResult::kError);
     return SendFailure(res, FleetOff());
@@ -96,10 +100,11 @@ void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httpl
   // The holder's agent logs who asked: this agent, and the operator's address.
   const std::string by = (ctx.self.name.empty() ? std::string("agent") : ctx.self.name) + " (" +
                          req.remote_addr + ")";
-  const fleet::RevokeResult result = ctx.fleet_revoke(resource, by);
+  request.by = by;
+  const fleet::RevokeResult result = ctx.fleet_revoke(std::move(request));
   ctx.stats->Count(AdminAction::kFleetRevoke, ResultOf(result));
   Audit(ctx, Severity::kWarning,
-        fmt::format("fleet_revoke resource={} by {}: {}", Quote(resource), Who(req),
+        fmt::format("fleet_revoke resource={}{} by {}: {}", Quote(resource), target, Who(req),
                     RevokeText(result)));
   nlohmann::ordered_json body = RevokeJson(result);
   body["resource"] = resource;
@@ -112,7 +117,8 @@ void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httpl
     }
     case fleet::RevokeResult::How::kNotHeld: {
       nlohmann::ordered_json out = ErrorView(
-          {ErrorCode::kNotHeld, "no lock on this resource is held on a quorum of masters"});
+          {ErrorCode::kNotHeld, "no such hold of this resource (its exclusive hold, or the "
+                                "permit or hold named) is held on a quorum of masters"});
       out.update(body);
       return SendJson(res, HttpStatusOf(ErrorCode::kNotHeld), out);
     }

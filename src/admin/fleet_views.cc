@@ -56,7 +56,9 @@ ordered_json WaiterJson(const fleet::FleetWaiter& w) {
           {"uid", w.detail.uid},
           {"cmdline", w.detail.cmdline},
           {"since_ms", w.detail.since_unix_ms},
-          {"waited_ms", w.waited_ms}};
+          {"waited_ms", w.waited_ms},
+          {"mode", std::string(NameOf(w.detail.mode))},
+          {"permits", w.detail.permits > 0 ? ordered_json(w.detail.permits) : nullptr}};
 }
 
 ordered_json WaitersJson(const std::vector<fleet::FleetWaiter>& waiters) {
@@ -84,6 +86,17 @@ ordered_json HolderJson(const fleet::FleetLock& l) {
           {"waiters", d ? d->waiters : 0}};
 }
 
+// The resource as a whole: {"kind", "permits" (K or null), "permits_held" (n of K), "readers",
+// "writer", "writer_waiting"}.
+ordered_json ShapeJson(const fleet::FleetResource& r) {
+  return {{"kind", std::string(NameOf(r.kind))},
+          {"permits", r.permits > 0 ? ordered_json(r.permits) : nullptr},
+          {"permits_held", r.permits_held},
+          {"readers", r.readers},
+          {"writer", r.writer},
+          {"writer_waiting", r.writer_waiting}};
+}
+
 ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
   ordered_json masters = ordered_json::array();
   for (int i : l.masters) {
@@ -91,8 +104,12 @@ ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
     masters.push_back(known ? view.masters[static_cast<size_t>(i)].master
                             : "master " + std::to_string(i));
   }
-  return {{"resource", l.resource},
-          {"holder", HolderJson(l)},
+  ordered_json out = {{"resource", l.resource},
+                      {"hold_id", l.hold_id},
+                      {"mode", std::string(NameOf(l.mode))},
+                      {"permit", l.mode == HoldMode::kPermit ? ordered_json(l.permit) : nullptr},
+                      {"permits", l.permits > 0 ? ordered_json(l.permits) : nullptr},
+                      {"holder", HolderJson(l)},
           {"masters", std::move(masters)},
           {"masters_total", view.masters.size()},
           {"quorum", l.quorum},
@@ -100,6 +117,10 @@ ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
           {"stuck", !l.stuck_reason.empty()},
           {"stuck_reason", l.stuck_reason},
           {"waiters", WaitersJson(l.waiters)}};
+  if (const fleet::FleetResource* r = fleet::ResourceOf(view, l.resource)) {
+    out["shape"] = ShapeJson(*r);
+  }
+  return out;
 }
 
 ordered_json SelfJson(const fleet::AgentRecord& self) {
@@ -148,6 +169,37 @@ std::variant<std::string, Failure> ParseWhoQuery(const std::string& resource) {
   return resource;
 }
 
+std::variant<fleet::RevokeRequest, Failure> ParseFleetRevokeBody(const std::string& body) {
+  const ordered_json j = ordered_json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return BadRequest("the body must be a JSON object");
+  fleet::RevokeRequest out;
+  for (const auto& [name, value] : j.items()) {
+    if (name == "resource" && value.is_string()) {
+      out.resource = value.get<std::string>();
+    } else if (name == "permit" && value.is_number_integer() && value.get<int64_t>() >= 0 &&
+               value.get<int64_t>() < kMaxPermits) {
+      out.permit = value.get<int>();
+    } else if (name == "hold" && value.is_string() &&
+               fleet::IsWellFormedHoldId(value.get<std::string>())) {
+      out.hold = value.get<std::string>();
+    } else if (name == "resource" || name == "permit" || name == "hold") {
+      return BadRequest(
+          "\"" + name + "\": " +
+          (name == "resource" ? std::string("must be a string")
+           : name == "permit" ? "must be a whole number from 0 to " + std::to_string(kMaxPermits - 1)
+                              : std::string("must be a row's hold_id (16 hex characters)")));
+    } else {
+      return BadRequest("\"" + name + "\" is not a field of a revoke: the body is {\"resource\", "
+                        "and optionally \"permit\" or \"hold\"}");
+    }
+  }
+  if (out.resource.empty()) return BadRequest("\"resource\" (the lock's resource name) is required");
+  if (auto problem = ResourceNameProblem(out.resource)) {
+    return BadRequest("\"resource\": " + *problem);
+  }
+  return out;
+}
+
 ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
                        const FleetQuery& query) {
   ordered_json out = ReadJson(view, self);
@@ -179,6 +231,12 @@ ordered_json WhoJson(const fleet::FleetView& view, const fleet::AgentRecord& sel
   if (row != view.locks.end()) {
     out["held"] = true;
     out.update(LockJson(*row, view));
+    // Every hold of the resource (permits, readers), the first one above included.
+    ordered_json holds = ordered_json::array();
+    for (const fleet::FleetLock& l : view.locks) {
+      if (l.resource == resource) holds.push_back(LockJson(l, view));
+    }
+    out["holds"] = std::move(holds);
     return out;
   }
   out["held"] = false;
@@ -196,7 +254,9 @@ ordered_json RevokeJson(const fleet::RevokeResult& r) {
           {"agent_id", r.agent_id},
           {"receivers", r.receivers},
           {"deleted", r.deleted},
-          {"masters_read", r.masters_read}};
+          {"masters_read", r.masters_read},
+          {"mode", std::string(NameOf(r.mode))},
+          {"permit", r.mode == HoldMode::kPermit ? ordered_json(r.permit) : nullptr}};
 }
 
 ordered_json WaiterListJson(const Snapshot& s) {

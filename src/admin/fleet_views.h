@@ -39,6 +39,12 @@ std::variant<FleetQuery, Failure> ParseFleetQuery(const std::string& prefix,
 // The resource of GET /api/v1/fleet/who?resource=R: required, resource-name rules.
 std::variant<std::string, Failure> ParseWhoQuery(const std::string& resource);
 
+// The body of POST /api/v1/fleet/revoke: {"resource": R} (its exclusive hold), optionally with
+// "permit": i (permit i of a semaphore) and/or "hold": the row's hold_id (any one hold: a
+// reader, a permit). Anything else, or a value out of bounds, is a bad_request naming the field.
+// The request's resource, permit and hold are filled; the rest is the caller's.
+std::variant<fleet::RevokeRequest, Failure> ParseFleetRevokeBody(const std::string& body);
+
 // Everything the fleet panel shows: this agent (self), the read's status and every master's,
 // the agents (settings, drift), the lock rows `query` selects, and the waiters between holders.
 nlohmann::ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& self,

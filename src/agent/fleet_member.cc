@@ -107,13 +107,9 @@ void FleetMember::Stop() {
 FleetMember::RevokeFn FleetMember::Revoker() const {
   if (!enabled()) return nullptr;
   return [masters = cfg_.masters, key_prefix = cfg_.key_prefix,
-          connect_timeout = cfg_.connect_timeout_ms](const std::string& resource,
-                                                     const std::string& by) {
-    fleet::RevokeRequest request;
+          connect_timeout = cfg_.connect_timeout_ms](fleet::RevokeRequest request) {
     request.masters = masters;
     request.key_prefix = key_prefix;
-    request.resource = resource;
-    request.by = by;
     request.connect_timeout = std::chrono::milliseconds(connect_timeout);
     return fleet::RevokeInFleet(request);
   };
@@ -167,6 +163,11 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
     d.renew = l.renew;
     d.fence = l.fence;
     d.waiters = l.waiters;
+    d.mode = l.mode;
+    if (l.mode == HoldMode::kPermit) {
+      d.permit = l.permit;
+      d.permits = l.permits;
+    }
     report.locks.push_back(std::move(d));
   }
   for (const WaiterView& w : service.Waiters(fleet::kMaxPublishedWaiters)) {

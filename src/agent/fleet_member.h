@@ -32,8 +32,7 @@ namespace lw {
 
 class FleetMember {
  public:
-  using RevokeFn =
-      std::function<fleet::RevokeResult(const std::string& resource, const std::string& by)>;
+  using RevokeFn = std::function<fleet::RevokeResult(fleet::RevokeRequest)>;
 
   // A new agent id; the record from the configuration (admin_url is set by Start). The fleet's
   // own stats go on `metrics`' registry; its totals join the exposition while this agent is

@@ -17,6 +17,8 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int64_t kIndexSlackMs = 60'000;
 // At most this many agents are read from one master's index.
 constexpr int64_t kMaxAgents = 10'000;
+// Members of one readers set read per master (each a read hold, a row of the view).
+constexpr int64_t kMaxReaders = 1000;
 // A read starts no sooner than this many times as long as the previous one took.
 constexpr int kDutyFactor = 10;
 
@@ -114,23 +116,56 @@ class MasterReader {
     return "";
   }
 
+  // GET + PTTL of each key; a readers set is read with ZRANGE WITHSCORES instead of GET (at
+  // most kMaxReaders members) and the master's TIME once per batch, to tell each reader's
+  // validity from its score.
   bool ReadCopies(const std::vector<Reply>& keys, MasterRead& out, std::string& error) {
     std::vector<Command> commands;
+    bool readers = false;
+    std::vector<bool> is_readers;
     for (const Reply& k : keys) {
-      commands.push_back({"GET", k.text});
+      const std::optional<KeyPart> part = ParseLockKey(settings_.key_prefix, k.text);
+      is_readers.push_back(part && part->part == KeyPart::Part::kReaders);
+      if (is_readers.back()) {
+        commands.push_back({"ZRANGE", k.text, "0", std::to_string(kMaxReaders - 1), "WITHSCORES"});
+        readers = true;
+      } else {
+        commands.push_back({"GET", k.text});
+      }
       commands.push_back({"PTTL", k.text});
     }
+    if (readers) commands.push_back({"TIME"});
     auto replies = Send(commands, error);
     if (!replies) return false;
+    const std::optional<int64_t> now_ms = readers ? MasterMs(replies->back()) : std::nullopt;
+    if (readers && !now_ms) {
+      error = links_.Display(index_) + ": TIME: unexpected reply";
+      return false;
+    }
     for (size_t i = 0; i < keys.size(); ++i) {
       const Reply& value = (*replies)[2 * i];
       const Reply& pttl = (*replies)[2 * i + 1];
-      // Gone since SCAN saw it (-2), or not a string (not a lock): skipped.
-      if (value.kind != Reply::Kind::kString || pttl.kind != Reply::Kind::kInteger) continue;
-      if (pttl.integer < -1) continue;
-      out.copies.push_back({keys[i].text, value.text, pttl.integer});
+      // Gone since SCAN saw it (-2), or of a type no lock has: skipped.
+      if (pttl.kind != Reply::Kind::kInteger || pttl.integer < -1) continue;
+      if (is_readers[i]) {
+        for (auto& copy : ReaderCopies(keys[i].text, value, pttl.integer, *now_ms)) {
+          out.copies.push_back(std::move(copy));
+        }
+      } else if (value.kind == Reply::Kind::kString) {
+        out.copies.push_back({keys[i].text, value.text, pttl.integer});
+      }
     }
     return true;
+  }
+
+  // The master's clock from its TIME reply, in ms since the epoch.
+  static std::optional<int64_t> MasterMs(const Reply& time) {
+    if (time.kind != Reply::Kind::kArray || time.elements.size() != 2) return std::nullopt;
+    try {
+      return std::stoll(time.elements[0].text) * 1000 + std::stoll(time.elements[1].text) / 1000;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
   }
 
   std::string Refused(const Reply& r) {

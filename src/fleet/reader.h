@@ -5,7 +5,8 @@
 //
 // A read: on every master, in turn, the registry (ZRANGE of the index, then the entries and
 // holder reports of its members, pipelined), then SCAN MATCH "<key_prefix>*" COUNT batch with
-// GET + PTTL of every key, pipelined per batch, paced to keys_per_second like the leak scanner.
+// GET + PTTL of every key (ZRANGE WITHSCORES + PTTL of a readers set, and the master's TIME),
+// pipelined per batch, paced to keys_per_second like the leak scanner.
 // Reads start at most once per refresh, and no sooner after the previous one than ten times as
 // long as it took (the cost bound), and a read with fewer than a quorum
 // of masters answering is marked incomplete. Its cost is counted (FleetStats) and in the view.

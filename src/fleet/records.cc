@@ -62,6 +62,20 @@ std::optional<std::string> AgentOfValue(std::string_view value) {
   return std::string(id);
 }
 
+std::string HoldId(std::string_view value) {
+  uint64_t h = 14695981039346656037ull;
+  for (char c : value) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ull;
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<size_t>(i)] = kHex[h & 0xF];
+  return out;
+}
+
+bool IsWellFormedHoldId(std::string_view id) { return IsWellFormedAgentId(id); }
+
 // ---- Encoding and decoding ---------------------------------------------------------------------
 
 namespace {
@@ -123,6 +137,18 @@ class Fields {
     const Json* v = Find(name);
     if (v == nullptr || v->is_null()) return std::nullopt;
     return Int(name, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+  }
+  // An optional string (absent or null: nullopt) of at most max_bytes.
+  std::optional<std::string> MaybeText(const char* name, size_t max_bytes) {
+    const Json* v = Find(name);
+    if (v == nullptr || v->is_null()) return std::nullopt;
+    return Text(name, max_bytes);
+  }
+  // An optional integer within [lo, hi] (absent or null: `absent`).
+  int64_t IntOr(const char* name, int64_t lo, int64_t hi, int64_t absent) {
+    const Json* v = Find(name);
+    if (v == nullptr || v->is_null()) return absent;
+    return Int(name, lo, hi);
   }
   void Require(bool condition) { ok_ = ok_ && condition; }
 
@@ -189,6 +215,35 @@ SafetySettings ReadSettings(Fields& f) {
   return s;
 }
 
+// The hold's mode and permit fields (HeldDetail, WaiterDetail), written only when not
+// exclusive.
+void PutMode(Json& j, HoldMode mode, int permit, int permits) {
+  if (mode == HoldMode::kExclusive) return;
+  j["mode"] = std::string(NameOf(mode));
+  if (mode != HoldMode::kPermit) return;
+  if (permit >= 0) j["permit"] = permit;
+  j["permits"] = permits;
+}
+
+// Reads what PutMode wrote: an unknown mode, a permit out of [0, permits) or a K out of
+// [1, kMaxPermits] refuses the record; absent fields are an exclusive hold.
+void ReadMode(Fields& f, HoldMode& mode, int* permit, int& permits) {
+  const std::optional<std::string> name = f.MaybeText("mode", 16);
+  mode = HoldMode::kExclusive;
+  if (!name || *name == NameOf(HoldMode::kExclusive)) return;
+  if (*name == NameOf(HoldMode::kShared)) {
+    mode = HoldMode::kShared;
+    return;
+  }
+  f.Require(*name == NameOf(HoldMode::kPermit));
+  mode = HoldMode::kPermit;
+  permits = static_cast<int>(f.Int("permits", 1, kMaxPermits));
+  if (permit != nullptr) {
+    *permit = static_cast<int>(f.Int("permit", 0, kMaxPermits - 1));
+    f.Require(*permit < permits);
+  }
+}
+
 Json HeldJson(const HeldDetail& d) {
   Json j = {{"resource", d.resource},
             {"pid", d.pid},
@@ -199,6 +254,7 @@ Json HeldJson(const HeldDetail& d) {
             {"renew", d.renew},
             {"waiters", d.waiters}};
   j["fence"] = d.fence ? Json(*d.fence) : Json(nullptr);
+  PutMode(j, d.mode, d.permit, d.permits);
   return j;
 }
 
@@ -213,15 +269,18 @@ HeldDetail ReadHeld(Fields& f) {
   d.renew = f.Bool("renew");
   d.fence = f.MaybeInt("fence");
   d.waiters = f.Small("waiters", 0);
+  ReadMode(f, d.mode, &d.permit, d.permits);
   return d;
 }
 
 Json WaiterJson(const WaiterDetail& w) {
-  return {{"resource", w.resource},
-          {"pid", w.pid},
-          {"uid", w.uid},
-          {"cmdline", Bounded(w.cmdline, kMaxCmdlineBytes)},
-          {"since_unix_ms", w.since_unix_ms}};
+  Json j = {{"resource", w.resource},
+            {"pid", w.pid},
+            {"uid", w.uid},
+            {"cmdline", Bounded(w.cmdline, kMaxCmdlineBytes)},
+            {"since_unix_ms", w.since_unix_ms}};
+  PutMode(j, w.mode, -1, w.permits);
+  return j;
 }
 
 WaiterDetail ReadWaiter(Fields& f) {
@@ -231,6 +290,7 @@ WaiterDetail ReadWaiter(Fields& f) {
   w.uid = f.Small("uid", -1);
   w.cmdline = f.Text("cmdline", kMaxCmdlineBytes);
   w.since_unix_ms = f.Ms("since_unix_ms");
+  ReadMode(f, w.mode, nullptr, w.permits);
   return w;
 }
 

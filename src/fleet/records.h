@@ -14,6 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/lock_kind.h"
+
 namespace lw::fleet {
 
 // Every fleet key and channel starts with this. Config validation keeps key_prefix and
@@ -43,6 +45,11 @@ std::string LockValue(std::string_view agent_id, std::string_view token);
 // The holder agent's id of a lock value; nullopt when the value is not of that form (written
 // by something else, or by an agent older than the fleet registry).
 std::optional<std::string> AgentOfValue(std::string_view value);
+// A short name of one hold for operators and revokes: 16 lowercase hex characters of a 64-bit
+// FNV-1a digest of its value. Read holds of one agent share their agent id, so the page and a
+// revoke tell them apart by this; the token cannot be learned from it.
+std::string HoldId(std::string_view value);
+bool IsWellFormedHoldId(std::string_view id);
 
 // The settings the safety argument (docs/safety.md) assumes every agent on the masters shares.
 struct SafetySettings {
@@ -81,6 +88,11 @@ struct HeldDetail {
   bool renew = false;
   std::optional<int64_t> fence;
   int waiters = 0;  // queued at this agent behind it
+  // Which hold (core/lock_kind.h). In a record only when not exclusive ("mode", "permit",
+  // "permits"): a record without them is an exclusive hold, as agents before issue 18 wrote.
+  HoldMode mode = HoldMode::kExclusive;
+  int permit = -1;   // kPermit: 0..permits-1
+  int permits = 0;   // kPermit: K (1..kMaxPermits); 0 otherwise
 };
 
 // An acquire queued at an agent. At most kMaxPublishedWaiters per report, the oldest first.
@@ -90,6 +102,9 @@ struct WaiterDetail {
   int uid = -1;
   std::string cmdline;
   int64_t since_unix_ms = 0;
+  // What it asks for, as HeldDetail (absent from the record: exclusive; no permit index).
+  HoldMode mode = HoldMode::kExclusive;
+  int permits = 0;
 };
 
 struct HolderReport {

@@ -1,9 +1,11 @@
 #include "fleet/view.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 
 #include "core/duration.h"
@@ -121,20 +123,44 @@ std::map<std::string, std::vector<FleetWaiter>> WaitersByResource(const Registry
 
 // The copies of one key with one value, over the masters.
 struct Group {
+  KeyPart part;
   std::vector<int> masters;
   std::vector<int64_t> pttls;  // kNoTtl for a key without expiry
 };
 
+// What the copies say besides holds: each resource's K (the largest marker seen) and its
+// writer-waiting marks.
+struct Marks {
+  std::map<std::string, int> permits;
+  std::set<std::string> writer_waiting;
+};
+
+// Groups the hold copies; markers and writer-waiting marks go to `marks`, keys of a part this
+// version does not know are counted and left out.
 std::map<std::pair<std::string, std::string>, Group> GroupCopies(const ViewInputs& in,
-                                                                 uint64_t& keys) {
+                                                                 uint64_t& keys, Marks& marks) {
   std::map<std::pair<std::string, std::string>, Group> groups;
-  std::map<std::string, bool> seen;
+  std::set<std::string> seen;
   for (size_t m = 0; m < in.masters.size(); ++m) {
     if (!in.masters[m].ok) continue;
     for (const MasterRead::Copy& c : in.masters[m].copies) {
       if (!c.key.starts_with(in.key_prefix) || c.pttl_ms < -1) continue;
-      seen[c.key] = true;
+      seen.insert(c.key);
+      const std::optional<KeyPart> part = ParseLockKey(in.key_prefix, c.key);
+      if (!part) continue;
+      if (part->part == KeyPart::Part::kWriterWaiting) {
+        marks.writer_waiting.insert(part->resource);
+        continue;
+      }
+      if (part->part == KeyPart::Part::kBase) {
+        if (const std::optional<LockShape> shape = ShapeOfMarker(c.value)) {
+          int& k = marks.permits[part->resource];
+          k = std::max(k, shape->permits);
+          continue;
+        }
+      }
       Group& g = groups[{c.key, c.value}];
+      g.part = *part;
       if (std::find(g.masters.begin(), g.masters.end(), static_cast<int>(m)) != g.masters.end()) {
         continue;  // SCAN may return a key twice
       }
@@ -144,6 +170,17 @@ std::map<std::pair<std::string, std::string>, Group> GroupCopies(const ViewInput
   }
   keys = seen.size();
   return groups;
+}
+
+HoldMode ModeOf(KeyPart::Part part) {
+  switch (part) {
+    case KeyPart::Part::kPermit:
+      return HoldMode::kPermit;
+    case KeyPart::Part::kReaders:
+      return HoldMode::kShared;
+    default:
+      return HoldMode::kExclusive;
+  }
 }
 
 // How long a quorum still holds the key: the quorum-th largest PTTL (the largest when short).
@@ -172,8 +209,10 @@ void Attribute(FleetLock& row, const Registry& reg, int64_t now) {
   row.host = agent->second.record.host;
   auto report = reg.reports.find(*id);
   if (report == reg.reports.end()) return;
+  // An agent's several read holds of one resource share the first detail of that mode.
   for (const HeldDetail& d : report->second.locks) {
-    if (d.resource == row.resource) {
+    if (d.resource == row.resource && d.mode == row.mode &&
+        (row.mode != HoldMode::kPermit || d.permit == row.permit)) {
       row.detail = d;
       row.held_ms = std::max<int64_t>(0, now - d.held_since_unix_ms);
       return;
@@ -198,26 +237,55 @@ bool RowBefore(const FleetLock& a, const FleetLock& b) {
   if (a_stuck != b_stuck) return a_stuck;
   if (a.held_ms != b.held_ms) return a.held_ms > b.held_ms;
   if (a.resource != b.resource) return a.resource < b.resource;
+  if (a.permit != b.permit) return a.permit < b.permit;
   return a.masters.size() > b.masters.size();
 }
 
 std::vector<FleetLock> LockRows(const ViewInputs& in, const Registry& reg, int quorum,
-                                uint64_t& keys) {
+                                uint64_t& keys, Marks& marks) {
   std::vector<FleetLock> rows;
-  for (auto& [key_value, group] : GroupCopies(in, keys)) {
+  for (auto& [key_value, group] : GroupCopies(in, keys, marks)) {
     FleetLock row;
     row.key = key_value.first;
     row.value = key_value.second;
-    row.resource = row.key.substr(in.key_prefix.size());
+    row.hold_id = HoldId(row.value);
+    row.resource = group.part.resource;
+    row.mode = ModeOf(group.part.part);
+    row.permit = group.part.permit;
     row.masters = group.masters;
     std::sort(row.masters.begin(), row.masters.end());
     row.quorum = static_cast<int>(row.masters.size()) >= quorum;
     row.validity_ms = Validity(group.pttls, quorum);
     Attribute(row, reg, in.now_unix_ms);
+    if (row.mode == HoldMode::kPermit) {
+      auto k = marks.permits.find(row.resource);
+      row.permits = k != marks.permits.end() ? k->second : row.detail ? row.detail->permits : 0;
+    }
     row.stuck_reason = RowStuckReason(row, in.stuck_after_ms);
     rows.push_back(std::move(row));
   }
   return rows;
+}
+
+// Each resource of `rows` as a whole, by resource: who holds it on a quorum.
+std::vector<FleetResource> Resources(const std::vector<FleetLock>& rows, const Marks& marks) {
+  std::map<std::string, FleetResource> out;
+  for (const FleetLock& row : rows) {
+    FleetResource& r = out[row.resource];
+    r.resource = row.resource;
+    if (row.mode == HoldMode::kPermit) {
+      r.kind = LockKind::kSemaphore;
+      r.permits = std::max(r.permits, row.permits);
+    }
+    r.writer_waiting = marks.writer_waiting.contains(row.resource);
+    if (!row.quorum) continue;
+    r.permits_held += row.mode == HoldMode::kPermit ? 1 : 0;
+    r.readers += row.mode == HoldMode::kShared ? 1 : 0;
+    r.writer = r.writer || row.mode == HoldMode::kExclusive;
+  }
+  std::vector<FleetResource> list;
+  for (auto& [name, r] : out) list.push_back(std::move(r));
+  return list;
 }
 
 // Waiters go to the row of their resource whose copies are on the most masters; those of resources no key holds go to `unheld`, oldest first.
@@ -284,8 +352,10 @@ FleetView BuildView(ViewInputs in) {
     return std::tie(a.record.name, a.record.id) < std::tie(b.record.name, b.record.id);
   });
 
-  view.locks = LockRows(in, reg, view.quorum, view.keys);
+  Marks marks;
+  view.locks = LockRows(in, reg, view.quorum, view.keys, marks);
   std::sort(view.locks.begin(), view.locks.end(), RowBefore);
+  view.resources = Resources(view.locks, marks);
   JoinWaiters(view.locks, WaitersByResource(reg, in.now_unix_ms), view.waiting_unheld);
 
   view.masters = std::move(in.masters);
@@ -295,6 +365,30 @@ FleetView BuildView(ViewInputs in) {
     m.copies.clear();
   }
   return view;
+}
+
+const FleetResource* ResourceOf(const FleetView& view, std::string_view resource) {
+  auto it = std::lower_bound(
+      view.resources.begin(), view.resources.end(), resource,
+      [](const FleetResource& r, std::string_view name) { return r.resource < name; });
+  return it != view.resources.end() && it->resource == resource ? &*it : nullptr;
+}
+
+std::vector<MasterRead::Copy> ReaderCopies(const std::string& key, const Reply& set,
+                                           int64_t set_pttl, int64_t now_ms) {
+  std::vector<MasterRead::Copy> out;
+  if (set.kind != Reply::Kind::kArray) return out;
+  for (size_t i = 0; i + 1 < set.elements.size(); i += 2) {
+    double expiry = 0;
+    const std::string& score = set.elements[i + 1].text;
+    const auto [end, ec] = std::from_chars(score.data(), score.data() + score.size(), expiry);
+    if (ec != std::errc() || end != score.data() + score.size()) continue;
+    if (!(expiry > static_cast<double>(now_ms) && expiry < 9e18)) continue;  // expired
+    int64_t left = static_cast<int64_t>(expiry) - now_ms;
+    if (set_pttl >= 0) left = std::min(left, set_pttl);
+    out.push_back({key, set.elements[i].text, left});
+  }
+  return out;
 }
 
 std::vector<const FleetLock*> Filter(const FleetView& view, std::string_view prefix,

@@ -8,11 +8,17 @@
 #include <string_view>
 #include <vector>
 
+#include "core/lock_kind.h"
 #include "fleet/records.h"
+#include "redis/reply.h"
 
 namespace lw::fleet {
 
-// What one master said: its registry entries and every lock key with its value and PTTL.
+// What one master said: its registry entries and every lock key with its value and PTTL. A
+// readers set (core/lock_kind.h) gives one copy per reader: key the set's, value the member,
+// pttl_ms the reader's own validity (its score minus the master's TIME, at most the set's PTTL;
+// readers already expired are left out). Semaphore markers and writer-waiting marks are copies
+// too: BuildView reads the kind from them, and makes no row of them.
 struct MasterRead {
   std::string master;  // host:port
   bool ok = false;
@@ -55,10 +61,16 @@ enum class HolderState {
 };
 std::string_view HolderStateName(HolderState s);  // "live", "gone", "unknown"
 
+// One hold on the masters: a mutex's (the write hold of a read-write lock), a semaphore's permit
+// or a read hold.
 struct FleetLock {
-  std::string resource;  // the key without key_prefix
-  std::string key;
+  std::string resource;  // from the key (core/lock_kind.h ParseLockKey): never a raw key
+  std::string key;       // never shown (it holds the separator); revoke names it
   std::string value;     // never shown (it carries the token); revoke compares with it
+  std::string hold_id;   // HoldId(value): what the page and a revoke name a hold by
+  HoldMode mode = HoldMode::kExclusive;
+  int permit = -1;       // kPermit: which permit
+  int permits = 0;       // kPermit: K (from the marker, else the holder's report); 0: unknown
   HolderState state = HolderState::kUnknown;
   std::string agent_id;
   std::string agent_name;
@@ -78,6 +90,17 @@ struct FleetLock {
   std::vector<FleetWaiter> waiters;
 };
 
+// Every resource some row holds, as a whole: its kind and who holds it (quorum rows only).
+struct FleetResource {
+  std::string resource;
+  LockKind kind = LockKind::kMutex;
+  int permits = 0;         // semaphores: K (0: unknown, no marker on a quorum read)
+  int permits_held = 0;    // semaphores: n of K
+  int readers = 0;         // read holds
+  bool writer = false;     // an exclusive hold
+  bool writer_waiting = false;  // a writer-waiting mark on some master: new readers refused
+};
+
 struct FleetView {
   int64_t read_unix_ms = 0;
   double read_seconds = 0;
@@ -87,6 +110,7 @@ struct FleetView {
   std::vector<MasterRead> masters;  // copies and reports cleared: status only
   std::vector<FleetAgent> agents;   // by name, then id
   std::vector<FleetLock> locks;     // stuck first, then longest held, then by resource
+  std::vector<FleetResource> resources;  // of the rows, by resource
   // Waiters for resources no key holds right now (between holders).
   std::vector<FleetWaiter> waiting_unheld;
   uint64_t keys = 0;  // lock keys seen on any master
@@ -108,6 +132,14 @@ struct ViewInputs {
 };
 
 FleetView BuildView(ViewInputs in);
+
+// The resource of a row (view.resources), or null.
+const FleetResource* ResourceOf(const FleetView& view, std::string_view resource);
+
+// The copies of a readers set `key` whose ZRANGE WITHSCORES reply is `set`, its PTTL `set_pttl`
+// (-1: none) and the master's clock `now_ms`, as MasterRead::copies holds them.
+std::vector<MasterRead::Copy> ReaderCopies(const std::string& key, const Reply& set,
+                                           int64_t set_pttl, int64_t now_ms);
 
 // The rows of `view` whose resource starts with `prefix`, at most `limit` of them (stuck first,
 // as in the view).

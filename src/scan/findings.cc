@@ -1,7 +1,11 @@
 #include "scan/findings.h"
 
+#include <algorithm>
+#include <charconv>
 #include <map>
 #include <tuple>
+
+#include "core/lock_kind.h"
 
 namespace lw {
 
@@ -14,6 +18,70 @@ std::optional<FindingKind> ClassifyTtl(int64_t pttl, bool is_lock_key, int64_t m
   if (pttl == -1) return FindingKind::kNoTtl;
   if (is_lock_key && pttl > max_ttl_ms) return FindingKind::kTtlAboveMax;
   return std::nullopt;
+}
+
+LockKeyRead ReadOfLockKey(std::string_view key_prefix, std::string_view key) {
+  const std::optional<KeyPart> part = ParseLockKey(key_prefix, key);
+  return part && part->part == KeyPart::Part::kReaders ? LockKeyRead::kReaders
+                                                       : LockKeyRead::kValue;
+}
+
+namespace {
+
+std::optional<int64_t> WholeNumber(std::string_view text) {
+  int64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return n;
+}
+
+// A reader's score: its expiry in ms. Scores are whole numbers as the scripts write them; a
+// fraction ("1.5e12" from a foreign writer) is read down to whole ms.
+std::optional<int64_t> ScoreMs(std::string_view text) {
+  if (auto n = WholeNumber(text)) return n;
+  double d = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), d);
+  if (ec != std::errc() || end != text.data() + text.size() || !(d > -9e18 && d < 9e18)) {
+    return std::nullopt;
+  }
+  return static_cast<int64_t>(d);
+}
+
+}  // namespace
+
+std::optional<int64_t> MasterNowMs(const Reply& time) {
+  if (time.kind != Reply::Kind::kArray || time.elements.size() != 2) return std::nullopt;
+  const auto s = WholeNumber(time.elements[0].text), us = WholeNumber(time.elements[1].text);
+  if (!s || !us) return std::nullopt;
+  return *s * 1000 + *us / 1000;
+}
+
+std::vector<LockCopy> HoldsOf(std::string_view key_prefix, size_t master, const std::string& key,
+                              const Reply& value, int64_t pttl, int64_t now_ms) {
+  std::vector<LockCopy> out;
+  const std::optional<KeyPart> part = ParseLockKey(key_prefix, key);
+  if (!part || pttl < 0) return out;
+  switch (part->part) {
+    case KeyPart::Part::kBase:
+      if (value.kind == Reply::Kind::kString && !ShapeOfMarker(value.text)) {
+        out.push_back({master, key, value.text, pttl});
+      }
+      break;
+    case KeyPart::Part::kPermit:
+      if (value.kind == Reply::Kind::kString) out.push_back({master, key, value.text, pttl});
+      break;
+    case KeyPart::Part::kReaders:
+      if (value.kind != Reply::Kind::kArray) break;
+      for (size_t i = 0; i + 1 < value.elements.size(); i += 2) {
+        const std::optional<int64_t> expiry = ScoreMs(value.elements[i + 1].text);
+        if (!expiry || *expiry <= now_ms) continue;
+        out.push_back({master, key, value.elements[i].text, std::min(*expiry - now_ms, pttl)});
+      }
+      break;
+    case KeyPart::Part::kWriterWaiting:
+      break;
+  }
+  return out;
 }
 
 namespace {
@@ -42,7 +110,7 @@ std::vector<Finding> PartialLeftovers(const std::vector<LockCopy>& copies, int q
       f.key = c->key;
       f.kind = FindingKind::kPartial;
       f.ttl_ms = c->ttl_ms;
-      f.redis_type = "string";
+      f.redis_type = ReadOfLockKey("", c->key) == LockKeyRead::kReaders ? "zset" : "string";
       f.copies = static_cast<int>(held.size());
       out.push_back(std::move(f));
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/scan_pace.h"  // PrefixPattern, PaceDelay (the scanner's walk)
+#include "redis/reply.h"
 
 namespace lw {
 
@@ -50,6 +51,29 @@ struct LockCopy {
   int64_t ttl_ms = 0;
 };
 using LiveGrants = std::set<std::pair<std::string, std::string>>;  // {key, token}
+
+// How the scanner reads a lock key (core/lock_kind.h has the shapes): a readers set is a ZSET
+// (ZRANGE WITHSCORES: each member is a read hold), every other lock key a string (GET).
+// A readers set has at most kMaxReadersRead members read per pass.
+enum class LockKeyRead { kValue, kReaders };
+inline constexpr int64_t kMaxReadersRead = 1000;
+LockKeyRead ReadOfLockKey(std::string_view key_prefix, std::string_view key);
+
+// The holds one lock key's read shows on master `master`, for the partial check. `value` is
+// the GET reply (kValue) or the ZRANGE WITHSCORES reply (kReaders); `pttl` the key's PTTL;
+// `now_ms` the master's clock (TIME), against which a reader's score (its expiry) is read.
+// - a mutex's key or a permit's: one copy with its value, when it has a TTL;
+// - a readers set: one copy per reader not yet expired, ttl_ms its score - now_ms (at most
+//   the set's PTTL); none when the set has no TTL (a no_ttl finding already);
+// - a semaphore's marker, a writer-waiting mark, a key of a part this version does not know,
+//   or a reply of another type: none. Marks are not holds: a marker or a writer-waiting mark
+//   left on one master by an acquire that failed elsewhere is no leftover of a grant; their
+//   TTLs are checked like any lock key's.
+std::vector<LockCopy> HoldsOf(std::string_view key_prefix, size_t master, const std::string& key,
+                              const Reply& value, int64_t pttl, int64_t now_ms);
+
+// The master's clock from a TIME reply, in ms since the epoch; nullopt for another reply.
+std::optional<int64_t> MasterNowMs(const Reply& time);
 
 // Grants present on fewer than `quorum` masters and not live in this agent: one finding per
 // copy. Copies without a TTL are left out (they are no_ttl findings already).

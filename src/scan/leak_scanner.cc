@@ -29,6 +29,55 @@ struct MasterScan {
   bool copies_overflowed = false;
 };
 
+// One key as a master answered: its PTTL (nullopt: not an integer) and, for lock keys, the
+// holds it shows (findings.h HoldsOf).
+struct KeyRead {
+  std::optional<int64_t> pttl;
+  std::vector<LockCopy> holds;
+};
+
+// PTTL of every key; for keys under key_prefix also GET, or ZRANGE WITHSCORES for a readers
+// set (never GET: a ZSET answers WRONGTYPE), and the master's TIME once when a readers set is
+// among them. One pipeline; an error text when the master could not be read.
+std::variant<std::vector<KeyRead>, std::string> ReadKeys(BlockingConnection& conn, size_t master,
+                                                         const std::string& key_prefix,
+                                                         const std::vector<std::string>& keys) {
+  std::vector<Command> commands;
+  bool readers = false;
+  for (const std::string& key : keys) {
+    commands.push_back({"PTTL", key});
+    if (!key.starts_with(key_prefix)) continue;
+    if (ReadOfLockKey(key_prefix, key) == LockKeyRead::kReaders) {
+      commands.push_back(
+          {"ZRANGE", key, "0", std::to_string(kMaxReadersRead - 1), "WITHSCORES"});
+      readers = true;
+    } else {
+      commands.push_back({"GET", key});
+    }
+  }
+  if (readers) commands.push_back({"TIME"});
+  auto replies = conn.Pipeline(commands);
+  if (auto* error = std::get_if<std::string>(&replies)) return "PTTL: " + *error;
+  const auto& rs = std::get<std::vector<Reply>>(replies);
+  std::optional<int64_t> now_ms;
+  if (readers) {
+    now_ms = MasterNowMs(rs.back());
+    if (!now_ms) return "TIME: unexpected reply";
+  }
+  std::vector<KeyRead> out(keys.size());
+  size_t at = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const Reply& pttl = rs[at++];
+    if (pttl.kind == Reply::Kind::kInteger) out[i].pttl = pttl.integer;
+    if (!keys[i].starts_with(key_prefix)) continue;
+    const Reply& value = rs[at++];
+    if (out[i].pttl) {
+      out[i].holds = HoldsOf(key_prefix, master, keys[i], value, *out[i].pttl, now_ms.value_or(0));
+    }
+  }
+  return out;
+}
+
 class MasterScanner {
  public:
   MasterScanner(size_t index, BlockingConnection& conn, const ScanSettings& settings,
@@ -93,36 +142,30 @@ class MasterScanner {
     return std::nullopt;
   }
 
-  // PTTL for every key, GET for lock keys; TYPE for the few that turn out to be findings.
+  // PTTL and holds of every key (ReadKeys); TYPE for the few that turn out to be findings.
   std::optional<std::string> Inspect(const std::vector<std::string>& keys) {
     if (keys.empty()) return std::nullopt;
-    std::vector<Command> commands;
-    for (const std::string& key : keys) {
-      commands.push_back({"PTTL", key});
-      if (IsLockKey(key)) commands.push_back({"GET", key});
-    }
-    auto replies = conn_.Pipeline(commands);
-    if (auto* error = std::get_if<std::string>(&replies)) return "PTTL: " + *error;
-    const auto& rs = std::get<std::vector<Reply>>(replies);
+    auto read = ReadKeys(conn_, index_, settings_.key_prefix, keys);
+    if (auto* error = std::get_if<std::string>(&read)) return *error;
+    const auto& reads = std::get<std::vector<KeyRead>>(read);
     std::vector<Finding> found;
-    size_t at = 0;
-    for (const std::string& key : keys) {
-      const Reply& pttl = rs[at++];
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const std::string& key = keys[i];
+      const KeyRead& r = reads[i];
+      if (!r.pttl) continue;
       const bool lock = IsLockKey(key);
-      const Reply* value = lock ? &rs[at++] : nullptr;
-      if (pttl.kind != Reply::Kind::kInteger) continue;
-      if (lock && pttl.integer != -2) ++out_.pass.lock_keys;
-      if (auto kind = ClassifyTtl(pttl.integer, lock, settings_.max_ttl_ms)) {
+      if (lock && *r.pttl != -2) ++out_.pass.lock_keys;
+      if (auto kind = ClassifyTtl(*r.pttl, lock, settings_.max_ttl_ms)) {
         Finding f;
         f.master = index_;
         f.key = key;
         f.kind = *kind;
-        f.ttl_ms = pttl.integer;
+        f.ttl_ms = *r.pttl;
         found.push_back(std::move(f));
       }
-      if (lock && pttl.integer >= 0 && value->kind == Reply::Kind::kString) {
+      for (const LockCopy& copy : r.holds) {
         if (out_.copies.size() < kMaxLockCopies) {
-          out_.copies.push_back({index_, key, value->text, pttl.integer});
+          out_.copies.push_back(copy);
         } else {
           out_.copies_overflowed = true;
         }
@@ -152,24 +195,15 @@ class MasterScanner {
 // Reads the candidate keys again on every master at once, so that grants that were merely
 // created or released while the masters were scanned one after another are not reported.
 std::variant<std::vector<LockCopy>, std::string> Recheck(
-    const std::vector<std::unique_ptr<BlockingConnection>>& conns, const std::set<std::string>& keys) {
-  std::vector<Command> commands;
-  for (const std::string& key : keys) {
-    commands.push_back({"GET", key});
-    commands.push_back({"PTTL", key});
-  }
+    const std::vector<std::unique_ptr<BlockingConnection>>& conns, const std::string& key_prefix,
+    const std::set<std::string>& keys) {
+  const std::vector<std::string> list(keys.begin(), keys.end());
   std::vector<LockCopy> copies;
   for (size_t m = 0; m < conns.size(); ++m) {
-    auto replies = conns[m]->Pipeline(commands);
-    if (auto* error = std::get_if<std::string>(&replies)) return *error;
-    const auto& rs = std::get<std::vector<Reply>>(replies);
-    size_t at = 0;
-    for (const std::string& key : keys) {
-      const Reply& value = rs[at++];
-      const Reply& pttl = rs[at++];
-      if (value.kind == Reply::Kind::kString && pttl.kind == Reply::Kind::kInteger) {
-        copies.push_back({m, key, value.text, pttl.integer});
-      }
+    auto read = ReadKeys(*conns[m], m, key_prefix, list);
+    if (auto* error = std::get_if<std::string>(&read)) return *error;
+    for (KeyRead& r : std::get<std::vector<KeyRead>>(read)) {
+      copies.insert(copies.end(), r.holds.begin(), r.holds.end());
     }
   }
   return copies;
@@ -191,7 +225,7 @@ void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
     report.partial_checked = true;
     return;
   }
-  auto fresh = Recheck(conns, candidates);
+  auto fresh = Recheck(conns, settings.key_prefix, candidates);
   if (auto* error = std::get_if<std::string>(&fresh)) {
     report.partial_note = "partial check failed: " + *error;
     return;

@@ -5,9 +5,13 @@
 // millions of keys is not hurt.
 //
 // A pass: for every master, SCAN each pattern with COUNT batch, and per batch pipeline PTTL for
-// every key (and GET for lock keys, to learn the grant's token). Then lock grants seen on fewer
-// than a quorum of masters are read again on every master at once, and those still short of a
-// quorum and not held through this agent are reported as partial leftovers.
+// every key and, for lock keys, what holds them: GET of a string key, ZRANGE WITHSCORES of a
+// readers set (each member a read hold; core/lock_kind.h has the key shapes). Every lock key
+// without a TTL, or with one above max_ttl_ms, is a finding, whatever its shape (a mutex's
+// key, a semaphore's marker or permit, a readers set, a writer-waiting mark). Then holds seen
+// on fewer than a quorum of masters are read again on every master at once, and those still
+// short of a quorum and not held through this agent are reported as partial leftovers;
+// semaphore markers and writer-waiting marks are not holds and never partial.
 
 #include <chrono>
 #include <condition_variable>

@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_set>
 
+#include "core/lock_kind.h"
 #include "core/unix_time.h"
 #include "redis/blocking_connection.h"
 
@@ -36,6 +37,34 @@ KeyPresence ClassifyPresence(const Reply& reply, const std::string& token) {
   switch (reply.kind) {
     case Reply::Kind::kString:
       return reply.text == token ? KeyPresence::kHeld : KeyPresence::kOther;
+    case Reply::Kind::kNil:
+      return KeyPresence::kMissing;
+    default:
+      return KeyPresence::kUnknown;
+  }
+}
+
+namespace {
+
+bool IsReadersKey(const std::string& key) {
+  // Any prefix: the separator never occurs in a resource name.
+  const std::optional<KeyPart> part = ParseLockKey("", key);
+  return part && part->part == KeyPart::Part::kReaders;
+}
+
+}  // namespace
+
+Command PresenceCommand(const std::string& key, const std::string& token) {
+  if (IsReadersKey(key)) return {"ZSCORE", key, token};
+  return {"GET", key};
+}
+
+KeyPresence ClassifyPresenceOf(const std::string& key, const Reply& reply,
+                               const std::string& token) {
+  if (!IsReadersKey(key)) return ClassifyPresence(reply, token);
+  switch (reply.kind) {
+    case Reply::Kind::kString:
+      return KeyPresence::kHeld;
     case Reply::Kind::kNil:
       return KeyPresence::kMissing;
     default:
@@ -215,12 +244,12 @@ void PresenceProbe::ProbeMaster(Master& master, size_t m, SteadyClock::time_poin
   }
   std::vector<Command> commands;
   commands.reserve(grants.size());
-  for (const auto& grant : grants) commands.push_back({"GET", grant.first});
+  for (const auto& grant : grants) commands.push_back(PresenceCommand(grant.first, grant.second));
   auto replies = master.conn->Pipeline(commands);
   if (auto* error = std::get_if<std::string>(&replies)) return fail("GET: " + *error);
   const auto& rs = std::get<std::vector<Reply>>(replies);
   for (size_t i = 0; i < grants.size() && i < rs.size(); ++i) {
-    report.keys[grants[i].first][m] = ClassifyPresence(rs[i], grants[i].second);
+    report.keys[grants[i].first][m] = ClassifyPresenceOf(grants[i].first, rs[i], grants[i].second);
   }
   if (master.failing) spdlog::info("presence probe: {} answers again", master.address->Display());
   master.failing = false;

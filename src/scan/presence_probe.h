@@ -5,7 +5,7 @@
 // probing for the next kDemandWindow, after which it closes its connections and idles.
 //
 // A round: grants() (at most kMaxGrantsPerRound), then per master, one after the other, one
-// pipeline of GET for every key. A master that fails yields kUnknown for all its entries; its
+// pipeline of GET for every key (ZSCORE for a read hold's readers set). A master that fails yields kUnknown for all its entries; its
 // connection is reopened on a later round, at most once per kRetryPause. Callers of Latest(),
 // Demand(), rounds() and idle() never wait for Redis: the mutex only guards the report pointer
 // and the demand state, never I/O.
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "core/master_address.h"
+#include "redis/blocking_connection.h"
 #include "redis/reply.h"
 
 namespace lw {
@@ -38,6 +39,15 @@ std::string_view PresenceName(KeyPresence p);  // "unknown", "held", "missing", 
 // another string is other, an error (WRONGTYPE, ...) or anything else is unknown.
 KeyPresence ClassifyPresence(const Reply& reply, const std::string& token);
 
+// How a grant's key is read: a read hold's key is its resource's readers set (core/lock_kind.h),
+// read with ZSCORE key token; every other hold's key with GET key.
+Command PresenceCommand(const std::string& key, const std::string& token);
+// What the reply of PresenceCommand says: for GET as ClassifyPresence; for ZSCORE a score is
+// held (the member is there; the engine prunes it when it expires), nil is missing (a set
+// never holds "another" value), anything else is unknown.
+KeyPresence ClassifyPresenceOf(const std::string& key, const Reply& reply,
+                               const std::string& token);
+
 struct PresenceReport {
   int64_t checked_unix_ms = 0;  // wall clock when the round ended (display only)
   // key -> one entry per master (configuration order)
@@ -46,7 +56,8 @@ struct PresenceReport {
 
 using GrantList = std::vector<std::pair<std::string, std::string>>;  // {key, token}
 
-// The grants one round checks: the first grant of each key, at most `max` of them. Sets
+// The grants one round checks: the first grant of each key, at most `max` of them (several read
+// holds through this agent share their readers set: its first one stands for them). Sets
 // *capped when grants were left out for the cap (duplicates do not count).
 GrantList GrantsForRound(const GrantList& grants, size_t max, bool* capped);
 

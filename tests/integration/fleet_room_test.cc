@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "core/lock_kind.h"
 #include "core/unix_time.h"
 #include "fleet/fleet_stats.h"
 #include "fleet/presence.h"
@@ -235,6 +236,61 @@ TEST_F(FleetRoomTest, RevokeOfAGoneHoldersLockComparesDeletesAndAnnouncesTheRele
   freeReplyObject(msg);
   redisFree(sub);
 
+  EXPECT_EQ(RevokeInFleet(req).how, RevokeResult::How::kNotHeld);
+}
+
+// ZADD key score member on master i (through EVAL: the cluster's Run wants a status reply).
+void AddReader(RedisCluster& cluster, int i, const std::string& key, const std::string& member) {
+  cluster.Run(i, {"EVAL",
+                  "local t = redis.call('time') "
+                  "redis.call('zadd', KEYS[1], t[1] * 1000 + 60000, ARGV[1]) "
+                  "redis.call('pexpire', KEYS[1], 60000) return {ok='OK'}",
+                  "1", key, member});
+}
+
+TEST_F(FleetRoomTest, AGoneAgentsReaderIsShownAndRevokedWithZremLeavingTheOthers) {
+  const std::string gone = LockValue(NewAgentId(), "r1");
+  const std::string other = LockValue(NewAgentId(), "r2");
+  const std::string set = ReadersKey("lock:", "shared-cfg");
+  for (int i : {0, 1, 2, 3}) AddReader(cluster_, i, set, gone);
+  for (int i : {0, 1, 2}) AddReader(cluster_, i, set, other);
+  cluster_.Set(0, "lock:pool", LockShape{LockKind::kSemaphore, 2}.Marker(), 60'000);
+  cluster_.Set(1, "lock:pool", LockShape{LockKind::kSemaphore, 2}.Marker(), 60'000);
+
+  std::shared_ptr<const FleetView> view;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        view = reader_->View(UnixMsNow(), kDeadline);
+        return view && view->locks.size() == 2;
+      },
+      kDeadline));
+  for (const FleetLock& l : view->locks) {
+    EXPECT_EQ(l.resource, "shared-cfg");  // the markers alone are no rows
+    EXPECT_EQ(l.mode, HoldMode::kShared);
+    EXPECT_EQ(l.state, HolderState::kGone);
+    EXPECT_GT(l.validity_ms, 0);
+  }
+  const FleetLock* row = view->locks[0].value == gone ? &view->locks[0] : &view->locks[1];
+  EXPECT_EQ(row->masters.size(), 4u);
+
+  RevokeRequest req;
+  req.masters = Masters(cluster_);
+  req.key_prefix = "lock:";
+  req.resource = "shared-cfg";
+  req.hold = row->hold_id;
+  req.by = "test";
+  const RevokeResult r = RevokeInFleet(req);
+  EXPECT_EQ(r.how, RevokeResult::How::kDeleted) << HowName(r.how) << " " << r.error;
+  EXPECT_EQ(r.mode, HoldMode::kShared);
+  EXPECT_EQ(r.deleted, 4);
+  for (int i = 0; i < cluster_.size(); ++i) {
+    const auto members = cluster_.ZRange(i, set);
+    EXPECT_EQ(members.size(), i < 3 ? 1u : 0u) << "master " << i;
+    for (const auto& [member, score] : members) EXPECT_EQ(member, other);
+  }
+  EXPECT_EQ(RevokeInFleet(req).how, RevokeResult::How::kNotHeld);
+  // Without a hold id the revoke means the exclusive hold, which nobody has.
+  req.hold.clear();
   EXPECT_EQ(RevokeInFleet(req).how, RevokeResult::How::kNotHeld);
 }
 

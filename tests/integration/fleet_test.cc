@@ -7,8 +7,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -170,6 +172,91 @@ TEST_F(FleetTest, OperatorOnCSeesHolderOnBAndWaiterOnAThenRevokesAndTheWaiterGet
   std::printf("fleet revoke: A's waiter granted %.0f ms after the revoke was sent\n",
               MsSince(revoked_at));
   EXPECT_NE(c_.Log().find("audit: fleet_revoke"), std::string::npos) << c_.Log();
+}
+
+json AcquireKind(client::Client& c, const std::string& resource, json extra) {
+  json request = {{"op", "acquire"}, {"resource", resource}, {"ttl_ms", 60'000}, {"wait_ms", 0},
+                  {"renew", true}};
+  request.update(extra);
+  return c.Call(request);
+}
+
+// The rows of `resource` in agent's fleet view once there are `n` of them, each from a report.
+std::vector<json> AwaitRows(const AgentProcess& agent, const std::string& resource, size_t n) {
+  std::vector<json> rows;
+  Eventually(
+      [&] {
+        rows.clear();
+        HttpResult r = HttpGet(agent.admin_port(), "/api/v1/fleet");
+        if (r.status != 200) return false;
+        for (const json& row : json::parse(r.body).value("locks", json::array())) {
+          if (row.value("resource", "") == resource) rows.push_back(row);
+        }
+        return rows.size() == n && std::all_of(rows.begin(), rows.end(), [](const json& row) {
+                 return row["holder"].value("pid", -1) > 0 && row.value("quorum", false);
+               });
+      },
+      milliseconds(30'000));
+  return rows;
+}
+
+TEST_F(FleetTest, PermitsAndReadHoldsOfTwoAgentsAreShownAndAReadHoldIsRevoked) {
+  auto pa = a_.Connect(), pb = b_.Connect(), ra = a_.Connect(), rb = b_.Connect();
+  ASSERT_TRUE(AcquireKind(pa, "fleet:pool", {{"permits", 3}}).value("ok", false));
+  ASSERT_TRUE(AcquireKind(pb, "fleet:pool", {{"permits", 3}}).value("ok", false));
+  ASSERT_TRUE(AcquireKind(ra, "fleet:cfg", {{"shared", true}}).value("ok", false));
+  const json b_read = AcquireKind(rb, "fleet:cfg", {{"shared", true}});
+  ASSERT_TRUE(b_read.value("ok", false)) << b_read;
+
+  const std::vector<json> permits = AwaitRows(c_, "fleet:pool", 2);
+  ASSERT_EQ(permits.size(), 2u) << Fleet(c_).dump(2);
+  std::set<int> seen;
+  for (const json& row : permits) {
+    EXPECT_EQ(row["mode"], "permit") << row;
+    EXPECT_EQ(row["permits"], 3) << row;
+    EXPECT_EQ(row["shape"]["kind"], "semaphore");
+    EXPECT_EQ(row["shape"]["permits_held"], 2);
+    seen.insert(row["permit"].get<int>());
+  }
+  EXPECT_EQ(seen.size(), 2u) << "two different permits";
+  const std::vector<json> readers = AwaitRows(c_, "fleet:cfg", 2);
+  ASSERT_EQ(readers.size(), 2u) << Fleet(c_).dump(2);
+  json b_row;
+  for (const json& row : readers) {
+    EXPECT_EQ(row["mode"], "shared") << row;
+    EXPECT_EQ(row["shape"]["readers"], 2);
+    EXPECT_FALSE(row["shape"]["writer"].get<bool>());
+    if (row["holder"]["agent_name"] == "agent-b") b_row = row;
+  }
+  ASSERT_TRUE(b_row.is_object()) << "B's reader is in the view";
+  EXPECT_EQ(Fleet(c_).dump().find(b_read["token"].get<std::string>()), std::string::npos);
+
+  // C revokes B's read hold, named by its hold id: B's client is told, A's reader stays.
+  const std::string body =
+      json{{"resource", "fleet:cfg"}, {"hold", b_row["hold_id"]}}.dump();
+  HttpResult done = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke", body,
+                             {{"Authorization", "Bearer " + kToken}});
+  ASSERT_EQ(done.status, 200) << done.body;
+  const json result = json::parse(done.body);
+  EXPECT_EQ(result["how"], "holder_agent") << done.body;
+  EXPECT_EQ(result["mode"], "shared") << done.body;
+  auto lost = rb.NextEvent(milliseconds(10'000));
+  ASSERT_TRUE(lost.has_value()) << "B's reader was not told";
+  EXPECT_EQ((*lost)["event"], "lost");
+  EXPECT_EQ((*lost)["reason"], "revoked");
+  for (int i = 0; i < cluster_.size(); ++i) {
+    EXPECT_EQ(cluster_.ZRange(i, "lock:fleet:cfg\x1freaders").size(), 1u) << "master " << i;
+  }
+  EXPECT_EQ(AwaitRows(c_, "fleet:cfg", 1).size(), 1u) << Fleet(c_).dump(2);
+
+  // A permit is revoked by its index.
+  const int permit = permits[0]["permit"];
+  const std::string by_permit = json{{"resource", "fleet:pool"}, {"permit", permit}}.dump();
+  HttpResult freed = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke", by_permit,
+                              {{"Authorization", "Bearer " + kToken}});
+  ASSERT_EQ(freed.status, 200) << freed.body;
+  EXPECT_EQ(json::parse(freed.body)["permit"], permit) << freed.body;
+  EXPECT_EQ(AwaitRows(c_, "fleet:pool", 1).size(), 1u) << Fleet(c_).dump(2);
 }
 
 TEST_F(FleetTest, KilledAgentLeavesTheRegistryWithinItsTtlAndItsLocksShowHolderGone) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/lock_kind.h"
 #include "metrics_util.h"
 #include "support/agent_process.h"
 #include "support/files.h"
@@ -204,6 +205,81 @@ TEST_F(ScannerTest, RemediesNeedTheTokenASameOriginRequestAndAStillTtlLessKey) {
   EXPECT_EQ(MetricNow(port, "lockwarden_admin_actions_total",
                       {{"action", "delete_key"}, {"result", "done"}}),
             1);
+  std::filesystem::remove_all(dir);
+}
+
+json AcquireKind(client::Client& c, const std::string& resource, json extra) {
+  json request = {{"op", "acquire"}, {"resource", resource}, {"ttl_ms", 30'000}, {"wait_ms", 0}};
+  request.update(extra);
+  return c.Call(request);
+}
+
+// PERSIST key on master i (through EVAL: the cluster's Run wants a status reply).
+void Persist(RedisCluster& cluster, int i, const std::string& key) {
+  cluster.Run(i, {"EVAL", "redis.call('persist', KEYS[1]) return {ok='OK'}", "1", key});
+}
+
+TEST_F(ScannerTest, HealthySemaphoresAndReadersAreNoFindingsButTtlLessPartsAre) {
+  const std::string dir = MakeTempDir("lw-kinds-");
+  AgentProcess agent(cluster_, {"--scan-interval-ms", "200", "--max-ttl-ms", "60000",
+                                "--admin-token-file",
+                                WriteFile(dir + "/admin.token", kToken + "\n")});
+  const int port = agent.admin_port();
+  auto p1 = agent.Connect(), p2 = agent.Connect(), r1 = agent.Connect(), r2 = agent.Connect(),
+       w = agent.Connect();
+  const json permit = AcquireKind(p1, "pool", {{"permits", 3}});
+  ASSERT_TRUE(permit.value("ok", false)) << permit;
+  ASSERT_TRUE(AcquireKind(p2, "pool", {{"permits", 3}}).value("ok", false));
+  ASSERT_TRUE(AcquireKind(r1, "cfg", {{"shared", true}}).value("ok", false));
+  ASSERT_TRUE(AcquireKind(r2, "cfg", {{"shared", true}}).value("ok", false));
+  // A writer refused because of the readers leaves its writer-waiting mark (with a PX).
+  EXPECT_FALSE(AcquireKind(w, "cfg", json::object()).value("ok", false));
+
+  const json healthy = FreshLeaks(port);
+  EXPECT_TRUE(healthy["leaks"].empty()) << healthy.dump(2);
+  for (const auto& m : healthy["last_pass"]["masters"]) EXPECT_TRUE(m.value("ok", false)) << m;
+  EXPECT_TRUE(healthy["last_pass"].value("partial_checked", false)) << healthy.dump(2);
+
+  const std::string marker = "lock:pool";
+  const std::string permit_key = PermitKey("lock:", "pool", permit["permit"].get<int>());
+  const std::string readers = ReadersKey("lock:", "cfg");
+  const std::string waiting = WriterWaitingKey("lock:", "cfg");
+  ASSERT_TRUE(cluster_.Get(0, marker).has_value());
+  Persist(cluster_, 0, marker);
+  ASSERT_TRUE(cluster_.Get(1, permit_key).has_value());
+  Persist(cluster_, 1, permit_key);
+  ASSERT_FALSE(cluster_.ZRange(2, readers).empty());
+  Persist(cluster_, 2, readers);
+  cluster_.Set(3, waiting, "0123456789abcdef:left-behind", 0);
+  cluster_.Set(4, marker, *cluster_.Get(0, marker), 600'000);
+
+  const json leaks = FreshLeaks(port);
+  const struct {
+    int master;
+    std::string key, type, redis_type;
+  } expected[] = {{0, marker, "no_ttl", "string"},
+                  {1, permit_key, "no_ttl", "string"},
+                  {2, readers, "no_ttl", "zset"},
+                  {3, waiting, "no_ttl", "string"},
+                  {4, marker, "ttl_above_max", "string"}};
+  for (const auto& e : expected) {
+    const json found = FindLeak(leaks, Master(cluster_, e.master), e.key);
+    ASSERT_TRUE(found.is_object()) << e.key << " on " << e.master << ": " << leaks.dump(2);
+    EXPECT_EQ(found["type"], e.type) << found;
+    EXPECT_EQ(found["redis_type"], e.redis_type) << found;
+  }
+  EXPECT_EQ(leaks["leaks"].size(), 5u) << leaks.dump(2);
+
+  // The remedies work on every shape: the readers set gets a TTL (its readers stay), the
+  // leaked writer-waiting mark is deleted.
+  const json expire =
+      json{{"master", Master(cluster_, 2)}, {"key", readers}, {"ttl_ms", 30'000}};
+  ASSERT_EQ(HttpPost(port, "/api/v1/leaks/expire", expire.dump(), Bearer()).status, 200);
+  EXPECT_GT(cluster_.Pttl(2, readers), 0);
+  EXPECT_EQ(cluster_.ZRange(2, readers).size(), 2u);
+  const json del = json{{"master", Master(cluster_, 3)}, {"key", waiting}};
+  ASSERT_EQ(HttpPost(port, "/api/v1/leaks/delete", del.dump(), Bearer()).status, 200);
+  EXPECT_EQ(cluster_.Pttl(3, waiting), -2);
   std::filesystem::remove_all(dir);
 }
 

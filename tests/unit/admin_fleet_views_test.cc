@@ -252,5 +252,80 @@ TEST(StateView, ListsThisAgentsWaitersAndItsIdentity) {
   EXPECT_EQ(j["agent"]["name"], "alpha");
 }
 
+// Two permits of a semaphore of 4 and a reader: their mode, n of K, and hold ids.
+fleet::FleetView KindsView() {
+  fleet::FleetView v = SampleView();
+  v.locks.clear();
+  for (int permit : {0, 2}) {
+    fleet::FleetLock l;
+    l.resource = "pool";
+    l.key = PermitKey("lock:", "pool", permit);
+    l.value = fleet::LockValue(kAgentA, kGrantToken + std::to_string(permit));
+    l.hold_id = fleet::HoldId(l.value);
+    l.mode = HoldMode::kPermit;
+    l.permit = permit;
+    l.permits = 4;
+    l.masters = {0, 1, 2};
+    l.quorum = true;
+    v.locks.push_back(l);
+  }
+  fleet::FleetLock reader;
+  reader.resource = "cfg";
+  reader.key = ReadersKey("lock:", "cfg");
+  reader.value = fleet::LockValue(kAgentB, kGrantToken);
+  reader.hold_id = fleet::HoldId(reader.value);
+  reader.mode = HoldMode::kShared;
+  reader.masters = {0, 1, 2};
+  reader.quorum = true;
+  v.locks.push_back(reader);
+  v.resources = {{"cfg", LockKind::kMutex, 0, 0, 1, false, true},
+                 {"pool", LockKind::kSemaphore, 4, 2, 0, false, false}};
+  return v;
+}
+
+TEST(FleetJson, PermitsAndReadersShowTheirModeAndTheResourceAsAWhole) {
+  const fleet::FleetView view = KindsView();
+  const ordered_json j = FleetJson(view, Self(), {});
+  const std::string text = Text(j);
+  EXPECT_EQ(text.find(kGrantToken), std::string::npos) << text;
+  EXPECT_EQ(text.find("\\u001f"), std::string::npos) << "a raw key is shown: " << text;
+  ASSERT_EQ(j["locks"].size(), 3u);
+  const auto& permit = j["locks"][1];
+  EXPECT_EQ(permit["mode"], "permit");
+  EXPECT_EQ(permit["permit"], 2);
+  EXPECT_EQ(permit["permits"], 4);
+  EXPECT_EQ(permit["hold_id"], view.locks[1].hold_id);
+  EXPECT_EQ(permit["shape"]["kind"], "semaphore");
+  EXPECT_EQ(permit["shape"]["permits_held"], 2);
+  const auto& reader = j["locks"][2];
+  EXPECT_EQ(reader["mode"], "shared");
+  EXPECT_TRUE(reader["permit"].is_null());
+  EXPECT_EQ(reader["shape"]["readers"], 1);
+  EXPECT_EQ(reader["shape"]["writer_waiting"], true);
+  const ordered_json who = WhoJson(view, Self(), "pool");
+  EXPECT_EQ(who["holds"].size(), 2u);
+}
+
+TEST(ParseFleetRevokeBody, NamesTheHoldOrThePermit) {
+  auto plain = ParseFleetRevokeBody(R"({"resource": "cfg"})");
+  ASSERT_TRUE(std::holds_alternative<fleet::RevokeRequest>(plain));
+  EXPECT_EQ(std::get<fleet::RevokeRequest>(plain).resource, "cfg");
+  EXPECT_FALSE(std::get<fleet::RevokeRequest>(plain).permit);
+  auto held = ParseFleetRevokeBody(R"({"resource": "pool", "permit": 3, "hold": "0123456789abcdef"})");
+  ASSERT_TRUE(std::holds_alternative<fleet::RevokeRequest>(held));
+  EXPECT_EQ(std::get<fleet::RevokeRequest>(held).permit, 3);
+  EXPECT_EQ(std::get<fleet::RevokeRequest>(held).hold, "0123456789abcdef");
+  for (const char* bad :
+       {R"({})", R"([])", R"({"resource": 5})", R"({"resource": "a", "permit": 1024})",
+        R"({"resource": "a", "permit": -1})", R"({"resource": "a", "hold": "XYZ"})",
+        R"({"resource": "a", "extra": 1})", "not json"}) {
+    auto r = ParseFleetRevokeBody(bad);
+    ASSERT_TRUE(std::holds_alternative<Failure>(r)) << bad;
+    EXPECT_EQ(std::get<Failure>(r).code, ErrorCode::kBadRequest) << bad;
+  }
+  auto named = ParseFleetRevokeBody(R"({"resource": "a", "permit": 1024})");
+  EXPECT_NE(std::get<Failure>(named).message.find("\"permit\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace lw

@@ -187,5 +187,60 @@ TEST(FleetRecords, MalformedRevokeOrdersAreRefused) {
   EXPECT_FALSE(DecodeRevokeOrder("null"));
 }
 
+TEST(FleetRecords, PermitsAndReadHoldsCarryTheirModeAndOldReportsStayExclusive) {
+  HolderReport r = SampleReport();
+  r.locks[0].mode = HoldMode::kPermit;
+  r.locks[0].permit = 2;
+  r.locks[0].permits = 4;
+  r.locks[1].mode = HoldMode::kShared;
+  r.waiters[0].mode = HoldMode::kPermit;
+  r.waiters[0].permits = 4;
+  const std::string text = Encode(r);
+  const json j = json::parse(text);
+  EXPECT_EQ(j["locks"][0]["mode"], "permit");
+  EXPECT_EQ(j["locks"][1]["mode"], "shared");
+  EXPECT_FALSE(j["locks"][1].contains("permit"));
+  const std::optional<HolderReport> back = DecodeHolderReport(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->locks[0].mode, HoldMode::kPermit);
+  EXPECT_EQ(back->locks[0].permit, 2);
+  EXPECT_EQ(back->locks[0].permits, 4);
+  EXPECT_EQ(back->locks[1].mode, HoldMode::kShared);
+  EXPECT_EQ(back->waiters[0].mode, HoldMode::kPermit);
+  EXPECT_EQ(back->waiters[0].permits, 4);
+  // An exclusive hold writes no mode, as agents before semaphores did; their records read back
+  // as exclusive holds.
+  const json old = json::parse(Encode(SampleReport()));
+  EXPECT_FALSE(old["locks"][0].contains("mode"));
+  const std::optional<HolderReport> older = DecodeHolderReport(old.dump());
+  ASSERT_TRUE(older);
+  EXPECT_EQ(older->locks[0].mode, HoldMode::kExclusive);
+  EXPECT_EQ(older->locks[0].permit, -1);
+}
+
+TEST(FleetRecords, ModesOutOfBoundsAreRefused) {
+  HolderReport r = SampleReport();
+  r.locks[0].mode = HoldMode::kPermit;
+  r.locks[0].permit = 1;
+  r.locks[0].permits = 2;
+  const std::string good = Encode(r);
+  ASSERT_TRUE(DecodeHolderReport(good));
+  EXPECT_FALSE(DecodeHolderReport(With(good, "/locks/0/mode", "upgrade")));
+  EXPECT_FALSE(DecodeHolderReport(With(good, "/locks/0/permit", 2)));  // not below K
+  EXPECT_FALSE(DecodeHolderReport(With(good, "/locks/0/permit", -1)));
+  EXPECT_FALSE(DecodeHolderReport(With(good, "/locks/0/permits", kMaxPermits + 1)));
+  EXPECT_FALSE(DecodeHolderReport(Without(good, "/locks/0/permits")));
+  EXPECT_FALSE(DecodeHolderReport(With(good, "/waiters/0/mode", 3)));
+}
+
+TEST(FleetNames, HoldIdsAreShortStableAndDistinct) {
+  const std::string id = HoldId("0123456789abcdef:token-1");
+  EXPECT_TRUE(IsWellFormedHoldId(id));
+  EXPECT_EQ(id, HoldId("0123456789abcdef:token-1"));
+  EXPECT_NE(id, HoldId("0123456789abcdef:token-2"));
+  EXPECT_EQ(id.find("token"), std::string::npos);
+  EXPECT_FALSE(IsWellFormedHoldId("XYZ"));
+}
+
 }  // namespace
 }  // namespace lw::fleet

@@ -274,5 +274,119 @@ TEST(FleetView, FailedMastersCountNothingAndAViewShortOfQuorumIsIncomplete) {
   EXPECT_TRUE(v.masters[0].copies.empty());  // status only
 }
 
+// ---- Semaphores and read-write locks (core/lock_kind.h) ------------------------------------
+
+// A readers set's ZRANGE WITHSCORES reply.
+Reply ReadersSetReply(std::vector<std::pair<std::string, int64_t>> members) {
+  Reply r;
+  r.kind = Reply::Kind::kArray;
+  for (const auto& [member, score] : members) {
+    Reply m, sc;
+    m.kind = sc.kind = Reply::Kind::kString;
+    m.text = member;
+    sc.text = std::to_string(score);
+    r.elements.push_back(m);
+    r.elements.push_back(sc);
+  }
+  return r;
+}
+
+std::vector<const FleetLock*> RowsOf(const FleetView& v, const std::string& resource) {
+  std::vector<const FleetLock*> out;
+  for (const FleetLock& l : v.locks) {
+    if (l.resource == resource) out.push_back(&l);
+  }
+  return out;
+}
+
+TEST(FleetView, PermitsAreHoldsOfTheirResourceAndTheMarkerGivesK) {
+  ViewInputs in = Inputs(3);
+  Register(in, Agent(kA, "alpha"), {0, 1, 2});
+  Register(in, Agent(kB, "beta"), {0, 1, 2});
+  HolderReport report;
+  HeldDetail held = Held("pool", 1'000);
+  held.mode = HoldMode::kPermit;
+  held.permit = 1;
+  held.permits = 4;
+  report.locks.push_back(held);
+  Report(in, kA, report, {0});
+  Copy(in, "lock:pool", LockShape{LockKind::kSemaphore, 4}.Marker(), 30'000, {0, 1, 2});
+  Copy(in, PermitKey("lock:", "pool", 1), kA + ":t1", 20'000, {0, 1, 2});
+  Copy(in, PermitKey("lock:", "pool", 3), kB + ":t2", 20'000, {0, 1});
+  const FleetView v = BuildView(in);
+  const auto rows = RowsOf(v, "pool");
+  ASSERT_EQ(rows.size(), 2u);  // the marker is no row
+  EXPECT_EQ(v.locks.size(), 2u);
+  for (const FleetLock* row : rows) {
+    EXPECT_EQ(row->mode, HoldMode::kPermit);
+    EXPECT_EQ(row->permits, 4);
+    EXPECT_EQ(row->resource.find('\x1f'), std::string::npos);
+    EXPECT_EQ(row->hold_id, HoldId(row->value));
+  }
+  const FleetLock* alpha = rows[0]->agent_id == kA ? rows[0] : rows[1];
+  EXPECT_EQ(alpha->permit, 1);
+  ASSERT_TRUE(alpha->detail);  // the report's detail of permit 1
+  EXPECT_EQ(alpha->held_ms, 1'000);
+  const FleetResource* pool = ResourceOf(v, "pool");
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->kind, LockKind::kSemaphore);
+  EXPECT_EQ(pool->permits, 4);
+  EXPECT_EQ(pool->permits_held, 2);
+  EXPECT_FALSE(pool->writer);
+  EXPECT_EQ(v.keys, 3u);
+}
+
+TEST(FleetView, ReadersAreOneRowEachAndAWaitingWriterIsShown) {
+  ViewInputs in = Inputs(3);
+  Register(in, Agent(kA, "alpha"), {0, 1, 2});
+  const std::string set = ReadersKey("lock:", "cfg");
+  const Reply members =
+      ReadersSetReply({{kA + ":r1", kNow + 9'000}, {kB + ":r2", kNow + 4'000},
+                       {kC + ":expired", kNow - 1}});
+  for (int m : {0, 1, 2}) {
+    for (auto& c : ReaderCopies(set, members, 10'000, kNow)) in.masters[m].copies.push_back(c);
+  }
+  Copy(in, WriterWaitingKey("lock:", "cfg"), kC + ":w", 900, {0});
+  const FleetView v = BuildView(in);
+  const auto rows = RowsOf(v, "cfg");
+  ASSERT_EQ(rows.size(), 2u);  // the expired reader is none
+  for (const FleetLock* row : rows) {
+    EXPECT_EQ(row->mode, HoldMode::kShared);
+    EXPECT_TRUE(row->quorum);
+  }
+  const FleetLock* a = rows[0]->agent_id == kA ? rows[0] : rows[1];
+  const FleetLock* b = rows[0]->agent_id == kA ? rows[1] : rows[0];
+  EXPECT_EQ(a->state, HolderState::kLive);
+  EXPECT_EQ(a->validity_ms, 9'000);  // the reader's own expiry, not the set's PTTL
+  EXPECT_EQ(b->state, HolderState::kGone);
+  EXPECT_EQ(b->validity_ms, 4'000);
+  const FleetResource* cfg = ResourceOf(v, "cfg");
+  ASSERT_NE(cfg, nullptr);
+  EXPECT_EQ(cfg->kind, LockKind::kMutex);
+  EXPECT_EQ(cfg->readers, 2);
+  EXPECT_TRUE(cfg->writer_waiting);
+  EXPECT_FALSE(cfg->writer);
+}
+
+TEST(FleetView, AReadersSetReplyOfAnotherTypeGivesNoHold) {
+  Reply error;
+  error.kind = Reply::Kind::kError;
+  EXPECT_TRUE(ReaderCopies(ReadersKey("lock:", "cfg"), error, 5'000, kNow).empty());
+  const Reply bad = ReadersSetReply({{kA + ":r1", kNow + 9'000}});
+  EXPECT_EQ(ReaderCopies("k", bad, 3'000, kNow).at(0).pttl_ms, 3'000);  // at most the set's
+}
+
+TEST(FleetView, AKeyOfAnUnknownPartIsCountedButNoRow) {
+  ViewInputs in = Inputs(3);
+  Copy(in, "lock:x\x1fnew-part", kA + ":t", 5'000, {0, 1, 2});
+  Copy(in, "lock:plain", kA + ":t", 5'000, {0, 1, 2});
+  const FleetView v = BuildView(in);
+  EXPECT_EQ(v.keys, 2u);
+  ASSERT_EQ(v.locks.size(), 1u);
+  EXPECT_EQ(v.locks[0].mode, HoldMode::kExclusive);
+  ASSERT_NE(ResourceOf(v, "plain"), nullptr);
+  EXPECT_TRUE(ResourceOf(v, "plain")->writer);
+}
+
 }  // namespace
 }  // namespace lw::fleet

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/lock_kind.h"
 #include "redis/reply.h"
 
 namespace lw {
@@ -81,6 +82,27 @@ TEST(PresenceGrantsForRound, EmptyIsEmpty) {
   bool capped = true;
   EXPECT_TRUE(GrantsForRound({}, 1000, &capped).empty());
   EXPECT_FALSE(capped);
+}
+
+TEST(PresenceCommand, AReadHoldIsAMemberOfTheReadersSet) {
+  const std::string readers = ReadersKey("lock:", "cfg");
+  EXPECT_EQ(PresenceCommand(readers, "a:t1"), (Command{"ZSCORE", readers, "a:t1"}));
+  EXPECT_EQ(PresenceCommand("lock:cfg", "a:t1"), (Command{"GET", "lock:cfg"}));
+  const std::string permit = PermitKey("lock:", "pool", 1);
+  EXPECT_EQ(PresenceCommand(permit, "a:t1"), (Command{"GET", permit}));
+}
+
+TEST(ClassifyPresenceOf, AScoreIsHeldNilIsMissing) {
+  const std::string readers = ReadersKey("lock:", "cfg");
+  EXPECT_EQ(ClassifyPresenceOf(readers, MakeReply(Reply::Kind::kString, "1700000000000"), "a:t1"),
+            KeyPresence::kHeld);
+  EXPECT_EQ(ClassifyPresenceOf(readers, MakeReply(Reply::Kind::kNil), "a:t1"),
+            KeyPresence::kMissing);
+  EXPECT_EQ(ClassifyPresenceOf(readers, MakeReply(Reply::Kind::kError, "WRONGTYPE"), "a:t1"),
+            KeyPresence::kUnknown);
+  // Other keys read as before.
+  EXPECT_EQ(ClassifyPresenceOf("lock:cfg", MakeReply(Reply::Kind::kString, "b:t"), "a:t1"),
+            KeyPresence::kOther);
 }
 
 }  // namespace

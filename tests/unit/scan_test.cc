@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/lock_kind.h"
 #include "scan/findings.h"
 
 namespace lw {
@@ -97,6 +98,95 @@ TEST(PaceDelay, HoldsTheRate) {
   EXPECT_EQ(PaceDelay(1000, microseconds(40'000), 10'000), microseconds(60'000));
   EXPECT_EQ(PaceDelay(1000, microseconds(150'000), 10'000), microseconds(0));
   EXPECT_EQ(PaceDelay(0, microseconds(0), 10'000), microseconds(0));
+}
+
+// ---- Key shapes of semaphores and read-write locks (core/lock_kind.h) ----------------------
+
+Reply ScanStringReply(const std::string& text) {
+  Reply r;
+  r.kind = Reply::Kind::kString;
+  r.text = text;
+  return r;
+}
+
+// A ZRANGE WITHSCORES reply: member, score, member, score...
+Reply ScanReadersReply(std::initializer_list<std::pair<const char*, const char*>> members) {
+  Reply r;
+  r.kind = Reply::Kind::kArray;
+  for (const auto& [member, score] : members) {
+    r.elements.push_back(ScanStringReply(member));
+    r.elements.push_back(ScanStringReply(score));
+  }
+  return r;
+}
+
+TEST(ReadOfLockKey, OnlyAReadersSetIsReadAsASortedSet) {
+  EXPECT_EQ(ReadOfLockKey("lock:", ReadersKey("lock:", "cfg")), LockKeyRead::kReaders);
+  EXPECT_EQ(ReadOfLockKey("lock:", "lock:cfg"), LockKeyRead::kValue);
+  EXPECT_EQ(ReadOfLockKey("lock:", PermitKey("lock:", "pool", 3)), LockKeyRead::kValue);
+  EXPECT_EQ(ReadOfLockKey("lock:", WriterWaitingKey("lock:", "cfg")), LockKeyRead::kValue);
+  EXPECT_EQ(ReadOfLockKey("lock:", "lock:x\x1fsomething-new"), LockKeyRead::kValue);
+}
+
+TEST(HoldsOf, AMutexKeyAndAPermitAreHolds) {
+  auto base = HoldsOf("lock:", 1, "lock:db", ScanStringReply("a:t1"), 4000, 0);
+  ASSERT_EQ(base.size(), 1u);
+  EXPECT_EQ(base[0].master, 1u);
+  EXPECT_EQ(base[0].token, "a:t1");
+  EXPECT_EQ(base[0].ttl_ms, 4000);
+  const std::string permit = PermitKey("lock:", "pool", 2);
+  auto held = HoldsOf("lock:", 0, permit, ScanStringReply("a:t2"), 3000, 0);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].key, permit);
+}
+
+TEST(HoldsOf, MarksAreNoHoldsSoNeverPartial) {
+  const LockShape four{LockKind::kSemaphore, 4};
+  EXPECT_TRUE(HoldsOf("lock:", 0, "lock:pool", ScanStringReply(four.Marker()), 5000, 0).empty());
+  EXPECT_TRUE(HoldsOf("lock:", 0, WriterWaitingKey("lock:", "cfg"), ScanStringReply("a:t"), 900, 0)
+                  .empty());
+  // A part this version does not know: its TTL is checked, it joins no partial check.
+  EXPECT_TRUE(HoldsOf("lock:", 0, "lock:x\x1fnew-part", ScanStringReply("a:t"), 900, 0).empty());
+  // Even on a single master, a marker left by a failed acquire is not a partial leftover.
+  std::vector<LockCopy> copies;
+  for (size_t m = 0; m < 1; ++m) {
+    auto h = HoldsOf("lock:", m, "lock:pool", ScanStringReply(four.Marker()), 5000, 0);
+    copies.insert(copies.end(), h.begin(), h.end());
+  }
+  EXPECT_TRUE(PartialLeftovers(copies, 2, {}).empty());
+}
+
+TEST(HoldsOf, ReadersAreTheLiveMembersOfTheSet) {
+  const std::string key = ReadersKey("lock:", "cfg");
+  const Reply set = ScanReadersReply({{"a:gone", "1000"}, {"b:t1", "1500"}, {"c:t2", "9000"}});
+  auto holds = HoldsOf("lock:", 2, key, set, 5000, 1000);
+  ASSERT_EQ(holds.size(), 2u);  // a:gone expired at the master's now: not a hold
+  EXPECT_EQ(holds[0].token, "b:t1");
+  EXPECT_EQ(holds[0].ttl_ms, 500);
+  EXPECT_EQ(holds[1].token, "c:t2");
+  EXPECT_EQ(holds[1].ttl_ms, 5000);  // at most the set's PTTL
+  // A set without a TTL is a no_ttl finding already, not partial.
+  EXPECT_TRUE(HoldsOf("lock:", 2, key, set, -1, 1000).empty());
+  // A reply of another type (WRONGTYPE from a foreign writer) shows no hold and fails nothing.
+  Reply wrong;
+  wrong.kind = Reply::Kind::kError;
+  wrong.text = "WRONGTYPE Operation against a key holding the wrong kind of value";
+  EXPECT_TRUE(HoldsOf("lock:", 2, key, wrong, 5000, 1000).empty());
+  EXPECT_TRUE(HoldsOf("lock:", 2, "lock:cfg", wrong, 5000, 1000).empty());
+}
+
+TEST(HoldsOf, AReaderOnTooFewMastersIsPartialAndItsFindingIsAZset) {
+  const std::string key = ReadersKey("lock:", "cfg");
+  auto copies = HoldsOf("lock:", 0, key, ScanReadersReply({{"a:t1", "9000"}}), 5000, 1000);
+  auto partial = PartialLeftovers(copies, 2, {});
+  ASSERT_EQ(partial.size(), 1u);
+  EXPECT_EQ(partial[0].redis_type, "zset");
+  EXPECT_TRUE(PartialLeftovers(copies, 2, {{key, "a:t1"}}).empty());  // held through this agent
+}
+
+TEST(MasterNowMs, ReadsTime) {
+  EXPECT_EQ(MasterNowMs(ScanReadersReply({{"1700000000", "123456"}})), 1'700'000'000'123);
+  EXPECT_EQ(MasterNowMs(ScanStringReply("x")), std::nullopt);
 }
 
 }  // namespace
