@@ -12,7 +12,7 @@
 //        → {"id":1,"ok":true,"value":41,"highest":6}
 //   {"id":2,"op":"write","client":"c1","resource":"r0","fence":7,"value":42,"token":"..."}
 //        → {"id":2,"ok":true,"accepted":true,"highest":7}
-//   {"op":"record", ...}   a finished grant or a failed acquire (see client.mjs), no reply
+//   {"op":"record", ...}   a finished grant or hold, or a failed acquire (see client.mjs), no reply
 // Register → client: {"event":"stop"} (finish the current cycle, then exit).
 //
 // Every op is logged with the register's monotonic clock (µs, CLOCK_MONOTONIC, the same clock
@@ -29,7 +29,8 @@ export class FencedRegister {
     this.socketPath = socketPath;
     this.resources = new Map(); // resource -> {highest, value, accepted}
     this.ops = []; // {t, client, op, resource, fence, token, value, accepted}
-    this.grants = []; // records of finished grants, as the clients sent them
+    this.grants = []; // records of finished grants, as the register clients sent them
+    this.holds = []; // records of finished semaphore and read-write holds, as the clients sent them
     this.failures = new Map(); // acquire error code -> count
     this.clients = new Map(); // name -> {pid, agent, conn}
     this.armed = null; // the armed client pause, see pauseNextRead
@@ -80,6 +81,8 @@ export class FencedRegister {
         if (msg.type === 'grant') {
           this.grants.push(msg);
           if (this.onGrant) this.onGrant(msg);
+        } else if (msg.type === 'hold') {
+          this.holds.push(msg);
         } else if (msg.type === 'failure') {
           this.failures.set(msg.error, (this.failures.get(msg.error) || 0) + 1);
         }

@@ -34,6 +34,13 @@ export function summaryLines(h, checks, problems, mode) {
   out.push(`  by agent: ${list(countBy(h.grants, (g) => g.agent))}`);
   out.push(`  by resource: ${list(countBy(h.grants, (g) => g.resource))}`);
   out.push(`  writes: ${list(writes)}`);
+  const holds = h.holds ?? [];
+  if (holds.length) {
+    const kinds = cfg.holdKinds.filter((k) => k.clients > 0)
+      .map((k) => `${k.clients} ${k.kind} on ${k.resource}${k.acquire.permits ? ` (K=${k.acquire.permits})` : ''}`);
+    out.push(`holds: ${holds.length} (${list(countBy(holds, (g) => g.mode))}); clients: ${kinds.join(', ')}`);
+    out.push(`  by agent: ${list(countBy(holds, (g) => g.agent))}`);
+  }
   out.push(`acquire failures: ${list(h.failures)}`);
   out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
   out.push('    #  t start  down s  fault                 target                                   ' +
@@ -64,7 +71,8 @@ export function summaryLines(h, checks, problems, mode) {
   for (const p of problems) out.push(`problem: ${p}`);
   const violations = checks.reduce((n, c) => n + c.violations.length, 0);
   const pass = violations === 0 && problems.length === 0;
-  out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${h.faults.length} faults, ` +
+  out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${holds.length} holds, ` +
+    `${h.faults.length} faults, ` +
     `${violations} violation(s), ${problems.length} problem(s)`);
   return { lines: out, pass };
 }
@@ -74,14 +82,15 @@ export function summaryLines(h, checks, problems, mode) {
 export function writeHistory(file, h, checks, problems) {
   const fd = fs.openSync(file, 'w');
   const put = (s) => fs.writeSync(fd, s);
-  const { grants, ops, ...rest } = h;
+  const { grants, holds = [], ops, ...rest } = h;
   const head = { ...rest, checks, problems };
   put(JSON.stringify(head, null, 1).replace(/\n}$/, ',\n'));
-  for (const [name, items] of [['grants', grants], ['register_ops', ops]]) {
+  const arrays = [['grants', grants], ['holds', holds], ['register_ops', ops]];
+  arrays.forEach(([name, items], k) => {
     put(` "${name}": [\n`);
     items.forEach((item, i) => put(`  ${JSON.stringify(item)}${i + 1 < items.length ? ',' : ''}\n`));
-    put(name === 'grants' ? ' ],\n' : ' ]\n');
-  }
+    put(k + 1 < arrays.length ? ' ],\n' : ' ]\n');
+  });
   put('}\n');
   fs.closeSync(fd);
 }
