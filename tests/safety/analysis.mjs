@@ -120,16 +120,19 @@ function lowerBound(sorted, x) {
 // Its delay is a figure, reported against the goal (cfg.resumeGoalMs, max_ttl + 1 s): how fast
 // depends on the machine's load. A violation is a fault not injected as planned, or no grant
 // within cfg.resumeFailMs of a heal: the goal itself in long mode, ten times it in the gating
-// short mode (no progress at all). Fills fault.resume_ms and fault.grants_during.
+// short mode (no progress at all). Fills fault.resume_ms, fault.grants_during and
+// fault.holds_during (semaphore and read-write holds granted between the start and the heal).
 export function checkResume(h) {
   const violations = [];
   const times = h.grants.map((g) => g.t_granted).sort((a, b) => a - b);
+  const holdTimes = (h.holds ?? []).map((g) => g.t_granted).sort((a, b) => a - b);
   const goalMs = h.cfg.resumeGoalMs ?? h.cfg.maxTtlMs + 1000;
   const failMs = h.cfg.resumeFailMs ?? goalMs;
   let met = 0;
   let slowest = null;
   for (const f of h.faults) {
     f.grants_during = lowerBound(times, f.heal) - lowerBound(times, f.start);
+    f.holds_during = lowerBound(holdTimes, f.heal) - lowerBound(holdTimes, f.start);
     const next = times[lowerBound(times, f.heal)];
     f.resume_ms = next === undefined ? null : ms(next - f.heal);
     if (f.error) {

@@ -169,6 +169,13 @@ describe('safety checks', () => {
     assert.match(analyze(h)[5].stats, /s0: K=3, 6 holds, at most 3 at once, 2 granted at K/);
   });
 
+  it('(4) count the semaphore and read-write holds granted during each fault', () => {
+    const h = cleanSemaphore();
+    h.faults.push({ name: 'kill -9 one agent', target: 'a1', start: 1 * S, heal: 1.3 * S });
+    analyze(h);
+    assert.deepEqual(h.faults.map((f) => f.holds_during), [0, 3]);
+  });
+
   it('(6) catch a K+1th holder of a semaphore, across agents', () => {
     const h = cleanSemaphore();
     // c3, c1 and c2 hold permits 0, 1 and 2 at 1.55 s: a fourth holder.

@@ -44,14 +44,15 @@ export function summaryLines(h, checks, problems, mode) {
   out.push(`acquire failures: ${list(h.failures)}`);
   out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
   out.push('    #  t start  down s  fault                 target                                   ' +
-    'grants during  heal -> grant');
+    'grants during  holds during  heal -> grant');
   h.faults.forEach((f, i) => {
     const t = ((f.start - h.t0) / 1e6).toFixed(1).padStart(7);
     const down = ((f.heal - f.start) / 1e6).toFixed(1).padStart(6);
     const resume = f.resume_ms === null ? 'none' : `${f.resume_ms.toFixed(0)} ms`;
     const target = f.error ? `FAILED: ${f.error}` : f.target;
     out.push(`  ${String(i + 1).padStart(3)}  ${t}  ${down}  ${f.name.padEnd(20)}  ${target.padEnd(40)} ` +
-      `${String(f.grants_during).padStart(13)}  ${resume.padStart(13)}`);
+      `${String(f.grants_during).padStart(13)}  ${String(f.holds_during ?? 0).padStart(12)}  ` +
+      `${resume.padStart(13)}`);
     if (f.paused) {
       const p = f.paused;
       out.push(`${' '.repeat(40)}late write (${p.resource}, fence ${p.fence}) ` +
