@@ -41,12 +41,12 @@ KINDS = [
 def kinds_table(rows):
     base = rows.get(KINDS[0][0], {})
     out = ["| part | cycles/s | × mutex | wait p50 | wait p99 | × mutex | wait p99 by role | "
-           "hand-off p50 / p99 | agent CPU s / 1k | failed |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+           "hand-off p50 / p99 | agent CPU s / 1k | redis CPU s / 1k | failed |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
     for label, desc, roles in KINDS:
         r = rows.get(label)
         if r is None:
-            out.append(f"| {desc} | (did not run) |||||||||")
+            out.append(f"| {desc} | (did not run) ||||||||||")
             continue
         by_role = ", ".join(f"{role} {us(r.get(f'wait_{role}_us_p99'))} "
                             f"({r.get(f'wait_{role}_samples', 0):,.0f})" for role in roles)
@@ -59,6 +59,7 @@ def kinds_table(rows):
             by_role or "–",
             f"{us(r.get('handoff_us_p50'))} / {us(r.get('handoff_us_p99'))}",
             f"{cpu:.3f}" if cpu is not None else "–",
+            f"{r['redis_cpu_s_per_1k']:.3f}" if "redis_cpu_s_per_1k" in r else "–",
             str(r.get("failed", "?")),
         ]) + " |")
     return out
