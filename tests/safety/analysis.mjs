@@ -253,7 +253,20 @@ export function checkReadWrite(h) {
     stats: parts.join('; ') || 'no read-write holds' };
 }
 
+// For each holder stopped past its validity (fault.stopped_hold): how many holds of its resource
+// other clients were granted after its validity ended and before it was let go (taken_meanwhile:
+// whether the fault was exercised). A figure: checks 6 and 7 judge those holds.
+export function countTakenMeanwhile(h) {
+  for (const f of h.faults) {
+    const s = f.stopped_hold;
+    if (!s) continue;
+    s.taken_meanwhile = (h.holds ?? []).filter((g) => g.resource === s.resource &&
+      g.token !== s.token && g.t_granted >= s.validity_end && g.t_granted < f.heal).length;
+  }
+}
+
 export function analyze(h) {
+  countTakenMeanwhile(h);
   return [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h), checkStaleWrites(h),
     checkSemaphore(h), checkReadWrite(h)];
 }

@@ -176,6 +176,17 @@ describe('safety checks', () => {
     assert.deepEqual(h.faults.map((f) => f.holds_during), [0, 3]);
   });
 
+  it('count the holds others were granted while a holder was stopped past its validity', () => {
+    const h = cleanSemaphore();
+    // c1's permit 1 (granted at 3 s, valid 1 s) stopped until 5 s: c4 took permit 1 at 4.01 s.
+    const stopped = h.holds[4];
+    h.faults.push({ name: 'SIGSTOP one holder', target: 'c1', start: 3.1 * S, heal: 5 * S,
+      stopped_hold: { client: 'c1', resource: 's0', mode: 'permit', permit: 1,
+        token: stopped.token, validity_end: stopped.validity_end, release: 'not_held' } });
+    assert.deepEqual(failing(h), []);
+    assert.equal(h.faults[1].stopped_hold.taken_meanwhile, 1);
+  });
+
   it('(6) catch a K+1th holder of a semaphore, across agents', () => {
     const h = cleanSemaphore();
     // c3, c1 and c2 hold permits 0, 1 and 2 at 1.55 s: a fourth holder.

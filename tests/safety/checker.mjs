@@ -33,7 +33,7 @@ import {
   stopChild, waitUntil,
 } from '../browser/fixture.mjs';
 import { analyze } from './analysis.mjs';
-import { runFaults } from './faults.mjs';
+import { faultsFor, runFaults } from './faults.mjs';
 import { FencedRegister, nowUs } from './register.mjs';
 import { summaryLines, writeHistory } from './report.mjs';
 import { pickSeed, subSeed } from './rng.mjs';
@@ -245,13 +245,17 @@ async function main() {
     const stopProgress = startProgress(register);
     await pause(cfg.warmupMs);
     // The client the register stops between read and write is a register client.
+    // The holder stopped is a hold client, the kinds in turn (sem0, rd0, wr0, sem1, ...).
     const clientNames = clients.filter((c) => c.register).map((c) => c.name);
-    const ctx = { cluster, agents, register, cfg, say, clientNames };
+    const holders = clients.filter((c) => !c.register).map((c) => c.name);
+    const holderNames = [...holders].sort((a, b) =>
+      Number(a.match(/\d+$/)) - Number(b.match(/\d+$/)) || holders.indexOf(a) - holders.indexOf(b));
+    const ctx = { cluster, agents, register, cfg, say, clientNames, holderNames };
     const longDone = () => (cfg.longSeconds
       ? nowUs() - trafficStart >= cfg.longSeconds * 1e6
       : register.grants.length >= cfg.longGrants);
     const faults = await runFaults(ctx, (done) =>
-      opts.long ? longDone() : done.length >= cfg.shortCycles * 5);
+      opts.long ? longDone() : done.length >= cfg.shortCycles * faultsFor(ctx).length);
     stopProgress();
 
     say('stopping the clients');

@@ -19,7 +19,8 @@
 //
 // A register client's cycle: acquire (fence: true) → t_granted and validity → enough validity
 // left? → register read → (hold) → register write value+1 → t_exit → release → send the record.
-// A hold client's: acquire → t_granted and validity → hold → t_exit → release → send the record
+// A hold client's: acquire → t_granted and validity → tell the register it holds (where a
+// fault may stop it) → hold → t_exit → release → send the record
 // (type "hold", with the grant's mode and, for a permit, permits and permit). Times are µs on
 // CLOCK_MONOTONIC (process.hrtime.bigint()), shared with the checker. The agent may be killed
 // and restarted under us: on a lost connection, reconnect with backoff and carry on.
@@ -130,6 +131,11 @@ async function holdCycle(conn, resource, ttlMs) {
     process.exit(2);
   }
   if (record.mode === 'permit') Object.assign(record, { permits: cfg.acquire.permits, permit: reply.permit });
+  // Where the checker may stop us (SIGSTOP one holder): a long timeout, as for the read.
+  await register.call(
+    { op: 'holding', client: name, resource, token: reply.token, validity_end_us: validityEndUs },
+    { timeoutMs: 120000 },
+  );
   await holdFor(validityEndUs);
   record.t_exit = nowUs();
   await release(conn, resource, reply.token, record);

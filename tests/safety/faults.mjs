@@ -2,8 +2,8 @@
 // it was healed (µs on CLOCK_MONOTONIC, as every other time of the run): the checker reports how
 // soon after each heal grants resumed (goal: max_ttl + 1 s).
 //
-// ctx: {cluster, agents, register, cfg, say, clientNames}. round: which cycle this is, to rotate
-// the targets. Every target is chosen by the round, never by timing or chance: the same run
+// ctx: {cluster, agents, register, cfg, say, clientNames, holderNames}. round: which cycle this
+// is, to rotate the targets. Every target is chosen by the round, never by timing or chance: the same run
 // injects the same faults into the same masters, agents and clients.
 
 import { setTimeout as pause } from 'node:timers/promises';
@@ -23,6 +23,20 @@ async function killMasters(ctx, indices) {
   // Restarted one after the other: the port is each one's own, no race between them.
   for (const m of masters) await m.restart();
   return { start, healing, heal: nowUs(), target: masters.map((m) => m.address).join(' ') };
+}
+
+// Stops the client named target at its next read or holding message (register.mjs), so that it
+// is inside its hold, and lets it go 1 s after its validity ended. Returns the pause
+// {client, pid, t, resource, fence, token, validityEndUs} and when it was let go.
+async function stopPastValidity(ctx, target) {
+  const p = await ctx.register.pauseNextRead((client) => client === target, 60000);
+  try {
+    const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
+    await pause(stopForMs);
+  } finally {
+    process.kill(p.pid, 'SIGCONT');
+  }
+  return { p, heal: nowUs() };
 }
 
 export const FAULTS = [
@@ -58,14 +72,7 @@ export const FAULTS = [
       const start = nowUs();
       // Fast and slow clients in turn (the first 3 are the slow ones).
       const target = ctx.clientNames[(round * 4 + 3) % ctx.clientNames.length];
-      const p = await ctx.register.pauseNextRead((client) => client === target, 60000);
-      try {
-        const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
-        await pause(stopForMs);
-      } finally {
-        process.kill(p.pid, 'SIGCONT');
-      }
-      const heal = nowUs();
+      const { p, heal } = await stopPastValidity(ctx, target);
       const write = await waitUntil(() => ctx.register.writeOf(p.token), {
         timeoutMs: 60000,
         intervalMs: 10,
@@ -90,7 +97,32 @@ export const FAULTS = [
       return { start, healing, heal: nowUs(), target: agent.label };
     },
   },
+  {
+    // A semaphore, read or write holder (in turn, by the round) stopped inside its hold until
+    // 1 s after its validity ended: others take its permit or the lock meanwhile, and its late
+    // release must free nothing of theirs (checks 6 and 7 see the holds that follow).
+    name: 'SIGSTOP one holder',
+    applies: (ctx) => ctx.holderNames.length > 0,
+    run: async (ctx, round) => {
+      const start = nowUs();
+      const target = ctx.holderNames[round % ctx.holderNames.length];
+      const { p, heal } = await stopPastValidity(ctx, target);
+      const rec = await waitUntil(() => ctx.register.holdOf(p.token), {
+        timeoutMs: 60000,
+        intervalMs: 10,
+        what: `the hold record of client ${p.client}`,
+      });
+      return {
+        start: p.t, armed: start, healing: heal, heal, target: `${p.client} (pid ${p.pid})`,
+        stopped_hold: { client: p.client, resource: p.resource, mode: rec.mode, permit: rec.permit,
+          token: p.token, validity_end: p.validityEndUs, release: rec.release },
+      };
+    },
+  },
 ];
+
+// The faults this run injects, in order: those whose applies(ctx) allows (default all).
+export const faultsFor = (ctx) => FAULTS.filter((f) => !f.applies || f.applies(ctx));
 
 // The first grant (any resource, any agent) after t: a record with t_granted >= t, or null.
 function grantAfter(register, t) {
@@ -107,9 +139,10 @@ function grantAfter(register, t) {
 // Returns the fault records.
 export async function runFaults(ctx, done) {
   const records = [];
+  const faults = faultsFor(ctx);
   for (let i = 0; ; i++) {
-    const fault = FAULTS[i % FAULTS.length];
-    const round = Math.floor(i / FAULTS.length);
+    const fault = faults[i % faults.length];
+    const round = Math.floor(i / faults.length);
     ctx.say(`fault ${i + 1}: ${fault.name}`);
     let rec;
     try {

@@ -59,6 +59,12 @@ export function summaryLines(h, checks, problems, mode) {
         `${p.write_accepted ? 'ACCEPTED' : 'rejected'}, ${p.higher_accepted_meanwhile} higher ` +
         `fence(s) accepted meanwhile`);
     }
+    if (f.stopped_hold) {
+      const s = f.stopped_hold;
+      out.push(`${' '.repeat(40)}${s.mode}${s.mode === 'permit' ? ` ${s.permit}` : ''} of ${s.resource} ` +
+        `held past its validity; ${s.taken_meanwhile} hold(s) granted to others meanwhile; its ` +
+        `release: ${s.release}`);
+    }
   });
   out.push('checks:');
   for (const c of checks) {
