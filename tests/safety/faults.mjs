@@ -26,9 +26,11 @@ async function killMasters(ctx, indices) {
 }
 
 // Stops the client named target at its next read or holding message (register.mjs), so that it
-// is inside its hold, and lets it go 1 s after its validity ended. Returns the pause
-// {client, pid, t, resource, fence, token, validityEndUs} and when it was let go.
-async function stopPastValidity(ctx, target) {
+// is inside its hold, lets it go 1 s after its validity ended, and waits for what it does next
+// (after(token): the register's record of it, null until it came; `what` names it). Returns the
+// pause p {client, pid, t, resource, fence, token, validityEndUs}, that record, and the fault
+// record's common fields.
+async function stopPastValidity(ctx, armedAt, target, after, what) {
   const p = await ctx.register.pauseNextRead((client) => client === target, 60000);
   try {
     const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
@@ -36,7 +38,12 @@ async function stopPastValidity(ctx, target) {
   } finally {
     process.kill(p.pid, 'SIGCONT');
   }
-  return { p, heal: nowUs() };
+  const heal = nowUs();
+  const next = await waitUntil(() => after(p.token), {
+    timeoutMs: 60000, intervalMs: 10, what: `${what} of client ${p.client}`,
+  });
+  return { p, next, fault: { start: p.t, armed: armedAt, healing: heal, heal,
+    target: `${p.client} (pid ${p.pid})` } };
 }
 
 export const FAULTS = [
@@ -69,17 +76,12 @@ export const FAULTS = [
     // validity ended; its late write must then be rejected if a higher fence was accepted.
     name: 'SIGSTOP one client',
     run: async (ctx, round) => {
-      const start = nowUs();
       // Fast and slow clients in turn (the first 3 are the slow ones).
       const target = ctx.clientNames[(round * 4 + 3) % ctx.clientNames.length];
-      const { p, heal } = await stopPastValidity(ctx, target);
-      const write = await waitUntil(() => ctx.register.writeOf(p.token), {
-        timeoutMs: 60000,
-        intervalMs: 10,
-        what: `the late write of client ${p.client}`,
-      });
+      const { p, next: write, fault } = await stopPastValidity(ctx, nowUs(), target,
+        (token) => ctx.register.writeOf(token), 'the late write');
       return {
-        start: p.t, armed: start, healing: heal, heal, target: `${p.client} (pid ${p.pid})`,
+        ...fault,
         paused: { client: p.client, resource: p.resource, fence: p.fence, token: p.token,
           validity_end: p.validityEndUs, write_t: write.t, write_accepted: write.accepted },
       };
@@ -104,16 +106,11 @@ export const FAULTS = [
     name: 'SIGSTOP one holder',
     applies: (ctx) => ctx.holderNames.length > 0,
     run: async (ctx, round) => {
-      const start = nowUs();
       const target = ctx.holderNames[round % ctx.holderNames.length];
-      const { p, heal } = await stopPastValidity(ctx, target);
-      const rec = await waitUntil(() => ctx.register.holdOf(p.token), {
-        timeoutMs: 60000,
-        intervalMs: 10,
-        what: `the hold record of client ${p.client}`,
-      });
+      const { p, next: rec, fault } = await stopPastValidity(ctx, nowUs(), target,
+        (token) => ctx.register.holdOf(token), 'the hold record');
       return {
-        start: p.t, armed: start, healing: heal, heal, target: `${p.client} (pid ${p.pid})`,
+        ...fault,
         stopped_hold: { client: p.client, resource: p.resource, mode: rec.mode, permit: rec.permit,
           token: p.token, validity_end: p.validityEndUs, release: rec.release },
       };
