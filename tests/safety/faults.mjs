@@ -104,7 +104,7 @@ export const FAULTS = [
     // 1 s after its validity ended: others take its permit or the lock meanwhile, and its late
     // release must free nothing of theirs (checks 6 and 7 see the holds that follow).
     name: 'SIGSTOP one holder',
-    applies: (ctx) => ctx.holderNames.length > 0,
+    applies: (ctx) => ctx.holderNames.length > 0 && ctx.cfg.stopHolders,
     run: async (ctx, round) => {
       const target = ctx.holderNames[round % ctx.holderNames.length];
       const { p, next: rec, fault } = await stopPastValidity(ctx, nowUs(), target,
