@@ -93,7 +93,7 @@ Pick CycleLoad::Choose(int client) {
   return {&own_[static_cast<size_t>(client)], -1};
 }
 
-void CycleLoad::Granted(const Pick& p, Clock::time_point sent) {
+void CycleLoad::Granted(const Pick& p, Clock::time_point sent, const char* role) {
   const auto now = Clock::now();
   if (p.hot >= 0) {
     const auto k = static_cast<size_t>(p.hot);
@@ -103,7 +103,9 @@ void CycleLoad::Granted(const Pick& p, Clock::time_point sent) {
   if (!in_window_) return;
   const double us = Micros(now - sent);
   acquire_.Add(us);
-  if (p.hot >= 0) wait_.Add(us);
+  if (p.hot < 0) return;
+  wait_.Add(us);
+  if (role != nullptr) wait_by_role_[role].Add(us);
 }
 
 void CycleLoad::ReleaseSent(const Pick& p) {
@@ -135,6 +137,10 @@ void CycleLoad::Report(Result& r) {
     r.Number("wait_samples", static_cast<double>(wait_.size()));
     r.Percentiles("wait_us", wait_);
     r.Percentiles("handoff_us", handoff_);
+  }
+  for (auto& [role, samples] : wait_by_role_) {
+    r.Number("wait_" + role + "_samples", static_cast<double>(samples.size()));
+    r.Percentiles("wait_" + role + "_us", samples);
   }
   for (const auto& [code, n] : failed_by_code_) r.Number("failed_" + code, static_cast<double>(n));
 }

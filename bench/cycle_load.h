@@ -12,7 +12,8 @@
 // when its grant arrives inside the window; a cycle counts when its release is answered inside
 // it. Contended acquires (contended mode, hot keys in mixed mode) also go to "wait" samples, and
 // each grant of a contended key that follows a release of that key records the hand-off gap:
-// from sending the previous holder's release to receiving the next grant of that key.
+// from sending the previous holder's release to receiving the next grant of that key. A grant
+// given a role (a semaphore's permit, a read or a write hold) also records its wait under it.
 
 #include <uv.h>
 
@@ -63,7 +64,8 @@ class CycleLoad {
 
   Pick Choose(int client);
 
-  void Granted(const Pick& p, Clock::time_point sent);
+  // role (optional): the grant's wait also goes to the samples of that role (wait_<role>_us).
+  void Granted(const Pick& p, Clock::time_point sent, const char* role = nullptr);
   void ReleaseSent(const Pick& p);
   void CycleDone() {
     if (in_window_) ++cycles_;
@@ -95,6 +97,7 @@ class CycleLoad {
   int64_t failures_ = 0;
   std::map<std::string, int64_t> failed_by_code_;
   Samples acquire_, wait_, handoff_;
+  std::map<std::string, Samples> wait_by_role_;
 };
 
 }  // namespace lw::bench

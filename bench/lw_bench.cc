@@ -5,6 +5,7 @@
 //            --mode uncontended|contended|mixed|hold [--clients C] [--seconds S]
 //            [--warmup-seconds W] [--ttl-ms T] [--wait-ms W] [--own-wait-ms W] [--prefix P]
 //            [--hot-keys K] [--hot-share F] [--label L] [--json FILE]
+//            [--permits K | --shared-clients N]
 //   hold mode: --sessions S --locks L [--ttl-ms T] [--wait-ms W] [--seconds D]
 //            --masters H:P,... [--sample-keys-per-second N] [--key-prefix lock:] (see hold.h)
 //
@@ -12,6 +13,11 @@
 // own, uncontended key (default 0: one attempt, the path measured, as lw_bench_raw and
 // node-redlock make it). A smoke run, which must pass on a loaded machine, gives both a wait, so
 // that an attempt a slow master made fail is retried instead of failing the run.
+//
+// The kind of lock (issue 18): --permits K makes every acquire a permit of a semaphore of K;
+// --shared-clients N makes clients 0..N-1 take read holds ("shared": true) and the others the
+// write hold of the same read-write lock. Their waits are also reported per role (wait_read_us,
+// wait_write_us, wait_permit_us).
 //
 // Prints one `key=value` line (cycles/s, acquire latency p50/p90/p99/max in µs, contended wait
 // and hand-off, agent CPU seconds per 1k cycles) and appends it as JSON to --json. Exit status:
@@ -33,12 +39,35 @@
 namespace lw::bench {
 namespace {
 
+// What one client's acquires add to the request, and the role its waits are reported under
+// (nullptr: none, a mutex).
+struct HoldKind {
+  std::string fields;
+  const char* role = nullptr;
+};
+
+// Client i's kind: a permit of a semaphore of `permits` (> 0), else a read hold for the first
+// `shared_clients` clients and the write hold for the rest (shared_clients > 0), else a mutex.
+HoldKind KindOf(int i, int64_t permits, int64_t shared_clients) {
+  if (permits > 0) return {",\"permits\":" + std::to_string(permits), "permit"};
+  if (shared_clients <= 0) return {};
+  if (i < shared_clients) return {",\"shared\":true", "read"};
+  return {"", "write"};
+}
+
 // One client: a connection running acquire+release cycles until the window closes.
 class CyclingClient {
  public:
+  // kind: what this client's acquires add (HoldKind); its role names its wait samples.
   CyclingClient(uv_loop_t* loop, const std::string& socket, int index, CycleLoad& load,
-                int64_t ttl_ms, int64_t wait_ms, int64_t own_wait_ms, int* connected, int* broken)
-      : index_(index), load_(load), ttl_ms_(ttl_ms), wait_ms_(wait_ms), own_wait_ms_(own_wait_ms) {
+                int64_t ttl_ms, int64_t wait_ms, int64_t own_wait_ms, HoldKind kind,
+                int* connected, int* broken)
+      : index_(index),
+        load_(load),
+        ttl_ms_(ttl_ms),
+        wait_ms_(wait_ms),
+        own_wait_ms_(own_wait_ms),
+        kind_(std::move(kind)) {
     link_ = std::make_unique<AgentLink>(
         loop, socket,
         [this, connected, broken](int status) { ++*(status == 0 ? connected : broken); },
@@ -65,9 +94,10 @@ class CyclingClient {
     const int n = std::snprintf(
         out_, sizeof out_,
         "{\"id\":%lld,\"op\":\"acquire\",\"resource\":\"%s\",\"ttl_ms\":%lld,"
-        "\"wait_ms\":%lld}\n",
+        "\"wait_ms\":%lld%s}\n",
         static_cast<long long>(++id_), pick_.resource->c_str(), static_cast<long long>(ttl_ms_),
-        static_cast<long long>(pick_.hot >= 0 ? wait_ms_ : own_wait_ms_));
+        static_cast<long long>(pick_.hot >= 0 ? wait_ms_ : own_wait_ms_),
+        kind_.fields.c_str());
     releasing_ = false;
     sent_ = Clock::now();
     link_->Send(std::string_view(out_, static_cast<size_t>(n)));
@@ -98,7 +128,7 @@ class CyclingClient {
     }
     if (!releasing_) {
       if (l.ok && l.token.size() == 40) {
-        load_.Granted(pick_, sent_);
+        load_.Granted(pick_, sent_, kind_.role);
         Release(l.token);
         return;
       }
@@ -114,6 +144,7 @@ class CyclingClient {
   int index_;
   CycleLoad& load_;
   int64_t ttl_ms_, wait_ms_, own_wait_ms_;
+  HoldKind kind_;
   std::unique_ptr<AgentLink> link_;
   Pick pick_{};
   int64_t id_ = 0;
@@ -136,6 +167,12 @@ int RunCycles(const Flags& f) {
                                      ? std::vector<int>{static_cast<int>(f.Int("agent-pid", 0))}
                                      : std::vector<int>{};
   const std::vector<int> redis = Pids(f.List("redis-pids"));
+  const int64_t permits = f.Int("permits", 0);
+  const int64_t shared_clients = f.Int("shared-clients", 0);
+  if (permits > 0 && shared_clients > 0) {
+    throw std::invalid_argument("--permits and --shared-clients: give one (a semaphore has no "
+                                "read holds)");
+  }
 
   uv_loop_t* loop = uv_default_loop();
   CycleLoad load(shape);
@@ -143,7 +180,9 @@ int RunCycles(const Flags& f) {
   std::vector<std::unique_ptr<CyclingClient>> clients;
   for (int i = 0; i < shape.clients; ++i) {
     clients.push_back(std::make_unique<CyclingClient>(loop, socket, i, load, ttl_ms, wait_ms,
-                                                      own_wait_ms, &connected, &broken));
+                                                      own_wait_ms,
+                                                      KindOf(i, permits, shared_clients),
+                                                      &connected, &broken));
   }
   while (connected + broken < shape.clients) uv_run(loop, UV_RUN_ONCE);
   if (broken > 0) {
@@ -201,7 +240,8 @@ int main(int argc, char** argv) {
                                "prefix",         "hot-keys",  "hot-share",
                                "label",          "json",      "sessions",
                                "locks",          "masters",   "sample-keys-per-second",
-                               "key-prefix",     "inflight",  "own-wait-ms"},
+                               "key-prefix",     "inflight",  "own-wait-ms",
+                               "permits",        "shared-clients"},
                   {});
     if (f.Str("mode", "") == "hold") return RunHold(f);
     return RunCycles(f);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's results.jsonl into the markdown table of bench/README.md.
 
-    python3 bench/results.py results.jsonl [--smoke 0|1] [--note TEXT]
+    python3 bench/results.py results.jsonl [--smoke 0|1] [--note TEXT] [--kinds-only]
 
 Each line of the input is one part's result (lw_bench, lw_bench_raw or redlock_bench.mjs),
 labelled "<shape> <bench>". Ratios are computed from this one run only.
@@ -30,11 +30,47 @@ def us(v):
     return f"{v / 1000:.2f} ms" if v < 10000 else f"{v / 1000:.1f} ms"
 
 
+# The other kinds (issue 18), each against the mutex's 16-on-1 part of the same run.
+KINDS = [
+    ("c16-on-1 agent", "mutex, 16 clients on 1 resource (baseline)", []),
+    ("sem4-c16 agent", "semaphore K=4, 16 clients on 1 resource", ["permit"]),
+    ("rw15+1 agent", "read-write, 15 readers + 1 writer on 1 resource", ["read", "write"]),
+]
+
+
+def kinds_table(rows):
+    base = rows.get(KINDS[0][0], {})
+    out = ["| part | cycles/s | × mutex | wait p50 | wait p99 | × mutex | wait p99 by role | "
+           "hand-off p50 / p99 | agent CPU s / 1k | redis CPU s / 1k | failed |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for label, desc, roles in KINDS:
+        r = rows.get(label)
+        if r is None:
+            out.append(f"| {desc} | (did not run) ||||||||||")
+            continue
+        by_role = ", ".join(f"{role} {us(r.get(f'wait_{role}_us_p99'))} "
+                            f"({r.get(f'wait_{role}_samples', 0):,.0f})" for role in roles)
+        cpu = r.get("agent_cpu_s_per_1k")
+        out.append("| " + " | ".join([
+            desc, f"{r['cycles_per_s']:,.0f}",
+            ratio(r["cycles_per_s"], base.get("cycles_per_s")),
+            us(r.get("wait_us_p50")), us(r.get("wait_us_p99")),
+            ratio(r.get("wait_us_p99"), base.get("wait_us_p99")),
+            by_role or "–",
+            f"{us(r.get('handoff_us_p50'))} / {us(r.get('handoff_us_p99'))}",
+            f"{cpu:.3f}" if cpu is not None else "–",
+            f"{r['redis_cpu_s_per_1k']:.3f}" if "redis_cpu_s_per_1k" in r else "–",
+            str(r.get("failed", "?")),
+        ]) + " |")
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("jsonl")
     ap.add_argument("--smoke", default="0")
     ap.add_argument("--note", default="")
+    ap.add_argument("--kinds-only", action="store_true")
     a = ap.parse_args()
     rows = {}
     with open(a.jsonl) as f:
@@ -42,6 +78,11 @@ def main():
             if line.strip():
                 r = json.loads(line)
                 rows[r.get("label", "?")] = r
+    if a.kinds_only:
+        print("\n".join(["### Semaphore and read-write beside the mutex", "",
+                         f"One run of `bash bench/run.sh --kinds`: {a.note}.", ""]
+                        + kinds_table(rows)))
+        return
 
     def get(shape, bench, key):
         return rows.get(f"{shape} {bench}", {}).get(key)
@@ -76,6 +117,10 @@ def main():
                 f"{r['bench_cpu_s_per_1k']:.3f}" if "bench_cpu_s_per_1k" in r else "–",
                 str(r.get("failed", "?")),
             ]) + " |")
+    out.append("")
+    out.append("Semaphore and read-write beside the mutex (the agent, same run):")
+    out.append("")
+    out.extend(kinds_table(rows))
     out.append("")
 
     def best_node(shape, key, lower_is_better):

@@ -6,6 +6,10 @@
 #
 #   bash bench/run.sh            # full run, about 3 minutes
 #   bash bench/run.sh --smoke    # everything tiny (CI: keeps it compiling and working)
+#   bash bench/run.sh --kinds    # only the agent's 16-on-1 mutex, semaphore (K=4, 16 clients)
+#                                # and read-write (15 readers + 1 writer) parts, ~30 s
+# Every run measures the semaphore and read-write parts beside the mutex's 16-on-1 part, on
+# the same agent and masters, and prints their ratios to it.
 #
 # LOCKWARDEN_BUILD_DIR   build directory to use (default build/; built with .ci/build.sh if
 #                        it is build/, else `cmake --build` of the needed targets)
@@ -26,11 +30,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-smoke=0
+smoke=0 kinds_only=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
+  --kinds) kinds_only=1 ;;
   '') ;;
-  *) echo "usage: bash bench/run.sh [--smoke]" >&2; exit 64 ;;
+  *) echo "usage: bash bench/run.sh [--smoke | --kinds]" >&2; exit 64 ;;
 esac
 
 build=${LOCKWARDEN_BUILD_DIR:-build}
@@ -156,11 +161,13 @@ start_agent cycles
 common=(--seconds "$seconds" --warmup-seconds "$warmup" --redis-pids "$redis_pids")
 # shape name, mode, clients
 shapes=("c1 uncontended 1" "c64 uncontended 64" "c16-on-1 contended 16" "mixed64 mixed 64")
+((kinds_only)) && shapes=("c16-on-1 contended 16")
 for s in "${shapes[@]}"; do
   set -- $s
   shape=$1 mode=$2 clients=$3
   part "$shape agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode "$mode" \
     --clients "$clients" "${common[@]}" "${own_wait[@]}"
+  ((kinds_only)) && continue
   part "$shape raw" "$raw" --masters "$hostports" --mode "$mode" --clients "$clients" \
     "${common[@]}"
   part "$shape node" node "$node_dir/redlock_bench.mjs" --masters "$hostports" --mode "$mode" \
@@ -168,7 +175,26 @@ for s in "${shapes[@]}"; do
   part "$shape node-autopipe" node "$node_dir/redlock_bench.mjs" --masters "$hostports" \
     --mode "$mode" --clients "$clients" "${common[@]}" --seed "$seed" --autopipeline
 done
+# The other kinds (issue 18), beside the mutex's c16-on-1 on the same agent: a semaphore of 4
+# permits with 16 clients, a read-write lock with 15 readers and 1 writer; one resource each.
+part "sem4-c16 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
+  --clients 16 --permits 4 --prefix bench/sem/ "${common[@]}"
+part "rw15+1 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
+  --clients 16 --shared-clients 15 --prefix bench/rw/ "${common[@]}"
 stop_agent
+
+if ((kinds_only)); then
+  python3 bench/results.py "$results" --kinds-only --note "$(date -u +%F), $(nproc) cores, \
+$build_type, ${seconds} s per part, load average $load_before before, \
+$(cut -d' ' -f1-3 /proc/loadavg) after" >"$out/results.md"
+  echo
+  cat "$out/results.md"
+  if ((${#failed_parts[@]})); then
+    echo "bench/run.sh: FAILED parts: ${failed_parts[*]}" >&2
+    exit 1
+  fi
+  exit 0
+fi
 
 # Hold: a fresh agent, so its RSS is the hold's alone.
 start_agent hold

@@ -1,7 +1,9 @@
 // The checks of the safety run, over its history (pure functions, no I/O):
-//   h = {cfg, t0, trafficStart, trafficEnd, grants, ops, resources, failures, faults}
-// grants: the clients' records (client.mjs); ops: the register's log (register.mjs); every time
-// is µs on CLOCK_MONOTONIC. Each check returns {id, title, stats, violations: [{text, ...}]}.
+//   h = {cfg, t0, trafficStart, trafficEnd, grants, holds, ops, resources, failures, faults}
+// grants: the fenced-register clients' records (client.mjs); holds: the semaphore and
+// read-write clients' records (mode "permit" with permits and permit, "shared" or "exclusive");
+// ops: the register's log (register.mjs); every time is µs on CLOCK_MONOTONIC. Each check
+// returns {id, title, stats, violations: [{text, ...}]}.
 
 const ms = (us) => us / 1000;
 const sec = (h, us) => ((us - h.t0) / 1e6).toFixed(3);
@@ -118,16 +120,19 @@ function lowerBound(sorted, x) {
 // Its delay is a figure, reported against the goal (cfg.resumeGoalMs, max_ttl + 1 s): how fast
 // depends on the machine's load. A violation is a fault not injected as planned, or no grant
 // within cfg.resumeFailMs of a heal: the goal itself in long mode, ten times it in the gating
-// short mode (no progress at all). Fills fault.resume_ms and fault.grants_during.
+// short mode (no progress at all). Fills fault.resume_ms, fault.grants_during and
+// fault.holds_during (semaphore and read-write holds granted between the start and the heal).
 export function checkResume(h) {
   const violations = [];
   const times = h.grants.map((g) => g.t_granted).sort((a, b) => a - b);
+  const holdTimes = (h.holds ?? []).map((g) => g.t_granted).sort((a, b) => a - b);
   const goalMs = h.cfg.resumeGoalMs ?? h.cfg.maxTtlMs + 1000;
   const failMs = h.cfg.resumeFailMs ?? goalMs;
   let met = 0;
   let slowest = null;
   for (const f of h.faults) {
     f.grants_during = lowerBound(times, f.heal) - lowerBound(times, f.start);
+    f.holds_during = lowerBound(holdTimes, f.heal) - lowerBound(holdTimes, f.start);
     const next = times[lowerBound(times, f.heal)];
     f.resume_ms = next === undefined ? null : ms(next - f.heal);
     if (f.error) {
@@ -174,6 +179,94 @@ export function checkStaleWrites(h) {
     stats: `${paused} paused, ${exercised} with a higher fence accepted meanwhile, ${rejected} rejected` };
 }
 
+// Walks the holds of one resource in grant order, each against the holds whose windows are still
+// open when it starts (a window that ends exactly when another starts does not overlap it, as in
+// check 2). admits(open, g) returns null when g may join the open holds, else why not; each
+// refusal is a violation {text, hold, open}. Also returns the most holds open at once.
+function sweepHolds(h, resource, holds, admits) {
+  const violations = [];
+  let open = [];
+  let peak = 0;
+  for (const g of [...holds].sort((a, b) => a.t_granted - b.t_granted)) {
+    open = open.filter((o) => windowEnd(o) > g.t_granted);
+    const why = admits(open, g);
+    if (why) {
+      const others = open.map((o) => holder(h, o)).join('; ');
+      violations.push({ text: `${resource}: ${holder(h, g)} granted while ${why}: ${others}`,
+        hold: g, open: [...open] });
+    }
+    open.push(g);
+    peak = Math.max(peak, open.length);
+  }
+  return { violations, peak };
+}
+
+const holder = (h, g) => `${g.client}@${g.agent} ${g.mode}${g.mode === 'permit' ? ` ${g.permit}` : ''} ` +
+  `[${sec(h, g.t_granted)} s, ${sec(h, windowEnd(g))} s]`;
+
+// (6) Semaphores: never more than K holds of a resource at once (K = the permits its holders
+// asked for), and never one permit in two holds at once (each permit is a mutex). Windows as in
+// check 2. "at K" counts the holds granted while K - 1 others held: how often the bound was
+// tested at all.
+export function checkSemaphore(h) {
+  const violations = [];
+  const parts = [];
+  const holds = (h.holds ?? []).filter((g) => g.mode === 'permit');
+  for (const [resource, mine] of groupBy(holds, (g) => g.resource)) {
+    const k = mine[0].permits;
+    let atK = 0;
+    const { violations: v, peak } = sweepHolds(h, resource, mine, (open, g) => {
+      if (g.permits !== k) return `its K is ${g.permits}, not ${k} as the others'`;
+      if (!(g.permit >= 0 && g.permit < k)) return `its permit is outside 0..${k - 1}`;
+      if (open.length === k - 1) atK++;
+      if (open.length >= k) return `${open.length} of ${k} permits were held`;
+      if (open.some((o) => o.permit === g.permit)) return `permit ${g.permit} was held`;
+      return null;
+    });
+    violations.push(...v);
+    parts.push(`${resource}: K=${k}, ${mine.length} holds, at most ${peak} at once, ${atK} granted at K`);
+  }
+  return { id: 6, title: 'at most K holders of a semaphore at once', violations,
+    stats: parts.join('; ') || 'no semaphore holds' };
+}
+
+// (7) Read-write locks: an exclusive hold is granted only while no other hold of its resource is
+// open, and a shared one only while no exclusive one is. Windows as in check 2.
+export function checkReadWrite(h) {
+  const violations = [];
+  const parts = [];
+  const holds = (h.holds ?? []).filter((g) => g.mode === 'shared' || g.mode === 'exclusive');
+  for (const [resource, mine] of groupBy(holds, (g) => g.resource)) {
+    let readersAtOnce = 0;
+    const { violations: v } = sweepHolds(h, resource, mine, (open, g) => {
+      if (g.mode === 'exclusive') return open.length ? `${open.length} other hold(s) were open` : null;
+      const writers = open.filter((o) => o.mode === 'exclusive').length;
+      if (!writers) readersAtOnce = Math.max(readersAtOnce, open.length + 1);
+      return writers ? `a writer held it` : null;
+    });
+    violations.push(...v);
+    const writes = mine.filter((g) => g.mode === 'exclusive').length;
+    parts.push(`${resource}: ${mine.length - writes} shared, ${writes} exclusive, up to ` +
+      `${readersAtOnce} readers at once`);
+  }
+  return { id: 7, title: 'an exclusive hold excludes every other hold', violations,
+    stats: parts.join('; ') || 'no read-write holds' };
+}
+
+// For each holder stopped past its validity (fault.stopped_hold): how many holds of its resource
+// other clients were granted after its validity ended and before it was let go (taken_meanwhile:
+// whether the fault was exercised). A figure: checks 6 and 7 judge those holds.
+export function countTakenMeanwhile(h) {
+  for (const f of h.faults) {
+    const s = f.stopped_hold;
+    if (!s) continue;
+    s.taken_meanwhile = (h.holds ?? []).filter((g) => g.resource === s.resource &&
+      g.token !== s.token && g.t_granted >= s.validity_end && g.t_granted < f.heal).length;
+  }
+}
+
 export function analyze(h) {
-  return [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h), checkStaleWrites(h)];
+  countTakenMeanwhile(h);
+  return [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h), checkStaleWrites(h),
+    checkSemaphore(h), checkReadWrite(h)];
 }

@@ -27,7 +27,43 @@ function grant(h, { r = 'r0', client = 'c0', t, v = 1, hold = 0.1, fence, write 
 }
 
 function history() {
-  return { cfg: { maxTtlMs: 2000 }, t0: 0, grants: [], ops: [], resources: {}, faults: [] };
+  return { cfg: { maxTtlMs: 2000 }, t0: 0, grants: [], holds: [], ops: [], resources: {}, faults: [] };
+}
+
+// A semaphore or read-write hold (no register): mode "permit" (permit i of K), "shared" or
+// "exclusive", granted at t s, valid v s, exiting after hold s.
+function hold(h, { r, mode, permit, permits, client = 'c0', agent = 'a0', t, v = 1, hold: held = 0.5 }) {
+  const g = { type: 'hold', client, agent, resource: r, mode, token: `hold${h.holds.length}`,
+    t_granted: t * S, validity_end: (t + v) * S, t_exit: (t + held) * S };
+  if (mode === 'permit') Object.assign(g, { permit, permits });
+  h.holds.push(g);
+  return g;
+}
+
+// A semaphore of 3 permits saturated without excess: three holders at once (one per permit),
+// the next granted exactly as one left, and a holder stopped past its validity that stops
+// counting at the validity's end, not at its late exit.
+function cleanSemaphore() {
+  const h = clean();
+  hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 0, t: 1, hold: 0.5 });
+  hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 1, t: 1.1, client: 'c1', agent: 'a1' });
+  hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 2, t: 1.2, client: 'c2', agent: 'a2' });
+  hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 0, t: 1.5, client: 'c3' }); // as c0 left
+  hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 1, t: 3, v: 1, hold: 9, client: 'c1' });
+  hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 1, t: 4.01, client: 'c4' });
+  return h;
+}
+
+// Readers sharing, a writer alone between them, and a reader stopped past its validity.
+function cleanReadWrite() {
+  const h = clean();
+  hold(h, { r: 'w0', mode: 'shared', t: 1, hold: 0.5 });
+  hold(h, { r: 'w0', mode: 'shared', t: 1.2, client: 'c1', agent: 'a1' });
+  hold(h, { r: 'w0', mode: 'exclusive', t: 1.8, hold: 0.1, client: 'w0', agent: 'a2' });
+  hold(h, { r: 'w0', mode: 'shared', t: 2, v: 0.5, hold: 7, client: 'c2' });
+  hold(h, { r: 'w0', mode: 'exclusive', t: 2.5, hold: 0.2, client: 'w1', agent: 'a1' });
+  hold(h, { r: 'w0', mode: 'shared', t: 2.7, client: 'c1' });
+  return h;
 }
 
 // Ten well-behaved grants of r0 and r1, one every second, and a healed fault.
@@ -125,5 +161,80 @@ describe('safety checks', () => {
     // The register itself would have refused it (fence 9 was accepted before): check 1 sees the
     // regression as well, and check 4 that no grant followed the heal.
     assert.deepEqual(failing(h), [1, 4, 5]);
+  });
+
+  it('(6) pass a semaphore held by K at once, and count how often it was at K', () => {
+    const h = cleanSemaphore();
+    assert.deepEqual(failing(h), []);
+    assert.match(analyze(h)[5].stats, /s0: K=3, 6 holds, at most 3 at once, 2 granted at K/);
+  });
+
+  it('(4) count the semaphore and read-write holds granted during each fault', () => {
+    const h = cleanSemaphore();
+    h.faults.push({ name: 'kill -9 one agent', target: 'a1', start: 1 * S, heal: 1.3 * S });
+    analyze(h);
+    assert.deepEqual(h.faults.map((f) => f.holds_during), [0, 3]);
+  });
+
+  it('count the holds others were granted while a holder was stopped past its validity', () => {
+    const h = cleanSemaphore();
+    // c1's permit 1 (granted at 3 s, valid 1 s) stopped until 5 s: c4 took permit 1 at 4.01 s.
+    const stopped = h.holds[4];
+    h.faults.push({ name: 'SIGSTOP one holder', target: 'c1', start: 3.1 * S, heal: 5 * S,
+      stopped_hold: { client: 'c1', resource: 's0', mode: 'permit', permit: 1,
+        token: stopped.token, validity_end: stopped.validity_end, release: 'not_held' } });
+    assert.deepEqual(failing(h), []);
+    assert.equal(h.faults[1].stopped_hold.taken_meanwhile, 1);
+  });
+
+  it('(6) catch a K+1th holder of a semaphore, across agents', () => {
+    const h = cleanSemaphore();
+    // c3, c1 and c2 hold permits 0, 1 and 2 at 1.55 s: a fourth holder.
+    hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 1, t: 1.55, client: 'c5', agent: 'a1' });
+    assert.deepEqual(failing(h), [6]);
+    const [v, ...more] = analyze(h)[5].violations;
+    assert.match(v.text, /s0: c5@a1 permit 1 .* granted while 3 of 3 permits were held/);
+    assert.equal(v.open.length, 3);
+    assert.deepEqual(more, []);
+  });
+
+  it('(6) catch one permit in two holds, a K the others do not share, a permit beyond K', () => {
+    const h = cleanSemaphore();
+    hold(h, { r: 's0', mode: 'permit', permits: 3, permit: 1, t: 4.2, client: 'c6' });
+    hold(h, { r: 's1', mode: 'permit', permits: 2, permit: 0, t: 1 });
+    hold(h, { r: 's1', mode: 'permit', permits: 4, permit: 1, t: 1.1 });
+    hold(h, { r: 's2', mode: 'permit', permits: 2, permit: 2, t: 1 });
+    const texts = analyze(h)[5].violations.map((v) => v.text);
+    assert.equal(texts.length, 3);
+    assert.match(texts[0], /s0: c6@a0 permit 1 .* permit 1 was held: c4@a0 permit 1/);
+    assert.match(texts[1], /s1: .* its K is 4, not 2/);
+    assert.match(texts[2], /s2: .* its permit is outside 0\.\.1/);
+  });
+
+  it('(7) pass readers sharing and writers alone, and count the readers at once', () => {
+    const h = cleanReadWrite();
+    assert.deepEqual(failing(h), []);
+    assert.match(analyze(h)[6].stats, /w0: 4 shared, 2 exclusive, up to 2 readers at once/);
+  });
+
+  it('(7) catch a writer granted while a reader holds, and a reader while a writer holds', () => {
+    const h = cleanReadWrite();
+    hold(h, { r: 'w0', mode: 'exclusive', t: 2.9, hold: 0.3, client: 'w2', agent: 'a2' }); // c1 reads
+    hold(h, { r: 'w0', mode: 'shared', t: 3.6, v: 3, hold: 2, client: 'c7' }); // c1 and w2 gone at 3.2
+    hold(h, { r: 'w0', mode: 'exclusive', t: 5, hold: 1 });
+    hold(h, { r: 'w0', mode: 'shared', t: 5.5, client: 'c8', agent: 'a1' });
+    assert.deepEqual(failing(h), [7]);
+    const texts = analyze(h)[6].violations.map((v) => v.text);
+    assert.equal(texts.length, 3);
+    assert.match(texts[0], /w0: w2@a2 exclusive .* granted while 1 other hold\(s\) were open: c1@a0 shared/);
+    assert.match(texts[1], /w0: c0@a0 exclusive .* granted while 1 other hold\(s\) were open: c7@a0 shared/);
+    assert.match(texts[2], /w0: c8@a1 shared .* granted while a writer held it: .*c0@a0 exclusive/);
+  });
+
+  it('(7) catch two writers at once', () => {
+    const h = cleanReadWrite();
+    hold(h, { r: 'w0', mode: 'exclusive', t: 2.6, client: 'w3' }); // w1 holds 2.5..2.7
+    assert.deepEqual(failing(h), [7]);
+    assert.match(analyze(h)[6].violations[0].text, /w3@a0 exclusive .* w1@a1 exclusive/);
   });
 });

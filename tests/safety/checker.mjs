@@ -2,10 +2,13 @@
 // Jepsen-style safety checker (issue 5): several agents over the same 5 real redis-server
 // masters, client processes contending for a few resources with fenced locks, a fenced register
 // in this process, and faults (masters killed and restarted empty, a master and a client
-// stopped past the ttl, an agent killed) while they run. See README.md here.
+// stopped past the ttl, an agent killed) while they run. Beside them, through the same agents
+// and under the same faults, clients of a semaphore and of a read-write lock (issue 18), whose
+// holds are checked for at most K at once and a writer alone. See README.md here.
 //
 //   node tests/safety/checker.mjs            short mode (about 2 minutes)
 //   node tests/safety/checker.mjs --long     until 100 000 grants, faults cycling
+//   node tests/safety/checker.mjs --long --seconds 600   ten minutes of traffic instead
 //
 // Environment: LOCKWARDEN_BINARY (default build/lockwarden), LOCKWARDEN_TEST_OUTPUT_DIR
 // (default build/test-output/safety: agent and client logs, history.json, summary.txt),
@@ -30,7 +33,7 @@ import {
   stopChild, waitUntil,
 } from '../browser/fixture.mjs';
 import { analyze } from './analysis.mjs';
-import { runFaults } from './faults.mjs';
+import { faultsFor, runFaults } from './faults.mjs';
 import { FencedRegister, nowUs } from './register.mjs';
 import { summaryLines, writeHistory } from './report.mjs';
 import { pickSeed, subSeed } from './rng.mjs';
@@ -39,9 +42,18 @@ const { values: opts } = parseArgs({
   options: {
     long: { type: 'boolean', default: false },
     grants: { type: 'string' }, // long mode: stop after this many grants (default 100000)
+    seconds: { type: 'string' }, // long mode: stop after this much traffic instead
     cycles: { type: 'string' }, // short mode: fault cycles (default 2)
     agents: { type: 'string', default: '3' },
     clients: { type: 'string', default: '9' },
+    // The semaphore's clients and its K, the read-write lock's readers and writers (0: none).
+    'semaphore-clients': { type: 'string', default: '6' },
+    permits: { type: 'string', default: '3' },
+    readers: { type: 'string', default: '6' },
+    writers: { type: 'string', default: '2' },
+    // The SIGSTOP one holder fault in short mode too (long mode: always). Off in the gate: see
+    // README.md, "A violation found": the check's windows and the agent's loss meet there.
+    'stop-holders': { type: 'boolean', default: false },
     // An agent setting for this run, NAME=VALUE (e.g. node-timeout-ms=100); repeatable.
     'agent-arg': { type: 'string', multiple: true, default: [] },
     seed: { type: 'string' }, // overrides LOCKWARDEN_SAFETY_SEED
@@ -79,7 +91,23 @@ const cfg = {
   warmupMs: 4000,
   shortCycles: Number(opts.cycles || 3),
   longGrants: Number(opts.grants || 100000),
+  longSeconds: opts.seconds ? Number(opts.seconds) : null,
   minGrantsShort: 200,
+  // The hold clients (issue 18), spread over the agents. A semaphore of K with more clients
+  // than K, always contended; readers holding up to a tenth of their validity so that they
+  // overlap, writers holding briefly and pausing between holds (with none paused, a waiting
+  // writer's mark would keep the readers out most of the time).
+  holdKinds: [
+    { kind: 'semaphore', prefix: 'sem', clients: Number(opts['semaphore-clients']),
+      resource: 's0', acquire: { permits: Number(opts.permits) }, holdMaxMs: 100,
+      holdShareMax: 0.2, idleMaxMs: 0 },
+    { kind: 'read', prefix: 'rd', clients: Number(opts.readers), resource: 'w0',
+      acquire: { shared: true }, holdMaxMs: 100, holdShareMax: 0.1, idleMaxMs: 20 },
+    { kind: 'write', prefix: 'wr', clients: Number(opts.writers), resource: 'w0',
+      acquire: {}, holdMaxMs: 20, holdShareMax: 0, idleMaxMs: 200 },
+  ],
+  minHoldsShort: 50, // of each kind that has clients
+  stopHolders: opts.long || opts['stop-holders'],
   seed,
 };
 // Grants should resume within max_ttl + 1 s of each heal (reported); beyond resumeFailMs without
@@ -127,9 +155,43 @@ async function startClients(agents, registerSocket) {
     });
     const argv = [process.execPath, clientScript, name, agent.label, agent.socketPath, registerSocket, config];
     const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
-    clients.push({ name, agent: agent.label, child });
+    clients.push({ name, agent: agent.label, child, register: true });
+  }
+  for (const k of cfg.holdKinds) {
+    for (let j = 0; j < k.clients; j++) {
+      const agent = agents[(j + 1) % agents.length];
+      const name = `${k.prefix}${j}`;
+      const config = JSON.stringify({
+        ...common, resources: [k.resource], acquire: k.acquire, holdMaxMs: k.holdMaxMs,
+        holdShareMax: k.holdShareMax, idleMaxMs: k.idleMaxMs, seed: subSeed(cfg.seed, `client ${name}`),
+      });
+      const argv = [process.execPath, clientScript, name, agent.label, agent.socketPath, registerSocket, config];
+      const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
+      clients.push({ name, agent: agent.label, child, register: false });
+    }
   }
   return clients;
+}
+
+// The run-level problems of the hold clients: a hold granted within max_ttl of the masters'
+// start (the restart quarantine), too few holds of a kind in short mode.
+function holdProblems(holds, mastersStarted) {
+  const problems = [];
+  const first = holds.reduce((a, g) => (a && a.t_granted <= g.t_granted ? a : g), null);
+  if (first && (first.t_granted - mastersStarted) / 1000 < cfg.maxTtlMs) {
+    problems.push(`a ${first.mode} hold ${((first.t_granted - mastersStarted) / 1000).toFixed(0)} ms ` +
+      'after the masters started: the restart ' +
+      `quarantine (max_ttl ${cfg.maxTtlMs} ms) was not honoured`);
+  }
+  if (mode !== 'short') return problems;
+  const modes = { semaphore: 'permit', read: 'shared', write: 'exclusive' };
+  for (const k of cfg.holdKinds) {
+    const n = holds.filter((g) => g.mode === modes[k.kind]).length;
+    if (k.clients > 0 && n < cfg.minHoldsShort) {
+      problems.push(`only ${n} ${modes[k.kind]} holds (short mode wants >= ${cfg.minHoldsShort})`);
+    }
+  }
+  return problems;
 }
 
 // Progress every 10 s: grants so far, the rate over the last 10 s, failures.
@@ -138,7 +200,8 @@ function startProgress(register) {
   const timer = setInterval(() => {
     const n = register.grants.length;
     const failures = [...register.failures.values()].reduce((a, b) => a + b, 0);
-    say(`progress: ${n} grants (${((n - last) / 10).toFixed(0)}/s), ${failures} acquire failures`);
+    say(`progress: ${n} grants (${((n - last) / 10).toFixed(0)}/s), ${register.holds.length} holds, ` +
+      `${failures} acquire failures`);
     last = n;
   }, 10000);
   return () => clearInterval(timer);
@@ -185,11 +248,18 @@ async function main() {
     const trafficStart = nowUs();
     const stopProgress = startProgress(register);
     await pause(cfg.warmupMs);
-    const ctx = { cluster, agents, register, cfg, say, clientNames: clients.map((c) => c.name) };
+    // The client the register stops between read and write is a register client.
+    // The holder stopped is a hold client, the kinds in turn (sem0, rd0, wr0, sem1, ...).
+    const clientNames = clients.filter((c) => c.register).map((c) => c.name);
+    const holders = clients.filter((c) => !c.register).map((c) => c.name);
+    const holderNames = [...holders].sort((a, b) =>
+      Number(a.match(/\d+$/)) - Number(b.match(/\d+$/)) || holders.indexOf(a) - holders.indexOf(b));
+    const ctx = { cluster, agents, register, cfg, say, clientNames, holderNames };
+    const longDone = () => (cfg.longSeconds
+      ? nowUs() - trafficStart >= cfg.longSeconds * 1e6
+      : register.grants.length >= cfg.longGrants);
     const faults = await runFaults(ctx, (done) =>
-      opts.long
-        ? register.grants.length >= cfg.longGrants
-        : done.length >= cfg.shortCycles * 5);
+      opts.long ? longDone() : done.length >= cfg.shortCycles * faultsFor(ctx).length);
     stopProgress();
 
     say('stopping the clients');
@@ -208,14 +278,15 @@ async function main() {
     if (mode === 'short' && register.grants.length < cfg.minGrantsShort) {
       problems.push(`only ${register.grants.length} grants (short mode wants >= ${cfg.minGrantsShort})`);
     }
-    if (mode === 'long' && register.grants.length < cfg.longGrants) {
+    problems.push(...holdProblems(register.holds, mastersStarted));
+    if (mode === 'long' && !cfg.longSeconds && register.grants.length < cfg.longGrants) {
       problems.push(`only ${register.grants.length} grants (long mode wants >= ${cfg.longGrants})`);
     }
     const h = {
       mode, cfg, t0, trafficStart, trafficEnd, firstGrantMs, faults,
       failures: Object.fromEntries(register.failures),
       resources: Object.fromEntries(register.resources),
-      grants: register.grants, ops: register.ops,
+      grants: register.grants, holds: register.holds, ops: register.ops,
     };
     const checks = analyze(h);
     const { lines, pass } = summaryLines(h, checks, problems, mode);

@@ -1,17 +1,27 @@
-// One client process of the safety checker: contends for a few resources through one agent,
-// with fenced locks, and uses each grant to increment the fenced register (register.mjs).
+// One client process of the safety checker: contends for a few resources through one agent.
+// A register client takes fenced locks and uses each grant to increment the fenced register
+// (register.mjs); a hold client takes a semaphore's permit, a read hold or a write hold, holds
+// it a while and reports when it held it.
 //
 //   node client.mjs NAME AGENT_LABEL AGENT_SOCKET REGISTER_SOCKET CONFIG_JSON
 //
 // CONFIG_JSON: {"resources":["r1",...],"ttlMinMs":1000,"ttlMaxMs":2000,"waitMs":3000,
-//               "minValidityLeftMs":100,"holdMaxMs":2,"holdShareMax":0,"seed":123}
+//               "minValidityLeftMs":100,"holdMaxMs":2,"holdShareMax":0,"seed":123,
+//               "acquire":{"permits":3},"idleMaxMs":0}
 // seed: this client's seed (rng.mjs), from which every choice it makes (resource, ttl, hold,
 // back-off) is drawn.
-// The hold between read and write: up to holdMaxMs, plus, when holdShareMax > 0, up to that
-// share of the validity left (a slow holder, still within its lock, when a fault strikes).
+// acquire: absent for a register client; for a hold client the fields its acquires add:
+// {"permits": K} (a semaphore's permit), {"shared": true} (a read hold), {} (a write hold).
+// idleMaxMs: a pause of up to that long after each cycle (default none).
+// The hold (register clients: between read and write): up to holdMaxMs, plus, when
+// holdShareMax > 0, up to that share of the validity left (a slow holder, still within its
+// lock, when a fault strikes).
 //
-// One cycle: acquire (fence: true) → t_granted and validity → enough validity left? → register
-// read → (hold) → register write value+1 → t_exit → release → send the record. Times are µs on
+// A register client's cycle: acquire (fence: true) → t_granted and validity → enough validity
+// left? → register read → (hold) → register write value+1 → t_exit → release → send the record.
+// A hold client's: acquire → t_granted and validity → tell the register it holds (where a
+// fault may stop it) → hold → t_exit → release → send the record
+// (type "hold", with the grant's mode and, for a permit, permits and permit). Times are µs on
 // CLOCK_MONOTONIC (process.hrtime.bigint()), shared with the checker. The agent may be killed
 // and restarted under us: on a lost connection, reconnect with backoff and carry on.
 
@@ -54,9 +64,10 @@ async function agentConnection() {
 // acquire → {ok, reply, tGranted} or {ok: false, error}
 async function acquire(conn, resource, ttlMs) {
   const tRequested = nowUs();
+  const kind = cfg.acquire ?? { fence: true };
   try {
     const reply = await conn.call(
-      { op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: cfg.waitMs, fence: true },
+      { op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: cfg.waitMs, ...kind },
       { timeoutMs: cfg.waitMs + 5000 },
     );
     const tGranted = nowUs();
@@ -71,21 +82,77 @@ async function acquire(conn, resource, ttlMs) {
   }
 }
 
+// The hold: up to holdMaxMs, plus up to holdShareMax of the validity left above the minimum.
+async function holdFor(validityEndUs) {
+  const left = (validityEndUs - nowUs()) / 1000 - cfg.minValidityLeftMs;
+  const holdMs = randInt(0, cfg.holdMaxMs) + Math.max(0, random() * cfg.holdShareMax * left);
+  if (holdMs >= 1) await pause(holdMs);
+}
+
+// Releases the grant; the record says how the agent answered.
+async function release(conn, resource, token, record) {
+  try {
+    const rel = await conn.call({ op: 'release', resource, token }, { timeoutMs: 5000 });
+    record.release = rel.ok ? 'ok' : rel.error;
+  } catch {
+    record.release = 'disconnected';
+  }
+}
+
+// One acquire of a cycle: the grant {reply, tRequested, tGranted}, or null (the failure sent).
+async function acquireOrReport(conn, resource, ttlMs) {
+  const got = await acquire(conn, resource, ttlMs);
+  if (got.ok) return got;
+  send({ type: 'failure', error: got.error, message: got.message, resource, t: nowUs() });
+  // Refusals that no fault explains: the run is wrong, not the lock.
+  if (got.error === 'bad_request' || got.error === 'kind_mismatch') {
+    console.error(`${name}: the agent refused the request (${got.error}): ${got.message}`);
+    process.exit(2);
+  }
+  if (got.error !== 'timeout') await pause(randInt(10, 50));
+  return null;
+}
+
+// A hold client's cycle: the grant, the hold, the release, the record of when it was held.
+async function holdCycle(conn, resource, ttlMs) {
+  const got = await acquireOrReport(conn, resource, ttlMs);
+  if (!got) return;
+  const { reply, tRequested, tGranted } = got;
+  const validityEndUs = tGranted + reply.validity_ms * 1000;
+  const record = {
+    type: 'hold', agent: agentLabel, resource, token: reply.token,
+    mode: reply.mode ?? 'exclusive', ttl_ms: ttlMs, validity_ms: reply.validity_ms,
+    waited_ms: reply.waited_ms, t_requested: tRequested, t_granted: tGranted,
+    validity_end: validityEndUs,
+  };
+  const asked = 'permits' in cfg.acquire ? 'permit' : cfg.acquire.shared ? 'shared' : 'exclusive';
+  if (record.mode !== asked) {
+    console.error(`${name}: asked for a ${asked} hold, granted ${JSON.stringify(reply)}`);
+    process.exit(2);
+  }
+  if (record.mode === 'permit') Object.assign(record, { permits: cfg.acquire.permits, permit: reply.permit });
+  // Where the checker may stop us (SIGSTOP one holder): a long timeout, as for the read.
+  await register.call(
+    { op: 'holding', client: name, resource, token: reply.token, validity_end_us: validityEndUs },
+    { timeoutMs: 120000 },
+  );
+  await holdFor(validityEndUs);
+  record.t_exit = nowUs();
+  await release(conn, resource, reply.token, record);
+  send(record);
+}
+
 async function cycle() {
   const conn = await agentConnection();
   if (!conn) return;
   const resource = cfg.resources[randInt(0, cfg.resources.length - 1)];
   const ttlMs = randInt(cfg.ttlMinMs, cfg.ttlMaxMs);
-  const got = await acquire(conn, resource, ttlMs);
-  if (!got.ok) {
-    send({ type: 'failure', error: got.error, message: got.message, resource, t: nowUs() });
-    if (got.error === 'bad_request') {
-      console.error(`${name}: the agent refused the request: ${got.message}`);
-      process.exit(2);
-    }
-    if (got.error !== 'timeout') await pause(randInt(10, 50));
+  if (cfg.acquire) {
+    await holdCycle(conn, resource, ttlMs);
     return;
   }
+  const got = await acquireOrReport(conn, resource, ttlMs);
+  if (!got) return;
   const { reply, tRequested, tGranted } = got;
   const validityEndUs = tGranted + reply.validity_ms * 1000;
   const record = {
@@ -109,9 +176,7 @@ async function cycle() {
     );
     record.t_read = nowUs();
     record.read_value = read.value;
-    const left = (validityEndUs - nowUs()) / 1000 - cfg.minValidityLeftMs;
-    const holdMs = randInt(0, cfg.holdMaxMs) + Math.max(0, random() * cfg.holdShareMax * left);
-    if (holdMs >= 1) await pause(holdMs);
+    await holdFor(validityEndUs);
     record.t_write = nowUs();
     const written = await register.call(
       { op: 'write', ...common, value: read.value + 1 },
@@ -121,16 +186,14 @@ async function cycle() {
     record.highest_seen = written.highest;
   }
   record.t_exit = nowUs();
-  try {
-    const rel = await conn.call({ op: 'release', resource, token: reply.token }, { timeoutMs: 5000 });
-    record.release = rel.ok ? 'ok' : rel.error;
-  } catch {
-    record.release = 'disconnected';
-  }
+  await release(conn, resource, reply.token, record);
   send(record);
 }
 
-while (!stopRequested()) await cycle();
+while (!stopRequested()) {
+  await cycle();
+  if (cfg.idleMaxMs > 0) await pause(randInt(0, cfg.idleMaxMs));
+}
 if (agent) agent.close();
 register.sock.off('close', checkerGone);
 register.sock.end(() => process.exit(0));

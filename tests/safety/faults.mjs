@@ -2,8 +2,8 @@
 // it was healed (µs on CLOCK_MONOTONIC, as every other time of the run): the checker reports how
 // soon after each heal grants resumed (goal: max_ttl + 1 s).
 //
-// ctx: {cluster, agents, register, cfg, say, clientNames}. round: which cycle this is, to rotate
-// the targets. Every target is chosen by the round, never by timing or chance: the same run
+// ctx: {cluster, agents, register, cfg, say, clientNames, holderNames}. round: which cycle this
+// is, to rotate the targets. Every target is chosen by the round, never by timing or chance: the same run
 // injects the same faults into the same masters, agents and clients.
 
 import { setTimeout as pause } from 'node:timers/promises';
@@ -23,6 +23,27 @@ async function killMasters(ctx, indices) {
   // Restarted one after the other: the port is each one's own, no race between them.
   for (const m of masters) await m.restart();
   return { start, healing, heal: nowUs(), target: masters.map((m) => m.address).join(' ') };
+}
+
+// Stops the client named target at its next read or holding message (register.mjs), so that it
+// is inside its hold, lets it go 1 s after its validity ended, and waits for what it does next
+// (after(token): the register's record of it, null until it came; `what` names it). Returns the
+// pause p {client, pid, t, resource, fence, token, validityEndUs}, that record, and the fault
+// record's common fields.
+async function stopPastValidity(ctx, armedAt, target, after, what) {
+  const p = await ctx.register.pauseNextRead((client) => client === target, 60000);
+  try {
+    const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
+    await pause(stopForMs);
+  } finally {
+    process.kill(p.pid, 'SIGCONT');
+  }
+  const heal = nowUs();
+  const next = await waitUntil(() => after(p.token), {
+    timeoutMs: 60000, intervalMs: 10, what: `${what} of client ${p.client}`,
+  });
+  return { p, next, fault: { start: p.t, armed: armedAt, healing: heal, heal,
+    target: `${p.client} (pid ${p.pid})` } };
 }
 
 export const FAULTS = [
@@ -55,24 +76,12 @@ export const FAULTS = [
     // validity ended; its late write must then be rejected if a higher fence was accepted.
     name: 'SIGSTOP one client',
     run: async (ctx, round) => {
-      const start = nowUs();
       // Fast and slow clients in turn (the first 3 are the slow ones).
       const target = ctx.clientNames[(round * 4 + 3) % ctx.clientNames.length];
-      const p = await ctx.register.pauseNextRead((client) => client === target, 60000);
-      try {
-        const stopForMs = Math.max(0, (p.validityEndUs - nowUs()) / 1000) + 1000;
-        await pause(stopForMs);
-      } finally {
-        process.kill(p.pid, 'SIGCONT');
-      }
-      const heal = nowUs();
-      const write = await waitUntil(() => ctx.register.writeOf(p.token), {
-        timeoutMs: 60000,
-        intervalMs: 10,
-        what: `the late write of client ${p.client}`,
-      });
+      const { p, next: write, fault } = await stopPastValidity(ctx, nowUs(), target,
+        (token) => ctx.register.writeOf(token), 'the late write');
       return {
-        start: p.t, armed: start, healing: heal, heal, target: `${p.client} (pid ${p.pid})`,
+        ...fault,
         paused: { client: p.client, resource: p.resource, fence: p.fence, token: p.token,
           validity_end: p.validityEndUs, write_t: write.t, write_accepted: write.accepted },
       };
@@ -90,7 +99,27 @@ export const FAULTS = [
       return { start, healing, heal: nowUs(), target: agent.label };
     },
   },
+  {
+    // A semaphore, read or write holder (in turn, by the round) stopped inside its hold until
+    // 1 s after its validity ended: others take its permit or the lock meanwhile, and its late
+    // release must free nothing of theirs (checks 6 and 7 see the holds that follow).
+    name: 'SIGSTOP one holder',
+    applies: (ctx) => ctx.holderNames.length > 0 && ctx.cfg.stopHolders,
+    run: async (ctx, round) => {
+      const target = ctx.holderNames[round % ctx.holderNames.length];
+      const { p, next: rec, fault } = await stopPastValidity(ctx, nowUs(), target,
+        (token) => ctx.register.holdOf(token), 'the hold record');
+      return {
+        ...fault,
+        stopped_hold: { client: p.client, resource: p.resource, mode: rec.mode, permit: rec.permit,
+          token: p.token, validity_end: p.validityEndUs, release: rec.release },
+      };
+    },
+  },
 ];
+
+// The faults this run injects, in order: those whose applies(ctx) allows (default all).
+export const faultsFor = (ctx) => FAULTS.filter((f) => !f.applies || f.applies(ctx));
 
 // The first grant (any resource, any agent) after t: a record with t_granted >= t, or null.
 function grantAfter(register, t) {
@@ -107,9 +136,10 @@ function grantAfter(register, t) {
 // Returns the fault records.
 export async function runFaults(ctx, done) {
   const records = [];
+  const faults = faultsFor(ctx);
   for (let i = 0; ; i++) {
-    const fault = FAULTS[i % FAULTS.length];
-    const round = Math.floor(i / FAULTS.length);
+    const fault = faults[i % faults.length];
+    const round = Math.floor(i / faults.length);
     ctx.say(`fault ${i + 1}: ${fault.name}`);
     let rec;
     try {

@@ -12,7 +12,9 @@
 //        → {"id":1,"ok":true,"value":41,"highest":6}
 //   {"id":2,"op":"write","client":"c1","resource":"r0","fence":7,"value":42,"token":"..."}
 //        → {"id":2,"ok":true,"accepted":true,"highest":7}
-//   {"op":"record", ...}   a finished grant or a failed acquire (see client.mjs), no reply
+//   {"id":3,"op":"holding","client":"sem0","resource":"s0","token":"...","validity_end_us":...}
+//        → {"id":3,"ok":true}   a hold client holds (where an armed pause can stop it)
+//   {"op":"record", ...}   a finished grant or hold, or a failed acquire (see client.mjs), no reply
 // Register → client: {"event":"stop"} (finish the current cycle, then exit).
 //
 // Every op is logged with the register's monotonic clock (µs, CLOCK_MONOTONIC, the same clock
@@ -29,7 +31,8 @@ export class FencedRegister {
     this.socketPath = socketPath;
     this.resources = new Map(); // resource -> {highest, value, accepted}
     this.ops = []; // {t, client, op, resource, fence, token, value, accepted}
-    this.grants = []; // records of finished grants, as the clients sent them
+    this.grants = []; // records of finished grants, as the register clients sent them
+    this.holds = []; // records of finished semaphore and read-write holds, as the clients sent them
     this.failures = new Map(); // acquire error code -> count
     this.clients = new Map(); // name -> {pid, agent, conn}
     this.armed = null; // the armed client pause, see pauseNextRead
@@ -80,6 +83,8 @@ export class FencedRegister {
         if (msg.type === 'grant') {
           this.grants.push(msg);
           if (this.onGrant) this.onGrant(msg);
+        } else if (msg.type === 'hold') {
+          this.holds.push(msg);
         } else if (msg.type === 'failure') {
           this.failures.set(msg.error, (this.failures.get(msg.error) || 0) + 1);
         }
@@ -91,20 +96,14 @@ export class FencedRegister {
         }
         this.ops.push({ t, op: 'read', client: msg.client, resource: msg.resource,
           fence: msg.fence, token: msg.token, value: s.value });
-        const fields = { value: s.value, highest: s.highest };
-        if (this.armed && this.armed.wants(msg)) {
-          // Stop the client before it can see the reply: the pause lands between its read and
-          // its write, whatever the scheduler does. The reply waits in the socket buffer.
-          const { pid } = this.clients.get(msg.client);
-          process.kill(pid, 'SIGSTOP');
-          const armed = this.armed;
-          this.armed = null;
-          armed.resolve({ client: msg.client, pid, t, resource: msg.resource, fence: msg.fence,
-            token: msg.token, validityEndUs: msg.validity_end_us });
-        }
-        reply(fields);
+        this.stopIfArmed(msg, t);
+        reply({ value: s.value, highest: s.highest });
         return;
       }
+      case 'holding':
+        this.stopIfArmed(msg, t);
+        reply({});
+        return;
       case 'write': {
         const s = this.state(msg.resource);
         const accepted = s.highest === null || msg.fence >= s.highest;
@@ -123,8 +122,21 @@ export class FencedRegister {
     }
   }
 
-  // Arms a client pause: the next read (from a client accepted by pick(name)) SIGSTOPs that
-  // client before the reply is sent. Resolves with {client, pid, t, resource, fence, token,
+  // An armed pause that wants this read or holding message stops its client before the reply
+  // is sent: the pause lands inside the client's hold, whatever the scheduler does. The reply
+  // waits in the socket buffer.
+  stopIfArmed(msg, t) {
+    if (!this.armed || !this.armed.wants(msg)) return;
+    const { pid } = this.clients.get(msg.client);
+    process.kill(pid, 'SIGSTOP');
+    const armed = this.armed;
+    this.armed = null;
+    armed.resolve({ client: msg.client, pid, t, resource: msg.resource, fence: msg.fence,
+      token: msg.token, validityEndUs: msg.validity_end_us });
+  }
+
+  // Arms a client pause: the next read or holding message (from a client accepted by
+  // pick(name)) SIGSTOPs that client before the reply is sent. Resolves with {client, pid, t, resource, fence, token,
   // validityEndUs} once a client is stopped; rejects after timeoutMs without one.
   pauseNextRead(pick = () => true, timeoutMs = 10000) {
     return new Promise((resolve, reject) => {
@@ -145,6 +157,12 @@ export class FencedRegister {
   // Tells every client to finish its current cycle and exit.
   broadcastStop() {
     for (const { conn } of this.clients.values()) conn.write('{"event":"stop"}\n');
+  }
+
+  // The hold record with that token, once it arrived (null until then).
+  holdOf(token) {
+    for (let i = this.holds.length - 1; i >= 0; i--) if (this.holds[i].token === token) return this.holds[i];
+    return null;
   }
 
   // The write the client sent with that token, once it arrived (null until then).

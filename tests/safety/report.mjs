@@ -34,22 +34,36 @@ export function summaryLines(h, checks, problems, mode) {
   out.push(`  by agent: ${list(countBy(h.grants, (g) => g.agent))}`);
   out.push(`  by resource: ${list(countBy(h.grants, (g) => g.resource))}`);
   out.push(`  writes: ${list(writes)}`);
+  const holds = h.holds ?? [];
+  if (holds.length) {
+    const kinds = cfg.holdKinds.filter((k) => k.clients > 0)
+      .map((k) => `${k.clients} ${k.kind} on ${k.resource}${k.acquire.permits ? ` (K=${k.acquire.permits})` : ''}`);
+    out.push(`holds: ${holds.length} (${list(countBy(holds, (g) => g.mode))}); clients: ${kinds.join(', ')}`);
+    out.push(`  by agent: ${list(countBy(holds, (g) => g.agent))}`);
+  }
   out.push(`acquire failures: ${list(h.failures)}`);
   out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
   out.push('    #  t start  down s  fault                 target                                   ' +
-    'grants during  heal -> grant');
+    'grants during  holds during  heal -> grant');
   h.faults.forEach((f, i) => {
     const t = ((f.start - h.t0) / 1e6).toFixed(1).padStart(7);
     const down = ((f.heal - f.start) / 1e6).toFixed(1).padStart(6);
     const resume = f.resume_ms === null ? 'none' : `${f.resume_ms.toFixed(0)} ms`;
     const target = f.error ? `FAILED: ${f.error}` : f.target;
     out.push(`  ${String(i + 1).padStart(3)}  ${t}  ${down}  ${f.name.padEnd(20)}  ${target.padEnd(40)} ` +
-      `${String(f.grants_during).padStart(13)}  ${resume.padStart(13)}`);
+      `${String(f.grants_during).padStart(13)}  ${String(f.holds_during ?? 0).padStart(12)}  ` +
+      `${resume.padStart(13)}`);
     if (f.paused) {
       const p = f.paused;
       out.push(`${' '.repeat(40)}late write (${p.resource}, fence ${p.fence}) ` +
         `${p.write_accepted ? 'ACCEPTED' : 'rejected'}, ${p.higher_accepted_meanwhile} higher ` +
         `fence(s) accepted meanwhile`);
+    }
+    if (f.stopped_hold) {
+      const s = f.stopped_hold;
+      out.push(`${' '.repeat(40)}${s.mode}${s.mode === 'permit' ? ` ${s.permit}` : ''} of ${s.resource} ` +
+        `held past its validity; ${s.taken_meanwhile} hold(s) granted to others meanwhile; its ` +
+        `release: ${s.release}`);
     }
   });
   out.push('checks:');
@@ -64,7 +78,8 @@ export function summaryLines(h, checks, problems, mode) {
   for (const p of problems) out.push(`problem: ${p}`);
   const violations = checks.reduce((n, c) => n + c.violations.length, 0);
   const pass = violations === 0 && problems.length === 0;
-  out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${h.faults.length} faults, ` +
+  out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${holds.length} holds, ` +
+    `${h.faults.length} faults, ` +
     `${violations} violation(s), ${problems.length} problem(s)`);
   return { lines: out, pass };
 }
@@ -74,14 +89,15 @@ export function summaryLines(h, checks, problems, mode) {
 export function writeHistory(file, h, checks, problems) {
   const fd = fs.openSync(file, 'w');
   const put = (s) => fs.writeSync(fd, s);
-  const { grants, ops, ...rest } = h;
+  const { grants, holds = [], ops, ...rest } = h;
   const head = { ...rest, checks, problems };
   put(JSON.stringify(head, null, 1).replace(/\n}$/, ',\n'));
-  for (const [name, items] of [['grants', grants], ['register_ops', ops]]) {
+  const arrays = [['grants', grants], ['holds', holds], ['register_ops', ops]];
+  arrays.forEach(([name, items], k) => {
     put(` "${name}": [\n`);
     items.forEach((item, i) => put(`  ${JSON.stringify(item)}${i + 1 < items.length ? ',' : ''}\n`));
-    put(name === 'grants' ? ' ],\n' : ' ]\n');
-  }
+    put(k + 1 < arrays.length ? ' ],\n' : ' ]\n');
+  });
   put('}\n');
   fs.closeSync(fd);
 }
