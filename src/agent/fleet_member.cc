@@ -177,6 +177,8 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
     d.uid = w.peer.uid;
     d.cmdline = CmdlineOf(w.peer, share_cmdline);
     d.since_unix_ms = now_unix_ms - w.waited_ms;
+    d.mode = w.mode;
+    d.permits = w.mode == HoldMode::kPermit ? w.permits : 0;
     report.waiters.push_back(std::move(d));
   }
   return report;

@@ -46,6 +46,8 @@ struct WaiterView {
   int64_t waited_ms = 0;  // since the request arrived
   int64_t wait_ms = 0;    // as requested: how long it may wait in all
   Peer peer;              // filled by the agent
+  HoldMode mode = HoldMode::kExclusive;  // what it asks for
+  int permits = 1;                       // semaphores: K
 };
 
 // A lock as its own session sees it (`held`): with its token.

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/lock_kind.h"
 #include "locking/engine_events.h"
 #include "stats/stats.h"
 
@@ -32,6 +33,9 @@ inline constexpr std::array<std::string_view, 3> kFenceOutcomeNames = {"written"
 inline constexpr std::array<std::string_view, 3> kLossReasonNames = {"renew_failed", "expired",
                                                                      "revoked"};
 
+// By HoldMode (core/lock_kind.h), in its order.
+inline constexpr std::array<std::string_view, 3> kHoldModeNames = {"exclusive", "shared", "permit"};
+
 inline std::string_view NameOf(LossReason r) { return kLossReasonNames[static_cast<size_t>(r)]; }
 
 struct EngineStats {
@@ -52,6 +56,10 @@ struct EngineStats {
   stats::ByEnum<stats::Counter, LossReason> locks_lost{r_, "lockwarden_locks_lost_total", "Locks taken away from their holder, by reason.", "reason", kLossReasonNames};
   // A lost lock is also a failed `lock` request (the socket server counts the other failures).
   stats::Counter lost_failures{r_, "lockwarden_failures_total", "Failed requests by op and error code; op=lock reason=lost counts lost locks.", {{"op", "lock"}, {"reason", "lost"}}};
+  // By mode: exclusive (a mutex, or a read-write lock's write hold), shared (a read hold),
+  // permit (a semaphore's). No resource label: resources are unbounded.
+  stats::ByEnum<stats::Gauge, HoldMode, 3> holds{r_, "lockwarden_holds", "Holds granted through this agent now, by mode: exclusive (a mutex or a write hold), shared (a read hold), permit (a semaphore's).", "mode", kHoldModeNames};
+  stats::ByEnum<stats::Histogram, HoldMode, 3> grant_wait{r_, "lockwarden_grant_wait_seconds", "Time from an acquire request to its grant, by mode (a semaphore's saturation shows here).", "mode", kHoldModeNames, {}, kWaitBuckets};
   stats::Counter release_wakeups{r_, "lockwarden_release_wakeups_total", "Waiters woken early by a release announced by another agent."};
   // By master index: the master had not answered a round when its node timeout ended it.
   std::vector<std::unique_ptr<stats::Counter>> master_timeouts;

@@ -366,6 +366,7 @@ Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& 
   h->ttl_ms = w.history.ttl_ms;
   h->renew = w.renew;
   h->shared = w.shared;
+  stats_->holds[ModeOf(r.shape, h->shared)].Inc();
   r.holders.push_back(std::move(h));
   ++holders_;
   ForgetWaiter(w.session, name);
@@ -405,11 +406,12 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
 void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h,
                              int64_t validity_ms) {
   const int64_t waited = CeilMs(Clock::now() - w.requested);
+  const HoldMode mode = ModeOf(Find(name)->shape, h.shared);
+  stats_->grant_wait[mode].ObserveSeconds(Clock::now() - w.requested);
   Report(w, name, /*granted=*/true, ErrorCode::kInternal);
   // Answered now, never deferred: a deferred reply could follow a revoke or shutdown that
   // took the lock in between and tell the waiter it holds what it no longer does.
-  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.permit,
-               ModeOf(Find(name)->shape, h.shared)});
+  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.permit, mode});
 }
 
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {

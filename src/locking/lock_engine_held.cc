@@ -224,7 +224,10 @@ void LockEngine::Lose(const std::string& name, const std::string& token, LossRea
   auto h = TakeHolder(r, name, found);
   spdlog::warn("lock {} lost: {}", Quoted(name), NameOf(reason));
   stats_->LockLost(reason);
-  ReleaseEverywhere(name, r, *h);
+  // Its keys are left to expire on their own: each outlives the validity by the drift allowance
+  // (set or extended with the whole ttl before the validity was counted), and a client that
+  // counts its validity from the reply's arrival rather than its writing is covered by that
+  // margin only while the keys stay (docs/safety.md).
   events_->Lost(h->session, name, h->token.str(), NameOf(reason));
   Pump(name);
 }
@@ -297,6 +300,7 @@ std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& n
   auto h = std::move(*it);
   r.holders.erase(it);
   --holders_;
+  stats_->holds[ModeOf(r.shape, h->shared)].Dec();
   deadlines_.Erase(h->serial);
   stats_->hold.ObserveSeconds(Clock::now() - h->acquired);
   auto s = sessions_.find(h->session);

@@ -192,8 +192,9 @@ std::vector<WaiterView> LockEngine::AllWaiters(size_t limit) const {
   const auto now = Clock::now();
   for (size_t i = 0; i < n; ++i) {
     const Waiter& w = *waiting[i].first;
+    const LockShape& shape = resources_.at(*waiting[i].second)->shape;
     out.push_back({*waiting[i].second, w.session, CeilMs(now - w.requested), w.history.wait_ms,
-                   Peer{}});
+                   Peer{}, ModeOf(shape, w.shared), shape.permits});
   }
   return out;
 }

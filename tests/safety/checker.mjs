@@ -39,6 +39,7 @@ import { summaryLines, writeHistory } from './report.mjs';
 import { pickSeed, subSeed } from './rng.mjs';
 
 const { values: opts } = parseArgs({
+  allowNegative: true,
   options: {
     long: { type: 'boolean', default: false },
     grants: { type: 'string' }, // long mode: stop after this many grants (default 100000)
@@ -51,9 +52,9 @@ const { values: opts } = parseArgs({
     permits: { type: 'string', default: '3' },
     readers: { type: 'string', default: '6' },
     writers: { type: 'string', default: '2' },
-    // The SIGSTOP one holder fault in short mode too (long mode: always). Off in the gate: see
-    // README.md, "A violation found": the check's windows and the agent's loss meet there.
-    'stop-holders': { type: 'boolean', default: false },
+    // The SIGSTOP one holder fault (a semaphore, read or write holder stopped past its
+    // validity); on in both modes.
+    'stop-holders': { type: 'boolean', default: true },
     // An agent setting for this run, NAME=VALUE (e.g. node-timeout-ms=100); repeatable.
     'agent-arg': { type: 'string', multiple: true, default: [] },
     seed: { type: 'string' }, // overrides LOCKWARDEN_SAFETY_SEED
@@ -107,7 +108,7 @@ const cfg = {
       acquire: {}, holdMaxMs: 20, holdShareMax: 0, idleMaxMs: 200 },
   ],
   minHoldsShort: 50, // of each kind that has clients
-  stopHolders: opts.long || opts['stop-holders'],
+  stopHolders: opts['stop-holders'],
   seed,
 };
 // Grants should resume within max_ttl + 1 s of each heal (reported); beyond resumeFailMs without

@@ -113,12 +113,21 @@ async function acquireOrReport(conn, resource, ttlMs) {
   return null;
 }
 
+// The end of a grant's validity as docs/protocol.md promises it: validity_ms from when the reply
+// was written. The client cannot see that moment, but it is no earlier than the request's send
+// time plus waited_ms (rounded up by the agent, hence the 1 ms taken off) and no later than the
+// reply's arrival; counting from the arrival would stretch the window by the reply's transit.
+function validityEndOf(reply, tRequested, tGranted) {
+  const written = Math.min(tGranted, tRequested + Math.max(0, reply.waited_ms - 1) * 1000);
+  return written + reply.validity_ms * 1000;
+}
+
 // A hold client's cycle: the grant, the hold, the release, the record of when it was held.
 async function holdCycle(conn, resource, ttlMs) {
   const got = await acquireOrReport(conn, resource, ttlMs);
   if (!got) return;
   const { reply, tRequested, tGranted } = got;
-  const validityEndUs = tGranted + reply.validity_ms * 1000;
+  const validityEndUs = validityEndOf(reply, tRequested, tGranted);
   const record = {
     type: 'hold', agent: agentLabel, resource, token: reply.token,
     mode: reply.mode ?? 'exclusive', ttl_ms: ttlMs, validity_ms: reply.validity_ms,
@@ -154,7 +163,7 @@ async function cycle() {
   const got = await acquireOrReport(conn, resource, ttlMs);
   if (!got) return;
   const { reply, tRequested, tGranted } = got;
-  const validityEndUs = tGranted + reply.validity_ms * 1000;
+  const validityEndUs = validityEndOf(reply, tRequested, tGranted);
   const record = {
     type: 'grant', agent: agentLabel, resource, token: reply.token, fence: reply.fence,
     ttl_ms: ttlMs, validity_ms: reply.validity_ms, waited_ms: reply.waited_ms,

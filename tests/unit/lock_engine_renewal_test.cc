@@ -200,9 +200,14 @@ TEST_F(LockEngineTest, NonRenewedLockExpiresAndTheNextWaiterGetsIt) {
   ASSERT_TRUE(a2->granted()) << a2->Describe();
   for (const auto& n : nodes_) {
     const auto sets = n->Commands(Op::kSet);
-    ASSERT_EQ(sets.size(), 2u) << "the waiter contended only once the lock was gone";
-    EXPECT_EQ(sets[1].token, a2->grant().token);
-    EXPECT_GE(sets[1].sent, lost.at);
+    ASSERT_GE(sets.size(), 2u);
+    EXPECT_EQ(sets.back().token, a2->grant().token);
+    for (size_t i = 1; i < sets.size(); ++i) {
+      EXPECT_GE(sets[i].sent, lost.at) << "the waiter contended only once the lock was lost";
+    }
+    // The lost lock's key is left to expire (one drift allowance after its validity), so a
+    // client counting its validity from the reply's arrival keeps that margin.
+    for (const auto& del : n->Commands(Op::kDelete)) EXPECT_NE(del.token, a1->grant().token);
   }
   ASSERT_EQ(engine_->HeldBy(2).size(), 1u);
   EXPECT_EQ(lost_.size(), 1u);

@@ -1,0 +1,151 @@
+// Lock kinds: the key layout read back, markers, the rounds each hold sends, and the acquire
+// fields of the wire (pure logic; the scripts themselves run against real masters in
+// tests/integration/kinds_test.cc).
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/lock_kind.h"
+#include "locking/claims.h"
+#include "protocol/messages.h"
+
+namespace lw {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(LockKindTest, KeysReadBackAsTheirPart) {
+  const auto base = ParseLockKey("lock:", "lock:db/x");
+  ASSERT_TRUE(base);
+  EXPECT_EQ(base->resource, "db/x");
+  EXPECT_EQ(base->part, KeyPart::Part::kBase);
+  const auto permit = ParseLockKey("lock:", PermitKey("lock:", "pool", 17));
+  ASSERT_TRUE(permit);
+  EXPECT_EQ(permit->resource, "pool");
+  EXPECT_EQ(permit->part, KeyPart::Part::kPermit);
+  EXPECT_EQ(permit->permit, 17);
+  EXPECT_EQ(ParseLockKey("lock:", ReadersKey("lock:", "cfg"))->part, KeyPart::Part::kReaders);
+  EXPECT_EQ(ParseLockKey("lock:", WriterWaitingKey("lock:", "cfg"))->part,
+            KeyPart::Part::kWriterWaiting);
+}
+
+TEST(LockKindTest, ForeignAndMalformedKeysAreRefused) {
+  EXPECT_FALSE(ParseLockKey("lock:", "cache:x"));
+  EXPECT_FALSE(ParseLockKey("lock:", "lock:"));
+  EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fpermit:"));
+  EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fpermit:01"));
+  EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fpermit:1024"));
+  EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fpermit:-1"));
+  EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fsomething"));
+  EXPECT_TRUE(ParseLockKey("lock:", "lock:r\x1fpermit:0"));
+}
+
+TEST(LockKindTest, MarkersNameTheirSemaphoreAndNothingElse) {
+  const LockShape four{LockKind::kSemaphore, 4};
+  EXPECT_EQ(four.Marker(), "lockwarden:semaphore:4");
+  EXPECT_EQ(ShapeOfMarker(four.Marker()), four);
+  EXPECT_EQ(four.Describe(), "semaphore of 4 permits");
+  EXPECT_EQ(LockShape{}.Describe(), "lock");
+  EXPECT_FALSE(ShapeOfMarker("0123456789abcdef:" + std::string(40, 'a')));
+  EXPECT_FALSE(ShapeOfMarker("lockwarden:semaphore:0"));
+  EXPECT_FALSE(ShapeOfMarker("lockwarden:semaphore:1025"));
+  EXPECT_FALSE(ShapeOfMarker("lockwarden:semaphore:4x"));
+}
+
+class ClaimsTest : public ::testing::Test {
+ protected:
+  HoldPlace Place(LockShape shape, bool shared, int permit = -1) const {
+    return {prefix_, fence_prefix_, name_, shape, ModeOf(shape, shared), permit};
+  }
+  const std::string prefix_ = "lock:";
+  const std::string fence_prefix_ = "fence:";
+  const std::string name_ = "r";
+};
+
+TEST_F(ClaimsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMark) {
+  const RoundRequest req = AcquireRound(Place({}, false), "t", 5000, 0, 1200, "agent:m");
+  EXPECT_EQ(req.op, RoundOp::kKindAcquire);
+  EXPECT_EQ(req.script, scripts::KindScript::kClaimExclusive);
+  EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
+  EXPECT_THAT(req.args, ElementsAre("5000", "1200", "agent:m"));
+  const RoundRequest fenced = AcquireRound(Place({}, false), "t", 5000, 4, 1200, "agent:m");
+  EXPECT_EQ(fenced.keys.back(), "fence:r");
+  EXPECT_EQ(fenced.needed, 4);
+}
+
+TEST_F(ClaimsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
+  const RoundRequest req =
+      AcquireRound(Place({LockKind::kSemaphore, 4}, false, 2), "t", 5000, 3, 1200, "");
+  EXPECT_EQ(req.script, scripts::KindScript::kClaimPermit);
+  EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1fpermit:2", "lock:r\x1freaders",
+                                    "fence:r\x1fpermit:2"));
+  EXPECT_THAT(req.args,
+              ElementsAre("5000", "lockwarden:semaphore:4", "4", "2", "lock:r\x1fpermit:"));
+  EXPECT_EQ(FencedKeysOf(Place({LockKind::kSemaphore, 4}, false, 2)).fence_key,
+            "fence:r\x1fpermit:2");
+}
+
+TEST_F(ClaimsTest, ReleasesAnnounceOnTheBaseKeyAndDropAMarkOnlyWhenGivingUp) {
+  const RoundRequest plain = ReleaseRound(Place({}, false), "t");
+  EXPECT_EQ(plain.op, RoundOp::kDeleteIfHeld) << "a mutex's release stays the plain script";
+  const RoundRequest giving_up = ReleaseRound(Place({}, false), "t", "agent:m");
+  EXPECT_EQ(giving_up.script, scripts::KindScript::kReleasePart);
+  EXPECT_THAT(giving_up.keys, ElementsAre("lock:r", "lock:r\x1fwriter-waiting"));
+  EXPECT_THAT(giving_up.args, ElementsAre("lockwarden:released:lock:r", "agent:m"));
+  const RoundRequest reader = ReleaseRound(Place({}, true), "t");
+  EXPECT_EQ(reader.script, scripts::KindScript::kReleaseShared);
+  EXPECT_THAT(reader.args, ElementsAre("lockwarden:released:lock:r"));
+  EXPECT_TRUE(reader.wait_all);
+  const RoundRequest extend = ExtendRound(Place({}, true), "t", 9000);
+  EXPECT_EQ(extend.script, scripts::KindScript::kExtendShared);
+  EXPECT_THAT(extend.keys, ElementsAre("lock:r\x1freaders"));
+}
+
+protocol::AcquireRequest DecodeAcquireLine(const std::string& fields) {
+  auto result = protocol::DecodeRequest(
+      R"({"op":"acquire","resource":"r")" + fields + "}", protocol::Limits{});
+  const auto* request = std::get_if<protocol::Request>(&result);
+  EXPECT_NE(request, nullptr) << std::get<protocol::DecodeError>(result).message;
+  return request ? std::get<protocol::AcquireRequest>(request->op) : protocol::AcquireRequest{};
+}
+
+std::string RefusalOf(const std::string& fields) {
+  auto result = protocol::DecodeRequest(
+      R"({"op":"acquire","resource":"r")" + fields + "}", protocol::Limits{});
+  const auto* error = std::get_if<protocol::DecodeError>(&result);
+  return error ? error->message : "accepted";
+}
+
+TEST(AcquireKindFieldsTest, PermitsAndSharedAreReadAndBadCombinationsNameTheirField) {
+  EXPECT_EQ(DecodeAcquireLine(R"(,"permits":4)").permits, 4);
+  EXPECT_TRUE(DecodeAcquireLine(R"(,"shared":true)").shared);
+  EXPECT_EQ(DecodeAcquireLine("").permits, 0);
+  EXPECT_TRUE(DecodeAcquireLine(R"(,"permits":2,"fence":true)").fence) << "a fence per permit";
+  EXPECT_THAT(RefusalOf(R"(,"permits":2,"shared":false)"), HasSubstr("\"shared\""));
+  EXPECT_THAT(RefusalOf(R"(,"shared":true,"fence":true)"), HasSubstr("\"fence\""));
+  EXPECT_THAT(RefusalOf(R"(,"permits":0)"), HasSubstr("from 1 to 1024"));
+  EXPECT_THAT(RefusalOf(R"(,"permits":1025)"), HasSubstr("\"permits\""));
+  EXPECT_THAT(RefusalOf(R"(,"permits":2.5)"), HasSubstr("\"permits\""));
+  EXPECT_THAT(RefusalOf(R"(,"permits":18446744073709551615)"), HasSubstr("\"permits\""));
+  EXPECT_THAT(RefusalOf(R"(,"shared":"yes")"), HasSubstr("\"shared\""));
+}
+
+TEST(AcquireKindFieldsTest, GrantsSayTheirModeOnlyWhenNotExclusive) {
+  using nlohmann::json;
+  const json plain = json::parse(protocol::EncodeAcquired(1, "r", "t", 10, 0));
+  EXPECT_FALSE(plain.contains("mode"));
+  const json permit = json::parse(
+      protocol::EncodeAcquired(1, "r", "t", 10, 0, std::nullopt, HoldMode::kPermit, 3));
+  EXPECT_EQ(permit["mode"], "permit");
+  EXPECT_EQ(permit["permit"], 3);
+  const json shared =
+      json::parse(protocol::EncodeAcquired(1, "r", "t", 10, 0, std::nullopt, HoldMode::kShared));
+  EXPECT_EQ(shared["mode"], "shared");
+  EXPECT_FALSE(shared.contains("permit"));
+}
+
+}  // namespace
+}  // namespace lw
