@@ -20,13 +20,6 @@ RoundRequest FencedRound(RoundOp op, const FencedKeys& keys, const std::string& 
 
 }  // namespace
 
-RoundRequest FencePhase1(const FencedKeys& keys, const std::string& token, int64_t ttl_ms,
-                         int needed) {
-  RoundRequest req = FencedRound(RoundOp::kSetIfAbsentReadFence, keys, token, needed);
-  req.ttl_ms = ttl_ms;
-  return req;
-}
-
 RoundRequest FencePhase2(const FencedKeys& keys, const std::string& token, int64_t fence,
                          int needed) {
   RoundRequest req = FencedRound(RoundOp::kRaiseFenceIfHeld, keys, token, needed);

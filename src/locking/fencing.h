@@ -1,6 +1,7 @@
 #pragma once
 // Fencing: the two rounds of a fenced acquire (docs/safety.md has the argument).
-//   Phase 1 sets the key and reads each master's fence counter in one script per master.
+//   Phase 1 is the acquire round with a fence key (claims.h AcquireRound): one script per
+//   master takes the hold and reads the fence counter.
 //   Phase 2 writes NextFence(highest counter read) back, in one script that writes only where
 //   the key still holds the acquire's token.
 // The grant needs `needed` (the fence quorum) yes votes in both phases.
@@ -20,8 +21,6 @@ struct FencedKeys {
   std::string fence_key;
 };
 
-RoundRequest FencePhase1(const FencedKeys& keys, const std::string& token, int64_t ttl_ms,
-                         int needed);
 RoundRequest FencePhase2(const FencedKeys& keys, const std::string& token, int64_t fence,
                          int needed);
 

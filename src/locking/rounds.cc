@@ -12,12 +12,6 @@ enum class Vote { kYes, kNo, kFailed };
 Vote Classify(RoundOp op, const Reply& r) {
   using K = Reply::Kind;
   switch (op) {
-    case RoundOp::kSetIfAbsent:
-      if (r.kind == K::kStatus && r.text == "OK") return Vote::kYes;
-      return r.kind == K::kNil ? Vote::kNo : Vote::kFailed;
-    case RoundOp::kSetIfAbsentReadFence:
-      if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
-      return r.kind == K::kNil ? Vote::kNo : Vote::kFailed;
     case RoundOp::kKindAcquire:
       if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
       return r.kind == K::kNil || r.kind == K::kArray ? Vote::kNo : Vote::kFailed;
@@ -112,18 +106,11 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
     Node* node = nodes_[i];
     auto handler = [this, id, i](const Reply& r) { OnAnswer(id, i, r); };
     switch (req.op) {
-      case RoundOp::kSetIfAbsent:
-        node->SetIfAbsent(req.key, value, req.ttl_ms, std::move(handler));
-        break;
       case RoundOp::kDeleteIfHeld:
         node->DeleteIfHeld(req.key, value, std::move(handler));
         break;
       case RoundOp::kExtendIfHeld:
         node->ExtendIfHeld(req.key, value, req.ttl_ms, std::move(handler));
-        break;
-      case RoundOp::kSetIfAbsentReadFence:
-        node->SetIfAbsentReadFence(req.key, req.fence_key, value, req.ttl_ms,
-                                   std::move(handler));
         break;
       case RoundOp::kRaiseFenceIfHeld:
         node->RaiseFenceIfHeld(req.key, req.fence_key, value, req.fence, std::move(handler));
@@ -152,7 +139,7 @@ void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
   switch (Classify(round.op, reply)) {
     case Vote::kYes:
       res.tally.Yes(counts);
-      if (round.op == RoundOp::kSetIfAbsentReadFence || round.op == RoundOp::kKindAcquire) {
+      if (round.op == RoundOp::kKindAcquire) {
         res.max_fence = std::max(res.max_fence, reply.integer);
       }
       break;

@@ -27,10 +27,8 @@ namespace lw {
 using Clock = std::chrono::steady_clock;
 
 enum class RoundOp {
-  kSetIfAbsent,
   kDeleteIfHeld,
   kExtendIfHeld,
-  kSetIfAbsentReadFence,  // fenced acquire, phase 1
   kRaiseFenceIfHeld,      // fenced acquire, phase 2
   // The semaphore and read-write kinds' scripts (redis/kind_scripts.h): RoundRequest::script.
   kKindAcquire,  // yes: an integer >= 0 (the fence counter read); no: nil or a refusal array
@@ -39,7 +37,7 @@ enum class RoundOp {
 };
 
 struct RoundRequest {
-  RoundOp op = RoundOp::kSetIfAbsent;
+  RoundOp op = RoundOp::kDeleteIfHeld;
   std::string key;
   std::string token;        // the key's value without the Rounds' value prefix
   int64_t ttl_ms = 0;      // set / extend
@@ -67,7 +65,7 @@ struct KindRefusals {
 struct RoundResult {
   VoteTally tally;            // the votes counted
   Clock::time_point started;  // when the commands were sent (before any was written)
-  int64_t max_fence = -1;     // kSetIfAbsentReadFence: the highest counter among the yes votes
+  int64_t max_fence = -1;     // kKindAcquire: the highest counter among the yes votes
   int fence_refused = 0;      // kRaiseFenceIfHeld: masters whose counter was already >= fence
   KindRefusals refusals;      // kKindAcquire
 };

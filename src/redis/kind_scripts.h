@@ -27,8 +27,10 @@ enum class KindScript : uint8_t {
   kReleasePart, kCount
 };
 
-// Shared prelude. fence(key): the counter at key (0 when absent or no key). now_ms(): the
-// master's clock. live_readers(): prunes expired readers at KEYS[2], then counts the rest.
+// Shared prelude. fence(key): the counter at key (0 when absent or no key); an acquire reads it
+// only once its hold is taken, so every value read is at least every fence written by an
+// earlier holder on this master (it wrote while holding, before its hold went away).
+// now_ms(): the master's clock. is_marker(v): v is a semaphore's marker.
 #define LW_KIND_PRELUDE                                                                      \
   "local function fence(key) if not key then return 0 end local v = redis.call('get', key) " \
   "if not v then return 0 end local n = tonumber(v) "                                        \

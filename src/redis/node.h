@@ -1,5 +1,5 @@
 #pragma once
-// The engine's view of one Redis master: three lock commands and a health summary.
+// The engine's view of one Redis master: the lock commands and a health summary.
 // LockEngine is written against this interface so that its tests can script a master.
 
 #include <chrono>
@@ -63,21 +63,12 @@ class NodeEvents {
 class Node {
  public:
   virtual ~Node() = default;
-  // SET key token NX PX ttl_ms. "OK" status = acquired; nil = held by someone else.
-  virtual void SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
-                           ReplyHandler handler) = 0;
   // Compare-and-delete. Integer 1 = deleted, 0 = the key holds another token or is gone.
   virtual void DeleteIfHeld(const std::string& key, const std::string& token,
                             ReplyHandler handler) = 0;
   // Compare-and-pexpire. Integer 1 = extended, 0 = not held by token.
   virtual void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                             ReplyHandler handler) = 0;
-  // Fenced acquire, phase 1 (one script): SET key token NX PX ttl_ms and, only if that set it,
-  // read the fence counter at fence_key. Integer n >= 0 = acquired and the counter is n (0 when
-  // absent); nil = held by someone else; error = the counter is not an integer.
-  virtual void SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
-                                    const std::string& token, int64_t ttl_ms,
-                                    ReplyHandler handler) = 0;
   // Fenced acquire, phase 2 (one script): only if key still holds token, raise the counter at
   // fence_key to fence. Integer 1 = raised; 0 = key not held by token (nothing written);
   // -1 = the counter was already >= fence (nothing written).

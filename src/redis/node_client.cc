@@ -46,7 +46,6 @@ constexpr ScriptSpec KindSpec(scripts::KindScript s) {
 constexpr ScriptSpec kScriptSpecs[] = {
     {scripts::kDeleteIfHeld, "1", NodeCommand::kDeleteIfHeld},
     {scripts::kExtendIfHeld, "1", NodeCommand::kExtendIfHeld},
-    {scripts::kSetIfAbsentReadFence, "2", NodeCommand::kSetNxReadFence},
     {scripts::kRaiseFenceIfHeld, "2", NodeCommand::kRaiseFence},
     KindSpec(scripts::KindScript::kClaimExclusive),
     KindSpec(scripts::KindScript::kClaimShared),
@@ -56,7 +55,7 @@ constexpr ScriptSpec kScriptSpecs[] = {
     KindSpec(scripts::KindScript::kReleaseShared),
     KindSpec(scripts::KindScript::kReleasePart),
 };
-static_assert(std::size(kScriptSpecs) == 4 + static_cast<size_t>(scripts::KindScript::kCount));
+static_assert(std::size(kScriptSpecs) == 3 + static_cast<size_t>(scripts::KindScript::kCount));
 
 std::chrono::milliseconds CeilMs(std::chrono::steady_clock::duration d) {
   return std::chrono::ceil<std::chrono::milliseconds>(d);
@@ -387,18 +386,6 @@ void NodeClient::FailSoon(ReplyHandler handler) {
   });
 }
 
-void NodeClient::SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
-                             ReplyHandler handler) {
-  if (state_ != State::kReady) return FailSoon(std::move(handler));
-  const std::string ttl = std::to_string(ttl_ms);
-  const char* argv[] = {"SET", key.data(), token.data(), "NX", "PX", ttl.data()};
-  const size_t lens[] = {3, key.size(), token.size(), 2, 2, ttl.size()};
-  auto p = std::make_unique<Pending>();
-  p->handler = std::move(handler);
-  p->command = NodeCommand::kSetNx;
-  Send(6, argv, lens, std::move(p));
-}
-
 void NodeClient::DeleteIfHeld(const std::string& key, const std::string& token,
                               ReplyHandler handler) {
   Eval(Script::kDeleteIfHeld, key, {}, token, scripts::ReleaseChannel(key), std::move(handler));
@@ -407,13 +394,6 @@ void NodeClient::DeleteIfHeld(const std::string& key, const std::string& token,
 void NodeClient::ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                               ReplyHandler handler) {
   Eval(Script::kExtendIfHeld, key, {}, token, std::to_string(ttl_ms), std::move(handler));
-}
-
-void NodeClient::SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
-                                      const std::string& token, int64_t ttl_ms,
-                                      ReplyHandler handler) {
-  Eval(Script::kSetIfAbsentReadFence, key, fence_key, token, std::to_string(ttl_ms),
-       std::move(handler));
 }
 
 void NodeClient::RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,

@@ -63,15 +63,10 @@ class NodeClient final : public Node, Connection::Listener {
   // Closes the connection and stops reconnecting. Pending commands fail with kDisconnected.
   void Stop();
 
-  void SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
-                   ReplyHandler handler) override;
   void DeleteIfHeld(const std::string& key, const std::string& token,
                     ReplyHandler handler) override;
   void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                     ReplyHandler handler) override;
-  void SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
-                            const std::string& token, int64_t ttl_ms,
-                            ReplyHandler handler) override;
   void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                         const std::string& token, int64_t fence, ReplyHandler handler) override;
   void RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
@@ -84,10 +79,8 @@ class NodeClient final : public Node, Connection::Listener {
   enum class State { kIdle, kConnecting, kHandshaking, kReady, kStopped };
   // The lock scripts take KEYS (1 or 2) and two ARGV (scripts.h); the kind scripts
   // (kind_scripts.h, in their order after these) any number of each.
-  enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld, kSetIfAbsentReadFence,
-                      kRaiseFenceIfHeld, kFirstKindScript };
-  static constexpr size_t kScripts =
-      4 + static_cast<size_t>(scripts::KindScript::kCount);
+  enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld, kRaiseFenceIfHeld, kFirstKindScript };
+  static constexpr size_t kScripts = 3 + static_cast<size_t>(scripts::KindScript::kCount);
   using Clock = std::chrono::steady_clock;
 
   // One per command in flight; handed to hiredis as privdata so every reply (or the NULL

@@ -14,18 +14,18 @@ namespace lw {
 
 // Commands whose round trip is measured.
 // The kind scripts (redis/kind_scripts.h) follow in scripts::KindScript order.
-enum class NodeCommand { kSetNx, kDeleteIfHeld, kExtendIfHeld, kPing, kSetNxReadFence, kRaiseFence,
-                         kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared,
-                         kExtendPermit, kReleaseShared, kReleasePart, kCount };
+enum class NodeCommand { kDeleteIfHeld, kExtendIfHeld, kPing, kRaiseFence, kClaimExclusive,
+                         kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
+                         kReleasePart, kCount };
 // Errors by kind. kTimeout is the engine's (its per-command deadline passed without this
 // master's answer); the engine counts it on the same family.
 enum class NodeError { kErrorReply, kUnavailable, kDisconnected, kConnectFailed, kStalled, kTimeout,
                        kCount };
 
-inline constexpr std::array<std::string_view, 13> kNodeCommandNames = {
-    "set_nx",         "delete_if_held", "extend_if_held", "ping",          "set_nx_read_fence",
-    "raise_fence",    "claim_exclusive", "claim_shared",  "claim_permit",  "extend_shared",
-    "extend_permit",  "release_shared", "release_part"};
+inline constexpr std::array<std::string_view, 11> kNodeCommandNames = {
+    "delete_if_held", "extend_if_held", "ping",          "raise_fence",    "claim_exclusive",
+    "claim_shared",   "claim_permit",   "extend_shared", "extend_permit",  "release_shared",
+    "release_part"};
 inline constexpr std::array<std::string_view, 6> kNodeErrorNames = {
     "error_reply", "unavailable", "disconnected", "connect_failed", "stalled", "timeout"};
 

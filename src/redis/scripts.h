@@ -34,16 +34,7 @@ inline constexpr const char* kExtendIfHeld =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "
     "return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end";
 
-// Fenced acquire, phase 1. KEYS[1] lock key, KEYS[2] fence counter; ARGV[1] token, ARGV[2] ttl.
-// Acquired: the counter (0 when absent). Held by someone else: nil. The counter is read only
-// when the set succeeded, so every value read is at least every fence written by an earlier
-// holder on this master (it wrote while holding the key, before the key went away).
-inline constexpr const char* kSetIfAbsentReadFence =
-    "if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
-    "local v = redis.call('get', KEYS[2]) if not v then return 0 end "
-    "local n = tonumber(v) if not n or n < 0 or n ~= math.floor(n) then "
-    "return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not a whole number') end "
-    "return n else return false end";
+// Fenced acquire, phase 1, is the acquire script with a fence key (kind_scripts.h).
 
 // Fenced acquire, phase 2. KEYS[1] lock key, KEYS[2] fence counter; ARGV[1] token, ARGV[2] fence.
 // 1 = written; 0 = the lock key no longer holds the token; -1 = the counter is already >= fence

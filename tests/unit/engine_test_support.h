@@ -298,7 +298,7 @@ class LockEngineTest : public LoopTest {
     return rec;
   }
 
-  // Every node received DeleteIfHeld(key, token), after its SetIfAbsent of that token if any.
+  // Every node received DeleteIfHeld(key, token), after its acquire (kSet) of that token if any.
   void ExpectDeletedEverywhere(const std::string& key, const std::string& token) {
     for (const auto& n : nodes_) {
       const int del = IndexOf(*n, Op::kDelete, token);

@@ -54,7 +54,6 @@ class FakeNode : public Node {
     uint64_t seq = 0;            // global send order across all nodes sharing the counter
     std::optional<Reply> reply;  // set once the reply was delivered
     std::optional<Clock::time_point> replied;
-    bool as_script = false;  // kSet sent as kClaimExclusive: integer 0 for "OK"
   };
 
   FakeNode(uv_loop_t* loop, int index, uint64_t* seq_counter)
@@ -138,10 +137,6 @@ class FakeNode : public Node {
   }
 
   // ---- Node ----
-  void SetIfAbsent(const std::string& key, const std::string& token, int64_t ttl_ms,
-                   ReplyHandler handler) override {
-    Enqueue(Op::kSet, key, token, ttl_ms, std::move(handler));
-  }
   void DeleteIfHeld(const std::string& key, const std::string& token,
                     ReplyHandler handler) override {
     Enqueue(Op::kDelete, key, token, 0, std::move(handler));
@@ -149,11 +144,6 @@ class FakeNode : public Node {
   void ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
                     ReplyHandler handler) override {
     Enqueue(Op::kExtend, key, token, ttl_ms, std::move(handler));
-  }
-  void SetIfAbsentReadFence(const std::string& key, const std::string& fence_key,
-                            const std::string& token, int64_t ttl_ms,
-                            ReplyHandler handler) override {
-    Enqueue(Op::kSetReadFence, key, token, ttl_ms, std::move(handler), fence_key);
   }
   void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                         const std::string& token, int64_t fence, ReplyHandler handler) override {
@@ -164,8 +154,7 @@ class FakeNode : public Node {
     if (script == scripts::KindScript::kClaimExclusive) {
       const bool fenced = keys.size() > 3;
       Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys.at(0), args.at(0),
-              std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string(),
-              /*as_script=*/true);
+              std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string());
       return;
     }
     if (script == scripts::KindScript::kReleasePart) {
@@ -197,10 +186,10 @@ class FakeNode : public Node {
   };
 
   void Enqueue(Op op, const std::string& key, const std::string& token, int64_t ttl_ms,
-               ReplyHandler handler, const std::string& fence_key = {}, bool as_script = false) {
+               ReplyHandler handler, const std::string& fence_key = {}) {
     const auto now = Clock::now();
     log_.push_back(Command{op, key, token, ttl_ms, fence_key, now, ++*seq_counter_, std::nullopt,
-                           std::nullopt, as_script});
+                           std::nullopt});
     if (timer_ == nullptr) return;  // closed: never answers
     Pending p{log_.size() - 1, std::move(handler), mode_ == Mode::kHold, mode_ == Mode::kFail,
               now + std::chrono::milliseconds(mode_ == Mode::kDelay ? delay_ms_ : 0)};
@@ -258,10 +247,6 @@ class FakeNode : public Node {
       case Op::kSetReadFence:
         if (it != data_.end()) {
           r.kind = Reply::Kind::kNil;
-        } else if (c.op == Op::kSet && !c.as_script) {
-          data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
-          r.kind = Reply::Kind::kStatus;
-          r.text = "OK";
         } else if (c.op == Op::kSet) {
           data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
           r.kind = Reply::Kind::kInteger;
