@@ -48,7 +48,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
       },
       op.fence,
       AcquireKind{op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits} : LockShape{},
-                  op.shared});
+                  op.shared, 0, {}});
 }
 
 template <>

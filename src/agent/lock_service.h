@@ -86,4 +86,16 @@ class LockService final : public SessionHandler {
   std::unordered_map<SessionId, SessionState> sessions_;
 };
 
+// The election ops' handlers live in agent/election_ops.cc.
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRequest& op);
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ResignRequest& op);
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::LeaderRequest& op);
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ObserveRequest& op);
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::UnobserveRequest& op);
+
 }  // namespace lw

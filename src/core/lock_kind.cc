@@ -9,6 +9,7 @@ constexpr std::string_view kSemaphoreMarker = "lockwarden:semaphore:";
 constexpr std::string_view kPermitPart = "permit:";
 constexpr std::string_view kReadersPart = "readers";
 constexpr std::string_view kWaitingPart = "writer-waiting";
+constexpr std::string_view kLeaderPart = "leader";
 
 std::string Join(std::string_view prefix, std::string_view name, std::string_view part) {
   std::string out;
@@ -37,6 +38,8 @@ std::string LockShape::Describe() const {
       return "lock";
     case LockKind::kSemaphore:
       return "semaphore of " + std::to_string(permits) + (permits == 1 ? " permit" : " permits");
+    case LockKind::kElection:
+      return "election";
   }
   return "lock";
 }
@@ -71,6 +74,8 @@ std::string_view NameOf(LockKind kind) {
       return "mutex";
     case LockKind::kSemaphore:
       return "semaphore";
+    case LockKind::kElection:
+      return "election";
   }
   return "mutex";
 }
@@ -83,6 +88,9 @@ std::string ReadersKey(std::string_view prefix, std::string_view name) {
 }
 std::string WriterWaitingKey(std::string_view prefix, std::string_view name) {
   return Join(prefix, name, kWaitingPart);
+}
+std::string LeaderKey(std::string_view prefix, std::string_view name) {
+  return Join(prefix, name, kLeaderPart);
 }
 std::string PermitFenceKey(std::string_view fence_prefix, std::string_view name, int permit) {
   return PermitKey(fence_prefix, name, permit);
@@ -101,6 +109,8 @@ std::optional<KeyPart> ParseLockKey(std::string_view prefix, std::string_view ke
     out.part = KeyPart::Part::kReaders;
   } else if (part == kWaitingPart) {
     out.part = KeyPart::Part::kWriterWaiting;
+  } else if (part == kLeaderPart) {
+    out.part = KeyPart::Part::kLeader;
   } else if (part.starts_with(kPermitPart)) {
     const auto i = ReadCount(part.substr(kPermitPart.size()), 0, kMaxPermits - 1);
     if (!i) return std::nullopt;

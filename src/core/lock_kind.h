@@ -13,6 +13,11 @@
 //   semaphore of K          P R                       marker "lockwarden:semaphore:K", PX >=
 //                                                     every permit's
 //                           P R US "permit:" i        permit i (0 <= i < K), a mutex of its own
+//   election                P R                       the leader's value (an exclusive hold,
+//                                                     always fenced: its fence is the term)
+//                           P R US "leader"           the leader's record (core/election_record.h),
+//                                                     PX never beyond P R's; read only where P R
+//                                                     still holds the value the record names
 // An exclusive acquire is the write hold of a read-write lock: it is refused while readers
 // hold the resource, and readers while it is held. A semaphore's marker and a mutex's key are
 // the same key, so a resource is never a mutex and a semaphore (or two sizes) at once.
@@ -25,7 +30,8 @@
 namespace lw {
 
 // A mutex also takes shared (read) holds: it is a read-write lock.
-enum class LockKind : uint8_t { kMutex, kSemaphore };
+// An election is a lock whose exclusive holder is the leader and keeps a record beside it.
+enum class LockKind : uint8_t { kMutex, kSemaphore, kElection };
 
 inline constexpr int kMaxPermits = 1024;
 inline constexpr char kKeyPartSeparator = '\x1f';
@@ -48,18 +54,19 @@ std::optional<LockShape> ShapeOfMarker(std::string_view value);
 // What one hold is: the part of the resource it occupies.
 enum class HoldMode : uint8_t { kExclusive, kShared, kPermit };
 std::string_view NameOf(HoldMode mode);  // "exclusive", "shared", "permit"
-std::string_view NameOf(LockKind kind);  // "mutex", "semaphore"
+std::string_view NameOf(LockKind kind);  // "mutex", "semaphore", "election"
 
 // The keys of resource `name` under `prefix`.
 std::string PermitKey(std::string_view prefix, std::string_view name, int permit);
 std::string ReadersKey(std::string_view prefix, std::string_view name);
 std::string WriterWaitingKey(std::string_view prefix, std::string_view name);
+std::string LeaderKey(std::string_view prefix, std::string_view name);  // an election's record
 // The fence counter of a permit (an exclusive hold's is fence_prefix + name).
 std::string PermitFenceKey(std::string_view fence_prefix, std::string_view name, int permit);
 
 // A key under `prefix` read back: which resource and which part.
 struct KeyPart {
-  enum class Part : uint8_t { kBase, kPermit, kReaders, kWriterWaiting };
+  enum class Part : uint8_t { kBase, kPermit, kReaders, kWriterWaiting, kLeader };
   std::string resource;
   Part part = Part::kBase;  // kBase: a mutex's key or a semaphore's marker (tell by the value)
   int permit = -1;          // kPermit only

@@ -36,17 +36,23 @@ size_t DecodeUtf8(std::string_view s, size_t i, uint32_t* cp) {
 }  // namespace
 
 std::optional<std::string> ResourceNameProblem(std::string_view name) {
-  if (name.empty()) return "resource name is empty";
-  if (name.size() > kMaxResourceBytes) {
-    return "resource name is " + std::to_string(name.size()) + " bytes; the limit is " +
-           std::to_string(kMaxResourceBytes);
+  return TextProblem(name, kMaxResourceBytes, "resource name");
+}
+
+std::optional<std::string> TextProblem(std::string_view text, size_t max_bytes,
+                                       std::string_view what) {
+  const std::string w(what);
+  if (text.empty()) return w + " is empty";
+  if (text.size() > max_bytes) {
+    return w + " is " + std::to_string(text.size()) + " bytes; the limit is " +
+           std::to_string(max_bytes);
   }
-  for (size_t i = 0; i < name.size();) {
+  for (size_t i = 0; i < text.size();) {
     uint32_t cp = 0;
-    const size_t len = DecodeUtf8(name, i, &cp);
-    if (len == 0) return "resource name is not valid UTF-8 (byte " + std::to_string(i) + ")";
+    const size_t len = DecodeUtf8(text, i, &cp);
+    if (len == 0) return w + " is not valid UTF-8 (byte " + std::to_string(i) + ")";
     if (cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp < 0xA0)) {
-      return "resource name contains a control character at byte " + std::to_string(i);
+      return w + " contains a control character at byte " + std::to_string(i);
     }
     i += len;
   }

@@ -80,6 +80,15 @@ RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t 
 
 RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms) {
   RoundRequest req;
+  if (p.shape.kind == LockKind::kElection) {
+    // The record lives at least as long as the hold (kExtendPermit: KEYS marker-like, key).
+    req = KindRound(RoundOp::kKindExtend, KindScript::kExtendPermit, token);
+    req.keys = {LeaderKey(p.key_prefix, p.name), BaseKey(p)};
+    req.args = {std::to_string(ttl_ms)};
+    req.key = BaseKey(p);
+    req.ttl_ms = ttl_ms;
+    return req;
+  }
   switch (p.mode) {
     case HoldMode::kExclusive:
       req.op = RoundOp::kExtendIfHeld;
@@ -103,9 +112,18 @@ RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t t
 
 RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token,
                           const std::string& drop_mark) {
-  if (p.mode == HoldMode::kExclusive && drop_mark.empty()) return DeleteRound(BaseKey(p), token);
   const std::string channel = scripts::ReleaseChannel(BaseKey(p));
   RoundRequest req;
+  if (p.shape.kind == LockKind::kElection) {
+    // The record goes first, only if it is this leader's (the mark).
+    req = KindRound(RoundOp::kKindRelease, KindScript::kReleasePart, token);
+    req.keys = {BaseKey(p), LeaderKey(p.key_prefix, p.name)};
+    req.args = {channel, std::string(p.record)};
+    req.key = BaseKey(p);
+    req.wait_all = true;
+    return req;
+  }
+  if (p.mode == HoldMode::kExclusive && drop_mark.empty()) return DeleteRound(BaseKey(p), token);
   if (p.mode == HoldMode::kShared) {
     req = KindRound(RoundOp::kKindRelease, KindScript::kReleaseShared, token);
     req.keys = {HoldKey(p)};
@@ -116,6 +134,26 @@ RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token,
   req.args = {channel};
   if (p.mode != HoldMode::kShared) req.args.push_back(drop_mark);
   req.key = HoldKey(p);
+  req.wait_all = true;
+  return req;
+}
+
+RoundRequest FenceRecordRound(const HoldPlace& p, const std::string& token, int64_t fence,
+                              int needed) {
+  RoundRequest req = KindRound(RoundOp::kKindFence, KindScript::kFenceRecord, token);
+  req.keys = {BaseKey(p), FencedKeysOf(p).fence_key, LeaderKey(p.key_prefix, p.name)};
+  req.args = {std::to_string(fence), std::string(p.record),
+              scripts::ReleaseChannel(BaseKey(p))};
+  req.key = BaseKey(p);
+  req.fence = fence;
+  req.needed = needed;
+  return req;
+}
+
+RoundRequest ReadRecordRound(const std::string& key_prefix, const std::string& name) {
+  RoundRequest req = KindRound(RoundOp::kKindRead, KindScript::kReadRecord, "");
+  req.keys = {key_prefix + name, LeaderKey(key_prefix, name)};
+  req.key = key_prefix + name;
   req.wait_all = true;
   return req;
 }

@@ -26,6 +26,8 @@ struct HoldPlace {
   LockShape shape;
   HoldMode mode = HoldMode::kExclusive;
   int permit = -1;  // kPermit only
+  // An election's leader: its stored record (core/election_record.h), "" when not known yet.
+  std::string_view record = {};
 };
 
 // The mode a hold of `shape` has (shared: a read hold).
@@ -50,5 +52,11 @@ RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t t
 // retry keeps it.
 RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token,
                           const std::string& drop_mark = "");
+// An election's fenced grant, phase 2: the fence and the leader's record p.record written
+// where the hold is still there, and the change announced (kFenceRecord).
+RoundRequest FenceRecordRound(const HoldPlace& p, const std::string& token, int64_t fence,
+                              int needed);
+// An election's leader as each master has it (kReadRecord; waits for every master).
+RoundRequest ReadRecordRound(const std::string& key_prefix, const std::string& name);
 
 }  // namespace lw

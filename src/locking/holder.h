@@ -52,6 +52,9 @@ struct Holder {
   // Its part of the resource: a semaphore's permit (-1 otherwise); a shared (read) hold.
   int16_t permit = -1;
   bool shared = false;
+  bool detached = false;  // held by a session no connection closes (AcquireKind::hold_as)
+  // An election's leader: its stored record on the masters (core/election_record.h).
+  std::unique_ptr<std::string> record;
 
   // The key's value on the masters.
   std::string LeaseValue() const { return lease ? lease->str() : token.str(); }

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "core/election_record.h"
 #include "core/redlock_math.h"
+#include "core/unix_time.h"
 #include "core/token.h"
 #include "locking/failure_text.h"
 #include "locking/fencing.h"
@@ -71,7 +73,9 @@ HoldPlace LockEngine::PlaceOf(const std::string& name, const Resource& r, bool s
 }
 
 HoldPlace LockEngine::PlaceOf(const std::string& name, const Resource& r, const Holder& h) const {
-  return PlaceOf(name, r, h.shared, h.permit);
+  HoldPlace p = PlaceOf(name, r, h.shared, h.permit);
+  if (h.record) p.record = *h.record;
+  return p;
 }
 
 LockEngine::Resource* LockEngine::Find(const std::string& name) {
@@ -132,9 +136,11 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   w.session = session;
   w.renew = renew;
   w.shared = kind.shared && kind.shape.kind == LockKind::kMutex;
+  w.hold_as = kind.hold_as;
+  w.record_payload = std::move(kind.record_payload);
   w.history.ttl_ms = ttl_ms;
   w.history.wait_ms = wait_ms;
-  w.history.fence = fence;
+  w.history.fence = fence || kind.shape.kind == LockKind::kElection;  // the term
   w.requested = Clock::now();
   w.deadline = w.requested + std::chrono::milliseconds(wait_ms);
   w.done = std::move(done);
@@ -191,7 +197,8 @@ void LockEngine::StartAttempt(const std::string& name) {
   ++w.history.attempts;
   r.attempt_in_flight = true;
   AttemptRound a{name, w.id, NewToken(),
-                 r.shape.kind == LockKind::kSemaphore ? ChoosePermit(r) : -1, w.shared, w.mark};
+                 r.shape.kind == LockKind::kSemaphore ? ChoosePermit(r) : -1, w.shared, w.mark,
+                 std::string()};
   if (a.mark.empty() && !w.shared && r.shape.kind == LockKind::kMutex) {
     // The first attempt's value names the waiter: no other hold ever has it.
     a.mark = w.mark = options_.value_prefix + a.token;
@@ -210,12 +217,21 @@ void LockEngine::WriteFence(const AttemptRound& a, Clock::time_point started, in
   Resource& r = *Find(a.name);
   r.attempt_in_flight = true;
   r.waiters.front().in_attempt = true;
-  const HoldPlace place = PlaceOf(a.name, r, a.shared, a.permit);
-  rounds_.Run(FencePhase2(FencedKeysOf(place), a.token, fence, fence_quorum_),
-              [this, a, started, fence](const RoundResult& res) {
-                CountFenceWrite(*stats_, res, a.name, fence);
-                OnAttempt(a, res, started, fence, /*fence_written=*/true);
-              });
+  HoldPlace place = PlaceOf(a.name, r, a.shared, a.permit);
+  RoundRequest req;
+  AttemptRound b = a;
+  if (r.shape.kind == LockKind::kElection) {
+    b.record = StoredRecord(options_.value_prefix + a.token,
+                            {fence, UnixMsNow(), r.waiters.front().record_payload});
+    place.record = b.record;
+    req = FenceRecordRound(place, a.token, fence, fence_quorum_);
+  } else {
+    req = FencePhase2(FencedKeysOf(place), a.token, fence, fence_quorum_);
+  }
+  rounds_.Run(std::move(req), [this, b = std::move(b), started, fence](const RoundResult& res) {
+    CountFenceWrite(*stats_, res, b.name, fence);
+    OnAttempt(b, res, started, fence, /*fence_written=*/true);
+  });
 }
 
 namespace {
@@ -325,8 +341,9 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
 }
 
 void LockEngine::UndoAttempt(const AttemptRound& a, const Resource& r, bool giving_up) {
-  ReleaseEverywhere(ReleaseRound(PlaceOf(a.name, r, a.shared, a.permit), a.token,
-                                 giving_up ? a.mark : std::string()));
+  HoldPlace place = PlaceOf(a.name, r, a.shared, a.permit);
+  place.record = a.record;
+  ReleaseEverywhere(ReleaseRound(place, a.token, giving_up ? a.mark : std::string()));
 }
 
 void LockEngine::RetryLater(Resource& r, const std::string& name, const Waiter& w,
@@ -362,7 +379,8 @@ bool LockEngine::ReleasedElsewhere(const std::string& key) {
 Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& w) {
   auto h = std::make_unique<Holder>();
   h->serial = w.id;  // its wait deadline is replaced by the holder's
-  h->session = w.session;
+  h->session = w.hold_as != 0 ? w.hold_as : w.session;
+  h->detached = w.hold_as != 0;
   h->ttl_ms = w.history.ttl_ms;
   h->renew = w.renew;
   h->shared = w.shared;
@@ -370,7 +388,7 @@ Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& 
   r.holders.push_back(std::move(h));
   ++holders_;
   ForgetWaiter(w.session, name);
-  sessions_[w.session].held.push_back(name);
+  sessions_[r.holders.back()->session].held.push_back(name);
   return *r.holders.back();
 }
 
@@ -393,6 +411,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
   h.token = FixedToken(a.token);
   h.permit = static_cast<int16_t>(a.permit);
   h.fence = fence;
+  if (!a.record.empty()) h.record = std::make_unique<std::string>(a.record);
   h.acquired = started;
   h.valid_until = valid_until;
   ScheduleHolder(name, h, RenewDelayMs(w.renew, w.history.ttl_ms, validity_ms));

@@ -104,6 +104,14 @@ struct Extension {
 struct AcquireKind {
   LockShape shape;
   bool shared = false;
+  // Once granted, the hold belongs to this session rather than the acquiring one (0: the
+  // acquiring one). A detached lease is held by a session no connection closes; the waiter
+  // still belongs to the acquiring session (closing it drops the wait). Such holds are left on
+  // the masters at Shutdown (they end by release or ttl, not with the agent).
+  SessionId hold_as = 0;
+  // An election (shape.kind kElection, fenced): what the leader's record says of it
+  // (core/election_record.h); written with the term in the fence's phase 2.
+  std::string record_payload;
 };
 
 using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
@@ -202,6 +210,7 @@ class LockEngine {
     int permit = -1;
     bool shared = false;
     std::string mark;  // the waiter's writer-waiting mark (exclusive acquires)
+    std::string record;  // an election's stored record, from its phase 2 on
   };
 
   std::string KeyOf(const std::string& name) const;  // the resource's base key

@@ -61,7 +61,8 @@ void LockEngine::Shutdown(std::function<void()> done) {
     if (r->retry_timer) r->retry_timer->Stop();
     while (!r->holders.empty()) {
       auto h = TakeHolder(*r, name, r->holders.back().get());
-      ReleaseEverywhere(name, *r, *h);
+      // A detached lease outlives its agent's run: it ends by its ttl.
+      if (!h->detached) ReleaseEverywhere(name, *r, *h);
     }
   }
   // No waiter or holder is left: their deadlines must not keep the loop alive.

@@ -15,6 +15,9 @@ Vote Classify(RoundOp op, const Reply& r) {
     case RoundOp::kKindAcquire:
       if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
       return r.kind == K::kNil || r.kind == K::kArray ? Vote::kNo : Vote::kFailed;
+    case RoundOp::kKindRead:
+      return r.kind == K::kString || r.kind == K::kNil ? Vote::kYes : Vote::kFailed;
+    case RoundOp::kKindFence:
     case RoundOp::kKindExtend:
     case RoundOp::kKindRelease:
     case RoundOp::kDeleteIfHeld:
@@ -29,7 +32,7 @@ Vote Classify(RoundOp op, const Reply& r) {
 // Releases reach every master and every answer counts: quarantine only keeps a master from
 // helping to grant or extend.
 bool QuarantineApplies(RoundOp op) {
-  return op != RoundOp::kDeleteIfHeld && op != RoundOp::kKindRelease;
+  return op != RoundOp::kDeleteIfHeld && op != RoundOp::kKindRelease && op != RoundOp::kKindRead;
 }
 
 // Counts one master's refusal array (redis/kind_scripts.h) into `out`.
@@ -88,7 +91,12 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
       n_counting -= counts[i] ? 0 : 1;
     }
   }
-  RoundResult initial{VoteTally(size(), quorum_, req.needed, n_counting), started, -1, 0, {}};
+  RoundResult initial{VoteTally(size(), quorum_, req.needed, n_counting), started, -1, 0, {}, {},
+                      {}};
+  if (req.op == RoundOp::kKindRead) {
+    initial.values.resize(nodes_.size());
+    initial.read_nil.resize(nodes_.size(), false);
+  }
   rounds_.emplace(id, Round{std::move(initial),
                             req.op, req.wait_all, std::move(done),
                             std::vector<bool>(nodes_.size(), false), std::move(counts)});
@@ -117,7 +125,9 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
         break;
       case RoundOp::kKindAcquire:
       case RoundOp::kKindExtend:
-      case RoundOp::kKindRelease: {
+      case RoundOp::kKindRelease:
+      case RoundOp::kKindFence:
+      case RoundOp::kKindRead: {
         std::vector<std::string> args;
         args.reserve(req.args.size() + 1);
         args.push_back(value);
@@ -142,11 +152,21 @@ void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
       if (round.op == RoundOp::kKindAcquire) {
         res.max_fence = std::max(res.max_fence, reply.integer);
       }
+      if (round.op == RoundOp::kKindRead) {
+        if (reply.kind == Reply::Kind::kString) {
+          res.values[node] = reply.text;
+        } else {
+          res.read_nil[node] = true;
+        }
+      }
       break;
     case Vote::kNo:
       res.tally.No(counts);
       if (round.op == RoundOp::kKindAcquire) CountRefusal(reply, res.refusals);
-      if (round.op == RoundOp::kRaiseFenceIfHeld && reply.integer == -1) ++res.fence_refused;
+      if ((round.op == RoundOp::kRaiseFenceIfHeld || round.op == RoundOp::kKindFence) &&
+          reply.integer == -1) {
+        ++res.fence_refused;
+      }
       break;
     case Vote::kFailed:
       res.tally.Failed(counts);

@@ -34,6 +34,10 @@ enum class RoundOp {
   kKindAcquire,  // yes: an integer >= 0 (the fence counter read); no: nil or a refusal array
   kKindExtend,   // 1 / 0
   kKindRelease,  // 1 / 0; like kDeleteIfHeld, every master's answer counts
+  kKindFence,    // as kRaiseFenceIfHeld, by a script (an election's record: kFenceRecord)
+  // A read (kReadRecord): yes for a string or nil, kept in RoundResult::values; every master's
+  // answer counts (a read decides nothing by itself). Use with wait_all.
+  kKindRead,
 };
 
 struct RoundRequest {
@@ -68,6 +72,10 @@ struct RoundResult {
   int64_t max_fence = -1;     // kKindAcquire: the highest counter among the yes votes
   int fence_refused = 0;      // kRaiseFenceIfHeld: masters whose counter was already >= fence
   KindRefusals refusals;      // kKindAcquire
+  // kKindRead, by node index: nullopt for no answer (or an error), "" never (nil is nullopt
+  // too: see read_nil).
+  std::vector<std::optional<std::string>> values;
+  std::vector<bool> read_nil;  // kKindRead, by node index: the master answered nil
 };
 using RoundDone = std::function<void(const RoundResult& result)>;
 

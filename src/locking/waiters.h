@@ -41,6 +41,8 @@ struct Waiter {
   SessionId session = 0;
   bool renew = false;
   bool shared = false;  // a shared (read) hold
+  SessionId hold_as = 0;       // AcquireKind::hold_as
+  std::string record_payload;  // AcquireKind::record_payload
   // An exclusive acquire's writer-waiting mark (its first attempt's value, the same for all its
   // attempts); "" until its first attempt.
   std::string mark;

@@ -140,7 +140,10 @@ class FieldReader {
  public:
   explicit FieldReader(const json& request) : request_(request) {}
 
-  Problem Resource(std::string* out) const;
+  // The lock's name in `field` ("resource"; elections: "name").
+  Problem Resource(std::string* out, const std::string& field = "resource") const;
+  // A required string of 1..max_bytes bytes of UTF-8 without control characters.
+  Problem Text(const std::string& field, size_t max_bytes, std::string* out) const;
   Problem Token(std::string* out) const;
   // An optional integer number of milliseconds in [lo, hi]; fallback when absent.
   // over_hint: what to do instead, added when the value is an integer above hi.
@@ -161,19 +164,37 @@ class FieldReader {
   const json& request_;
 };
 
-Problem FieldReader::Resource(std::string* out) const {
+Problem FieldReader::Resource(std::string* out, const std::string& field) const {
   static const std::string kRule =
       "1 to " + std::to_string(kMaxResourceBytes) + " bytes of UTF-8 without control characters";
-  const json* value = Find("resource");
-  if (value == nullptr) return "missing required field \"resource\": the lock's name, " + kRule;
+  const std::string quoted = "\"" + field + "\"";
+  const json* value = Find(field);
+  if (value == nullptr) {
+    return "missing required field " + quoted +
+           (field == "resource" ? ": the lock's name, " : ": the election's name, ") + kRule;
+  }
   if (!value->is_string()) {
-    return "field \"resource\" must be a string of " + kRule + "; got " + Describe(*value);
+    return "field " + quoted + " must be a string of " + kRule + "; got " + Describe(*value);
   }
   const auto& name = value->get_ref<const std::string&>();
   if (const auto problem = ResourceNameProblem(name)) {
-    return "field \"resource\" is refused: " + *problem + ". Use " + kRule;
+    return "field " + quoted + " is refused: " + *problem + ". Use " + kRule;
   }
   *out = name;
+  return std::nullopt;
+}
+
+Problem FieldReader::Text(const std::string& field, size_t max_bytes, std::string* out) const {
+  const std::string rule =
+      "1 to " + std::to_string(max_bytes) + " bytes of UTF-8 without control characters";
+  const json* value = Find(field);
+  if (value == nullptr) return "missing required field \"" + field + "\": " + rule;
+  if (!value->is_string()) {
+    return "field \"" + field + "\" must be a string of " + rule + "; got " + Describe(*value);
+  }
+  const auto& text = value->get_ref<const std::string&>();
+  if (const auto problem = TextProblem(text, max_bytes, "the " + field)) return "field \"" + field + "\" is refused: " + *problem + ". Use " + rule;
+  *out = text;
   return std::nullopt;
 }
 
@@ -270,7 +291,36 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireReq
                        "write, so nothing is fenced against it. Fence the exclusive (write) "
                        "holds instead");
   }
+  if (auto p = fields.Flag("detach", false, &request->detach)) return p;
+  if (request->detach && request->renew) {
+    return std::string("field \"renew\" cannot be true with \"detach\": true: a detached lease "
+                       "outlives this connection, so nothing renews it. It ends by its ttl_ms; "
+                       "keep it with \"extend\" by token, or drop \"detach\" to have it renewed "
+                       "while this connection lives");
+  }
   return std::nullopt;
+}
+
+Problem DecodeFields(const FieldReader& fields, const Limits& limits, CampaignRequest* request) {
+  if (auto p = fields.Resource(&request->name, "name")) return p;
+  if (auto p = fields.Text("value", CampaignRequest::kMaxValueBytes, &request->value)) return p;
+  if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
+                             &request->ttl_ms, kLongTtlHint)) {
+    return p;
+  }
+  return fields.Millis("wait_ms", 0, limits.max_wait_ms, limits.max_wait_ms, &request->wait_ms);
+}
+
+Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/, ResignRequest* request) {
+  if (auto p = fields.Resource(&request->name, "name")) return p;
+  return fields.Token(&request->token);
+}
+
+// leader, observe and unobserve name an election and nothing else.
+template <typename NamedRequest>
+  requires requires(NamedRequest r) { r.name; }
+Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/, NamedRequest* request) {
+  return fields.Resource(&request->name, "name");
 }
 
 Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/,
@@ -288,6 +338,7 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, ExtendRequ
 
 // held, health, ping and locks carry nothing beyond id and op.
 template <typename BareRequest>
+  requires(!requires(BareRequest r) { r.name; })
 Problem DecodeFields(const FieldReader& /*fields*/, const Limits& /*limits*/,
                      BareRequest* /*request*/) {
   return std::nullopt;

@@ -22,8 +22,9 @@ namespace lw::protocol {
 // agent's LockService has one handler per alternative.
 struct AcquireRequest {
   static constexpr std::string_view kName = "acquire";
-  static constexpr std::string_view kFields[] = {"id",    "op",    "resource", "ttl_ms", "wait_ms",
-                                                 "renew", "fence", "permits",  "shared"};
+  static constexpr std::string_view kFields[] = {"id",    "op",    "resource", "ttl_ms",
+                                                 "wait_ms", "renew", "fence", "permits",
+                                                 "shared", "detach"};
   std::string resource;
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
@@ -31,6 +32,9 @@ struct AcquireRequest {
   bool fence = false;  // also issue a fencing token (docs/safety.md)
   int permits = 0;      // > 0: a permit of a semaphore of that many (1..kMaxPermits)
   bool shared = false;  // a shared (read) hold; readers share, an exclusive hold excludes them
+  // A detached lease: it survives this connection and ends by release (by token, from any
+  // connection of its creator's uid or one the access rules allow) or by its ttl; never renewed.
+  bool detach = false;
 };
 struct ReleaseRequest {
   static constexpr std::string_view kName = "release";
@@ -65,8 +69,47 @@ struct LocksRequest {
   static constexpr const auto& kFields = kBareFields;
 };
 
+// Leader election (docs/protocol.md "Elections"). An election NAME is the lock NAME whose
+// exclusive holder is the leader; its term is the grant's fence.
+// Campaign: wait (up to wait_ms) to lead, then lead while this connection lives (renewed);
+// the reply comes when elected.
+struct CampaignRequest {
+  static constexpr std::string_view kName = "campaign";
+  static constexpr std::string_view kFields[] = {"id", "op", "name", "value", "ttl_ms", "wait_ms"};
+  std::string name;
+  std::string value;  // what the leader announces (e.g. "host-a:8080"): 1..kMaxValueBytes
+  int64_t ttl_ms = 0;
+  int64_t wait_ms = 0;  // absent: max_wait_ms
+  static constexpr size_t kMaxValueBytes = 1024;
+};
+// Stop leading (the token campaign answered).
+struct ResignRequest {
+  static constexpr std::string_view kName = "resign";
+  static constexpr std::string_view kFields[] = {"id", "op", "name", "token"};
+  std::string name;
+  std::string token;
+};
+// Who leads NAME now, read from the masters.
+struct LeaderRequest {
+  static constexpr std::string_view kName = "leader";
+  static constexpr std::string_view kFields[] = {"id", "op", "name"};
+  std::string name;
+};
+// Follow NAME's leader: answered like leader, then a `leader` event at every change.
+struct ObserveRequest {
+  static constexpr std::string_view kName = "observe";
+  static constexpr std::string_view kFields[] = {"id", "op", "name"};
+  std::string name;
+};
+struct UnobserveRequest {
+  static constexpr std::string_view kName = "unobserve";
+  static constexpr std::string_view kFields[] = {"id", "op", "name"};
+  std::string name;
+};
+
 using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
-                        PingRequest, LocksRequest>;
+                        PingRequest, LocksRequest, CampaignRequest, ResignRequest, LeaderRequest,
+                        ObserveRequest, UnobserveRequest>;
 
 // `id` is echoed verbatim in the reply: a JSON integer or a string of at most 128 bytes, or
 // null when the client sent none.

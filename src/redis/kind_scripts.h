@@ -24,7 +24,7 @@ namespace lw::scripts {
 // Every kind script, in the order of NodeCommand's kind-script entries (redis/node_stats.h).
 enum class KindScript : uint8_t {
   kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
-  kReleasePart, kCount
+  kReleasePart, kFenceRecord, kReadRecord, kCount
 };
 
 // Shared prelude. fence(key): the counter at key (0 when absent or no key); an acquire reads it
@@ -115,11 +115,37 @@ inline constexpr const char* kReleasePart =
     "redis.call('del', KEYS[1]) "
     "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1";
 
+// An election's fenced grant, phase 2 (redis/scripts.h kRaiseFenceIfHeld, plus the leader's
+// record). KEYS: P R, the fence counter, the record (P R US "leader"). ARGV: value, fence,
+// the stored record (core/election_record.h), the channel announcing a change ("": none).
+// 1 = written; 0 = P R no longer holds value; -1 = the counter is already >= fence. The record
+// gets P R's PTTL, so it never outlives the hold; extends keep the two together
+// (kExtendPermit with KEYS: record, P R) and a release drops both (kReleasePart with KEYS:
+// P R, record, and the record as the mark).
+inline constexpr const char* kFenceRecord =
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "local v = redis.call('get', KEYS[2]) local n = 0 "
+    "if v then n = tonumber(v) if not n then "
+    "return redis.error_reply('fence counter ' .. KEYS[2] .. ' is not a number') end end "
+    "if n >= tonumber(ARGV[2]) then return -1 end "
+    "redis.call('set', KEYS[2], ARGV[2]) "
+    "local ttl = redis.call('pttl', KEYS[1]) "
+    "if ttl > 0 then redis.call('set', KEYS[3], ARGV[3], 'PX', ttl) end "
+    "if ARGV[4] ~= '' then redis.pcall('publish', ARGV[4], KEYS[1]) end return 1";
+
+// An election's leader as this master has it. KEYS: P R, the record. ARGV: ignored. The record
+// without its value prefix when P R holds the value it starts with; otherwise nil.
+inline constexpr const char* kReadRecord =
+    "local r = redis.call('get', KEYS[2]) if not r then return false end "
+    "local v = redis.call('get', KEYS[1]) if not v then return false end "
+    "if string.sub(r, 1, #v + 1) ~= v .. '\\31' then return false end "
+    "return string.sub(r, #v + 2)";
+
 #undef LW_KIND_PRELUDE
 
 inline constexpr const char* kKindScriptBodies[] = {
-    kClaimExclusive, kClaimShared,    kClaimPermit, kExtendShared,
-    kExtendPermit,   kReleaseShared, kReleasePart};
+    kClaimExclusive, kClaimShared,  kClaimPermit, kExtendShared, kExtendPermit,
+    kReleaseShared,  kReleasePart, kFenceRecord, kReadRecord};
 static_assert(std::size(kKindScriptBodies) == static_cast<size_t>(KindScript::kCount));
 
 }  // namespace lw::scripts

@@ -54,6 +54,8 @@ constexpr ScriptSpec kScriptSpecs[] = {
     KindSpec(scripts::KindScript::kExtendPermit),
     KindSpec(scripts::KindScript::kReleaseShared),
     KindSpec(scripts::KindScript::kReleasePart),
+    KindSpec(scripts::KindScript::kFenceRecord),
+    KindSpec(scripts::KindScript::kReadRecord),
 };
 static_assert(std::size(kScriptSpecs) == 3 + static_cast<size_t>(scripts::KindScript::kCount));
 

@@ -79,6 +79,7 @@ std::vector<LockCopy> HoldsOf(std::string_view key_prefix, size_t master, const 
       }
       break;
     case KeyPart::Part::kWriterWaiting:
+    case KeyPart::Part::kLeader:  // an election's record: its hold is P R
       break;
   }
   return out;
