@@ -130,5 +130,52 @@ TEST_F(LockEngineTest, ShutdownWithNothingToReleaseCallsDoneFromTheLoop) {
   EXPECT_EQ(TotalCommands(), 0u);
 }
 
+// A hold granted to another session than the acquiring one (a detached lease): closing the
+// acquiring session leaves it; its owner releases it; Shutdown leaves it on the masters.
+TEST_F(LockEngineTest, AHoldGrantedAsAnotherSessionOutlivesTheAcquiringOne) {
+  MakeEngine();
+  constexpr SessionId kOwner = 1000;
+  int calls = 0;
+  std::string token;
+  engine_->Acquire(
+      1, "lease", 10000, 0, false,
+      [&](const std::variant<Grant, Failure>& r) {
+        ++calls;
+        if (const auto* g = std::get_if<Grant>(&r)) token = g->token;
+      },
+      false, AcquireKind{LockShape{}, false, kOwner, {}});
+  ASSERT_TRUE(RunUntil([&] { return calls > 0; }));
+  ASSERT_FALSE(token.empty());
+  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  ASSERT_EQ(engine_->HeldBy(kOwner).size(), 1u);
+  engine_->CloseSession(1);
+  ASSERT_TRUE(RunUntilQuiet());
+  EXPECT_EQ(node(0).Holder(Key("lease")), token) << "closing the acquiring session keeps it";
+  ReleaseRecord* wrong = Release(1, "lease", token);
+  ASSERT_TRUE(RunUntil([wrong] { return wrong->calls > 0; }));
+  ASSERT_TRUE(wrong->failure.has_value());
+  EXPECT_EQ(wrong->failure->code, ErrorCode::kNotHeld);
+
+  // A second one, left on the masters by Shutdown while the first is released before it.
+  const size_t before = acquires_.size();
+  engine_->Acquire(
+      2, "kept", 10000, 0, false,
+      [&](const std::variant<Grant, Failure>& r) { calls += std::holds_alternative<Grant>(r); },
+      false, AcquireKind{LockShape{}, false, kOwner, {}});
+  ASSERT_TRUE(RunUntil([&] { return calls > 1; }));
+  EXPECT_EQ(acquires_.size(), before);
+  ReleaseRecord* right = Release(kOwner, "lease", token);
+  ASSERT_TRUE(RunUntil([right] { return right->calls > 0; }));
+  EXPECT_FALSE(right->failure.has_value());
+  ExpectDeletedEverywhere(Key("lease"), token);
+  const std::string kept = *node(0).Holder(Key("kept"));
+  bool done = false;
+  engine_->Shutdown([&] { done = true; });
+  ASSERT_TRUE(RunUntil([&] { return done; }));
+  for (const auto& n : nodes_) {
+    EXPECT_EQ(n->Holder(Key("kept")), kept) << "a detached hold ends by its ttl, not with the agent";
+  }
+}
+
 }  // namespace
 }  // namespace lw::engine_test
