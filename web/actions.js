@@ -105,12 +105,17 @@
     caution.hidden = true;
     if (a.action === 'release') {
       const l = a.lock || {};
-      const gone = !(isNum(l.pid) && l.pid >= 0);
-      const holder = gone ? 'held by session ' + (l.session != null ? l.session : '?') + ' (its process has disconnected)'
-        : 'held by pid ' + l.pid + (l.cmdline ? ' (' + truncate(l.cmdline, 120) + ')' : '');
+      const gone = !(isNum(l.pid) && l.pid >= 0) || l.detached;
+      const creator = isNum(l.pid) && l.pid >= 0 ? 'pid ' + l.pid + (l.cmdline ? ' (' + truncate(l.cmdline, 120) + ')' : '')
+        : 'uid ' + l.uid;
+      const holder = l.detached ? 'is a detached lease created by ' + creator + ': no connection holds it, and it'
+        : gone ? 'held by session ' + (l.session != null ? l.session : '?') + ' (its process has disconnected)'
+          : 'held by pid ' + l.pid + (l.cmdline ? ' (' + truncate(l.cmdline, 120) + ')' : '');
       const w = l.waiters > 0 ? (l.waiters === 1 ? 'The 1 waiter queued for it will get it next.'
         : 'The ' + l.waiters + ' waiters queued for it will contend next.') : 'Nobody is queued for it.';
-      const tell = gone ? ['Its holder is gone, so nobody receives the ', { code: 'lost' }, ' event. ']
+      const tell = l.detached ? ['Nobody receives the ', { code: 'lost' }, ' event; a release or extend with its token then gets ',
+        { code: 'not_held' }, '. ']
+        : gone ? ['Its holder is gone, so nobody receives the ', { code: 'lost' }, ' event. ']
         : ['The holder gets a ', { code: 'lost' }, ' event with reason ', { code: 'revoked' },
           ' and must stop touching the resource. '];
       para(text, ['The lock ' + q(a.resource) + ' ' + holder + ' will be deleted on every master with its token. ']

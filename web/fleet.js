@@ -195,7 +195,7 @@
     const ctx = [d && d.masters ? d.masters.length : 0, (LW.S.data || {}).actions];
     for (const l of locks) {
       const sig = JSON.stringify([ctx, l.resource, l.hold_id, l.mode, l.permit, l.permits, l.shape,
-        l.holder.state, l.holder.agent_id, l.holder.pid, l.holder.cmdline,
+        l.holder.state, l.holder.agent_id, l.holder.pid, l.holder.cmdline, l.holder.detached,
         l.holder.renew, l.holder.ttl_ms, l.masters, l.quorum, l.stuck, l.stuck_reason,
         l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode])]);
       const open = F.open.has(rowKey(l));
@@ -256,7 +256,13 @@
     if (hd.state === 'gone') line.append(h('span', 'pill pill-bad', 'holder agent gone'), document.createTextNode(' '));
     line.append(h('span', 'strong', holderName(hd)));
     if (hd.host) line.append(h('span', 'muted', ' \u00b7 ' + hd.host));
-    if (isNum(hd.pid) && hd.pid >= 0) line.append(h('span', 'mono', ' \u00b7 pid ' + hd.pid));
+    if (isNum(hd.pid) && hd.pid >= 0) line.append(h('span', 'mono', (hd.detached ? ' \u00b7 created by pid ' : ' \u00b7 pid ') + hd.pid));
+    if (hd.detached) {
+      const tag = h('span', 'pill pill-info', 'detached');
+      tag.setAttribute('data-testid', 'fleet-detached');
+      tag.title = 'a detached lease: no connection holds it; pid and command are its creator\u2019s at the acquire';
+      line.append(document.createTextNode(' '), tag);
+    }
     who.append(line);
     const cmdText = hd.cmdline || (hd.state === 'gone' ? 'nothing renews or releases it: it goes when its ttl runs out'
       : 'command line not reported');
@@ -339,7 +345,10 @@
       unknown: 'the key\u2019s value names no agent' }[hd.state] || hd.state);
     field(holder, 'agent', holderName(hd) + (hd.agent_id ? ' (' + hd.agent_id + ')' : ''));
     if (hd.host) field(holder, 'host', hd.host);
-    if (isNum(hd.pid) && hd.pid >= 0) field(holder, 'pid / uid', hd.pid + ' / ' + hd.uid);
+    if (hd.detached) {
+      field(holder, 'lease', 'detached: it outlives the connection that took it, and ends when released by its token or when its ttl runs out');
+    }
+    if (isNum(hd.pid) && hd.pid >= 0) field(holder, hd.detached ? 'created by pid / uid' : 'pid / uid', hd.pid + ' / ' + hd.uid);
     if (hd.cmdline) field(holder, 'command', hd.cmdline);
     if (hd.held_since_ms > 0) field(holder, 'held since', new Date(hd.held_since_ms).toISOString());
     if (hd.ttl_ms > 0) field(holder, 'ttl', fmtDur(hd.ttl_ms) + (hd.renew ? ', renewed' : ', not renewed'));

@@ -191,7 +191,7 @@
     reconcile($('locks-tbody'), locks.map((l) => ({
       // Ticking fields stay out of the signature; they are updated in place.
       sig: JSON.stringify([ctx, l.resource, l.session, l.pid, l.uid, l.gid, l.cmdline, l.ttl_ms, l.renew,
-        l.waiters, l.mode, l.permits, l.permit, l.holders, l.stuck, l.stuck_reason, l.presence,
+        l.waiters, l.mode, l.permits, l.permit, l.holders, l.detached, l.stuck, l.stuck_reason, l.presence,
         !!l.presence_checked_at]),
       data: l,
       build: buildLockRow,
@@ -240,11 +240,19 @@
     // holder
     const tdHold = h('td', 'cell-holder');
     const who = h('div', 'holder-id');
+    // A detached lease: no connection holds it; pid, uid, gid and command are its creator's.
+    if (l.detached) {
+      const tag = h('span', 'pill pill-info', 'detached');
+      tag.setAttribute('data-testid', 'lock-detached');
+      tag.title = 'a detached lease: it outlives the connection that took it, and ends when released by its ' +
+        'token or when its ttl runs out (an extend by token keeps it)';
+      who.append(tag, document.createTextNode(' created by '));
+    }
     if (isNum(l.pid) && l.pid >= 0) who.append(h('span', 'mono', 'pid ' + l.pid));
-    else who.append(h('span', 'muted', 'holder disconnected'));
+    else who.append(h('span', 'muted', l.detached ? 'an unknown process' : 'holder disconnected'));
     const id = (v) => (isNum(v) && v >= 0 ? v : '\u2014');
     who.append(h('span', 'muted', ' \u00b7 uid ' + id(l.uid) + ' \u00b7 gid ' + id(l.gid) +
-      ' \u00b7 session ' + l.session));
+      (l.detached ? '' : ' \u00b7 session ' + l.session)));
     tdHold.append(who);
     const cmd = h('div', 'cmdline mono' + (l.cmdline ? '' : ' muted'), l.cmdline || 'command line unknown');
     if (l.cmdline) cmd.title = l.cmdline;

@@ -83,7 +83,8 @@ ordered_json HolderJson(const fleet::FleetLock& l) {
           {"ttl_ms", d ? d->ttl_ms : 0},
           {"renew", d ? d->renew : false},
           {"fence", d && d->fence ? ordered_json(*d->fence) : ordered_json(nullptr)},
-          {"waiters", d ? d->waiters : 0}};
+          {"waiters", d ? d->waiters : 0},
+          {"detached", d ? d->detached : false}};
 }
 
 // The resource as a whole: {"kind", "permits" (K or null), "permits_held" (n of K), "readers",

@@ -118,6 +118,7 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
                      {"permit", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permit)
                                                             : nlohmann::ordered_json(nullptr)},
                      {"holders", l.holds},
+                     {"detached", l.detached},
                      {"stuck", !row.stuck.empty()},
                      {"stuck_reason", row.stuck},
                      {"presence", std::move(presence)},

@@ -164,6 +164,7 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
     d.fence = l.fence;
     d.waiters = l.waiters;
     d.mode = l.mode;
+    d.detached = l.detached;
     if (l.mode == HoldMode::kPermit) {
       d.permit = l.permit;
       d.permits = l.permits;

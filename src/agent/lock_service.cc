@@ -32,9 +32,13 @@ bool LockService::Idle(SessionId session) const {
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
+  SessionState& s = sessions_.at(sid);  // Line found it
+  if (op.detach) ++s.detaching;
   engine_.Acquire(
       sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
-      [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
+      [this, sid, id, resource = op.resource,
+       detach = op.detach](const std::variant<Grant, Failure>& result) {
+        if (detach) LeaseAnswered(sid, resource, result);
         if (const auto* g = std::get_if<Grant>(&result)) {
           Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
                                                g->waited_ms, g->fence, g->mode, g->permit));
@@ -48,12 +52,20 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
       },
       op.fence,
       AcquireKind{op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits} : LockShape{},
-                  op.shared, 0, {}});
+                  op.shared, op.detach ? LeaseSessionOf(s.ids.uid) : 0, {}});
 }
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseRequest& op) {
-  engine_.Release(sid, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
+  auto owner = OwnerFor(sid, op.resource, op.token, "release");
+  if (const auto* refusal = std::get_if<Failure>(&owner)) {
+    Fail(sid, id, "release", *refusal);
+    return;
+  }
+  const SessionId holder = std::get<SessionId>(owner);
+  // The engine lets go of a hold at once (its masters' answers are not awaited for that).
+  if (holder != sid) leases_.Drop(op.resource, op.token);
+  engine_.Release(holder, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
     if (f) {
       Fail(sid, id, "release", *f);
     } else {
@@ -64,13 +76,25 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseReq
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequest& op) {
-  engine_.Extend(sid, op.resource, op.token, op.ttl_ms,
-                 [this, sid, id](const std::variant<Extension, Failure>& result) {
+  auto owner = OwnerFor(sid, op.resource, op.token, "extend");
+  if (const auto* refusal = std::get_if<Failure>(&owner)) {
+    Fail(sid, id, "extend", *refusal);
+    return;
+  }
+  const SessionId holder = std::get<SessionId>(owner);
+  engine_.Extend(holder, op.resource, op.token, op.ttl_ms,
+                 [this, sid, id, holder, resource = op.resource,
+                  token = op.token](const std::variant<Extension, Failure>& result) {
                    if (const auto* e = std::get_if<Extension>(&result)) {
                      Answer(sid, protocol::EncodeExtended(id, e->validity_ms));
-                   } else {
-                     Fail(sid, id, "extend", std::get<Failure>(result));
+                     return;
                    }
+                   const Failure& f = std::get<Failure>(result);
+                   // not_held: the engine no longer holds it (nor will).
+                   if (holder != sid && f.code == ErrorCode::kNotHeld) {
+                     leases_.Drop(resource, token);
+                   }
+                   Fail(sid, id, "extend", f);
                  });
 }
 
@@ -157,7 +181,7 @@ std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
                    "this connection holds or awaits " + std::to_string(options_.max_locks) +
                        " locks (max_locks_per_session); release some first"};
   }
-  return std::nullopt;
+  return acquire->detach ? LeaseLimit(s) : std::nullopt;
 }
 
 void LockService::Answer(SessionId sid, std::string line) {
@@ -175,17 +199,25 @@ void LockService::Fail(SessionId sid, const Id& id, std::string_view op,
 
 void LockService::NotifyLost(SessionId session, const std::string& resource,
                              const std::string& token, std::string_view reason) {
-  if (sessions_.count(session) != 0) {
+  if (IsLeaseSession(session)) {
+    leases_.Drop(resource, token);
+  } else if (sessions_.count(session) != 0) {
     transport_.Send(session, protocol::EncodeLost(resource, token, reason));
   }
 }
 
 Peer LockService::PeerOf(SessionId session) const {
+  if (IsLeaseSession(session)) {
+    return Peer{-1, static_cast<int>(UidOfLeaseSession(session)), -1, ""};
+  }
   auto it = sessions_.find(session);
   return it == sessions_.end() ? Peer{} : it->second.peer;
 }
 
 std::string LockService::Describe(SessionId session) const {
+  if (IsLeaseSession(session)) {
+    return "a detached lease of uid " + std::to_string(UidOfLeaseSession(session));
+  }
   const Peer peer = PeerOf(session);
   if (peer.pid < 0) return "session " + std::to_string(session) + " (closed)";
   std::string who = "pid " + std::to_string(peer.pid);
@@ -195,13 +227,13 @@ std::string LockService::Describe(SessionId session) const {
 
 std::vector<LockView> LockService::Locks() const {
   std::vector<LockView> locks = engine_.AllLocks();
-  for (LockView& l : locks) l.holder = PeerOf(l.session);
+  for (LockView& l : locks) FillHolder(l);
   return locks;
 }
 
 std::vector<LockView> LockService::OldestLocks(size_t limit) const {
   std::vector<LockView> locks = engine_.OldestLocks(limit);
-  for (LockView& l : locks) l.holder = PeerOf(l.session);
+  for (LockView& l : locks) FillHolder(l);
   return locks;
 }
 

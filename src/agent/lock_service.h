@@ -18,6 +18,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/detached_leases.h"
 #include "agent/request_stats.h"
 #include "agent/server.h"
 #include "core/access.h"
@@ -46,14 +47,17 @@ class LockService final : public SessionHandler {
   void Closed(SessionId session) override;
   bool Idle(SessionId session) const override;
 
-  // Pushes a `lost` event to the session, if it is still connected.
+  // Pushes a `lost` event to the session, if it is still connected; a detached lease's session
+  // has no connection: the lease is forgotten.
   void NotifyLost(SessionId session, const std::string& resource, const std::string& token,
                   std::string_view reason);
-  // Who is at the other end of a session; pid -1 once it is gone.
+  // Who is at the other end of a session; pid -1 once it is gone (a lease session: its uid).
   Peer PeerOf(SessionId session) const;
-  // "pid 4242 (python3 worker.py)", or "session 7 (closed)": for events and logs.
+  // "pid 4242 (python3 worker.py)", "session 7 (closed)" or "a detached lease of uid 1000":
+  // for events and logs.
   std::string Describe(SessionId session) const;
-  // Every lock held through the engine with its holder, longest-held first.
+  // Every lock held through the engine with its holder (a detached lease's: its creator),
+  // longest-held first.
   std::vector<LockView> Locks() const;
   // The `limit` longest-held of them (LockEngine::OldestLocks), with their holders.
   std::vector<LockView> OldestLocks(size_t limit) const;
@@ -66,6 +70,7 @@ class LockService final : public SessionHandler {
     PeerIds ids;
     size_t inflight = 0;          // requests read but not yet answered
     bool denied_logged = false;   // an access refusal was logged for this session already
+    size_t detaching = 0;         // its detached acquires not yet answered
   };
   using Id = nlohmann::json;
 
@@ -79,11 +84,25 @@ class LockService final : public SessionHandler {
   template <class Request>
   void Handle(SessionId sid, const Id& id, const Request& op);
 
+  // ---- detached leases (agent/detached_ops.cc)
+  // A detached acquire refused by its uid's limit (counted), or nullopt.
+  std::optional<Failure> LeaseLimit(const SessionState& s);
+  // A detached acquire of the session was answered: its creator is recorded when granted.
+  void LeaseAnswered(SessionId sid, const std::string& resource,
+                     const std::variant<Grant, Failure>& result);
+  // Who holds (resource, token) for a release or extend (op) by the session: a detached
+  // lease's session when it names one the session may manage (else its refusal), otherwise
+  // the session itself (the engine answers not_held when it holds no such lock).
+  std::variant<SessionId, Failure> OwnerFor(SessionId sid, const std::string& resource,
+                                            const std::string& token, std::string_view op);
+  void FillHolder(LockView& lock) const;
+
   Server& transport_;
   LockEngine& engine_;
   ServiceOptions options_;
   RequestStats& stats_;
   std::unordered_map<SessionId, SessionState> sessions_;
+  DetachedLeases leases_;
 };
 
 // The election ops' handlers live in agent/election_ops.cc.

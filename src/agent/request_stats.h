@@ -24,11 +24,12 @@ enum class Limit {
   kLocksPerSession,
   kWaitersPerResource,
   kIdleTimeout,
+  kDetachedPerUid,  // one uid's detached leases, held and awaited (max_locks_per_session)
   kCount
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(Limit::kCount)> kLimitNames = {
     "connections", "line_length", "inflight", "locks_per_session", "waiters_per_resource",
-    "idle_timeout"};
+    "idle_timeout", "detached_per_uid"};
 
 class RequestStats {
  public:

@@ -11,6 +11,7 @@
 namespace lw::cli {
 
 // Exit codes of `lockwarden lock` (see docs/cli.md). The command's own code passes through.
+// `acquire`, `release` and `extend` exit with the same codes.
 inline constexpr int kExitUsage = 64;        // bad arguments, or the agent refused the request
 inline constexpr int kExitUnavailable = 69;  // agent unreachable, or no quorum of masters
 inline constexpr int kExitLost = 72;         // the lock was lost; the command was terminated
@@ -35,6 +36,27 @@ struct LockArgs {
   std::vector<std::string> command;
 };
 int RunLock(const LockArgs& args);
+
+// The exit code of an error reply (its "error" code) of the agent, as `lock` exits on it:
+// timeout -> conflict_exit_code, not_held -> kExitLost, a refusal -> kExitUsage, the rest
+// (no_quorum, shutting_down, ...) -> kExitUnavailable.
+int ExitCodeOfError(const std::string& code, int conflict_exit_code = kExitNotAcquired);
+
+// `lockwarden acquire --detach`, `release` and `extend`: a detached lease, kept and ended by
+// token from any process of its creator's uid (docs/cli.md).
+struct LeaseArgs {
+  std::string socket_path;
+  std::string resource;
+  std::string token;    // release, extend
+  int64_t ttl_ms = 0;   // acquire, extend; 0: the agent's default_ttl_ms
+  int64_t wait_ms = 30'000;  // acquire
+  int conflict_exit_code = kExitNotAcquired;  // acquire
+  bool fence = false;   // acquire
+  bool json = false;    // print the agent's reply as JSON
+};
+int RunAcquireDetached(const LeaseArgs& args);
+int RunRelease(const LeaseArgs& args);
+int RunExtend(const LeaseArgs& args);
 
 int RunStatus(const std::string& socket_path, bool json);
 

@@ -51,7 +51,8 @@ void PrintRead(const json& v) {
   }
 }
 
-// "agent web-1 (host h1) pid 42 uid 1000: sleep 60", or the gone/unknown holder.
+// "agent web-1 (host h1) pid 42 uid 1000: sleep 60" ("..., detached, created by pid 42 ..." for
+// a detached lease), or the gone/unknown holder.
 std::string HolderText(const json& h) {
   const std::string state = h.value("state", "unknown");
   if (state == "unknown") return "an unknown writer (the value names no agent)";
@@ -61,8 +62,8 @@ std::string HolderText(const json& h) {
                      ")";
   if (state == "gone") text = "agent " + h.value("agent_id", "") + ": HOLDER AGENT GONE";
   if (h.value("pid", -1) >= 0) {
-    text += " pid " + std::to_string(h.value("pid", -1)) + " uid " +
-            std::to_string(h.value("uid", -1));
+    text += std::string(h.value("detached", false) ? ", detached, created by" : "") + " pid " +
+            std::to_string(h.value("pid", -1)) + " uid " + std::to_string(h.value("uid", -1));
     if (!h.value("cmdline", "").empty()) text += ": " + h.value("cmdline", "");
   }
   return text;

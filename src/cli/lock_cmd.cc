@@ -80,13 +80,7 @@ int AcquireFailureExit(const LockArgs& a, const nlohmann::json& reply) {
   const std::string code = reply.value("error", "internal");
   std::fprintf(stderr, "lockwarden: could not lock \"%s\": %s: %s\n", a.resource.c_str(),
                code.c_str(), reply.value("message", "").c_str());
-  if (code == "timeout") return a.conflict_exit_code;
-  if (code == "no_quorum" || code == "shutting_down") return kExitUnavailable;
-  if (code == "bad_request" || code == "forbidden" || code == "too_many" ||
-      code == "kind_mismatch") {
-    return kExitUsage;
-  }
-  return kExitUnavailable;
+  return ExitCodeOfError(code, a.conflict_exit_code);
 }
 
 // The fence and permit of a grant; nullopt (said on stderr) when a fence was asked for and the
@@ -169,6 +163,16 @@ int Supervise(const LockArgs& a, client::Client& c, pid_t child, bool* lost) {
 }
 
 }  // namespace
+
+int ExitCodeOfError(const std::string& code, int conflict_exit_code) {
+  if (code == "timeout") return conflict_exit_code;
+  if (code == "not_held") return kExitLost;
+  if (code == "bad_request" || code == "forbidden" || code == "too_many" ||
+      code == "kind_mismatch") {
+    return kExitUsage;
+  }
+  return kExitUnavailable;  // no_quorum, shutting_down, internal
+}
 
 int RunLock(const LockArgs& a) {
   std::optional<client::Client> c;

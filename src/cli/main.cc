@@ -160,6 +160,47 @@ int main(int argc, char** argv) {
   lock->add_option("resource", lock_args.resource, "resource name")->required();
   lock->add_option("command", lock_args.command, "command and arguments (after --)")->required();
 
+  // Detached leases: acquire prints the token; release and extend take it.
+  lw::cli::LeaseArgs lease_args;
+  std::string lease_ttl, lease_wait = "30s";
+  bool detach = false;
+  auto* acquire = app.add_subcommand(
+      "acquire", "Take a detached lease and print its token: it outlives this command, and ends "
+                 "when released by token (`lockwarden release`) or when its ttl runs out");
+  acquire->add_flag("--detach", detach,
+                    "required: the lease outlives this command (the only kind of acquire the "
+                    "command line makes; to hold a lock while a command runs, use `lockwarden "
+                    "lock`)")
+      ->required();
+  acquire->add_option("--ttl", lease_ttl,
+                      "lease time-to-live, never renewed; keep it with `lockwarden extend` "
+                      "(default: the agent's default_ttl_ms)")
+      ->check(duration);
+  acquire->add_option("--wait", lease_wait, "how long to wait for the lock")
+      ->check(duration)->capture_default_str();
+  acquire->add_flag("--fence", lease_args.fence,
+                    "also get a fencing token, printed after the token: \"TOKEN FENCE\"");
+  acquire->add_option("-E,--conflict-exit-code", lease_args.conflict_exit_code,
+                      "exit code when the lock was not acquired within --wait")
+      ->capture_default_str();
+  auto* release = app.add_subcommand(
+      "release", "Release a detached lease by its token (from any process of its creator's uid)");
+  auto* extend = app.add_subcommand(
+      "extend", "Extend a detached lease by its token to --ttl from now; prints the validity "
+                "in ms");
+  extend->add_option("--ttl", lease_ttl, "the new time-to-live (default: the agent's "
+                                         "default_ttl_ms)")
+      ->check(duration);
+  for (CLI::App* command : {acquire, release, extend}) {
+    command->add_option("--socket", lease_args.socket_path, "agent socket (env LOCKWARDEN_SOCKET)");
+    command->add_flag("--json", lease_args.json, "print the agent's reply as JSON");
+    command->add_option("resource", lease_args.resource, "resource name")->required();
+  }
+  for (CLI::App* command : {release, extend}) {
+    command->add_option("token", lease_args.token, "the token `lockwarden acquire` printed")
+        ->required();
+  }
+
   std::string status_socket, status_prefix;
   bool status_json = false, status_fleet = false;
   lw::cli::AdminArgs status_admin;
@@ -211,6 +252,14 @@ int main(int argc, char** argv) {
     lock_args.wait_ms = Ms(wait);
     lock_args.kill_grace_ms = Ms(grace);
     return lw::cli::RunLock(lock_args);
+  }
+  if (acquire->parsed() || release->parsed() || extend->parsed()) {
+    if (lease_args.socket_path.empty()) lease_args.socket_path = lw::client::DefaultSocketPath();
+    lease_args.ttl_ms = lease_ttl.empty() ? 0 : Ms(lease_ttl);
+    lease_args.wait_ms = Ms(lease_wait);
+    if (acquire->parsed()) return lw::cli::RunAcquireDetached(lease_args);
+    if (release->parsed()) return lw::cli::RunRelease(lease_args);
+    return lw::cli::RunExtend(lease_args);
   }
   if (who->parsed()) return lw::cli::RunWho(WithConfig(who_admin), who_resource, who_json);
   if (status_fleet) {

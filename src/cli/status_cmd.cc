@@ -82,11 +82,15 @@ int RunStatus(const std::string& socket_path, bool json) {
   }
   std::printf("locks   %zu held through this agent\n", all.size());
   for (const auto& l : all) {
+    // A detached lease: the pid is its creator's, and nothing renews it.
     std::printf("  %-32s %-22s pid %-7d held %lld ms, valid %lld ms%s, %d waiting\n",
                 l.value("resource", "").c_str(), KindOf(l).c_str(), l.value("pid", -1),
                 static_cast<long long>(l.value("held_ms", 0)),
                 static_cast<long long>(l.value("validity_ms", 0)),
-                l.value("renew", false) ? ", renewing" : "", l.value("waiters", 0));
+                l.value("detached", false) ? ", detached (pid: its creator)"
+                : l.value("renew", false)  ? ", renewing"
+                                           : "",
+                l.value("waiters", 0));
   }
   return healthy ? 0 : kExitUnavailable;
 }

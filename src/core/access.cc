@@ -38,13 +38,16 @@ std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
       return std::string("contains a control character");
     }
   }
-  const auto words = Words(text);
+  auto words = Words(text);
+  const bool leases = !words.empty() && words.back() == kLeasesWord;
+  if (leases) words.pop_back();
   if (words.size() < 2) {
-    return std::string(
-        "expected \"<who> <prefix> [<prefix>...]\", e.g. \"user:alice orders/\" "
-        "or \"group:ops *\"");
+    return std::string(leases ? "+leases needs a rule to apply to: " : "") +
+           "expected \"<who> <prefix> [<prefix>...] [+leases]\", e.g. \"user:alice orders/\" "
+           "or \"group:ops * +leases\"";
   }
   AccessRule rule;
+  rule.leases = leases;
   rule.text = std::string(text);
   const std::string_view who = words[0];
   if (who == "any") {
@@ -75,6 +78,9 @@ std::variant<AccessRule, std::string> ParseAccessRule(std::string_view text) {
     }
   }
   for (size_t i = 1; i < words.size(); ++i) {
+    if (words[i] == kLeasesWord) {
+      return std::string("+leases must be the rule's last word: it opts the whole rule in");
+    }
     // Prefixes are literal: "orders:*" would only match resources that begin with "orders:*",
     // almost surely not what was meant, and a rule that silently matches nothing is refused.
     const size_t star = words[i].find('*');
@@ -112,8 +118,17 @@ std::variant<AccessPolicy, std::string> AccessPolicy::Build(const std::vector<st
 }
 
 bool AccessPolicy::Allows(const PeerIds& peer, std::string_view resource) const {
-  if (rules_.empty()) return true;
+  return rules_.empty() || Match(peer, resource, /*leases_only=*/false) != nullptr;
+}
+
+bool AccessPolicy::AllowsLeases(const PeerIds& peer, std::string_view resource) const {
+  return Match(peer, resource, /*leases_only=*/true) != nullptr;
+}
+
+const AccessRule* AccessPolicy::Match(const PeerIds& peer, std::string_view resource,
+                                      bool leases_only) const {
   for (const AccessRule& rule : rules_) {
+    if (leases_only && !rule.leases) continue;
     bool matches = false;
     switch (rule.who) {
       case AccessRule::Who::kAny:
@@ -132,10 +147,10 @@ bool AccessPolicy::Allows(const PeerIds& peer, std::string_view resource) const 
     }
     if (!matches) continue;
     for (const std::string& prefix : rule.prefixes) {
-      if (resource.starts_with(prefix)) return true;
+      if (resource.starts_with(prefix)) return &rule;
     }
   }
-  return false;
+  return nullptr;
 }
 
 }  // namespace lw

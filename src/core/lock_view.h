@@ -37,6 +37,10 @@ struct LockView {
   int permits = 1;  // semaphores: K
   int permit = -1;  // semaphores: which permit this hold is
   int holds = 1;    // holds of this resource through this agent (n of K; readers)
+  uint64_t hold = 0;  // which hold in this agent (Grant::hold): tells a session's holds apart
+  // A detached lease (acquire "detach": true): session is its uid's lease session, and holder
+  // is its creator as it was at the acquire (pid, uid, gid, command line).
+  bool detached = false;
 };
 
 // An acquire queued at this agent, for operators.

@@ -138,6 +138,12 @@ class Fields {
     if (v == nullptr || v->is_null()) return std::nullopt;
     return Int(name, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   }
+  // An optional boolean: absent or null is `absent`.
+  bool BoolOr(const char* name, bool absent) {
+    const Json* v = Find(name);
+    if (v == nullptr || v->is_null()) return absent;
+    return Bool(name);
+  }
   // An optional string (absent or null: nullopt) of at most max_bytes.
   std::optional<std::string> MaybeText(const char* name, size_t max_bytes) {
     const Json* v = Find(name);
@@ -255,6 +261,7 @@ Json HeldJson(const HeldDetail& d) {
             {"waiters", d.waiters}};
   j["fence"] = d.fence ? Json(*d.fence) : Json(nullptr);
   PutMode(j, d.mode, d.permit, d.permits);
+  if (d.detached) j["detached"] = true;
   return j;
 }
 
@@ -270,6 +277,7 @@ HeldDetail ReadHeld(Fields& f) {
   d.fence = f.MaybeInt("fence");
   d.waiters = f.Small("waiters", 0);
   ReadMode(f, d.mode, &d.permit, d.permits);
+  d.detached = f.BoolOr("detached", false);
   return d;
 }
 

@@ -93,6 +93,9 @@ struct HeldDetail {
   HoldMode mode = HoldMode::kExclusive;
   int permit = -1;   // kPermit: 0..permits-1
   int permits = 0;   // kPermit: K (1..kMaxPermits); 0 otherwise
+  // A detached lease: pid, uid and cmdline are its creator's, at the acquire. In a record only
+  // when true ("detached").
+  bool detached = false;
 };
 
 // An acquire queued at an agent. At most kMaxPublishedWaiters per report, the oldest first.

@@ -430,7 +430,7 @@ void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h
   Report(w, name, /*granted=*/true, ErrorCode::kInternal);
   // Answered now, never deferred: a deferred reply could follow a revoke or shutdown that
   // took the lock in between and tell the waiter it holds what it no longer does.
-  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.permit, mode});
+  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.permit, mode, h.serial});
 }
 
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {

@@ -120,6 +120,8 @@ LockView LockEngine::ViewOf(const std::string& name, const Resource& r, const Ho
   v.permits = r.shape.permits;
   v.permit = h.permit;
   v.holds = static_cast<int>(r.holders.size());
+  v.hold = h.serial;
+  v.detached = h.detached;
   return v;
 }
 

@@ -30,6 +30,7 @@ struct Grant {
   std::optional<int64_t> fence;  // fenced acquires only
   int permit = -1;               // semaphores: which permit (0..K-1)
   HoldMode mode = HoldMode::kExclusive;
+  uint64_t hold = 0;  // the hold's id in this engine (LockView::hold); never reused
 };
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;

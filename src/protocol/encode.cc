@@ -141,6 +141,7 @@ Line ToLine(const LockView& lock) {
                {"held_ms", lock.held_ms},   {"validity_ms", lock.validity_ms},
                {"renew", lock.renew},       {"waiters", lock.waiters}};
   AddMode(line, lock.mode, lock.permits, lock.permit);
+  if (lock.detached) line["detached"] = true;  // pid and uid are its creator's
   return line;
 }
 

@@ -99,6 +99,29 @@ describe('the kind of each hold', { timeout: 120000 }, () => {
   });
 });
 
+describe('a detached lease', { timeout: 120000 }, () => {
+  const stack = useStack({ label: 'detached-agent' }, { browser: true });
+
+  it('is listed after its connection closed, as created by its process', async () => {
+    await stack.withPage('detached', async (page) => {
+      await waitForAllMastersUp(page, 5);
+      const resource = `lease-${randomId()}`;
+      const grant = await stack.agent.withClient((client) =>
+        client.acquire(resource, { ttl_ms: 60000, wait_ms: 10000, detach: true }));
+      // The connection that took it is closed: the row is still there, marked detached, with
+      // the creator's pid.
+      const row = page.locator(byTestId('lock-row', { resource }));
+      await row.locator(byTestId('lock-detached')).waitFor();
+      assert.match(await row.textContent(), new RegExp(`detached created by pid ${process.pid}\\b`));
+      assert.doesNotMatch(await row.textContent(), /session/);
+      await screenshot(page, '01c-detached-lease');
+      // Released by token from another connection of the same uid, it goes.
+      await stack.agent.withClient((client) => client.release(resource, grant.token));
+      await row.waitFor({ state: 'detached' });
+    });
+  });
+});
+
 describe('overview while masters die', { timeout: 120000 }, () => {
   const stack = useStack({ label: 'quorum-agent' }, { browser: true });
 

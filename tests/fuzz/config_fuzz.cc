@@ -23,8 +23,9 @@
 //   ParseListenAddress: "off" is the only way to turn the listener off; a parsed address
 //     round-trips through its text form, and IsLoopbackHost is true only for addresses that
 //     really are loopback (the admin token is waived for those).
-//   ParseAccessRule: a rule keeps its text, has one prefix per word after the first, and an
-//     AccessPolicy of it lets the peer it names lock every one of its prefixes, and no one
+//   ParseAccessRule: a rule keeps its text, has one prefix per word after the first (but a
+//     trailing +leases), and an AccessPolicy of it lets the peer it names lock every one of its
+//     prefixes (and manage other uids' detached leases there when +leases), and no one
 //     else anything unless it is "any".
 // Secret files for redis_password_file live in /dev/shm/lockwarden-fuzz/ (created at start):
 // password (0600), open-password (0644, refused), empty-password (0600, refused). Inputs that
@@ -322,7 +323,8 @@ void FuzzAccessRule(const std::string& text) {
     if (i < text.size()) ++words;
     while (i < text.size() && text[i] != ' ' && text[i] != '\t') ++i;
   }
-  LW_FUZZ_CHECK(words >= 2 && rule.prefixes.size() == words - 1,
+  const size_t leases_word = rule.leases ? 1 : 0;  // a trailing "+leases" is no prefix
+  LW_FUZZ_CHECK(words >= 2 + leases_word && rule.prefixes.size() == words - 1 - leases_word,
                 "prefixes are not the words after the first: " + text);
 
   // Names resolve to kResolved; a peer with those ids is the one the rule names.
@@ -354,6 +356,8 @@ void FuzzAccessRule(const std::string& text) {
                   "the peer the rule names may not lock under \"" + prefix + "\": " + text);
     LW_FUZZ_CHECK(policy.Allows(stranger, prefix + "x") == (rule.who == AccessRule::Who::kAny),
                   "a peer the rule does not name is treated wrongly: " + text);
+    LW_FUZZ_CHECK(policy.AllowsLeases(named, prefix + "x") == rule.leases,
+                  "+leases does not decide who manages other uids' leases: " + text);
   }
 }
 

@@ -112,7 +112,7 @@ TEST(AccessRuleParse, ErrorsSayWhatIsWrong) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {"", "expected \"<who> <prefix> [<prefix>...]\""},
+      {"", "expected \"<who> <prefix> [<prefix>...] [+leases]\""},
       {"   ", "expected \"<who> <prefix>"},
       {"any", "expected \"<who> <prefix>"},
       {"user:alice", "expected \"<who> <prefix>"},
@@ -133,10 +133,25 @@ TEST(AccessRuleParse, ErrorsSayWhatIsWrong) {
       {"user:alice orders:*", "prefixes are literal, not globs; write \"orders:\" for that prefix"},
       {"user:alice *orders", "prefixes are literal, not globs; write * alone"},
       {"any a b:* c", "prefix \"b:*\""},
+      {"+leases", "+leases needs a rule to apply to"},
+      {"user:alice +leases", "+leases needs a rule to apply to"},
+      {"user:alice +leases orders/", "+leases must be the rule's last word"},
+      {"user:alice orders/ +leases +leases", "+leases must be the rule's last word"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseError(c.rule), HasSubstr(c.expected)) << "rule \"" << c.rule << "\"";
   }
+}
+
+TEST(AccessRuleParse, TrailingLeasesWordOptsTheRuleIn) {
+  AccessRule rule = MustParse("group:ops jobs/ cron/ +leases");
+  EXPECT_TRUE(rule.leases);
+  EXPECT_EQ(rule.prefixes, (std::vector<std::string>{"jobs/", "cron/"})) << "not a prefix";
+  EXPECT_EQ(rule.text, "group:ops jobs/ cron/ +leases");
+  EXPECT_TRUE(MustParse("any *\t+leases ").leases);
+  EXPECT_FALSE(MustParse("any * +lease").leases) << "only the exact word";
+  EXPECT_EQ(MustParse("any * +lease").prefixes, (std::vector<std::string>{"", "+lease"}));
+  EXPECT_FALSE(MustParse("uid:1 a").leases);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,6 +257,30 @@ TEST(AccessPolicyAllows, RulesAddUpAndANonMatchingPeerIsRefused) {
   EXPECT_FALSE(policy.Allows(PeerWith(3000, 3000, {3001}), "orders/1")) << "matches no rule";
   EXPECT_FALSE(policy.Allows(PeerIds{}, "orders/1")) << "unknown credentials match no id rule";
   EXPECT_FALSE(policy.Allows(PeerWith(0, 0), "orders/1")) << "root is nobody special here";
+}
+
+// ---------------------------------------------------------------------------------------------
+// AllowsLeases: managing other uids' detached leases.
+
+TEST(AccessPolicyAllowsLeases, NoRulesAllowsNobody) {
+  const AccessPolicy open;
+  EXPECT_TRUE(open.Allows(PeerWith(0, 0), "x")) << "open for acquire";
+  EXPECT_FALSE(open.AllowsLeases(PeerWith(0, 0), "x")) << "but not for other uids' leases";
+}
+
+TEST(AccessPolicyAllowsLeases, OnlyRulesWithTheWordAndOnlyTheirPeersAndPrefixes) {
+  const AccessPolicy policy =
+      MustBuild({"user:alice *", "group:ops jobs/ cron/ +leases", "uid:1002 reports/"});
+  const PeerIds alice = PeerWith(1001, 100);
+  const PeerIds alice_in_ops = PeerWith(1001, 100, {2001});
+  EXPECT_TRUE(policy.Allows(alice, "jobs/1"));
+  EXPECT_FALSE(policy.AllowsLeases(alice, "jobs/1")) << "her rule has no +leases";
+  EXPECT_TRUE(policy.AllowsLeases(alice_in_ops, "jobs/1"));
+  EXPECT_TRUE(policy.AllowsLeases(alice_in_ops, "cron/nightly"));
+  EXPECT_FALSE(policy.AllowsLeases(alice_in_ops, "reports/1")) << "outside the rule's prefixes";
+  EXPECT_FALSE(policy.AllowsLeases(PeerWith(1002, 100), "jobs/1")) << "not in ops";
+  EXPECT_TRUE(policy.Allows(PeerWith(5, 2001), "cron/x")) << "a +leases rule still allows acquire";
+  EXPECT_TRUE(policy.AllowsLeases(PeerWith(5, 2001), "cron/x")) << "primary gid";
 }
 
 }  // namespace

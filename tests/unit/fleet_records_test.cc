@@ -233,6 +233,22 @@ TEST(FleetRecords, ModesOutOfBoundsAreRefused) {
   EXPECT_FALSE(DecodeHolderReport(With(good, "/waiters/0/mode", 3)));
 }
 
+TEST(FleetRecords, DetachedLeasesSayItAndOthersWriteNothing) {
+  HolderReport r = SampleReport();
+  r.locks[1].detached = true;
+  const std::string text = Encode(r);
+  const json j = json::parse(text);
+  EXPECT_EQ(j["locks"][1]["detached"], true);
+  EXPECT_FALSE(j["locks"][0].contains("detached")) << "as agents before detached leases wrote";
+  const std::optional<HolderReport> back = DecodeHolderReport(text);
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->locks[0].detached);
+  EXPECT_TRUE(back->locks[1].detached);
+  EXPECT_TRUE(DecodeHolderReport(With(text, "/locks/1/detached", nullptr)));
+  EXPECT_FALSE(DecodeHolderReport(With(text, "/locks/1/detached", 1)));
+  EXPECT_FALSE(DecodeHolderReport(With(text, "/locks/1/detached", "true")));
+}
+
 TEST(FleetNames, HoldIdsAreShortStableAndDistinct) {
   const std::string id = HoldId("0123456789abcdef:token-1");
   EXPECT_TRUE(IsWellFormedHoldId(id));

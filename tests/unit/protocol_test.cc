@@ -170,6 +170,9 @@ TEST(EncodeTest, LocksCarryHolderButNeverToken) {
   EXPECT_EQ(l["renew"], true);
   EXPECT_EQ(l["waiters"], 2);
   EXPECT_FALSE(l.contains("token"));
+  EXPECT_FALSE(l.contains("detached")) << "only a detached lease says it";
+  lock.detached = true;
+  EXPECT_EQ(json::parse(EncodeLocks(4, {lock}))["locks"][0]["detached"], true);
 }
 
 TEST(DecodeTest, UnicodeResourceNames) {
