@@ -8,7 +8,7 @@
 (() => {
   const LW = (window.LW = window.LW || {});
   const { $, h, setText, live, reconcile, getToken, actionButton } = LW;
-  const { isNum, fmtDur, fmtCountdown, fmtCount, plural, truncate } = LW;
+  const { isNum, fmtDur, fmtCountdown, fmtCount, plural, truncate, leaderText } = LW;
 
   const FLEET_POLL_MS = 5000;
   const FLEET_TIMEOUT_MS = 10000; // the agent waits up to 5 s for a read of the masters
@@ -211,9 +211,12 @@
   }
 
   /* What kind of hold the row is, and the resource as a whole: "permit 2 · 3 of 4 held",
-     "read · 5 readers · writer waiting", "write" (a lock that also has readers' history). */
+     "read · 5 readers · writer waiting", "write" (a lock that also has readers' history),
+     "election · leader host-a:8080 · term 7" (its leader hold; "election" before its record). */
   function holdText(l) {
     const s = l.shape || {};
+    if (l.election) return 'election \u00b7 ' + leaderText(l.election);
+    if (s.kind === 'election') return 'election';
     if (l.mode === 'permit') {
       return 'permit ' + l.permit + ' · ' + (s.permits_held || 0) + ' of ' + (l.permits || '?') + ' held';
     }

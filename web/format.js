@@ -82,6 +82,11 @@
     return n + ' ' + (n === 1 ? one : many || one + 's');
   }
 
+  /* An election's leader as its record names it: "leader host-a:8080 · term 7". */
+  function leaderText(e) {
+    return 'leader ' + (e.value != null ? e.value : '(no value)') + ' \u00b7 term ' + e.term;
+  }
+
   /* 1, 2, 2.5, 5 x 10^n at or above v. */
   function niceCeil(v) {
     if (!(v > 0)) return 1;
@@ -93,6 +98,6 @@
 
   Object.assign(LW, {
     isNum, fmtDur, fmtLat, trimZeros, fmtRate, fmtCount, fmtClock, fmtPeriod, fmtCountdown,
-    truncate, plural, niceCeil,
+    truncate, plural, niceCeil, leaderText,
   });
 })();

@@ -7,6 +7,7 @@
   const LW = (window.LW = window.LW || {});
   const { $, h, setText, setAttr, live, reconcile, S, sinceSnapshot, agentNow, changed } = LW;
   const { isNum, fmtDur, fmtLat, fmtCount, fmtClock, fmtPeriod, fmtCountdown, plural } = LW;
+  const { leaderText } = LW;
   const { actionButton } = LW;
 
   const PRESENCE_HELP = {
@@ -188,7 +189,7 @@
     $('locks-empty').hidden = locks.length !== 0;
     setText($('locks-empty'), 'No locks are held through this agent.');
     const ctx = [d.actions, d.quorum.needed];
-    reconcile($('locks-tbody'), locks.map((l) => ({
+    reconcile($('locks-tbody'), locks.map((l) => withElection(l, {
       // Ticking fields stay out of the signature; they are updated in place.
       sig: JSON.stringify([ctx, l.resource, l.session, l.pid, l.uid, l.gid, l.cmdline, l.ttl_ms, l.renew,
         l.waiters, l.mode, l.permits, l.permit, l.holders, l.detached, l.stuck, l.stuck_reason, l.presence,
@@ -198,9 +199,18 @@
     })));
   }
 
+  // An election's row is built again when its leader, term or candidates change.
+  function withElection(l, row) {
+    const e = l.election;
+    if (e) row.sig += JSON.stringify([e.term, e.value, (e.candidates || []).map((c) => [c.session, c.pid, c.cmdline])]);
+    return row;
+  }
+
   // A hold's kind and its resource's holders here: "semaphore · permit 2 · 3 of 4 held",
-  // "shared · 2 readers", "exclusive" (a mutex's hold, or the writer of a read-write lock).
+  // "shared · 2 readers", "election · leader host-a:8080 · term 7", "exclusive" (a mutex's
+  // hold, or the writer of a read-write lock).
   function holdKindText(l) {
+    if (l.kind === 'election') return 'election \u00b7 ' + (l.election ? leaderText(l.election) : 'its record not read yet');
     const n = isNum(l.holders) ? l.holders : 1;
     if (l.mode === 'permit') {
       return 'semaphore \u00b7 permit ' + l.permit + ' \u00b7 ' + n + ' of ' + l.permits + ' held';
@@ -229,11 +239,14 @@
     const kind = h('div', 'hold-kind muted', holdKindText(l));
     kind.setAttribute('data-testid', 'lock-kind');
     kind.setAttribute('data-mode', mode);
-    kind.title = mode === 'exclusive'
+    kind.title = l.kind === 'election'
+      ? 'an election: this hold is its leader, its term the hold\u2019s fence; the candidates wait for it'
+      : mode === 'exclusive'
       ? 'exclusive: no other holder (a mutex, or the write hold of a read-write lock)'
       : mode === 'shared' ? 'a read hold: readers share; a writer waits for all of them'
         : 'a permit of a semaphore: at most ' + l.permits + ' holders at once';
     tdRes.append(kind);
+    if (l.kind === 'election') tdRes.append(buildCandidates(l));
     if (l.stuck && l.stuck_reason) tdRes.append(h('div', 'stuck-reason', l.stuck_reason));
     tr.append(tdRes);
 
@@ -297,6 +310,26 @@
     tdAct.append(b);
     tr.append(tdAct);
     return tr;
+  }
+
+  // An election's candidates waiting at this agent: "2 candidates: pid 4242, pid 4243".
+  function buildCandidates(l) {
+    const list = (l.election && l.election.candidates) || [];
+    const box = h('div', 'election-candidates muted');
+    box.setAttribute('data-testid', 'election-candidates');
+    if (!list.length) {
+      setText(box, 'no candidate waits here');
+      return box;
+    }
+    box.append(document.createTextNode(plural(list.length, 'candidate') + ': '));
+    list.forEach((c, i) => {
+      const who = h('span', 'mono', isNum(c.pid) && c.pid >= 0 ? 'pid ' + c.pid : 'session ' + c.session);
+      who.setAttribute('data-testid', 'election-candidate');
+      who.title = (c.cmdline || 'command line unknown') + ' \u00b7 waiting since ' + fmtDur(c.waited_ms) + ' before this view';
+      if (i) box.append(document.createTextNode(', '));
+      box.append(who);
+    });
+    return box;
   }
 
   function buildPresence(l) {

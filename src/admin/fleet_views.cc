@@ -121,6 +121,7 @@ ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
   if (const fleet::FleetResource* r = fleet::ResourceOf(view, l.resource)) {
     out["shape"] = ShapeJson(*r);
   }
+  out["election"] = l.election ? LeaderJson(*l.election) : ordered_json(nullptr);
   return out;
 }
 
@@ -272,6 +273,22 @@ ordered_json WaiterListJson(const Snapshot& s) {
                    {"wait_ms", w.wait_ms}});
   }
   return out;
+}
+
+ordered_json LeaderJson(const ElectionRecord& record) {
+  const ordered_json payload = ordered_json::parse(record.payload, nullptr, /*allow_exceptions=*/false);
+  const auto field = [&payload](const char* name, bool text) -> ordered_json {
+    if (!payload.is_object()) return nullptr;
+    const auto it = payload.find(name);
+    if (it == payload.end() || !(text ? it->is_string() : it->is_number_integer())) return nullptr;
+    return *it;
+  };
+  return {{"term", record.term},
+          {"since_unix_ms", record.since_ms},
+          {"value", field("value", true)},
+          {"agent", field("agent", true)},
+          {"host", field("host", true)},
+          {"pid", field("pid", false)}};
 }
 
 }  // namespace lw

@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "agent/snapshot.h"
+#include "core/election_record.h"
 #include "core/result.h"
 #include "fleet/records.h"
 #include "fleet/revoke.h"
@@ -60,5 +61,10 @@ nlohmann::ordered_json RevokeJson(const fleet::RevokeResult& result);
 
 // This agent's queued acquires, longest waiting first (Snapshot::waiter_list).
 nlohmann::ordered_json WaiterListJson(const Snapshot& snapshot);
+
+// An election's leader as its record says: {"term", "since_unix_ms", and from the campaign's
+// payload "value", "agent", "host", "pid" (null where the payload has no such field of the
+// right type: it is read back from the masters, untrusted)}.
+nlohmann::ordered_json LeaderJson(const ElectionRecord& record);
 
 }  // namespace lw

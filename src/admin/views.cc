@@ -71,6 +71,25 @@ nlohmann::ordered_json MastersView(const StateInputs& in) {
   return masters;
 }
 
+// An election's leader hold: its leader (LeaderJson) and its candidates, the campaigns queued
+// behind it at this agent (as far as the snapshot's waiter list goes), longest waiting first.
+// null for other kinds, and for an election whose record is not known.
+nlohmann::ordered_json ElectionJson(const LockView& l, const Snapshot& s) {
+  if (l.kind != LockKind::kElection || !l.election) return nullptr;
+  nlohmann::ordered_json out = LeaderJson(*l.election);
+  nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
+  for (const WaiterView& w : s.waiter_list) {
+    if (w.resource != l.resource) continue;
+    candidates.push_back({{"session", w.session},
+                          {"pid", w.peer.pid},
+                          {"uid", w.peer.uid},
+                          {"cmdline", w.peer.cmdline},
+                          {"waited_ms", w.waited_ms}});
+  }
+  out["candidates"] = std::move(candidates);
+  return out;
+}
+
 nlohmann::ordered_json LocksView(const StateInputs& in) {
   const Snapshot& s = *in.snapshot;
   struct Row {
@@ -110,9 +129,9 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
                      {"ttl_ms", l.ttl_ms},
                      {"renew", l.renew},
                      {"waiters", l.waiters},
-                     {"kind", NameOf(l.mode == HoldMode::kPermit ? LockKind::kSemaphore
-                                                                   : LockKind::kMutex)},
+                     {"kind", NameOf(l.kind)},
                      {"mode", NameOf(l.mode)},
+                     {"election", ElectionJson(l, s)},
                      {"permits", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permits)
                                                              : nlohmann::ordered_json(nullptr)},
                      {"permit", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permit)

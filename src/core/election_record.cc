@@ -1,6 +1,7 @@
 #include "core/election_record.h"
 
 #include <charconv>
+#include <utility>
 
 #include "core/lock_kind.h"
 
@@ -40,6 +41,14 @@ std::optional<ElectionRecord> ParseReadRecord(std::string_view text) {
   out.since_ms = *since;
   out.payload = std::string(text);
   return out;
+}
+
+std::optional<StoredElectionRecord> ParseStoredRecord(std::string_view stored) {
+  const size_t sep = stored.find(kKeyPartSeparator);
+  if (sep == std::string_view::npos || sep == 0) return std::nullopt;
+  std::optional<ElectionRecord> record = ParseReadRecord(stored.substr(sep + 1));
+  if (!record) return std::nullopt;
+  return StoredElectionRecord{std::string(stored.substr(0, sep)), std::move(*record)};
 }
 
 }  // namespace lw

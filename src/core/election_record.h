@@ -30,4 +30,13 @@ std::string StoredRecord(std::string_view value, const ElectionRecord& record);
 // "<term>" US "<since>" US "<payload>" with whole numbers >= 0 (a term is >= 1).
 std::optional<ElectionRecord> ParseReadRecord(std::string_view text);
 
+// A record as the record key holds it (StoredRecord's text), for views of the hold beside it:
+// the hold value it names, and the rest as ParseReadRecord reads it. nullopt when malformed
+// (the key is read back from the masters: untrusted).
+struct StoredElectionRecord {
+  std::string value;
+  ElectionRecord record;
+};
+std::optional<StoredElectionRecord> ParseStoredRecord(std::string_view stored);
+
 }  // namespace lw

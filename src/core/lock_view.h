@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "core/election_record.h"
 #include "core/lock_kind.h"
 #include "core/session_id.h"
 
@@ -32,6 +33,11 @@ struct LockView {
   std::string key;     // the Redis key of this hold (a permit's, the writer's, the readers set)
   std::optional<int64_t> fence;
   Peer holder;  // filled by the agent (the engine knows sessions, not peers)
+  // What the resource is (a semaphore's permits, a lock's holds, an election's leader).
+  LockKind kind = LockKind::kMutex;
+  // An election's leader (kind kElection): its record as written beside the hold (term = the
+  // fence; payload: what the campaign said of itself). nullopt for other kinds.
+  std::optional<ElectionRecord> election = std::nullopt;
   // Which kind of hold: a mutex's (exclusive), a semaphore's permit, a read or a write hold.
   HoldMode mode = HoldMode::kExclusive;
   int permits = 1;  // semaphores: K

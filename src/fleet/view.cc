@@ -128,11 +128,13 @@ struct Group {
   std::vector<int64_t> pttls;  // kNoTtl for a key without expiry
 };
 
-// What the copies say besides holds: each resource's K (the largest marker seen) and its
-// writer-waiting marks.
+// What the copies say besides holds: each resource's K (the largest marker seen), its
+// writer-waiting marks, and an election's records by the hold value they name (the highest
+// term when masters disagree).
 struct Marks {
   std::map<std::string, int> permits;
   std::set<std::string> writer_waiting;
+  std::map<std::string, std::map<std::string, ElectionRecord>> records;
 };
 
 // Groups the hold copies; markers and writer-waiting marks go to `marks`, keys of a part this
@@ -150,6 +152,13 @@ std::map<std::pair<std::string, std::string>, Group> GroupCopies(const ViewInput
       if (!part) continue;
       if (part->part == KeyPart::Part::kWriterWaiting) {
         marks.writer_waiting.insert(part->resource);
+        continue;
+      }
+      if (part->part == KeyPart::Part::kLeader) {  // a description of the hold at P R
+        if (std::optional<StoredElectionRecord> r = ParseStoredRecord(c.value)) {
+          auto [it, fresh] = marks.records[part->resource].try_emplace(r->value, r->record);
+          if (!fresh && r->record.term > it->second.term) it->second = r->record;
+        }
         continue;
       }
       if (part->part == KeyPart::Part::kBase) {
@@ -261,6 +270,10 @@ std::vector<FleetLock> LockRows(const ViewInputs& in, const Registry& reg, int q
       auto k = marks.permits.find(row.resource);
       row.permits = k != marks.permits.end() ? k->second : row.detail ? row.detail->permits : 0;
     }
+    if (auto e = marks.records.find(row.resource);
+        e != marks.records.end() && group.part.part == KeyPart::Part::kBase) {
+      if (auto r = e->second.find(row.value); r != e->second.end()) row.election = r->second;
+    }
     row.stuck_reason = RowStuckReason(row, in.stuck_after_ms);
     rows.push_back(std::move(row));
   }
@@ -277,6 +290,7 @@ std::vector<FleetResource> Resources(const std::vector<FleetLock>& rows, const M
       r.kind = LockKind::kSemaphore;
       r.permits = std::max(r.permits, row.permits);
     }
+    if (marks.records.contains(row.resource)) r.kind = LockKind::kElection;
     r.writer_waiting = marks.writer_waiting.contains(row.resource);
     if (!row.quorum) continue;
     r.permits_held += row.mode == HoldMode::kPermit ? 1 : 0;

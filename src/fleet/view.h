@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/election_record.h"
 #include "core/lock_kind.h"
 #include "fleet/records.h"
 #include "redis/reply.h"
@@ -17,8 +18,9 @@ namespace lw::fleet {
 // What one master said: its registry entries and every lock key with its value and PTTL. A
 // readers set (core/lock_kind.h) gives one copy per reader: key the set's, value the member,
 // pttl_ms the reader's own validity (its score minus the master's TIME, at most the set's PTTL;
-// readers already expired are left out). Semaphore markers and writer-waiting marks are copies
-// too: BuildView reads the kind from them, and makes no row of them.
+// readers already expired are left out). Semaphore markers, writer-waiting marks and election
+// records are copies too: BuildView reads the kind (and an election's term and leader) from
+// them, and makes no row of them.
 struct MasterRead {
   std::string master;  // host:port
   bool ok = false;
@@ -61,8 +63,8 @@ enum class HolderState {
 };
 std::string_view HolderStateName(HolderState s);  // "live", "gone", "unknown"
 
-// One hold on the masters: a mutex's (the write hold of a read-write lock), a semaphore's permit
-// or a read hold.
+// One hold on the masters: a mutex's (the write hold of a read-write lock), a semaphore's permit,
+// a read hold, or an election's leader hold.
 struct FleetLock {
   std::string resource;  // from the key (core/lock_kind.h ParseLockKey): never a raw key
   std::string key;       // never shown (it holds the separator); revoke names it
@@ -71,6 +73,10 @@ struct FleetLock {
   HoldMode mode = HoldMode::kExclusive;
   int permit = -1;       // kPermit: which permit
   int permits = 0;       // kPermit: K (from the marker, else the holder's report); 0: unknown
+  // An election's leader hold: the record beside it that names this hold's value (its term and
+  // what the campaign said of itself), from the master with the most recent one; nullopt when
+  // no master has such a record (not an election, or its record not written yet).
+  std::optional<ElectionRecord> election;
   HolderState state = HolderState::kUnknown;
   std::string agent_id;
   std::string agent_name;

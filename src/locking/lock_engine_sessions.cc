@@ -1,6 +1,7 @@
 // LockEngine: sessions closing, shutdown, and the views of what is held and queued.
 #include <algorithm>
 
+#include "core/election_record.h"
 #include "locking/failure_text.h"
 #include "locking/lock_engine.h"
 
@@ -117,6 +118,10 @@ LockView LockEngine::ViewOf(const std::string& name, const Resource& r, const Ho
              h.renew,  static_cast<int>(r.waiters.size()), h.ttl_ms, HoldKey(PlaceOf(name, r, h)),
              h.fence,  Peer{}};
   v.mode = ModeOf(r.shape, h.shared);
+  v.kind = r.shape.kind;
+  if (h.record) {
+    if (auto stored = ParseStoredRecord(*h.record)) v.election = std::move(stored->record);
+  }
   v.permits = r.shape.permits;
   v.permit = h.permit;
   v.holds = static_cast<int>(r.holders.size());

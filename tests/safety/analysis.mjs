@@ -2,25 +2,13 @@
 //   h = {cfg, t0, trafficStart, trafficEnd, grants, holds, ops, resources, failures, faults}
 // grants: the fenced-register clients' records (client.mjs); holds: the semaphore and
 // read-write clients' records (mode "permit" with permits and permit, "shared" or "exclusive");
-// ops: the register's log (register.mjs); every time is µs on CLOCK_MONOTONIC. Each check
-// returns {id, title, stats, violations: [{text, ...}]}.
+// ops: the register's log (register.mjs); leaders: the candidates' terms and observed: the
+// observers' answers (candidate.mjs, checked in elections.mjs); every time is µs on
+// CLOCK_MONOTONIC. Each check returns {id, title, stats, violations: [{text, ...}]}.
 
-const ms = (us) => us / 1000;
-const sec = (h, us) => ((us - h.t0) / 1e6).toFixed(3);
+import { checkElections, checkObservers } from './elections.mjs';
+import { groupBy, ms, sec, sweepOverlaps, windowEnd } from './windows.mjs';
 
-function groupBy(items, key) {
-  const groups = new Map();
-  for (const item of items) {
-    const k = key(item);
-    if (!groups.has(k)) groups.set(k, []);
-    groups.get(k).push(item);
-  }
-  return groups;
-}
-
-// The end of a grant's window: it stops counting at its exit or at the end of its validity,
-// whichever comes first (a client stopped past its validity no longer holds the lock).
-const windowEnd = (g) => Math.min(g.t_exit ?? g.validity_end, g.validity_end);
 const who = (h, g) =>
   `${g.client}@${g.agent} fence ${g.fence} [${sec(h, g.t_granted)} s, ${sec(h, windowEnd(g))} s]`;
 
@@ -70,16 +58,10 @@ export function checkFences(h) {
 export function checkExclusion(h) {
   const violations = [];
   for (const [resource, grants] of groupBy(h.grants, (g) => g.resource)) {
-    grants.sort((a, b) => a.t_granted - b.t_granted);
-    let reach = null;
-    for (const g of grants) {
-      if (reach && g.t_granted < windowEnd(reach)) {
-        violations.push({ text: `${resource}: ${who(h, g)} granted while ${who(h, reach)} held it ` +
-          `(overlap ${ms(Math.min(windowEnd(reach), windowEnd(g)) - g.t_granted).toFixed(1)} ms)`,
-        a: reach, b: g });
-      }
-      if (!reach || windowEnd(g) > windowEnd(reach)) reach = g;
-    }
+    sweepOverlaps(grants, (g, reach) => violations.push({
+      text: `${resource}: ${who(h, g)} granted while ${who(h, reach)} held it ` +
+        `(overlap ${ms(Math.min(windowEnd(reach), windowEnd(g)) - g.t_granted).toFixed(1)} ms)`,
+      a: reach, b: g }));
   }
   return { id: 2, title: 'no overlapping validity windows per resource', violations,
     stats: `${h.grants.length} windows` };
@@ -121,11 +103,13 @@ function lowerBound(sorted, x) {
 // depends on the machine's load. A violation is a fault not injected as planned, or no grant
 // within cfg.resumeFailMs of a heal: the goal itself in long mode, ten times it in the gating
 // short mode (no progress at all). Fills fault.resume_ms, fault.grants_during and
-// fault.holds_during (semaphore and read-write holds granted between the start and the heal).
+// fault.holds_during (semaphore and read-write holds, and leaders, granted between the start and
+// the heal).
 export function checkResume(h) {
   const violations = [];
   const times = h.grants.map((g) => g.t_granted).sort((a, b) => a - b);
-  const holdTimes = (h.holds ?? []).map((g) => g.t_granted).sort((a, b) => a - b);
+  const holdTimes = [...(h.holds ?? []), ...(h.leaders ?? [])].map((g) => g.t_granted)
+    .sort((a, b) => a - b);
   const goalMs = h.cfg.resumeGoalMs ?? h.cfg.maxTtlMs + 1000;
   const failMs = h.cfg.resumeFailMs ?? goalMs;
   let met = 0;
@@ -254,13 +238,15 @@ export function checkReadWrite(h) {
 }
 
 // For each holder stopped past its validity (fault.stopped_hold): how many holds of its resource
-// other clients were granted after its validity ended and before it was let go (taken_meanwhile:
-// whether the fault was exercised). A figure: checks 6 and 7 judge those holds.
+// (terms of its election) other clients were granted after its validity ended and before it was
+// let go (taken_meanwhile: whether the fault was exercised). A figure: checks 6, 7 and 8 judge
+// those holds.
 export function countTakenMeanwhile(h) {
+  const all = [...(h.holds ?? []), ...(h.leaders ?? []).map((l) => ({ ...l, resource: l.name }))];
   for (const f of h.faults) {
     const s = f.stopped_hold;
     if (!s) continue;
-    s.taken_meanwhile = (h.holds ?? []).filter((g) => g.resource === s.resource &&
+    s.taken_meanwhile = all.filter((g) => g.resource === s.resource &&
       g.token !== s.token && g.t_granted >= s.validity_end && g.t_granted < f.heal).length;
   }
 }
@@ -268,5 +254,5 @@ export function countTakenMeanwhile(h) {
 export function analyze(h) {
   countTakenMeanwhile(h);
   return [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h), checkStaleWrites(h),
-    checkSemaphore(h), checkReadWrite(h)];
+    checkSemaphore(h), checkReadWrite(h), checkElections(h), checkObservers(h)];
 }

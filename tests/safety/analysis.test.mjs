@@ -74,6 +74,54 @@ function clean() {
   return h;
 }
 
+// A candidate's term of election e: elected at t s with term, valid v s from then, leaving
+// after lead s (the window's end is the earlier of the two).
+function leader(h, { name = 'e0', client = 'ld0', agent = 'a0', term, t, v = 1, lead = 0.5,
+  value = `${client}#${h.leaders.length + 1}`, extends: ext = [] }) {
+  const l = { type: 'leader', client, agent, name, value, token: `lead${h.leaders.length}`, term,
+    t_requested: t * S - 1000, t_granted: t * S, validity_end: (t + v) * S, t_exit: (t + lead) * S,
+    ended: 'done', resign: 'ok', extends: ext };
+  h.leaders.push(l);
+  return l;
+}
+
+// An observer's answer: a `leader` read (sent at t s, answered 1 ms later), an observe reply or
+// a pushed event, naming term and value (or nobody, when value is null).
+function seen(h, { kind = 'read', seq = 'ob0/1', name = 'e0', t, term, value }) {
+  const o = { type: 'observed', kind, seq, agent: 'a0', name, t_received: t * S + 1000, term,
+    value: value ?? null, leader: value !== null && value !== undefined, missed: false };
+  if (kind !== 'event') o.t_sent = t * S;
+  h.observed.push(o);
+  return o;
+}
+
+// Leaders of e0 one after the other (one extended, one stopped past its validity: its window
+// ends there), one that got its reply after its validity had ended (it never led, and its term
+// is older than the leader's before it), and observers that saw them in order.
+function cleanElection() {
+  const h = clean();
+  h.leaders = [];
+  h.observed = [];
+  leader(h, { term: 1, t: 1, lead: 0.4 });
+  leader(h, { term: 2, t: 1.4, v: 1.5, lead: 1.2, client: 'ld1', agent: 'a1',
+    extends: [{ t_sent: 2 * S, ok: true, validity_ms: 900 }] });
+  leader(h, { term: 4, t: 2.6, v: 1, lead: 9, client: 'ld2', agent: 'a2' }); // stopped until 11.6 s
+  const late = leader(h, { term: 3, t: 3.5, v: 0.1, client: 'ld0' });
+  late.t_requested = 2.55 * S;
+  late.validity_end = 3.4 * S;
+  leader(h, { term: 5, t: 3.6, lead: 0.3, client: 'ld1', agent: 'a1' });
+  leader(h, { term: 1, t: 1, name: 'e1', client: 'ld3' });
+  seen(h, { kind: 'observe', t: 0.5, term: null, value: null });
+  seen(h, { kind: 'event', t: 1.01, term: 1, value: 'ld0#1' });
+  seen(h, { t: 1.3, term: 1, value: 'ld0#1' });
+  seen(h, { kind: 'event', t: 1.41, term: 2, value: 'ld1#2' });
+  seen(h, { kind: 'event', t: 2.61, term: 4, value: 'ld2#3', seq: 'ob1/1' });
+  seen(h, { t: 3.55, term: 4, value: 'ld2#3' }); // ld2's hold is still renewed while it is stopped
+  seen(h, { kind: 'event', t: 3.61, term: 5, value: 'ld1#5' });
+  seen(h, { kind: 'read', t: 4.5, term: null, value: null });
+  return h;
+}
+
 const failing = (h) => analyze(h).filter((c) => c.violations.length).map((c) => c.id);
 
 describe('safety checks', () => {
@@ -229,6 +277,77 @@ describe('safety checks', () => {
     assert.match(texts[0], /w0: w2@a2 exclusive .* granted while 1 other hold\(s\) were open: c1@a0 shared/);
     assert.match(texts[1], /w0: c0@a0 exclusive .* granted while 1 other hold\(s\) were open: c7@a0 shared/);
     assert.match(texts[2], /w0: c8@a1 shared .* granted while a writer held it: .*c0@a0 exclusive/);
+  });
+
+  it('(8) pass leaders one after the other, and (9) observers that saw them in order', () => {
+    const h = cleanElection();
+    assert.deepEqual(failing(h), []);
+    const [elections, observers] = analyze(h).slice(7);
+    assert.match(elections.stats, /e0: 5 leaders \(terms 1\.\.5, 1 elected past their validity\), 1 extends/);
+    assert.match(observers.stats, /2 observer connections; reads: leader 2, none 1; events: 4/);
+  });
+
+  it('(8) catch two leaders at once, across agents', () => {
+    const h = cleanElection();
+    leader(h, { term: 6, t: 3.8, client: 'ld4', agent: 'a2' }); // ld1 leads 3.6..3.9
+    assert.deepEqual(failing(h), [8]);
+    const [v, ...more] = analyze(h)[7].violations;
+    assert.match(v.text, /e0: ld4@a2 term 6 .* elected while ld1@a1 term 5 .* led \(overlap 100\.0 ms\)/);
+    assert.deepEqual(more, []);
+  });
+
+  it('(8) catch a term that does not increase, and one term won twice', () => {
+    const h = cleanElection();
+    leader(h, { term: 5, t: 5, client: 'ld4' }); // after term 5 ended at 3.9 s
+    leader(h, { term: 7, t: 7 });
+    leader(h, { term: 6, t: 8.5, client: 'ld5' }); // after term 7 ended
+    const v = analyze(h)[7].violations;
+    assert.deepEqual(v.map((x) => x.kind).sort(), ['same-term', 'term-order', 'term-order']);
+    assert.match(v.find((x) => x.kind === 'same-term').text, /ld4@a0 term 5 .* and ld1@a1 term 5/);
+  });
+
+  it('(8) a window that ends at its validity: the next leader may come after it', () => {
+    const h = cleanElection();
+    // ld2 (term 4) was stopped until 11.6 s, but its validity ended at 3.6 s.
+    assert.equal(h.leaders[2].t_exit, 11.6 * S);
+    assert.deepEqual(failing(h), []);
+    h.leaders[2].validity_end = 3.7 * S; // had it been valid until 3.7 s, term 5 overlapped it
+    assert.deepEqual(failing(h), [8]);
+  });
+
+  it('(9) catch an observer answered a lower term after a higher one', () => {
+    const h = cleanElection();
+    seen(h, { kind: 'event', t: 3.7, term: 4, value: 'ld2#3' }); // after term 5 on ob0/1
+    seen(h, { kind: 'event', t: 3.7, term: 4, value: 'ld2#3', seq: 'ob2/1' }); // a new connection
+    assert.deepEqual(failing(h), [9]);
+    const v = analyze(h)[8].violations;
+    assert.equal(v.length, 1);
+    assert.match(v[0].text, /ob0\/1 e0: event term 4 at 3\.701 s after term 5/);
+  });
+
+  it('(9) catch a leader named with another candidate\'s term, and a stale read', () => {
+    const h = cleanElection();
+    seen(h, { kind: 'event', t: 3.62, term: 5, value: 'ld9#9', seq: 'ob1/1' });
+    // Term 5 was known at 3.6 s. (Reads are not in the order of check (9a): this is not one.)
+    seen(h, { t: 3.7, term: 4, value: 'ld2#3', seq: 'ob1/1' });
+    seen(h, { t: 3.59, term: 4, value: 'ld2#3', seq: 'ob3/1' }); // sent before it was known
+    const v = analyze(h)[8].violations;
+    assert.deepEqual(v.map((x) => x.kind).sort(), ['stale-read', 'wrong-leader']);
+    assert.match(v.find((x) => x.kind === 'wrong-leader').text,
+      /named "ld9#9" with term 5, which ld1@a1 term 5 .* won as "ld1#5"/);
+    assert.match(v.find((x) => x.kind === 'stale-read').text,
+      /ob1\/1 read sent at 3\.700 s named term 4; term 5 was known elected before/);
+  });
+
+  it('count the terms others won while a leader was stopped past its validity', () => {
+    const h = cleanElection();
+    const l = h.leaders[2];
+    h.faults.push({ name: 'SIGSTOP one holder', target: 'ld2', start: 2.7 * S, heal: 11.6 * S,
+      stopped_hold: { client: 'ld2', resource: 'e0', mode: 'leader', term: 4, token: l.token,
+        validity_end: l.validity_end, release: 'ok' } });
+    analyze(h);
+    assert.equal(h.faults[1].stopped_hold.taken_meanwhile, 1);
+    assert.equal(h.faults[1].holds_during, 2); // terms 3 and 5
   });
 
   it('(7) catch two writers at once', () => {

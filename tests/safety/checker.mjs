@@ -52,6 +52,11 @@ const { values: opts } = parseArgs({
     permits: { type: 'string', default: '3' },
     readers: { type: 'string', default: '6' },
     writers: { type: 'string', default: '2' },
+    // The election workload: candidates campaigning for a few names, observers watching them.
+    candidates: { type: 'string', default: '6' },
+    observers: { type: 'string', default: '3' },
+    // The share of exclusive acquires (register clients', writers') made detached leases.
+    'detach-share': { type: 'string', default: '0.25' },
     // The SIGSTOP one holder fault (a semaphore, read or write holder stopped past its
     // validity); on in both modes.
     'stop-holders': { type: 'boolean', default: true },
@@ -69,6 +74,7 @@ const RESUME_FAIL_FACTOR = 10;
 const outDir = process.env.LOCKWARDEN_TEST_OUTPUT_DIR ||
   path.join(repoRoot, 'build', 'test-output', 'safety');
 const clientScript = fileURLToPath(new URL('./client.mjs', import.meta.url));
+const candidateScript = fileURLToPath(new URL('./candidate.mjs', import.meta.url));
 
 const cfg = {
   masters: 5,
@@ -108,6 +114,21 @@ const cfg = {
       acquire: {}, holdMaxMs: 20, holdShareMax: 0, idleMaxMs: 200 },
   ],
   minHoldsShort: 50, // of each kind that has clients
+  // Exclusive acquires made detached leases (client.mjs detachShare): released by token through
+  // another connection, the acquiring connection closed right after the grant half the time.
+  detachShare: Number(opts['detach-share']),
+  // The election workload (candidate.mjs): candidate j on agent (j + 2) mod agents, campaigning
+  // for a random name each term; one observer per agent (up to `observers`). A leader acts in
+  // stretches of up to 60% of the validity left, extends by token (30% after each stretch, at
+  // most twice a term), and ends a term by resigning or, 15% of the time, by closing its
+  // connection.
+  elections: {
+    candidates: Number(opts.candidates), observers: Number(opts.observers), names: ['e0', 'e1'],
+    ttlMinMs: 1000, ttlMaxMs: 2000, waitMs: 3000, actShareMax: 0.6, extendChance: 0.3,
+    maxExtends: 2, dropChance: 0.15, marginMs: 20, idleMaxMs: 50, readMinMs: 20, readMaxMs: 80,
+  },
+  minLeadersShort: 50, // when there are candidates
+  minLeaderReadsShort: 20, // `leader` reads that named a leader, when there are observers
   stopHolders: opts['stop-holders'],
   seed,
 };
@@ -143,48 +164,64 @@ async function startClients(agents, registerSocket) {
   const common = {
     ttlMinMs: cfg.ttlMinMs, ttlMaxMs: cfg.ttlMaxMs, waitMs: cfg.waitMs,
     minValidityLeftMs: cfg.minValidityLeftMs, holdMaxMs: cfg.holdMaxMs,
+    detachShare: cfg.detachShare,
+  };
+  const spawn = async (script, name, agent, config, register) => {
+    const argv = [process.execPath, script, name, agent.label, agent.socketPath, registerSocket,
+      JSON.stringify({ ...config, seed: subSeed(cfg.seed, `client ${name}`) })];
+    const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
+    clients.push({ name, agent: agent.label, child, register });
   };
   for (let i = 0; i < cfg.clients; i++) {
     const agent = agents[i % agents.length];
     const slow = i < agents.length;
-    const name = slow ? `slow${i}` : `c${i}`;
-    const config = JSON.stringify({
+    await spawn(clientScript, slow ? `slow${i}` : `c${i}`, agent, {
       ...common,
       resources: slow ? cfg.slowResources : cfg.fastResources,
       holdShareMax: slow ? cfg.slowHoldShare : 0,
-      seed: subSeed(cfg.seed, `client ${name}`),
-    });
-    const argv = [process.execPath, clientScript, name, agent.label, agent.socketPath, registerSocket, config];
-    const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
-    clients.push({ name, agent: agent.label, child, register: true });
+    }, true);
   }
   for (const k of cfg.holdKinds) {
     for (let j = 0; j < k.clients; j++) {
-      const agent = agents[(j + 1) % agents.length];
-      const name = `${k.prefix}${j}`;
-      const config = JSON.stringify({
+      await spawn(clientScript, `${k.prefix}${j}`, agents[(j + 1) % agents.length], {
         ...common, resources: [k.resource], acquire: k.acquire, holdMaxMs: k.holdMaxMs,
-        holdShareMax: k.holdShareMax, idleMaxMs: k.idleMaxMs, seed: subSeed(cfg.seed, `client ${name}`),
-      });
-      const argv = [process.execPath, clientScript, name, agent.label, agent.socketPath, registerSocket, config];
-      const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
-      clients.push({ name, agent: agent.label, child, register: false });
+        holdShareMax: k.holdShareMax, idleMaxMs: k.idleMaxMs,
+      }, false);
     }
+  }
+  const e = cfg.elections;
+  for (let j = 0; j < e.candidates; j++) {
+    await spawn(candidateScript, `ld${j}`, agents[(j + 2) % agents.length],
+      { ...e, role: 'candidate' }, false);
+  }
+  // Observers watch the candidates' names: none without candidates.
+  for (let j = 0; j < (e.candidates > 0 ? Math.min(e.observers, agents.length) : 0); j++) {
+    await spawn(candidateScript, `ob${j}`, agents[j], { ...e, role: 'observer' }, false);
   }
   return clients;
 }
 
-// The run-level problems of the hold clients: a hold granted within max_ttl of the masters'
-// start (the restart quarantine), too few holds of a kind in short mode.
-function holdProblems(holds, mastersStarted) {
+// The run-level problems of the hold clients, the candidates and the observers: a hold or a
+// leader granted within max_ttl of the masters' start (the restart quarantine), too few holds
+// of a kind, leaders or leader reads in short mode.
+function holdProblems(register, mastersStarted) {
+  const { holds, leaders, observed } = register;
   const problems = [];
-  const first = holds.reduce((a, g) => (a && a.t_granted <= g.t_granted ? a : g), null);
+  const first = [...holds, ...leaders].reduce((a, g) => (a && a.t_granted <= g.t_granted ? a : g), null);
   if (first && (first.t_granted - mastersStarted) / 1000 < cfg.maxTtlMs) {
-    problems.push(`a ${first.mode} hold ${((first.t_granted - mastersStarted) / 1000).toFixed(0)} ms ` +
-      'after the masters started: the restart ' +
-      `quarantine (max_ttl ${cfg.maxTtlMs} ms) was not honoured`);
+    problems.push(`a ${first.mode ?? 'leader'} hold ` +
+      `${((first.t_granted - mastersStarted) / 1000).toFixed(0)} ms after the masters started: the ` +
+      `restart quarantine (max_ttl ${cfg.maxTtlMs} ms) was not honoured`);
   }
   if (mode !== 'short') return problems;
+  if (cfg.elections.candidates > 0 && leaders.length < cfg.minLeadersShort) {
+    problems.push(`only ${leaders.length} leaders (short mode wants >= ${cfg.minLeadersShort})`);
+  }
+  const named = observed.filter((o) => o.kind === 'read' && o.leader).length;
+  if (cfg.elections.candidates > 0 && cfg.elections.observers > 0 && named < cfg.minLeaderReadsShort) {
+    problems.push(`only ${named} leader reads named a leader (short mode wants >= ` +
+      `${cfg.minLeaderReadsShort})`);
+  }
   const modes = { semaphore: 'permit', read: 'shared', write: 'exclusive' };
   for (const k of cfg.holdKinds) {
     const n = holds.filter((g) => g.mode === modes[k.kind]).length;
@@ -202,7 +239,7 @@ function startProgress(register) {
     const n = register.grants.length;
     const failures = [...register.failures.values()].reduce((a, b) => a + b, 0);
     say(`progress: ${n} grants (${((n - last) / 10).toFixed(0)}/s), ${register.holds.length} holds, ` +
-      `${failures} acquire failures`);
+      `${register.leaders.length} leaders, ${failures} acquire failures`);
     last = n;
   }, 10000);
   return () => clearInterval(timer);
@@ -250,11 +287,13 @@ async function main() {
     const stopProgress = startProgress(register);
     await pause(cfg.warmupMs);
     // The client the register stops between read and write is a register client.
-    // The holder stopped is a hold client, the kinds in turn (sem0, rd0, wr0, sem1, ...).
+    // The holder stopped is a hold client or a candidate, the kinds in turn (sem0, rd0, ld0,
+    // wr0, sem1, ...).
     const clientNames = clients.filter((c) => c.register).map((c) => c.name);
-    const holders = clients.filter((c) => !c.register).map((c) => c.name);
-    const holderNames = [...holders].sort((a, b) =>
-      Number(a.match(/\d+$/)) - Number(b.match(/\d+$/)) || holders.indexOf(a) - holders.indexOf(b));
+    const kindOrder = ['sem', 'rd', 'ld', 'wr'];
+    const holderNames = clients.map((c) => c.name).filter((n) => kindOrder.includes(n.replace(/\d+$/, '')))
+      .sort((a, b) => Number(a.match(/\d+$/)) - Number(b.match(/\d+$/)) ||
+        kindOrder.indexOf(a.replace(/\d+$/, '')) - kindOrder.indexOf(b.replace(/\d+$/, '')));
     const ctx = { cluster, agents, register, cfg, say, clientNames, holderNames };
     const longDone = () => (cfg.longSeconds
       ? nowUs() - trafficStart >= cfg.longSeconds * 1e6
@@ -279,7 +318,7 @@ async function main() {
     if (mode === 'short' && register.grants.length < cfg.minGrantsShort) {
       problems.push(`only ${register.grants.length} grants (short mode wants >= ${cfg.minGrantsShort})`);
     }
-    problems.push(...holdProblems(register.holds, mastersStarted));
+    problems.push(...holdProblems(register, mastersStarted));
     if (mode === 'long' && !cfg.longSeconds && register.grants.length < cfg.longGrants) {
       problems.push(`only ${register.grants.length} grants (long mode wants >= ${cfg.longGrants})`);
     }
@@ -288,6 +327,7 @@ async function main() {
       failures: Object.fromEntries(register.failures),
       resources: Object.fromEntries(register.resources),
       grants: register.grants, holds: register.holds, ops: register.ops,
+      leaders: register.leaders, observed: register.observed,
     };
     const checks = analyze(h);
     const { lines, pass } = summaryLines(h, checks, problems, mode);

@@ -13,6 +13,11 @@
 // acquire: absent for a register client; for a hold client the fields its acquires add:
 // {"permits": K} (a semaphore's permit), {"shared": true} (a read hold), {} (a write hold).
 // idleMaxMs: a pause of up to that long after each cycle (default none).
+// detachShare: the share of exclusive acquires (a register client's, a writer's) made detached
+// leases ("detach": true): such a lease is released by token through another connection of this
+// process, and half the time the connection that acquired it is closed right after the grant
+// (the lease must outlive it: if it did not, another client would be granted the lock while
+// this one still holds it, which checks 2 and 7 see).
 // The hold (register clients: between read and write): up to holdMaxMs, plus, when
 // holdShareMax > 0, up to that share of the validity left (a slow holder, still within its
 // lock, when a fault strikes).
@@ -28,43 +33,30 @@
 import { setTimeout as pause } from 'node:timers/promises';
 
 import { LockClient } from '../browser/clients.mjs';
-import { mulberry32, randIntFrom } from './rng.mjs';
+import { nowUs, startClient, validityEndOf } from './process.mjs';
 
-const [name, agentLabel, agentSocket, registerSocket, configJson] = process.argv.slice(2);
-const cfg = JSON.parse(configJson);
-if (!Number.isInteger(cfg.seed)) throw new Error(`${name}: no integer seed in the config`);
-const nowUs = () => Number(process.hrtime.bigint() / 1000n);
-const random = mulberry32(cfg.seed);
-const randInt = randIntFrom(random);
+const { name, agentLabel, agentSocket, cfg, random, randInt, checker, agent } = await startClient();
+const { register, send, stopRequested } = checker;
 
-const register = await LockClient.connect(registerSocket);
-const checkerGone = () => process.exit(3); // nothing left to report to
-register.sock.on('close', checkerGone);
-const send = (msg) => register.sock.write(`${JSON.stringify({ op: 'record', client: name, ...msg })}\n`);
-register.sock.write(`${JSON.stringify({ op: 'hello', client: name, pid: process.pid, agent: agentLabel })}\n`);
-const stopRequested = () => register.events.some((e) => e.event === 'stop');
-
-let agent = null;
-let backoffMs = 20;
-async function agentConnection() {
-  while (!agent || agent.closed) {
-    if (stopRequested()) return null;
-    try {
-      agent = await LockClient.connect(agentSocket, { timeoutMs: 1000 });
-      backoffMs = 20;
-    } catch {
-      send({ type: 'failure', error: 'connect', t: nowUs() });
-      await pause(backoffMs);
-      backoffMs = Math.min(backoffMs * 2, 500);
-    }
+// A second connection to the agent, through which detached leases are released (by token).
+let releaser = null;
+async function releaserConnection() {
+  if (releaser && !releaser.closed) return releaser;
+  try {
+    releaser = await LockClient.connect(agentSocket, { timeoutMs: 1000 });
+    return releaser;
+  } catch {
+    return null;
   }
-  return agent;
 }
 
+// An exclusive acquire (a register client's, a writer's) may be a detached lease.
+const mayDetach = !cfg.acquire || (!('permits' in cfg.acquire) && !cfg.acquire.shared);
+
 // acquire → {ok, reply, tGranted} or {ok: false, error}
-async function acquire(conn, resource, ttlMs) {
+async function acquire(conn, resource, ttlMs, detach) {
   const tRequested = nowUs();
-  const kind = cfg.acquire ?? { fence: true };
+  const kind = { ...(cfg.acquire ?? { fence: true }), ...(detach ? { detach: true } : {}) };
   try {
     const reply = await conn.call(
       { op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: cfg.waitMs, ...kind },
@@ -89,20 +81,33 @@ async function holdFor(validityEndUs) {
   if (holdMs >= 1) await pause(holdMs);
 }
 
-// Releases the grant; the record says how the agent answered.
+// Releases the grant; the record says how the agent answered. A detached lease is released
+// through the other connection (its acquiring one may be closed by now).
 async function release(conn, resource, token, record) {
+  const via = record.detached ? await releaserConnection() : conn;
   try {
-    const rel = await conn.call({ op: 'release', resource, token }, { timeoutMs: 5000 });
+    if (!via) throw new Error('no connection');
+    const rel = await via.call({ op: 'release', resource, token }, { timeoutMs: 5000 });
     record.release = rel.ok ? 'ok' : rel.error;
   } catch {
     record.release = 'disconnected';
   }
 }
 
-// One acquire of a cycle: the grant {reply, tRequested, tGranted}, or null (the failure sent).
+// One acquire of a cycle: the grant {reply, tRequested, tGranted, detached}, or null (the
+// failure sent). A detached lease's acquiring connection is closed right after the grant half
+// the time.
 async function acquireOrReport(conn, resource, ttlMs) {
-  const got = await acquire(conn, resource, ttlMs);
-  if (got.ok) return got;
+  const detach = mayDetach && cfg.detachShare > 0 && random() < cfg.detachShare;
+  const got = await acquire(conn, resource, ttlMs, detach);
+  if (got.ok) {
+    got.detached = detach;
+    if (detach && random() < 0.5) {
+      agent.drop(conn); // the next cycle connects anew
+      got.acquiringClosed = true;
+    }
+    return got;
+  }
   send({ type: 'failure', error: got.error, message: got.message, resource, t: nowUs() });
   // Refusals that no fault explains: the run is wrong, not the lock.
   if (got.error === 'bad_request' || got.error === 'kind_mismatch') {
@@ -113,14 +118,9 @@ async function acquireOrReport(conn, resource, ttlMs) {
   return null;
 }
 
-// The end of a grant's validity as docs/protocol.md promises it: validity_ms from when the reply
-// was written. The client cannot see that moment, but it is no earlier than the request's send
-// time plus waited_ms (rounded up by the agent, hence the 1 ms taken off) and no later than the
-// reply's arrival; counting from the arrival would stretch the window by the reply's transit.
-function validityEndOf(reply, tRequested, tGranted) {
-  const written = Math.min(tGranted, tRequested + Math.max(0, reply.waited_ms - 1) * 1000);
-  return written + reply.validity_ms * 1000;
-}
+// A record's detached-lease fields: none for an ordinary hold.
+const detachedFields = (got) =>
+  (got.detached ? { detached: true, acquiring_closed: !!got.acquiringClosed } : {});
 
 // A hold client's cycle: the grant, the hold, the release, the record of when it was held.
 async function holdCycle(conn, resource, ttlMs) {
@@ -129,7 +129,7 @@ async function holdCycle(conn, resource, ttlMs) {
   const { reply, tRequested, tGranted } = got;
   const validityEndUs = validityEndOf(reply, tRequested, tGranted);
   const record = {
-    type: 'hold', agent: agentLabel, resource, token: reply.token,
+    ...detachedFields(got), type: 'hold', agent: agentLabel, resource, token: reply.token,
     mode: reply.mode ?? 'exclusive', ttl_ms: ttlMs, validity_ms: reply.validity_ms,
     waited_ms: reply.waited_ms, t_requested: tRequested, t_granted: tGranted,
     validity_end: validityEndUs,
@@ -152,7 +152,7 @@ async function holdCycle(conn, resource, ttlMs) {
 }
 
 async function cycle() {
-  const conn = await agentConnection();
+  const conn = await agent.get();
   if (!conn) return;
   const resource = cfg.resources[randInt(0, cfg.resources.length - 1)];
   const ttlMs = randInt(cfg.ttlMinMs, cfg.ttlMaxMs);
@@ -165,7 +165,7 @@ async function cycle() {
   const { reply, tRequested, tGranted } = got;
   const validityEndUs = validityEndOf(reply, tRequested, tGranted);
   const record = {
-    type: 'grant', agent: agentLabel, resource, token: reply.token, fence: reply.fence,
+    ...detachedFields(got), type: 'grant', agent: agentLabel, resource, token: reply.token, fence: reply.fence,
     ttl_ms: ttlMs, validity_ms: reply.validity_ms, waited_ms: reply.waited_ms,
     t_requested: tRequested, t_granted: tGranted, validity_end: validityEndUs,
   };
@@ -203,6 +203,6 @@ while (!stopRequested()) {
   await cycle();
   if (cfg.idleMaxMs > 0) await pause(randInt(0, cfg.idleMaxMs));
 }
-if (agent) agent.close();
-register.sock.off('close', checkerGone);
-register.sock.end(() => process.exit(0));
+agent.close();
+if (releaser) releaser.close();
+checker.leave();

@@ -100,9 +100,11 @@ export const FAULTS = [
     },
   },
   {
-    // A semaphore, read or write holder (in turn, by the round) stopped inside its hold until
-    // 1 s after its validity ended: others take its permit or the lock meanwhile, and its late
-    // release must free nothing of theirs (checks 6 and 7 see the holds that follow).
+    // A semaphore holder, a leader, a reader or a writer (in turn, by the round) stopped inside
+    // its hold until 1 s after its validity ended: others take its permit or the lock meanwhile,
+    // and its late release must free nothing of theirs (checks 6 and 7 see the holds that
+    // follow). A leader's agent goes on renewing its hold while it is stopped: nobody else is
+    // elected, and the leader, woken past its validity, must stop leading (check 8).
     name: 'SIGSTOP one holder',
     applies: (ctx) => ctx.holderNames.length > 0 && ctx.cfg.stopHolders,
     run: async (ctx, round) => {
@@ -111,8 +113,9 @@ export const FAULTS = [
         (token) => ctx.register.holdOf(token), 'the hold record');
       return {
         ...fault,
-        stopped_hold: { client: p.client, resource: p.resource, mode: rec.mode, permit: rec.permit,
-          token: p.token, validity_end: p.validityEndUs, release: rec.release },
+        stopped_hold: { client: p.client, resource: p.resource, mode: rec.mode ?? 'leader',
+          permit: rec.permit, term: rec.term, token: p.token, validity_end: p.validityEndUs,
+          release: rec.release ?? rec.resign },
       };
     },
   },

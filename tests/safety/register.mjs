@@ -13,8 +13,10 @@
 //   {"id":2,"op":"write","client":"c1","resource":"r0","fence":7,"value":42,"token":"..."}
 //        → {"id":2,"ok":true,"accepted":true,"highest":7}
 //   {"id":3,"op":"holding","client":"sem0","resource":"s0","token":"...","validity_end_us":...}
-//        → {"id":3,"ok":true}   a hold client holds (where an armed pause can stop it)
-//   {"op":"record", ...}   a finished grant or hold, or a failed acquire (see client.mjs), no reply
+//        → {"id":3,"ok":true}   a hold client holds, or a candidate leads (where an armed
+//                                pause can stop it)
+//   {"op":"record", ...}   a finished grant or hold, a leader's term or an observer's answer
+//                          (candidate.mjs), or a failed acquire (see client.mjs), no reply
 // Register → client: {"event":"stop"} (finish the current cycle, then exit).
 //
 // Every op is logged with the register's monotonic clock (µs, CLOCK_MONOTONIC, the same clock
@@ -33,6 +35,8 @@ export class FencedRegister {
     this.ops = []; // {t, client, op, resource, fence, token, value, accepted}
     this.grants = []; // records of finished grants, as the register clients sent them
     this.holds = []; // records of finished semaphore and read-write holds, as the clients sent them
+    this.leaders = []; // records of finished terms, as the candidates sent them
+    this.observed = []; // the observers' answers: observe replies, leader events, leader reads
     this.failures = new Map(); // acquire error code -> count
     this.clients = new Map(); // name -> {pid, agent, conn}
     this.armed = null; // the armed client pause, see pauseNextRead
@@ -85,6 +89,10 @@ export class FencedRegister {
           if (this.onGrant) this.onGrant(msg);
         } else if (msg.type === 'hold') {
           this.holds.push(msg);
+        } else if (msg.type === 'leader') {
+          this.leaders.push(msg);
+        } else if (msg.type === 'observed') {
+          this.observed.push(msg);
         } else if (msg.type === 'failure') {
           this.failures.set(msg.error, (this.failures.get(msg.error) || 0) + 1);
         }
@@ -159,9 +167,11 @@ export class FencedRegister {
     for (const { conn } of this.clients.values()) conn.write('{"event":"stop"}\n');
   }
 
-  // The hold record with that token, once it arrived (null until then).
+  // The hold or leader record with that token, once it arrived (null until then).
   holdOf(token) {
-    for (let i = this.holds.length - 1; i >= 0; i--) if (this.holds[i].token === token) return this.holds[i];
+    for (const list of [this.holds, this.leaders]) {
+      for (let i = list.length - 1; i >= 0; i--) if (list[i].token === token) return list[i];
+    }
     return null;
   }
 

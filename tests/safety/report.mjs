@@ -41,6 +41,29 @@ export function summaryLines(h, checks, problems, mode) {
     out.push(`holds: ${holds.length} (${list(countBy(holds, (g) => g.mode))}); clients: ${kinds.join(', ')}`);
     out.push(`  by agent: ${list(countBy(holds, (g) => g.agent))}`);
   }
+  const leaders = h.leaders ?? [];
+  const e = cfg.elections;
+  if (leaders.length || (e && e.candidates > 0)) {
+    out.push(`leaders: ${leaders.length} (${list(countBy(leaders, (l) => l.name))}); ` +
+      `${e.candidates} candidates, ${e.candidates > 0 ? Math.min(e.observers, cfg.agents) : 0} ` +
+      `observers; ttl ` +
+      `${e.ttlMinMs}-${e.ttlMaxMs} ms`);
+    out.push(`  by agent: ${list(countBy(leaders, (l) => l.agent))}; extends: ` +
+      `${list(countBy(leaders.flatMap((l) => l.extends), (x) => (x.ok ? 'ok' : x.error)))}`);
+    const observed = h.observed ?? [];
+    const reads = observed.filter((o) => o.kind === 'read');
+    out.push(`  observed: leader reads ${reads.length} ` +
+      `(${list(countBy(reads, (o) => o.error ?? (o.leader ? 'a leader' : 'none')))}), ` +
+      `events ${observed.filter((o) => o.kind === 'event').length}`);
+  }
+  const detached = [...h.grants, ...holds].filter((g) => g.detached);
+  if (detached.length || cfg.detachShare > 0) {
+    out.push(`detached leases: ${detached.length} (grants ` +
+      `${h.grants.filter((g) => g.detached).length}, write holds ${holds.filter((g) => g.detached).length}); ` +
+      `acquiring connection closed right after the grant: ` +
+      `${detached.filter((g) => g.acquiring_closed).length}; released through another connection: ` +
+      `${list(countBy(detached, (g) => g.release))}`);
+  }
   out.push(`acquire failures: ${list(h.failures)}`);
   out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
   out.push('    #  t start  down s  fault                 target                                   ' +
@@ -61,9 +84,10 @@ export function summaryLines(h, checks, problems, mode) {
     }
     if (f.stopped_hold) {
       const s = f.stopped_hold;
-      out.push(`${' '.repeat(40)}${s.mode}${s.mode === 'permit' ? ` ${s.permit}` : ''} of ${s.resource} ` +
-        `held past its validity; ${s.taken_meanwhile} hold(s) granted to others meanwhile; its ` +
-        `release: ${s.release}`);
+      const what = s.mode === 'leader' ? `leader (term ${s.term}) of` : s.mode === 'permit'
+        ? `permit ${s.permit} of` : `${s.mode} hold of`;
+      out.push(`${' '.repeat(40)}${what} ${s.resource} held past its validity; ` +
+        `${s.taken_meanwhile} hold(s) granted to others meanwhile; its release: ${s.release}`);
     }
   });
   out.push('checks:');
@@ -79,6 +103,7 @@ export function summaryLines(h, checks, problems, mode) {
   const violations = checks.reduce((n, c) => n + c.violations.length, 0);
   const pass = violations === 0 && problems.length === 0;
   out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${holds.length} holds, ` +
+    `${leaders.length} leaders, ${detached.length} detached, ` +
     `${h.faults.length} faults, ` +
     `${violations} violation(s), ${problems.length} problem(s)`);
   return { lines: out, pass };
@@ -89,10 +114,11 @@ export function summaryLines(h, checks, problems, mode) {
 export function writeHistory(file, h, checks, problems) {
   const fd = fs.openSync(file, 'w');
   const put = (s) => fs.writeSync(fd, s);
-  const { grants, holds = [], ops, ...rest } = h;
+  const { grants, holds = [], leaders = [], observed = [], ops, ...rest } = h;
   const head = { ...rest, checks, problems };
   put(JSON.stringify(head, null, 1).replace(/\n}$/, ',\n'));
-  const arrays = [['grants', grants], ['holds', holds], ['register_ops', ops]];
+  const arrays = [['grants', grants], ['holds', holds], ['leaders', leaders], ['observed', observed],
+    ['register_ops', ops]];
   arrays.forEach(([name, items], k) => {
     put(` "${name}": [\n`);
     items.forEach((item, i) => put(`  ${JSON.stringify(item)}${i + 1 < items.length ? ',' : ''}\n`));

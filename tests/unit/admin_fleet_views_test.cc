@@ -306,6 +306,39 @@ TEST(FleetJson, PermitsAndReadersShowTheirModeAndTheResourceAsAWhole) {
   EXPECT_EQ(who["holds"].size(), 2u);
 }
 
+TEST(FleetJson, AnElectionRowNamesItsLeaderAndTermAndTheResourceItsKind) {
+  fleet::FleetView v;
+  v.masters.resize(3);
+  fleet::FleetLock l;
+  l.resource = "jobs";
+  l.key = "lock:jobs";
+  l.value = fleet::LockValue(kAgentA, kGrantToken);
+  l.hold_id = fleet::HoldId(l.value);
+  l.masters = {0, 1, 2};
+  l.quorum = true;
+  l.election = ElectionRecord{7, 1'700'000'000'000,
+                              R"({"value":"host-a:8080","agent":"a1","host":"h","pid":42})"};
+  v.locks.push_back(l);
+  l.resource = "odd";
+  l.election = ElectionRecord{2, 0, R"({"value":5,"pid":"x"})"};  // from the masters: untrusted
+  v.locks.push_back(l);
+  v.resources = {{"jobs", LockKind::kElection, 0, 0, 0, true, false},
+                 {"odd", LockKind::kElection, 0, 0, 0, true, false}};
+  const ordered_json j = FleetJson(v, Self(), {});
+  EXPECT_EQ(Text(j).find(kGrantToken), std::string::npos);
+  const auto& jobs = j["locks"][0];
+  EXPECT_EQ(jobs["shape"]["kind"], "election");
+  EXPECT_EQ(jobs["election"]["term"], 7);
+  EXPECT_EQ(jobs["election"]["value"], "host-a:8080");
+  EXPECT_EQ(jobs["election"]["pid"], 42);
+  EXPECT_EQ(jobs["election"]["since_unix_ms"], 1'700'000'000'000);
+  EXPECT_TRUE(j["locks"][1]["election"]["value"].is_null());
+  EXPECT_TRUE(j["locks"][1]["election"]["pid"].is_null());
+  v.locks.pop_back();
+  v.locks[0].election.reset();
+  EXPECT_TRUE(FleetJson(v, Self(), {})["locks"][0]["election"].is_null());
+}
+
 TEST(ParseFleetRevokeBody, NamesTheHoldOrThePermit) {
   auto plain = ParseFleetRevokeBody(R"({"resource": "cfg"})");
   ASSERT_TRUE(std::holds_alternative<fleet::RevokeRequest>(plain));

@@ -283,6 +283,41 @@ TEST(StateView, StuckLocksFirstThenLongestHeld) {
   EXPECT_EQ(locks[2]["presence_checked_at"], "");
 }
 
+TEST(StateView, AnElectionShowsItsLeaderTermAndTheCandidatesWaitingHere) {
+  Snapshot s;
+  s.locks = {Lock("jobs", 10, 30'000, true), Lock("plain", 10, 30'000, true)};
+  s.locks[0].kind = LockKind::kElection;
+  s.locks[0].fence = 7;
+  s.locks[0].election = ElectionRecord{7, 1'700'000'000'000, R"({"value":"host-a:8080"})"};
+  WaiterView candidate;
+  candidate.resource = "jobs";
+  candidate.session = 12;
+  candidate.waited_ms = 300;
+  candidate.peer.pid = 4243;
+  candidate.peer.cmdline = "worker --elect";
+  WaiterView other = candidate;
+  other.resource = "plain";
+  other.session = 13;
+  s.waiter_list = {candidate, other};
+  StateInputs in;
+  in.snapshot = &s;
+  in.stuck_after_ms = 60'000;
+  const auto locks = StateView(in)["locks"];
+  ASSERT_EQ(locks.size(), 2u);
+  const auto& jobs = locks[0]["resource"] == "jobs" ? locks[0] : locks[1];
+  const auto& plain = locks[0]["resource"] == "jobs" ? locks[1] : locks[0];
+  EXPECT_EQ(jobs["kind"], "election");
+  EXPECT_EQ(jobs["mode"], "exclusive");
+  EXPECT_EQ(jobs["election"]["value"], "host-a:8080");
+  EXPECT_EQ(jobs["election"]["term"], 7);
+  ASSERT_EQ(jobs["election"]["candidates"].size(), 1u);
+  EXPECT_EQ(jobs["election"]["candidates"][0]["pid"], 4243);
+  EXPECT_EQ(jobs["election"]["candidates"][0]["session"], 12);
+  EXPECT_EQ(jobs["election"]["candidates"][0]["cmdline"], "worker --elect");
+  EXPECT_EQ(plain["kind"], "mutex");
+  EXPECT_TRUE(plain["election"].is_null());
+}
+
 TEST(StateView, ListsAtMostMaxLockRowsStuckFirst) {
   Snapshot s;
   for (size_t i = 0; i < kMaxLockRows + 5; ++i) {

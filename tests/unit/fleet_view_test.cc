@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "core/election_record.h"
+
 #include <string>
 
 namespace lw::fleet {
@@ -334,6 +336,40 @@ TEST(FleetView, PermitsAreHoldsOfTheirResourceAndTheMarkerGivesK) {
   EXPECT_EQ(pool->permits_held, 2);
   EXPECT_FALSE(pool->writer);
   EXPECT_EQ(v.keys, 3u);
+}
+
+TEST(FleetView, AnElectionIsItsLeaderHoldAndTheRecordBesideItNamesTheTerm) {
+  ViewInputs in = Inputs(5);
+  Register(in, Agent(kA, "alpha"), {0, 1, 2, 3, 4});
+  const std::string leader = LockValue(kA, "t7"), old = LockValue(kB, "t6");
+  Copy(in, "lock:jobs", leader, 20'000, {0, 1, 2, 3});
+  Copy(in, LeaderKey("lock:", "jobs"), StoredRecord(leader, {7, kNow - 5'000, R"({"value":"a"})"}),
+       20'000, {0, 1, 2, 3});
+  // The old leader's hold and record, left on one master until they expire.
+  Copy(in, "lock:jobs", old, 900, {4});
+  Copy(in, LeaderKey("lock:", "jobs"), StoredRecord(old, {6, kNow - 9'000, R"({"value":"b"})"}),
+       900, {4});
+  Copy(in, LeaderKey("lock:", "gone"), StoredRecord(LockValue(kA, "x"), {3, kNow, "{}"}), 500, {0});
+  Copy(in, LeaderKey("lock:", "bad"), "not a record", 500, {0});
+  const FleetView v = BuildView(in);
+  const auto rows = RowsOf(v, "jobs");
+  ASSERT_EQ(rows.size(), 2u);  // the records are no rows
+  EXPECT_EQ(v.locks.size(), 2u);
+  const FleetLock* now = rows[0]->value == leader ? rows[0] : rows[1];
+  const FleetLock* before = rows[0]->value == leader ? rows[1] : rows[0];
+  EXPECT_EQ(now->mode, HoldMode::kExclusive);
+  EXPECT_TRUE(now->quorum);
+  ASSERT_TRUE(now->election);
+  EXPECT_EQ(now->election->term, 7);
+  EXPECT_EQ(now->election->payload, R"({"value":"a"})");
+  ASSERT_TRUE(before->election);
+  EXPECT_EQ(before->election->term, 6);
+  const FleetResource* jobs = ResourceOf(v, "jobs");
+  ASSERT_NE(jobs, nullptr);
+  EXPECT_EQ(jobs->kind, LockKind::kElection);
+  EXPECT_TRUE(jobs->writer);
+  EXPECT_EQ(ResourceOf(v, "gone"), nullptr);  // a record without its hold holds nothing
+  EXPECT_EQ(v.keys, 4u);
 }
 
 TEST(FleetView, ReadersAreOneRowEachAndAWaitingWriterIsShown) {

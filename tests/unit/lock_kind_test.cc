@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/election_record.h"
 #include "core/lock_kind.h"
 #include "locking/claims.h"
 #include "protocol/messages.h"
@@ -41,6 +42,19 @@ TEST(LockKindTest, ForeignAndMalformedKeysAreRefused) {
   EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fpermit:-1"));
   EXPECT_FALSE(ParseLockKey("lock:", "lock:r\x1fsomething"));
   EXPECT_TRUE(ParseLockKey("lock:", "lock:r\x1fpermit:0"));
+}
+
+TEST(LockKindTest, AStoredLeaderRecordReadsBackAsTheHoldValueItNamesAndItsRecord) {
+  const ElectionRecord record{7, 1'700'000'000'123, R"({"value":"host-a:8080"})"};
+  const auto read = ParseStoredRecord(StoredRecord("0123456789abcdef:tok", record));
+  ASSERT_TRUE(read);
+  EXPECT_EQ(read->value, "0123456789abcdef:tok");
+  EXPECT_EQ(read->record, record);
+  EXPECT_EQ(ParseLockKey("lock:", LeaderKey("lock:", "jobs"))->part, KeyPart::Part::kLeader);
+  for (const char* bad : {"", "no-separator", "\x1f" "7\x1f" "1\x1f" "p", "v\x1f" "0\x1f" "1\x1f" "p",
+                          "v\x1f" "x\x1f" "1\x1f" "p", "v\x1f" "7\x1f" "p"}) {
+    EXPECT_FALSE(ParseStoredRecord(bad)) << bad;
+  }
 }
 
 TEST(LockKindTest, MarkersNameTheirSemaphoreAndNothingElse) {
