@@ -6,6 +6,7 @@
 
 #include <variant>
 
+#include "agent/detached_leases.h"
 #include "core/redlock_math.h"
 
 namespace lw {
@@ -216,7 +217,9 @@ std::optional<RevokeOutcome> Agent::RevokeFromOtherThread(const std::string& res
 
 void Agent::Lost(SessionId session, const std::string& resource, const std::string& token,
                  std::string_view reason) {
-  activity_.Lost(session, resource, token, reason);
+  // A detached lease running out its ttl is how such a lease is meant to end.
+  const bool lease_ended = IsLeaseSession(session) && reason == "expired";
+  activity_.Lost(session, resource, token, reason, lease_ended ? Severity::kInfo : Severity::kError);
   service_->NotifyLost(session, resource, token, reason);
 }
 

@@ -73,8 +73,8 @@ void Activity::Record(std::string kind, Severity severity, std::string message) 
 }
 
 void Activity::Lost(SessionId session, const std::string& resource, const std::string& /*token*/,
-                    std::string_view reason) {
-  Record("lock_lost", Severity::kError,
+                    std::string_view reason, Severity severity) {
+  Record("lock_lost", severity,
          "lock " + Quote(resource) + " lost (" + std::string(reason) + "), held by " +
              describe_session_(session));
 }

@@ -33,7 +33,12 @@ class Activity final : public EngineEvents {
 
   // EngineEvents
   void Lost(SessionId session, const std::string& resource, const std::string& token,
-            std::string_view reason) override;
+            std::string_view reason) override {
+    Lost(session, resource, token, reason, Severity::kError);
+  }
+  // severity: kInfo for an end that is expected (a detached lease's ttl).
+  void Lost(SessionId session, const std::string& resource, const std::string& token,
+            std::string_view reason, Severity severity);
   void AcquireFinished(AcquireOutcome outcome, std::chrono::nanoseconds waited,
                        int attempts) override;
   void AcquireFailed(SessionId session, std::string_view resource, ErrorCode code) override;
