@@ -24,11 +24,12 @@ enum class Limit {
   kLocksPerSession,
   kWaitersPerResource,
   kIdleTimeout,
+  kObservations,
   kCount
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(Limit::kCount)> kLimitNames = {
     "connections", "line_length", "inflight", "locks_per_session", "waiters_per_resource",
-    "idle_timeout"};
+    "idle_timeout", "observations_per_session"};
 
 class RequestStats {
  public:

@@ -188,6 +188,7 @@ Check CheckBackgroundTiming(const Config& c) {
     return p;
   }
   if (auto p = InRange("health_interval_ms", c.health_interval_ms, 10, 60'000)) return p;
+  if (auto p = InRange("election_poll_ms", c.election_poll_ms, 10, 60'000)) return p;
   return InRange("shutdown_grace_ms", c.shutdown_grace_ms, 0, 60'000);
 }
 

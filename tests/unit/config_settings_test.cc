@@ -56,7 +56,7 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
             "socket_path masters key_prefix fence_prefix fence_quorum restart_quarantine "
             "min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
             "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
-            "reconnect_max_backoff_ms health_interval_ms shutdown_grace_ms log_level "
+            "reconnect_max_backoff_ms health_interval_ms election_poll_ms shutdown_grace_ms log_level "
             "max_line_bytes max_connections max_inflight_per_session max_locks_per_session "
             "max_waiters_per_resource idle_timeout_ms max_unsent_bytes socket_mode "
             "socket_owner socket_group access redis_user redis_password_file redis_password "
