@@ -87,6 +87,8 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   election_options.key_prefix = cfg.key_prefix;
   election_options.node_timeout_ms = cfg.node_timeout_ms;
   election_options.poll_ms = cfg.election_poll_ms;
+  election_options.max_observed_per_session =
+      static_cast<size_t>(cfg.max_observations_per_session);
   election_options.watch = release_watch_.get();
   election_options.agent_id = fleet_->record().id;
   election_options.host = fleet_->record().host;

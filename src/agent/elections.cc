@@ -61,7 +61,7 @@ std::optional<Failure> Elections::Observe(SessionId session, const std::string& 
                    "this connection observes " + std::to_string(names.size()) +
                        " elections, the most one connection may (" +
                        std::to_string(options_.max_observed_per_session) +
-                       "); unobserve one first"};
+                       ", max_observations_per_session); unobserve one first"};
   }
   names.insert(name);
   auto [it, fresh] = watched_.try_emplace(name);

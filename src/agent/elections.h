@@ -40,7 +40,7 @@ struct ElectionOptions {
   std::string key_prefix = kDefaultKeyPrefix;
   int64_t node_timeout_ms = kDefaultNodeTimeoutMs;
   int64_t poll_ms = 1'000;  // election_poll_ms
-  size_t max_observed_per_session = kMaxObservedPerSession;
+  size_t max_observed_per_session = 64;  // max_observations_per_session
   ReleaseWatch* watch = nullptr;  // not owned; null: polling only
   // Who campaigns through this agent, for the candidates' payloads.
   std::string agent_id;
@@ -73,8 +73,8 @@ class Elections {
   // this call), which the reply carries; changes after it are pushed as `leader` events. A
   // reading that cannot decide fails it with no_quorum and the session does not observe. An
   // observe of a name the session observes already starts it over. Refused at once (done is
-  // not called) with too_many beyond max_observed_per_session names, shutting_down once
-  // stopped.
+  // not called) with too_many beyond max_observed_per_session names (the message names the
+  // setting max_observations_per_session), shutting_down once stopped.
   std::optional<Failure> Observe(SessionId session, const std::string& name, ObserveDone done);
   // False when the session did not observe `name`.
   bool Unobserve(SessionId session, const std::string& name);

@@ -218,6 +218,10 @@ Check CheckClientLimits(const Config& c) {
                        "waiters")) {
     return p;
   }
+  if (auto p = InRange("max_observations_per_session", c.max_observations_per_session, 1,
+                       100'000, "elections")) {
+    return p;
+  }
   if (c.idle_timeout_ms != 0) {
     if (auto p = InRange("idle_timeout_ms", c.idle_timeout_ms, 1000, 7 * kDayMs)) return p;
   }

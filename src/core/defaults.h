@@ -17,8 +17,6 @@ inline constexpr int64_t kDefaultMaxWaitMs = 300'000;  // the longest wait_ms a 
 
 // Where locks and fence counters live in Redis.
 inline constexpr const char* kDefaultKeyPrefix = "lock:";
-// Elections one connection may observe at once; one more is refused with too_many.
-inline constexpr size_t kMaxObservedPerSession = 64;
 inline constexpr const char* kDefaultFencePrefix = "fence:";
 
 // One acquire round: how long a master's answer is awaited, the clock-drift allowance, and the

@@ -58,7 +58,7 @@ TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
             "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
             "reconnect_max_backoff_ms health_interval_ms election_poll_ms shutdown_grace_ms log_level "
             "max_line_bytes max_connections max_inflight_per_session max_locks_per_session "
-            "max_waiters_per_resource idle_timeout_ms max_unsent_bytes socket_mode "
+            "max_waiters_per_resource max_observations_per_session idle_timeout_ms max_unsent_bytes socket_mode "
             "socket_owner socket_group access redis_user redis_password_file redis_password "
             "admin_listen admin_token_file stuck_after_ms admin_max_connections "
             "admin_timeout_ms admin_max_body_bytes agent_name heartbeat_ttl_ms share_cmdline "
