@@ -112,6 +112,14 @@ class ElectionTest : public ::testing::Test {
     }
     return true;
   }
+  // Waits until `agents` agents listen for `name`'s announcements on every master (one
+  // connection per agent and master): a change made after this reaches their observers by its
+  // announcement, however slowly the subscriptions came up.
+  void AwaitListening(const std::string& name, int64_t agents) {
+    ASSERT_TRUE(Eventually(
+        [&] { return OnEveryMaster(scripts::ReleaseChannel(KeyOf(name)), agents); }, kAwait))
+        << "agents listening for " << name;
+  }
   // The agent id in the value a key holds on master 0 ("" if missing).
   std::string AgentOf(const std::string& name) {
     return fleet::AgentOfValue(cluster_.Get(0, KeyOf(name)).value_or("")).value_or("");
@@ -132,6 +140,7 @@ TEST_F(ElectionTest, LeadersProcessKilledHandsLeadershipToTheOtherAgentAndObserv
     ASSERT_TRUE(r.value("ok", false)) << r;
     EXPECT_TRUE(r["leader"].is_null()) << r;
   }
+  AwaitListening("jobs", 2);
 
   // The leader: `lockwarden elect` on agent a, with a ttl (60 s) far beyond every wait below,
   // so that leadership can change hands within them only by its connection closing.
@@ -180,6 +189,7 @@ TEST_F(ElectionTest, LeadersAgentKilledHandsLeadershipOverOnceItsTtlRunsOut) {
     EXPECT_EQ(r["leader"]["value"], "host-a") << r;
     EXPECT_EQ(r["leader"]["term"], term_a) << r;
   }
+  AwaitListening("jobs", 2);
   auto candidate = b_.Connect();
   SendCampaign(candidate, "jobs", "host-b", kTtlMs, kAwait.count());
 
@@ -327,6 +337,7 @@ TEST_F(ElectionTest, LeaderFromAnyAgentNamesTheLeaderAndResignHandsOverInTermOrd
     ASSERT_TRUE(r.value("ok", false)) << r;
     EXPECT_EQ(r["leader"], l) << r;
   }
+  AwaitListening("svc", 2);
 
   // Leadership belongs to the campaigning connection and its token.
   EXPECT_EQ(leader.Resign("svc", std::string(40, 'f'))["error"], "not_held");
