@@ -59,13 +59,15 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
     nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
     raw.push_back(nodes_.back().get());
   }
-  // Releases announced by other agents wake our waiters for keys held elsewhere. The engine
-  // does not exist yet: the handler looks it up when an announcement arrives.
+  // Releases announced by other agents wake our waiters for keys held elsewhere, and an
+  // election's announced change has its observers' leader read again. The engine and the
+  // elections do not exist yet: the handler looks them up when an announcement arrives.
   release_watch_ = std::make_unique<ReleaseSubscribers>(
       loop, cfg.masters,
       SubscriberOptions{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms},
       [this](const std::string& key) {
         if (engine_) engine_->ReleasedElsewhere(key);
+        if (elections_) elections_->Announced(key);
       });
   fleet_ = std::make_unique<FleetMember>(cfg, metrics_, started_unix_ms_);
   EngineOptions engine_options;
@@ -82,11 +84,24 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   engine_options.release_watch = release_watch_.get();
   engine_options.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
   engine_ = std::make_unique<LockEngine>(loop, raw, engine_options);
+  ElectionOptions election_options;
+  election_options.key_prefix = cfg.key_prefix;
+  election_options.node_timeout_ms = cfg.node_timeout_ms;
+  election_options.poll_ms = cfg.election_poll_ms;
+  election_options.max_observed_per_session =
+      static_cast<size_t>(cfg.max_observations_per_session);
+  election_options.watch = release_watch_.get();
+  election_options.agent_id = fleet_->record().id;
+  election_options.host = fleet_->record().host;
+  elections_ = std::make_unique<Elections>(
+      loop, raw, std::move(election_options),
+      [this](SessionId session, std::string line) { server_.Send(session, std::move(line)); });
   ServiceOptions service_options;
   service_options.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
   service_options.max_inflight = static_cast<size_t>(cfg.max_inflight_per_session);
   service_options.max_locks = static_cast<size_t>(cfg.max_locks_per_session);
   service_options.access = std::move(host.policy);
+  service_options.elections = elections_.get();
   service_ = std::make_unique<LockService>(server_, *engine_, std::move(service_options),
                                            request_stats_);
 }
@@ -101,7 +116,8 @@ Agent::~Agent() {
   // still be alive then; after that nothing references the nodes.
   for (auto& n : nodes_) n->Stop();
   release_watch_->Stop();
-  service_.reset();  // it holds a reference to the engine
+  service_.reset();  // it holds a reference to the engine and the elections
+  elections_.reset();
   engine_.reset();
   nodes_.clear();
 }
@@ -320,6 +336,7 @@ void Agent::Finish() {
   snapshot_timer_.Stop();
   systemd_.Stop();
   commands_.Close();
+  elections_->Stop();
   server_.CloseSessions();
   for (auto& n : nodes_) n->Stop();
   release_watch_->Stop();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "admin/admin_server.h"
+#include "agent/elections.h"
 #include "agent/fleet_member.h"
 #include "agent/lock_service.h"
 #include "agent/loop_commands.h"
@@ -122,6 +123,8 @@ class Agent final : private EngineEvents {
   // outlives the engine, whose revoke callbacks it gave (FleetMember::Obey).
   std::unique_ptr<FleetMember> fleet_;
   std::unique_ptr<LockEngine> engine_;
+  // Reads and follows elections' leaders (its own rounds on the nodes); the service uses it.
+  std::unique_ptr<Elections> elections_;
   std::unique_ptr<LockService> service_;
   SnapshotBox snapshots_;
   Timer snapshot_timer_;

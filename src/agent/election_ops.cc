@@ -1,32 +1,100 @@
-// The election ops of LockService's op table (docs/protocol.md "Elections").
+// The election ops of LockService's op table (docs/protocol.md "Elections"). A campaign is an
+// acquire of the name as an election (kind kElection, always fenced: the term is the fence,
+// renewed while the connection lives); resign is its release; leader, observe and unobserve go
+// to Elections.
 
+#include "agent/elections.h"
 #include "agent/lock_service.h"
 
 namespace lw {
 
 namespace {
-Failure NotYet() { return Failure{ErrorCode::kBadRequest, "elections are not served yet"}; }
+Failure NoElections() {
+  return Failure{ErrorCode::kInternal, "this agent serves no elections (no Elections part)"};
+}
+
+std::optional<protocol::LeaderView> ViewOf(const LeaderReading& reading) {
+  if (reading.state != LeaderReading::State::kLeader) return std::nullopt;
+  return protocol::LeaderViewOf(reading.record);
+}
 }  // namespace
 
 template <>
-void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRequest&) {
-  Fail(sid, id, "campaign", NotYet());
+void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRequest& op) {
+  if (options_.elections == nullptr) return Fail(sid, id, "campaign", NoElections());
+  AcquireKind kind{LockShape{LockKind::kElection}, false, 0,
+                   options_.elections->CandidatePayload(op.value, PeerOf(sid).pid)};
+  engine_.Acquire(
+      sid, op.name, op.ttl_ms, op.wait_ms, /*renew=*/true,
+      [this, sid, id, name = op.name](const std::variant<Grant, Failure>& result) {
+        if (const auto* g = std::get_if<Grant>(&result)) {
+          if (!g->fence) {  // an election's grant always carries its term
+            Fail(sid, id, "campaign",
+                 Failure{ErrorCode::kInternal, "the election was granted without a term"});
+            return;
+          }
+          Answer(sid, protocol::EncodeElected(id, name, *g->fence, g->token, g->validity_ms,
+                                              g->waited_ms));
+          return;
+        }
+        const Failure& f = std::get<Failure>(result);
+        if (f.code == ErrorCode::kTooMany) {
+          stats_.limit_refusals[Limit::kWaitersPerResource].Inc();
+        }
+        Fail(sid, id, "campaign", f);
+      },
+      /*fence=*/true, std::move(kind));
 }
+
 template <>
-void LockService::Handle(SessionId sid, const Id& id, const protocol::ResignRequest&) {
-  Fail(sid, id, "resign", NotYet());
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ResignRequest& op) {
+  engine_.Release(sid, op.name, op.token, [this, sid, id](const std::optional<Failure>& f) {
+    if (f) {
+      Fail(sid, id, "resign", *f);
+    } else {
+      Answer(sid, protocol::EncodeOk(id));
+    }
+  });
 }
+
 template <>
-void LockService::Handle(SessionId sid, const Id& id, const protocol::LeaderRequest&) {
-  Fail(sid, id, "leader", NotYet());
+void LockService::Handle(SessionId sid, const Id& id, const protocol::LeaderRequest& op) {
+  if (options_.elections == nullptr) return Fail(sid, id, "leader", NoElections());
+  options_.elections->Read(op.name, [this, sid, id, name = op.name](const LeaderReading& r) {
+    if (r.state == LeaderReading::State::kUnknown) {
+      Fail(sid, id, "leader", options_.elections->Undecided(r));
+    } else {
+      Answer(sid, protocol::EncodeLeader(id, name, ViewOf(r)));
+    }
+  });
 }
+
 template <>
-void LockService::Handle(SessionId sid, const Id& id, const protocol::ObserveRequest&) {
-  Fail(sid, id, "observe", NotYet());
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ObserveRequest& op) {
+  if (options_.elections == nullptr) return Fail(sid, id, "observe", NoElections());
+  auto refused = options_.elections->Observe(
+      sid, op.name,
+      [this, sid, id, name = op.name](const std::variant<LeaderReading, Failure>& result) {
+        if (const auto* f = std::get_if<Failure>(&result)) {
+          Fail(sid, id, "observe", *f);
+        } else {
+          Answer(sid, protocol::EncodeLeader(id, name, ViewOf(std::get<LeaderReading>(result))));
+        }
+      });
+  if (refused) {
+    if (refused->code == ErrorCode::kTooMany) stats_.limit_refusals[Limit::kObservations].Inc();
+    Fail(sid, id, "observe", *refused);
+  }
 }
+
 template <>
-void LockService::Handle(SessionId sid, const Id& id, const protocol::UnobserveRequest&) {
-  Fail(sid, id, "unobserve", NotYet());
+void LockService::Handle(SessionId sid, const Id& id, const protocol::UnobserveRequest& op) {
+  if (options_.elections == nullptr) return Fail(sid, id, "unobserve", NoElections());
+  if (!options_.elections->Unobserve(sid, op.name)) {
+    return Fail(sid, id, "unobserve",
+                Failure{ErrorCode::kNotHeld, "this connection does not observe that election"});
+  }
+  Answer(sid, protocol::EncodeOk(id));
 }
 
 }  // namespace lw

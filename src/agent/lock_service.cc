@@ -5,7 +5,20 @@
 #include <utility>
 #include <variant>
 
+#include "agent/elections.h"
+
 namespace lw {
+namespace {
+
+// The lock a request takes, for the access rules and max_locks_per_session: an acquire's
+// resource, a campaign's election.
+const std::string* LockTaken(const protocol::Op& op) {
+  if (const auto* acquire = std::get_if<protocol::AcquireRequest>(&op)) return &acquire->resource;
+  if (const auto* campaign = std::get_if<protocol::CampaignRequest>(&op)) return &campaign->name;
+  return nullptr;
+}
+
+}  // namespace
 
 LockService::LockService(Server& transport, LockEngine& engine, ServiceOptions options,
                          RequestStats& stats)
@@ -18,6 +31,7 @@ void LockService::Opened(SessionId session, const Peer& peer, const std::vector<
 }
 
 void LockService::Closed(SessionId session) {
+  if (options_.elections != nullptr) options_.elections->CloseSession(session);
   engine_.CloseSession(session);
   sessions_.erase(session);
 }
@@ -25,6 +39,7 @@ void LockService::Closed(SessionId session) {
 bool LockService::Idle(SessionId session) const {
   auto it = sessions_.find(session);
   if (it != sessions_.end() && it->second.inflight > 0) return false;
+  if (options_.elections != nullptr && options_.elections->Observing(session)) return false;
   return engine_.Commitments(session) == 0;  // holds or awaits no lock
 }
 
@@ -156,20 +171,20 @@ std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
                        " requests of this connection are still unanswered "
                        "(max_inflight_per_session); read the replies before sending more"};
   }
-  const auto* acquire = std::get_if<protocol::AcquireRequest>(&request.op);
-  if (acquire == nullptr) return std::nullopt;
-  if (!options_.access.Allows(s.ids, acquire->resource)) {
+  const std::string* resource = LockTaken(request.op);
+  if (resource == nullptr) return std::nullopt;
+  if (!options_.access.Allows(s.ids, *resource)) {
     stats_.access_denied.Inc();
     // One warning per session: a client retrying in a loop must not flood the log.
     if (!s.denied_logged) {
       s.denied_logged = true;
       spdlog::warn("access denied: pid {} uid {} gid {} may not lock {} (no access rule "
                    "allows it; further refusals of session {} are logged at debug)",
-                   s.peer.pid, s.peer.uid, s.peer.gid, nlohmann::json(acquire->resource).dump(),
+                   s.peer.pid, s.peer.uid, s.peer.gid, nlohmann::json(*resource).dump(),
                    sid);
     } else {
       spdlog::debug("access denied: session {} may not lock {}", sid,
-                    nlohmann::json(acquire->resource).dump());
+                    nlohmann::json(*resource).dump());
     }
     return Failure{ErrorCode::kForbidden,
                    "uid " + std::to_string(s.peer.uid) + " may not lock this resource: no "
@@ -181,7 +196,8 @@ std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
                    "this connection holds or awaits " + std::to_string(options_.max_locks) +
                        " locks (max_locks_per_session); release some first"};
   }
-  return acquire->detach ? LeaseLimit(s) : std::nullopt;
+  const auto* acquire = std::get_if<protocol::AcquireRequest>(&request.op);
+  return acquire != nullptr && acquire->detach ? LeaseLimit(s) : std::nullopt;
 }
 
 void LockService::Answer(SessionId sid, std::string line) {

@@ -33,8 +33,13 @@ struct ServiceOptions {
   protocol::Limits limits;  // what the decoder accepts
   size_t max_inflight = 0;  // unanswered requests of one session (0: no bound)
   size_t max_locks = 0;     // locks one session holds or awaits (0: no bound)
-  AccessPolicy access;      // who may lock what
+  AccessPolicy access;      // who may lock what (and campaign for which election)
+  // Not owned; null: leader, observe and unobserve fail with internal. Campaign and resign
+  // need it too (a campaign's payload).
+  Elections* elections = nullptr;
 };
+
+class Elections;
 
 class LockService final : public SessionHandler {
  public:

@@ -25,11 +25,12 @@ enum class Limit {
   kWaitersPerResource,
   kIdleTimeout,
   kDetachedPerUid,  // one uid's detached leases, held and awaited (max_locks_per_session)
+  kObservations,
   kCount
 };
 inline constexpr std::array<std::string_view, static_cast<size_t>(Limit::kCount)> kLimitNames = {
     "connections", "line_length", "inflight", "locks_per_session", "waiters_per_resource",
-    "idle_timeout", "detached_per_uid"};
+    "idle_timeout", "detached_per_uid", "observations_per_session"};
 
 class RequestStats {
  public:

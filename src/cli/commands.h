@@ -57,6 +57,27 @@ struct LeaseArgs {
 int RunAcquireDetached(const LeaseArgs& args);
 int RunRelease(const LeaseArgs& args);
 int RunExtend(const LeaseArgs& args);
+// `lockwarden elect NAME --value V -- CMD...`: campaign, run the command while leading, stop it
+// as `lock` does when the leadership is lost, resign when it exits. Exit codes as `lock`'s.
+struct ElectArgs {
+  std::string socket_path;
+  std::string name;
+  std::string value;
+  int64_t ttl_ms = 0;    // 0: the agent's default_ttl_ms
+  int64_t wait_ms = -1;  // < 0: campaign again each time the agent's max_wait_ms runs out
+  int64_t kill_grace_ms = 2'000;
+  int conflict_exit_code = kExitNotAcquired;
+  bool verbose = false;
+  std::vector<std::string> command;
+};
+int RunElect(const ElectArgs& args);
+
+// Exit codes of `lockwarden leader`: a leader, none; kExitUnavailable when the agent or a
+// quorum of masters could not tell, kExitUsage for a bad name.
+inline constexpr int kExitLeader = 0;
+inline constexpr int kExitNoLeader = 1;
+// watch: print the leader, then each change, until the connection ends (exit 69).
+int RunLeader(const std::string& socket_path, const std::string& name, bool json, bool watch);
 
 int RunStatus(const std::string& socket_path, bool json);
 

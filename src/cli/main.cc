@@ -201,6 +201,45 @@ int main(int argc, char** argv) {
         ->required();
   }
 
+  lw::cli::ElectArgs elect_args;
+  std::string elect_ttl, elect_wait, elect_grace = "2s";
+  auto* elect = app.add_subcommand(
+      "elect", "Run a command while leading an election: wait to lead, run it, stop it if the "
+               "leadership is lost, resign when it exits");
+  elect->add_option("--value", elect_args.value,
+                    "what the leader announces to observers, e.g. host-a:8080 (1-1024 bytes)")
+      ->required();
+  elect->add_option("--ttl", elect_ttl,
+                    "leadership time-to-live, renewed at ttl/3; a leader that dies is replaced "
+                    "within about this long (default: the agent's default_ttl_ms)")
+      ->check(duration);
+  elect->add_option("--wait", elect_wait,
+                    "give up (exit 75, or -E) when not leading after this long (default: wait "
+                    "for as long as it takes)")
+      ->check(duration);
+  elect->add_option("--socket", elect_args.socket_path, "agent socket (env LOCKWARDEN_SOCKET)");
+  elect->add_option("--kill-grace", elect_grace,
+                    "after a lost leadership: SIGTERM, then SIGKILL after this")
+      ->check(duration)->capture_default_str();
+  elect->add_option("-E,--conflict-exit-code", elect_args.conflict_exit_code,
+                    "exit code when not elected within --wait")
+      ->capture_default_str();
+  elect->add_flag("-v,--verbose", elect_args.verbose, "say when elected and when resigning");
+  elect->add_option("name", elect_args.name, "election name")->required();
+  elect->add_option("command", elect_args.command, "command and arguments (after --)")
+      ->required();
+
+  std::string leader_name, leader_socket;
+  bool leader_json = false, leader_watch = false;
+  auto* leader = app.add_subcommand(
+      "leader", "Who leads an election (value, agent, host, pid, term, since); exit 0 a leader, "
+                "1 none, 69 unknown (agent or a quorum of masters unreachable)");
+  leader->add_option("name", leader_name, "election name")->required();
+  leader->add_flag("--json", leader_json, "machine-readable output (JSON lines with --watch)");
+  leader->add_flag("--watch", leader_watch,
+                   "print the leader, then one line at each change, until interrupted");
+  leader->add_option("--socket", leader_socket, "agent socket (env LOCKWARDEN_SOCKET)");
+
   std::string status_socket, status_prefix;
   bool status_json = false, status_fleet = false;
   lw::cli::AdminArgs status_admin;
@@ -260,6 +299,17 @@ int main(int argc, char** argv) {
     if (acquire->parsed()) return lw::cli::RunAcquireDetached(lease_args);
     if (release->parsed()) return lw::cli::RunRelease(lease_args);
     return lw::cli::RunExtend(lease_args);
+  }
+  if (elect->parsed()) {
+    if (elect_args.socket_path.empty()) elect_args.socket_path = lw::client::DefaultSocketPath();
+    elect_args.ttl_ms = elect_ttl.empty() ? 0 : Ms(elect_ttl);
+    elect_args.wait_ms = elect_wait.empty() ? -1 : Ms(elect_wait);
+    elect_args.kill_grace_ms = Ms(elect_grace);
+    return lw::cli::RunElect(elect_args);
+  }
+  if (leader->parsed()) {
+    if (leader_socket.empty()) leader_socket = lw::client::DefaultSocketPath();
+    return lw::cli::RunLeader(leader_socket, leader_name, leader_json, leader_watch);
   }
   if (who->parsed()) return lw::cli::RunWho(WithConfig(who_admin), who_resource, who_json);
   if (status_fleet) {

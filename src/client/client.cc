@@ -177,6 +177,28 @@ nlohmann::json Client::Extend(const std::string& resource, const std::string& to
   return Call({{"op", "extend"}, {"resource", resource}, {"token", token}, {"ttl_ms", ttl_ms}});
 }
 
+nlohmann::json Client::Campaign(const std::string& name, const std::string& value,
+                                int64_t ttl_ms, int64_t wait_ms, Ms timeout) {
+  nlohmann::json request = {{"op", "campaign"}, {"name", name}, {"value", value}};
+  if (ttl_ms > 0) request["ttl_ms"] = ttl_ms;
+  if (wait_ms >= 0) request["wait_ms"] = wait_ms;
+  return Call(std::move(request), timeout);
+}
+
+nlohmann::json Client::Resign(const std::string& name, const std::string& token) {
+  return Call({{"op", "resign"}, {"name", name}, {"token", token}});
+}
+
+nlohmann::json Client::Leader(const std::string& name) {
+  return Call({{"op", "leader"}, {"name", name}});
+}
+nlohmann::json Client::Observe(const std::string& name) {
+  return Call({{"op", "observe"}, {"name", name}});
+}
+nlohmann::json Client::Unobserve(const std::string& name) {
+  return Call({{"op", "unobserve"}, {"name", name}});
+}
+
 nlohmann::json Client::Held() { return Call({{"op", "held"}}); }
 nlohmann::json Client::Health() { return Call({{"op", "health"}}); }
 nlohmann::json Client::Ping() { return Call({{"op", "ping"}}); }

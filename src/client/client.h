@@ -52,6 +52,15 @@ class Client {
                          bool fence = false);
   nlohmann::json Release(const std::string& resource, const std::string& token);
   nlohmann::json Extend(const std::string& resource, const std::string& token, int64_t ttl_ms);
+  // Elections (docs/protocol.md "Elections"). ttl_ms <= 0: the agent's default; wait_ms < 0:
+  // the agent's max_wait_ms. The campaign's reply comes once elected (or on failure).
+  nlohmann::json Campaign(const std::string& name, const std::string& value, int64_t ttl_ms,
+                          int64_t wait_ms, Ms timeout = kDefaultTimeout);
+  nlohmann::json Resign(const std::string& name, const std::string& token);
+  nlohmann::json Leader(const std::string& name);
+  // Then `leader` events come through NextEvent.
+  nlohmann::json Observe(const std::string& name);
+  nlohmann::json Unobserve(const std::string& name);
   nlohmann::json Held();
   nlohmann::json Health();
   nlohmann::json Ping();

@@ -188,6 +188,7 @@ Check CheckBackgroundTiming(const Config& c) {
     return p;
   }
   if (auto p = InRange("health_interval_ms", c.health_interval_ms, 10, 60'000)) return p;
+  if (auto p = InRange("election_poll_ms", c.election_poll_ms, 10, 60'000)) return p;
   return InRange("shutdown_grace_ms", c.shutdown_grace_ms, 0, 60'000);
 }
 
@@ -215,6 +216,10 @@ Check CheckClientLimits(const Config& c) {
   }
   if (auto p = InRange("max_waiters_per_resource", c.max_waiters_per_resource, 1, 1'000'000,
                        "waiters")) {
+    return p;
+  }
+  if (auto p = InRange("max_observations_per_session", c.max_observations_per_session, 1,
+                       100'000, "elections")) {
     return p;
   }
   if (c.idle_timeout_ms != 0) {

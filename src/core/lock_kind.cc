@@ -44,6 +44,10 @@ std::string LockShape::Describe() const {
   return "lock";
 }
 
+std::string LockShape::WithArticle() const {
+  return (kind == LockKind::kElection ? "an " : "a ") + Describe();
+}
+
 std::string LockShape::Marker() const {
   if (kind == LockKind::kSemaphore) return std::string(kSemaphoreMarker) + std::to_string(permits);
   return "";

@@ -42,8 +42,10 @@ struct LockShape {
   int permits = 1;  // semaphores: K (1..kMaxPermits); 1 otherwise
 
   bool operator==(const LockShape&) const = default;
-  // "lock", "semaphore of 4 permits".
+  // "lock", "semaphore of 4 permits", "election".
   std::string Describe() const;
+  // Describe() after its indefinite article: "a lock", "an election".
+  std::string WithArticle() const;
   // A semaphore's marker value at P R ("" for a mutex).
   std::string Marker() const;
 };

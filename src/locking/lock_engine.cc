@@ -116,8 +116,8 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   const Resource* existing = Find(name);
   if (shutting_down_) return Refuse(ShuttingDown(/*retry_hint=*/true), std::move(done));
   if (existing != nullptr && !(existing->shape == kind.shape)) {
-    return Refuse(KindMismatch(name, "a " + kind.shape.Describe(),
-                               "a " + existing->shape.Describe() + " through this agent"),
+    return Refuse(KindMismatch(name, kind.shape.WithArticle(),
+                               existing->shape.WithArticle() + " through this agent"),
                   std::move(done));
   }
   if (options_.max_waiters_per_resource > 0) {
@@ -261,7 +261,7 @@ std::pair<int, int> BestFreePermit(const KindRefusals& r) {
 std::string FoundKind(const std::string& value) {
   const auto shape = ShapeOfMarker(value);
   if (value == "readers") return "a lock with shared holders on a master";
-  return shape ? "a " + shape->Describe() + " on a master" : "a lock held exclusively on a master";
+  return shape ? shape->WithArticle() + " on a master" : "a lock held exclusively on a master";
 }
 
 }  // namespace
@@ -330,7 +330,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   }
   if (mismatch) {
     FailHead(*r, name,
-             KindMismatch(name, "a " + r->shape.Describe(), FoundKind(*res.refusals.foreign)));
+             KindMismatch(name, r->shape.WithArticle(), FoundKind(*res.refusals.foreign)));
     return;
   }
   if (w.expired || remaining <= 0) {

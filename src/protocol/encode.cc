@@ -195,6 +195,49 @@ std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_vi
   return Finish(line);
 }
 
+std::string EncodeElected(const nlohmann::json& id, std::string_view name, int64_t term,
+                          std::string_view token, int64_t validity_ms, int64_t waited_ms) {
+  std::string out = SuccessPrefix(id);
+  out += ",\"name\":";
+  AppendString(out, name);
+  AppendInt(out, "term", term);
+  out += ",\"token\":";
+  AppendString(out, token);
+  AppendInt(out, "validity_ms", validity_ms);
+  AppendInt(out, "waited_ms", waited_ms);
+  out += "}\n";
+  return out;
+}
+
+namespace {
+
+Line LeaderOrNull(const std::optional<LeaderView>& leader) {
+  if (!leader) return nullptr;
+  return Line{{"value", leader->value}, {"agent", leader->agent}, {"host", leader->host},
+              {"pid", leader->pid},     {"since", leader->since_ms}, {"term", leader->term}};
+}
+
+}  // namespace
+
+std::string EncodeLeader(const nlohmann::json& id, std::string_view name,
+                         const std::optional<LeaderView>& leader) {
+  Line line = Success(id);
+  line["name"] = std::string(name);
+  line["leader"] = LeaderOrNull(leader);
+  return Finish(line);
+}
+
+std::string EncodeLeaderEvent(std::string_view name, const std::optional<LeaderView>& leader,
+                              int64_t term, bool missed) {
+  Line line;
+  line["event"] = "leader";
+  line["name"] = std::string(name);
+  line["leader"] = LeaderOrNull(leader);
+  line["term"] = term;
+  line["missed"] = missed;
+  return Finish(line);
+}
+
 std::string EncodeLost(std::string_view resource, std::string_view token, std::string_view reason) {
   Line line;
   line["event"] = "lost";

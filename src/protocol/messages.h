@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/defaults.h"
+#include "core/election_record.h"
 #include "core/error_code.h"
 #include "core/lock_view.h"
 
@@ -152,6 +153,24 @@ struct NodeHealthView {
   std::string quarantine_reason = {};
 };
 
+// An election's leader as clients see it: what its campaign said of itself (the record's
+// payload) with the record's term and since.
+struct LeaderView {
+  std::string value;  // the campaign's value (e.g. "host-a:8080")
+  std::string agent;  // the id of the agent it campaigned through
+  std::string host;   // that agent's host name
+  int64_t pid = -1;   // the campaigning process (-1: unknown)
+  int64_t since_ms = 0;  // Unix ms of the grant, on the granting agent's clock
+  int64_t term = 0;
+};
+
+// What a campaign stores of itself in the leader's record (a JSON object: value, agent, host,
+// pid), and a record read back as a LeaderView (fields missing from an odd payload are left
+// empty, pid -1).
+std::string EncodeCandidate(std::string_view value, std::string_view agent, std::string_view host,
+                            int64_t pid);
+LeaderView LeaderViewOf(const ElectionRecord& record);
+
 // Encoders. Each returns one complete line, '\n'-terminated.
 std::string EncodeOk(const nlohmann::json& id);
 // fence: only for acquires that asked for one. mode: written unless exclusive (a mutex), with
@@ -166,6 +185,15 @@ std::string EncodeHealth(const nlohmann::json& id, int quorum,
                          const std::vector<NodeHealthView>& nodes);
 std::string EncodeLocks(const nlohmann::json& id, const std::vector<LockView>& locks);
 std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_view message);
+// campaign's reply: elected, with the term (the grant's fence).
+std::string EncodeElected(const nlohmann::json& id, std::string_view name, int64_t term,
+                          std::string_view token, int64_t validity_ms, int64_t waited_ms);
+// leader's and observe's reply: "leader" is the view or null.
+std::string EncodeLeader(const nlohmann::json& id, std::string_view name,
+                         const std::optional<LeaderView>& leader);
+// Pushed to an observer: {"event":"leader","name","leader":{...}|null,"term","missed"}.
+std::string EncodeLeaderEvent(std::string_view name, const std::optional<LeaderView>& leader,
+                              int64_t term, bool missed);
 // Pushed without an id. reason: "renew_failed", "expired", "revoked".
 std::string EncodeLost(std::string_view resource, std::string_view token,
                        std::string_view reason);

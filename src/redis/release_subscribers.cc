@@ -16,11 +16,16 @@ ReleaseSubscribers::ReleaseSubscribers(uv_loop_t* loop, const std::vector<Master
 }
 
 void ReleaseSubscribers::Watch(const std::string& key) {
+  if (stopped_ || ++watches_[key] > 1) return;
   const std::string channel = scripts::ReleaseChannel(key);
   for (auto& s : subscribers_) s->Subscribe(channel);
 }
 
 void ReleaseSubscribers::Unwatch(const std::string& key) {
+  auto it = watches_.find(key);
+  if (it == watches_.end()) return;
+  if (--it->second > 0) return;
+  watches_.erase(it);
   const std::string channel = scripts::ReleaseChannel(key);
   for (auto& s : subscribers_) s->Unsubscribe(channel);
 }
@@ -51,6 +56,7 @@ void ReleaseSubscribers::Stop() {
   for (auto& s : subscribers_) s->Stop();
   for (auto& s : listeners_) s->Stop();
   listened_.clear();
+  watches_.clear();
 }
 
 }  // namespace lw

@@ -52,6 +52,7 @@ class ReleaseSubscribers final : public ReleaseWatch {
   SubscriberOptions options_;
   ReleaseHandler on_release_;
   std::map<std::string, ChannelHandler> listened_;
+  std::map<std::string, int> watches_;  // key -> Watch calls not yet balanced by Unwatch
   std::vector<std::unique_ptr<Subscriber>> subscribers_;  // release announcements, lazy
   std::vector<std::unique_ptr<Subscriber>> listeners_;    // Listen's channels
   bool stopped_ = false;

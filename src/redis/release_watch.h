@@ -11,8 +11,10 @@ namespace lw {
 class ReleaseWatch {
  public:
   virtual ~ReleaseWatch() = default;
-  // Listen for releases of `key` on every master until Unwatch(key). Calls are not counted:
-  // one Unwatch ends a key's watch however many Watch calls came before. Loop thread only.
+  // Listen for releases of `key` on every master until as many Unwatch(key) as Watch(key)
+  // calls came: calls are counted, so several users (the engine's waiters, the agent's
+  // election observers) may watch one key, each with balanced calls. An Unwatch of a key not
+  // watched is ignored. Loop thread only.
   virtual void Watch(const std::string& key) = 0;
   virtual void Unwatch(const std::string& key) = 0;
 };

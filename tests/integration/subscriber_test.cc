@@ -1,7 +1,11 @@
 // redis/subscriber on its own libuv loop against a real redis-server: lazy connect, messages,
-// idle close, re-subscribe after a restart, and a clean Stop.
+// idle close, re-subscribe after a restart, and a clean Stop; and ReleaseSubscribers' counted
+// watches (several users of one key, each with balanced Watch/Unwatch).
 
 #include "redis/subscriber.h"
+
+#include "redis/release_subscribers.h"
+#include "redis/scripts.h"
 
 #include <gtest/gtest.h>
 #include <hiredis/hiredis.h>
@@ -144,6 +148,37 @@ TEST_F(SubscriberTest, StopClosesTheConnectionAndLeavesTheLoopDry) {
   subscriber_->Subscribe("c2");  // ignored once stopped
   EXPECT_TRUE(RunUntil([&] { return uv_loop_alive(&loop_) == 0; }, kDeadline));
   EXPECT_TRUE(RunUntil([&] { return OtherClients(cluster_.port(0)) == 0; }, kDeadline));
+}
+
+TEST_F(SubscriberTest, ReleaseWatchesAreCountedSoOneUsersUnwatchKeepsAnothersWatch) {
+  std::vector<std::string> released;
+  ReleaseSubscribers watch(&loop_, {MasterAddress{"127.0.0.1", cluster_.port(0), "", ""}},
+                           SubscriberOptions{500, 200, 30'000},
+                           [&](const std::string& key) { released.push_back(key); });
+  const std::string channel = scripts::ReleaseChannel("lock:k");
+  watch.Unwatch("lock:k");  // not watched: ignored, and not owed by a later Watch
+  watch.Watch("lock:k");    // e.g. the engine's waiter
+  watch.Watch("lock:k");    // e.g. an election observer
+  ASSERT_TRUE(RunUntil([&] { return cluster_.NumSub(0, channel) == 1; }, kDeadline));
+
+  watch.Unwatch("lock:k");  // one user is done; the other still listens
+  // A marker key watched and unwatched after it: its UNSUBSCRIBE goes out on the same
+  // connection after any the Unwatch above sent, so once the master has dropped the marker it
+  // has seen whatever came before.
+  const std::string marker = scripts::ReleaseChannel("lock:marker");
+  watch.Watch("lock:marker");
+  ASSERT_TRUE(RunUntil([&] { return cluster_.NumSub(0, marker) == 1; }, kDeadline));
+  watch.Unwatch("lock:marker");
+  ASSERT_TRUE(RunUntil([&] { return cluster_.NumSub(0, marker) == 0; }, kDeadline));
+  EXPECT_EQ(cluster_.NumSub(0, channel), 1) << "one Unwatch of two ended the watch";
+  Publish(channel);
+  ASSERT_TRUE(RunUntil([&] { return !released.empty(); }, kDeadline));
+  EXPECT_EQ(released, std::vector<std::string>{"lock:k"});
+
+  watch.Unwatch("lock:k");  // the last user: the watch ends
+  ASSERT_TRUE(RunUntil([&] { return cluster_.NumSub(0, channel) == 0; }, kDeadline));
+  watch.Stop();
+  EXPECT_TRUE(RunUntil([&] { return uv_loop_alive(&loop_) == 0; }, kDeadline));
 }
 
 }  // namespace

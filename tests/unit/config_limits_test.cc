@@ -42,6 +42,10 @@ TEST(ConfigValidation, LimitsSocketAndAdminRulesRefuseAndNameTheField) {
        "between 1 waiters"},
       {"waiters negative", [](Config& c) { c.max_waiters_per_resource = -1; },
        "max_waiters_per_resource", "got -1"},
+      {"observations 0", [](Config& c) { c.max_observations_per_session = 0; },
+       "max_observations_per_session", "between 1 elections"},
+      {"observations big", [](Config& c) { c.max_observations_per_session = 100'001; },
+       "max_observations_per_session", "got 100001"},
       {"idle short", [](Config& c) { c.idle_timeout_ms = 999; }, "idle_timeout_ms",
        "between 1000 ms (1 s) and 604800000 ms (7 days), got 999"},
       {"idle negative", [](Config& c) { c.idle_timeout_ms = -1; }, "idle_timeout_ms", "got -1"},
@@ -123,7 +127,8 @@ TEST(ConfigValidation, LimitsSocketAndAdminBoundariesAreAccepted) {
       {"lower bounds",
        [](Config& c) {
          c.max_connections = c.max_inflight_per_session = c.max_locks_per_session =
-             c.max_waiters_per_resource = c.admin_max_connections = 1;
+             c.max_waiters_per_resource = c.admin_max_connections =
+                 c.max_observations_per_session = 1;
          c.idle_timeout_ms = 1000;
          c.max_unsent_bytes = 65'536;
          c.admin_timeout_ms = 100;
@@ -132,7 +137,7 @@ TEST(ConfigValidation, LimitsSocketAndAdminBoundariesAreAccepted) {
       {"upper bounds",
        [](Config& c) {
          c.max_connections = c.max_locks_per_session = c.max_waiters_per_resource = 1'000'000;
-         c.max_inflight_per_session = 100'000;
+         c.max_inflight_per_session = c.max_observations_per_session = 100'000;
          c.idle_timeout_ms = 7 * 86'400'000LL;
          c.max_unsent_bytes = 1024LL * 1024 * 1024;
          c.admin_max_connections = 10'000;

@@ -82,6 +82,10 @@ TEST(ConfigValidation, EachRuleRefusesAndNamesTheField) {
        "between 10 ms"},
       {"health high", [](Config& c) { c.health_interval_ms = 60'001; }, "health_interval_ms",
        "between 10 ms"},
+      {"election poll low", [](Config& c) { c.election_poll_ms = 9; }, "election_poll_ms",
+       "between 10 ms"},
+      {"election poll high", [](Config& c) { c.election_poll_ms = 60'001; }, "election_poll_ms",
+       "between 10 ms"},
       {"grace", [](Config& c) { c.shutdown_grace_ms = -5; }, "shutdown_grace_ms", "got -5"},
       {"log level", [](Config& c) { c.log_level = "verbose"; }, "log_level",
        "\"verbose\" is not one of"},
@@ -112,14 +116,14 @@ TEST(ConfigValidation, BoundariesAreAccepted) {
       {"upper bounds",
        [](Config& c) {
          c.max_wait_ms = 86'400'000;
-         c.connect_timeout_ms = c.health_interval_ms = 60'000;
+         c.connect_timeout_ms = c.health_interval_ms = c.election_poll_ms = 60'000;
          c.reconnect_max_backoff_ms = 600'000;
          c.max_line_bytes = 16LL * 1024 * 1024;
          c.drift_factor = 0.499;
        }},
       {"lower bounds",
        [](Config& c) {
-         c.reconnect_max_backoff_ms = c.health_interval_ms = 10;
+         c.reconnect_max_backoff_ms = c.health_interval_ms = c.election_poll_ms = 10;
          c.max_line_bytes = 1024;
          c.connect_timeout_ms = c.node_timeout_ms = 1;
        }},

@@ -1,0 +1,90 @@
+// `lockwarden elect NAME --value V -- CMD...`: lead an election while a command runs.
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "cli/child.h"
+#include "cli/commands.h"
+#include "client/client.h"
+
+namespace lw::cli {
+namespace {
+
+// Longer than any wait_ms an agent accepts (max_wait_ms is at most a day): a campaign without
+// --wait is answered within the agent's max_wait_ms.
+constexpr std::chrono::hours kNoWaitBound{25};
+
+// Campaigns until elected (or refused otherwise than by the wait running out, when no --wait
+// was given). The reply of the campaign that ended it.
+nlohmann::json CampaignUntilElected(const ElectArgs& a, client::Client& c) {
+  const auto timeout = a.wait_ms >= 0 ? std::chrono::milliseconds(a.wait_ms + 30'000)
+                                      : std::chrono::milliseconds(kNoWaitBound);
+  for (;;) {
+    nlohmann::json reply = c.Campaign(a.name, a.value, a.ttl_ms, a.wait_ms, timeout);
+    if (reply.value("ok", false) || a.wait_ms >= 0 || reply.value("error", "") != "timeout") {
+      return reply;
+    }
+    if (a.verbose) {
+      std::fprintf(stderr, "lockwarden: still not leading \"%s\"; campaigning again\n",
+                   a.name.c_str());
+    }
+  }
+}
+
+void Resign(const ElectArgs& a, client::Client& c, const std::string& token) {
+  GiveBack({"resign", "resigned from", "\"" + a.name + "\"", "the leadership"}, a.verbose,
+           [&] { return c.Resign(a.name, token); });
+}
+
+}  // namespace
+
+int RunElect(const ElectArgs& a) {
+  std::optional<client::Client> c;
+  nlohmann::json reply;
+  try {
+    c.emplace(a.socket_path);
+    reply = CampaignUntilElected(a, *c);
+  } catch (const client::ClientError& e) {
+    std::fprintf(stderr, "lockwarden: %s\n", e.what());
+    return kExitUnavailable;
+  }
+  if (!reply.value("ok", false)) {
+    return RefusalExit("lead \"" + a.name + "\"", reply, a.conflict_exit_code);
+  }
+  const std::string token = reply.value("token", "");
+  if (!reply.contains("term") || !reply["term"].is_number_integer()) {
+    std::fprintf(stderr, "lockwarden: the agent elected us without a term; not running the "
+                         "command\n");
+    Resign(a, *c, token);
+    return kExitUnavailable;
+  }
+  const std::string term = std::to_string(reply["term"].get<int64_t>());
+  if (a.verbose) {
+    std::fprintf(stderr, "lockwarden: leading \"%s\" (term %s, validity %lld ms, waited %lld ms)\n",
+                 a.name.c_str(), term.c_str(),
+                 static_cast<long long>(reply.value("validity_ms", 0)),
+                 static_cast<long long>(reply.value("waited_ms", 0)));
+  }
+  InstallForwarding();
+  // The term is the grant's fence: LOCKWARDEN_FENCE too, for what `lock --fence` feeds.
+  const pid_t child = SpawnCommand(a.command, {{"LOCKWARDEN_RESOURCE", a.name},
+                                               {"LOCKWARDEN_TOKEN", token},
+                                               {"LOCKWARDEN_TERM", term},
+                                               {"LOCKWARDEN_FENCE", term},
+                                               {"LOCKWARDEN_PERMIT", std::nullopt}});
+  if (child < 0) {
+    std::fprintf(stderr, "lockwarden: fork failed: %s\n", std::strerror(errno));
+    Resign(a, *c, token);
+    return kExitUnavailable;
+  }
+  bool lost = false;
+  const int status =
+      Supervise(*c, child, {a.name, "leadership of \"" + a.name + "\"", a.kill_grace_ms}, &lost);
+  if (lost) return kExitLost;
+  Resign(a, *c, token);
+  return ExitCodeOf(status);
+}
+
+}  // namespace lw::cli
