@@ -34,6 +34,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
                 },
                 UnixMsNow),
       request_stats_(metrics_.registry()),
+      election_stats_(metrics_.registry()),
       server_(loop, TransportOptions(cfg, host.socket), request_stats_),
       engine_stats_(metrics_.registry(), MasterNames(cfg)),
       snapshot_timer_(loop),
@@ -91,6 +92,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   election_options.max_observed_per_session =
       static_cast<size_t>(cfg.max_observations_per_session);
   election_options.watch = release_watch_.get();
+  election_options.stats = &election_stats_;
   election_options.agent_id = fleet_->record().id;
   election_options.host = fleet_->record().host;
   elections_ = std::make_unique<Elections>(

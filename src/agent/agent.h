@@ -113,6 +113,7 @@ class Agent final : private EngineEvents {
   EventLog events_;
   Activity activity_;  // between the engine/masters and metrics_: events and history
   RequestStats request_stats_;
+  ElectionStats election_stats_;
   Server server_;  // the socket transport; service_ serves its sessions
   EngineStats engine_stats_;  // on metrics_'s registry
   std::vector<std::unique_ptr<NodeStats>> node_stats_;  // by master, on metrics_.registry()

@@ -28,6 +28,7 @@ void LockService::LeaseAnswered(SessionId sid, const std::string& resource,
   const auto* g = std::get_if<Grant>(&result);
   if (g == nullptr) return;
   leases_.Add({resource, g->token, g->hold, LeaseSessionOf(s.ids.uid), s.peer});
+  stats_.detached_leases.Set(static_cast<double>(leases_.size()));
   spdlog::info("{} granted on {} (ttl ends it unless released or extended by token)",
                DescribeLease(*leases_.OfHold(g->hold)), QuoteClientText(resource));
 }

@@ -34,8 +34,10 @@ void Elections::Read(const std::string& name, ReadDone done) {
   for (const Node* n : rounds_.nodes()) counts.push_back(n->votes_count());
   rounds_.Run(ReadRecordRound(options_.key_prefix, name),
               [this, counts = std::move(counts), done = std::move(done)](const RoundResult& res) {
-                done(DecideLeader(RecordAnswers{res.values, res.read_nil, counts},
-                                  rounds_.quorum()));
+                const LeaderReading reading = DecideLeader(
+                    RecordAnswers{res.values, res.read_nil, counts}, rounds_.quorum());
+                if (options_.stats != nullptr) options_.stats->reads[reading.state].Inc();
+                done(reading);
               });
 }
 
@@ -67,6 +69,7 @@ std::optional<Failure> Elections::Observe(SessionId session, const std::string& 
   auto [it, fresh] = watched_.try_emplace(name);
   Watched& w = it->second;
   if (fresh) {
+    if (options_.stats != nullptr) options_.stats->observed.Set(static_cast<double>(watched_.size()));
     w.id = next_watched_id_++;
     if (options_.watch != nullptr) options_.watch->Watch(options_.key_prefix + name);
     w.poll = std::make_unique<Timer>(loop_);
@@ -122,6 +125,7 @@ void Elections::Stop() {
   }
   watched_.clear();
   observed_by_.clear();
+  if (options_.stats != nullptr) options_.stats->observed.Set(0);
 }
 
 void Elections::Trigger(const std::string& name, Watched& w) {
@@ -168,6 +172,10 @@ void Elections::OnRead(const std::string& name, uint64_t watched_id, uint64_t se
       continue;
     }
     if (auto event = o.feed.Next(reading)) {
+      if (options_.stats != nullptr) {
+        options_.stats->events.Inc();
+        if (event->missed) options_.stats->events_missed.Inc();
+      }
       events.emplace_back(session, protocol::EncodeLeaderEvent(name, ViewOf(event->leader),
                                                                event->term, event->missed));
     }
@@ -191,6 +199,7 @@ void Elections::Drop(SessionId session, const std::string& name) {
   if (!it->second.observers.empty()) return;
   if (options_.watch != nullptr) options_.watch->Unwatch(options_.key_prefix + name);
   watched_.erase(it);  // a read in flight ends unheeded (OnRead checks the id)
+  if (options_.stats != nullptr) options_.stats->observed.Set(static_cast<double>(watched_.size()));
 }
 
 }  // namespace lw

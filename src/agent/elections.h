@@ -25,6 +25,7 @@
 #include <variant>
 #include <vector>
 
+#include "agent/election_stats.h"
 #include "core/defaults.h"
 #include "core/leadership.h"
 #include "core/result.h"
@@ -42,6 +43,7 @@ struct ElectionOptions {
   int64_t poll_ms = 1'000;  // election_poll_ms
   size_t max_observed_per_session = 64;  // max_observations_per_session
   ReleaseWatch* watch = nullptr;  // not owned; null: polling only
+  ElectionStats* stats = nullptr;  // not owned; null: nothing counted
   // Who campaigns through this agent, for the candidates' payloads.
   std::string agent_id;
   std::string host;

@@ -80,6 +80,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseReq
   const SessionId holder = std::get<SessionId>(owner);
   // The engine lets go of a hold at once (its masters' answers are not awaited for that).
   if (holder != sid) leases_.Drop(op.resource, op.token);
+  stats_.detached_leases.Set(static_cast<double>(leases_.size()));
   engine_.Release(holder, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
     if (f) {
       Fail(sid, id, "release", *f);
@@ -108,6 +109,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequ
                    // not_held: the engine no longer holds it (nor will).
                    if (holder != sid && f.code == ErrorCode::kNotHeld) {
                      leases_.Drop(resource, token);
+                     stats_.detached_leases.Set(static_cast<double>(leases_.size()));
                    }
                    Fail(sid, id, "extend", f);
                  });
@@ -217,6 +219,7 @@ void LockService::NotifyLost(SessionId session, const std::string& resource,
                              const std::string& token, std::string_view reason) {
   if (IsLeaseSession(session)) {
     leases_.Drop(resource, token);
+    stats_.detached_leases.Set(static_cast<double>(leases_.size()));
   } else if (sessions_.count(session) != 0) {
     transport_.Send(session, protocol::EncodeLost(resource, token, reason));
   }

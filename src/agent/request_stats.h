@@ -51,6 +51,9 @@ class RequestStats {
                                "Acquires refused because no access rule allows the peer."};
   stats::Gauge sessions_paused{r_, "lockwarden_sessions_paused",
                                "Sessions not read from until their unsent replies drain."};
+  stats::Gauge detached_leases{r_, "lockwarden_detached_leases",
+                               "Detached leases granted through this agent and still held: no "
+                               "connection holds them; they end by release or by their ttl."};
 
  private:
   stats::Counter& RequestsOf(std::string_view op);
