@@ -5,6 +5,7 @@
 
 #include "agent/elections.h"
 #include "agent/lock_service.h"
+#include "core/quote.h"
 
 namespace lw {
 
@@ -48,6 +49,17 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRe
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::ResignRequest& op) {
+  // resign ends a leadership, never a lock's hold that happens to have the name and token.
+  for (const HeldLock& held : engine_.HeldBy(sid)) {
+    if (held.resource == op.name && held.token == op.token &&
+        held.kind != LockKind::kElection) {
+      return Fail(sid, id, "resign",
+                  Failure{ErrorCode::kKindMismatch,
+                          "this token holds " + LockShape{held.kind, held.permits}.WithArticle() +
+                              " named " + QuoteClientText(op.name) +
+                              ", not a leadership: end it with release"});
+    }
+  }
   engine_.Release(sid, op.name, op.token, [this, sid, id](const std::optional<Failure>& f) {
     if (f) {
       Fail(sid, id, "resign", *f);

@@ -69,6 +69,7 @@ struct HeldLock {
   HoldMode mode = HoldMode::kExclusive;
   int permits = 1;
   int permit = -1;
+  LockKind kind = LockKind::kMutex;  // an election's leadership, or a lock's or semaphore's hold
 };
 
 }  // namespace lw

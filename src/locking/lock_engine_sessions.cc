@@ -95,7 +95,8 @@ std::vector<HeldLock> LockEngine::HeldBy(SessionId session) const {
     for (const auto& h : r.holders) {
       if (h->session != session) continue;
       out.push_back({name, h->token.str(), std::max<int64_t>(0, CeilMs(h->valid_until - now)),
-                     h->renew, ModeOf(r.shape, h->shared), r.shape.permits, h->permit});
+                     h->renew, ModeOf(r.shape, h->shared), r.shape.permits, h->permit,
+                     r.shape.kind});
     }
   }
   std::sort(out.begin(), out.end(),

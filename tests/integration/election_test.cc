@@ -345,6 +345,15 @@ TEST_F(ElectionTest, LeaderFromAnyAgentNamesTheLeaderAndResignHandsOverInTermOrd
   EXPECT_EQ(b_.Connect().Resign("svc", token)["error"], "not_held");
   EXPECT_EQ(b_.Connect().Leader("svc")["leader"]["term"], term_a);
 
+  // resign ends a leadership only: a lock's hold with the same name stays held.
+  auto locker = b_.Connect();
+  const json lock = locker.Acquire("svc-lock", 60'000, 0);
+  ASSERT_TRUE(lock.value("ok", false)) << lock;
+  const json not_a_leader = locker.Resign("svc-lock", lock["token"]);
+  EXPECT_EQ(not_a_leader["error"], "kind_mismatch") << not_a_leader;
+  EXPECT_THAT(not_a_leader.value("message", ""), HasSubstr("a lock named"));
+  EXPECT_TRUE(locker.Release("svc-lock", lock["token"]).value("ok", false));
+
   ASSERT_TRUE(leader.Resign("svc", token).value("ok", false));
   for (auto* o : {&observer_a, &observer_b}) {
     auto gone = o->NextEvent(kAwait);
