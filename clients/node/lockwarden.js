@@ -10,6 +10,11 @@
 // One Client is one connection, that is one agent session: its locks are released when it
 // closes. Every line the agent sends is read as it arrives: replies settle the request with the
 // same id, and a pushed `lost` event marks its Lock lost ('lost' event, .lost, .signal aborted).
+//
+// Elections (docs/elections.md): campaign() resolves to a Leadership (a Lock whose release
+// resigns), lost like a lock; leader() says who leads; observe() resolves to an Observation that
+// emits the pushed `leader` events. Detached leases (acquire with detach: true) outlive the
+// connection: client.release(resource, token) / client.extend(...) from any connection.
 
 const net = require('net');
 const { EventEmitter } = require('events');
@@ -37,9 +42,10 @@ class LockError extends Error {
 // protected. `lost` is null while held, else the reason (renew_failed, expired, revoked,
 // disconnected); `signal` is an AbortSignal aborted at the same moment. `mode` is 'exclusive'
 // (a mutex's hold, or the write hold), 'shared' (a read hold) or 'permit' (a semaphore's);
-// `permit` is which permit (0..K-1) for a semaphore's, else null.
+// `permit` is which permit (0..K-1) for a semaphore's, else null. A detached lease (`detached`
+// true) outlives the connection: no 'lost' comes for it, not even when the client closes.
 class Lock extends EventEmitter {
-  constructor(client, reply) {
+  constructor(client, reply, detached = false) {
     super();
     this.client = client;
     this.resource = reply.resource;
@@ -49,6 +55,7 @@ class Lock extends EventEmitter {
     this.fence = reply.fence;
     this.mode = reply.mode || 'exclusive';
     this.permit = reply.permit === undefined ? null : reply.permit;
+    this.detached = detached;
     this.lost = null;
     this.released = false;
     this._abort = new AbortController();
@@ -59,20 +66,19 @@ class Lock extends EventEmitter {
   // validity in ms.
   async extend(ttlMs) {
     this.check();
-    const fields = { resource: this.resource, token: this.token };
-    if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
-    const reply = await this.client.request('extend', fields);
-    this.validityMs = reply.validity_ms;
+    this.validityMs = await this.client.extend(this.resource, this.token, ttlMs);
     return this.validityMs;
   }
 
   // Gives the lock back. No-op if it was already released or lost.
   async release() {
     if (this.released || this.lost) return;
-    await this.client.request('release', { resource: this.resource, token: this.token });
+    await this._giveBack();
     this.released = true;
     this.client._locks.delete(this.token);
   }
+
+  _giveBack() { return this.client.release(this.resource, this.token); }
 
   // Throws a LockError with code 'lost' if the lock was lost.
   check() {
@@ -84,6 +90,52 @@ class Lock extends EventEmitter {
     this.lost = reason;
     this._abort.abort(new LockError('lost', `lock on "${this.resource}" was lost (${reason})`));
     this.emit('lost', reason);
+  }
+}
+
+// A won campaign: this client leads `name` (also `resource`) with `term` while its connection
+// lives. Lost like a Lock ('lost' event, .lost, .signal): stop acting as the leader at once.
+// release() and resign() resign; extend() works too.
+class Leadership extends Lock {
+  constructor(client, reply) {
+    super(client, { ...reply, resource: reply.name });
+    this.name = reply.name;
+    this.term = reply.term;
+  }
+
+  resign() { return this.release(); }
+
+  _giveBack() { return this.client.resign(this.name, this.token); }
+}
+
+// Follows who leads an election (Client.observe). `leader` is the latest leader ({ value, agent,
+// host, pid, since, term }) or null, `term` the latest term known (null until one is). Emits
+// 'leader' (event) for every pushed change ({ name, leader, term, missed }; missed: changes
+// before this one may have gone unseen), after updating them: check `term` before waiting for
+// an event, one may have come already. Emits 'end' (reason) once unobserved, observed again,
+// or disconnected; `ended` is then that reason.
+class Observation extends EventEmitter {
+  constructor(client, reply) {
+    super();
+    this.client = client;
+    this.name = reply.name;
+    this.leader = reply.leader;
+    this.term = reply.leader ? reply.leader.term : null;
+    this.ended = null;
+  }
+
+  unobserve() { return this.client.unobserve(this.name); }
+
+  _push(event) {
+    this.leader = event.leader;
+    this.term = event.term;
+    this.emit('leader', event);
+  }
+
+  _end(reason) {
+    if (this.ended) return;
+    this.ended = reason;
+    this.emit('end', reason);
   }
 }
 
@@ -107,6 +159,7 @@ class Client extends EventEmitter {
     this._nextId = 1;
     this._pending = new Map(); // id -> { op, resolve, reject }
     this._locks = new Map(); // token -> Lock
+    this._observations = new Map(); // election name -> Observation
     this._closed = null; // reason once the connection is gone
     this._buffer = '';
     socket.setEncoding('utf8');
@@ -120,7 +173,7 @@ class Client extends EventEmitter {
     if (this._closed) return Promise.reject(new LockError('disconnected', this._closed));
     const id = this._nextId++;
     return new Promise((resolve, reject) => {
-      this._pending.set(id, { op, resolve, reject });
+      this._pending.set(id, { op, fields, resolve, reject });
       this._socket.write(JSON.stringify({ id, op, ...fields }) + '\n');
     });
   }
@@ -128,11 +181,13 @@ class Client extends EventEmitter {
   // Takes the lock, waiting up to waitMs for another holder. With renew: true the agent extends
   // it every ttl/3 while this connection is open. permits: K takes one permit of a semaphore of
   // K (at most K holders at once); shared: true a read hold (readers share, an exclusive hold
-  // excludes them); neither, the exclusive hold. Resolves to a Lock; rejects with a LockError
+  // excludes them); neither, the exclusive hold. detach: true takes a detached lease: it outlives
+  // this connection until its ttl runs out or release(resource, token) from any connection of
+  // this uid (not with renew). Resolves to a Lock; rejects with a LockError
   // (code 'timeout': held by someone else for all of waitMs; 'no_quorum': masters unavailable;
   // 'kind_mismatch': the resource is in use as another kind or another K).
   async acquire(resource, {
-    ttlMs, waitMs = 0, renew = false, fence = false, permits, shared = false,
+    ttlMs, waitMs = 0, renew = false, fence = false, permits, shared = false, detach = false,
   } = {}) {
     const fields = { resource, wait_ms: waitMs };
     if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
@@ -140,7 +195,52 @@ class Client extends EventEmitter {
     if (fence) fields.fence = true;
     if (permits !== undefined) fields.permits = permits;
     if (shared) fields.shared = true;
+    if (detach) fields.detach = true;
     return (await this.request('acquire', fields)).lock;
+  }
+
+  // Releases the hold of `token` on `resource`: this connection's, or a detached lease from any
+  // connection (rejects not_held: no such hold; forbidden: another uid's lease).
+  async release(resource, token) {
+    await this.request('release', { resource, token });
+  }
+
+  // Resets the ttl of the hold of `token` (as release) to ttlMs; resolves to the new validity.
+  async extend(resource, token, ttlMs) {
+    const fields = { resource, token };
+    if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
+    return (await this.request('extend', fields)).validity_ms;
+  }
+
+  // Waits up to waitMs (default: the agent's max_wait_ms) to lead election `name`, announcing
+  // `value` (e.g. host:port). Resolves to a Leadership (term, token, validityMs, waitedMs) that
+  // lasts while this connection lives; rejects with a LockError ('timeout': another led for all
+  // of waitMs; 'no_quorum', 'kind_mismatch', 'forbidden'...).
+  async campaign(name, value, { ttlMs, waitMs } = {}) {
+    const fields = { name, value };
+    if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
+    if (waitMs !== undefined) fields.wait_ms = waitMs;
+    return (await this.request('campaign', fields)).lock;
+  }
+
+  // Stops leading `name` (rejects not_held: `token` does not lead it on this connection now).
+  async resign(name, token) {
+    await this.request('resign', { name, token });
+  }
+
+  // Who leads `name` now: { value, agent, host, pid, since, term } or null.
+  async leader(name) { return (await this.request('leader', { name })).leader; }
+
+  // Follows election `name`: resolves to an Observation holding the current leader, then
+  // emitting every change. Observing a name again starts it over (a new Observation).
+  async observe(name) { return (await this.request('observe', { name })).observation; }
+
+  // Stops the events of `name` (rejects not_held: not observed).
+  async unobserve(name) {
+    await this.request('unobserve', { name });
+    const observation = this._observations.get(name);
+    this._observations.delete(name);
+    if (observation) observation._end('unobserved');
   }
 
   // Acquires, runs fn(lock), releases. Rejects with a 'lost' LockError if the lock was lost
@@ -196,6 +296,8 @@ class Client extends EventEmitter {
         this._locks.delete(msg.token);
         lock._markLost(msg.reason || 'lost');
       }
+      const observation = msg.event === 'leader' && this._observations.get(msg.name);
+      if (observation) observation._push(msg);
       return;
     }
     const pending = this._pending.get(msg.id);
@@ -208,10 +310,20 @@ class Client extends EventEmitter {
       pending.reject(new LockError(msg.error || 'internal', msg.message || ''));
       return;
     }
+    // Registered before any later line is read, so an event right behind the reply (`lost`,
+    // `leader`) finds what it is for.
     if (pending.op === 'acquire') {
-      // Registered before any later line is read, so a `lost` right behind it finds its lock.
-      msg.lock = new Lock(this, msg);
+      msg.lock = new Lock(this, msg, Boolean(pending.fields.detach));
+      // No `lost` comes for a detached lease, and the connection's end does not end it.
+      if (!msg.lock.detached) this._locks.set(msg.token, msg.lock);
+    } else if (pending.op === 'campaign') {
+      msg.lock = new Leadership(this, msg);
       this._locks.set(msg.token, msg.lock);
+    } else if (pending.op === 'observe') {
+      msg.observation = new Observation(this, msg);
+      const replaced = this._observations.get(msg.name);
+      this._observations.set(msg.name, msg.observation);
+      if (replaced) replaced._end('observed again');
     }
     pending.resolve(msg);
   }
@@ -223,8 +335,12 @@ class Client extends EventEmitter {
     this._pending.clear();
     for (const lock of this._locks.values()) lock._markLost('disconnected');
     this._locks.clear();
+    for (const observation of this._observations.values()) observation._end('disconnected');
+    this._observations.clear();
     this.emit('close', reason);
   }
 }
 
-module.exports = { Client, Lock, LockError, defaultSocket, DEFAULT_SOCKET };
+module.exports = {
+  Client, Lock, Leadership, Observation, LockError, defaultSocket, DEFAULT_SOCKET,
+};

@@ -194,3 +194,62 @@ test('replies are matched by id, not by order', limit, async () => {
   await slowChecked;
   await holder.release();
 });
+
+// Resolves once the agent lists a request of another connection waiting for `resource`.
+async function waitQueued(resource) {
+  const deadline = Date.now() + EVENT_MS;
+  for (;;) {
+    const { locks } = await a.request('locks');
+    if (locks.some((l) => l.resource === resource && l.waiters === 1)) return;
+    assert.ok(Date.now() < deadline, `nobody queued for ${resource}`);
+    await sleep(10);
+  }
+}
+
+test('an election hands over on resign with a higher term', limit, async () => {
+  const first = await a.campaign('js:elect', 'host-a:1', { ttlMs: 10000, waitMs: WAIT_MS });
+  assert.ok(Number.isInteger(first.term), String(first.term));
+  assert.match(first.token, /^[0-9a-f]{40}$/);
+  const leader = await b.leader('js:elect');
+  assert.deepEqual([leader.value, leader.term, leader.pid], ['host-a:1', first.term, process.pid]);
+  const watcher = await Client.connect();
+  try {
+    const observation = await watcher.observe('js:elect');
+    assert.equal(observation.leader.value, 'host-a:1');
+    let elected = false;
+    const waiting = b.campaign('js:elect', 'host-b:2', { ttlMs: 10000, waitMs: 30000 });
+    waiting.then(() => { elected = true; }, () => {});
+    await waitQueued('js:elect');
+    assert.equal(elected, false); // b waits while a leads
+    await first.resign();
+    const second = await waiting;
+    assert.ok(second.term > first.term, `${second.term} after ${first.term}`);
+    assert.equal((await a.leader('js:elect')).value, 'host-b:2');
+    // Events come in term order: wait for the one naming b (it may be in already).
+    while (observation.leader === null || observation.leader.value !== 'host-b:2') {
+      const [event] = await once(observation, 'leader');
+      assert.ok(event.term >= first.term, String(event.term));
+    }
+    assert.deepEqual([observation.term, observation.leader.term], [second.term, second.term]);
+    await observation.unobserve();
+    assert.equal(observation.ended, 'unobserved');
+    await rejectsWith(b.resign('js:elect', first.token), 'not_held');
+    assert.deepEqual((await b.held()).map((l) => l.resource), ['js:elect']);
+    await second.resign();
+    assert.equal(await a.leader('js:elect'), null);
+  } finally {
+    await watcher.close();
+  }
+});
+
+test('a detached lease outlives its connection', limit, async () => {
+  const lease = await a.acquire('js:lease', { ttlMs: 60000, waitMs: WAIT_MS, detach: true });
+  assert.equal(lease.detached, true);
+  await a.close();
+  assert.equal(lease.lost, null);
+  await rejectsWith(b.acquire('js:lease', { ttlMs: 1000 }), 'timeout');
+  assert.ok((await b.extend('js:lease', lease.token, 30000)) > 15000);
+  await b.release('js:lease', lease.token);
+  await rejectsWith(b.release('js:lease', lease.token), 'not_held');
+  await (await b.acquire('js:lease', { ttlMs: 1000 })).release();
+});

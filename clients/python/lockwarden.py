@@ -10,17 +10,25 @@ One Client is one connection, that is one agent session: its locks are released 
 A background thread reads the socket continuously, hands each reply to the request with the
 same id, and marks a Lock as lost when the agent pushes a `lost` event for it. A Client may be
 shared by threads.
+
+Elections (docs/elections.md): `client.campaign(name, value)` waits to lead `name` and returns a
+Leadership (a Lock whose release resigns), lost like a lock; `client.leader(name)` says who leads;
+`client.observe(name)` returns an Observation that receives the pushed `leader` events.
+Detached leases (acquire with detach=True) outlive the connection: `client.release(resource,
+token)` and `client.extend(resource, token)` end or keep them from any connection.
 """
 
 import itertools
 import json
 import os
+import queue
 import socket
 import threading
 
 DEFAULT_SOCKET = "/run/lockwarden/lockwarden.sock"
 
-__all__ = ["Client", "Lock", "LockError", "LockLost", "DEFAULT_SOCKET", "default_socket"]
+__all__ = ["Client", "Lock", "Leadership", "Observation", "LockError", "LockLost",
+           "DEFAULT_SOCKET", "default_socket"]
 
 
 def default_socket():
@@ -57,9 +65,12 @@ class Lock:
     from the client's reader thread when that happens.
 
     `mode` is "exclusive" (a mutex's hold, or the write hold), "shared" (a read hold) or "permit"
-    (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else None."""
+    (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else None.
 
-    def __init__(self, client, resource, reply):
+    A detached lease (`detached` True) outlives the connection: nothing pushes `lost` for it and
+    closing the client does not mark it lost; it ends at its ttl or when released by its token."""
+
+    def __init__(self, client, resource, reply, detached=False):
         self.client = client
         self.resource = resource
         self.token = reply["token"]
@@ -68,6 +79,7 @@ class Lock:
         self.fence = reply.get("fence")
         self.mode = reply.get("mode", "exclusive")
         self.permit = reply.get("permit")
+        self.detached = detached
         self.lost = None
         self.released = False
         self.on_lost = None
@@ -76,19 +88,19 @@ class Lock:
     def extend(self, ttl_ms=None):
         """Resets the lock's ttl to ttl_ms from now; returns the new validity_ms."""
         self.check()
-        fields = {"resource": self.resource, "token": self.token}
-        if ttl_ms is not None:
-            fields["ttl_ms"] = ttl_ms
-        self.validity_ms = self.client.request("extend", **fields)["validity_ms"]
+        self.validity_ms = self.client.extend(self.resource, self.token, ttl_ms)
         return self.validity_ms
 
     def release(self):
         """Gives the lock back. No-op if it was already released or lost."""
         if self.released or self.lost:
             return
-        self.client.request("release", resource=self.resource, token=self.token)
+        self._give_back()
         self.released = True
         self.client._forget(self)
+
+    def _give_back(self):
+        self.client.release(self.resource, self.token)
 
     def check(self):
         """Raises LockLost if the lock was lost."""
@@ -125,6 +137,72 @@ class Lock:
         return False
 
 
+class Leadership(Lock):
+    """A won campaign: this client leads `name` (also `resource`) with `term` while its
+    connection lives. Lost like a Lock (`lost`, `on_lost`, `wait_lost`, LockLost): stop acting as
+    the leader at once. `release()` (and leaving a `with` block) resigns; `extend` works too."""
+
+    def __init__(self, client, name, reply):
+        super().__init__(client, name, reply)
+        self.name = name
+        self.term = reply["term"]
+
+    def resign(self):
+        """Stops leading now. No-op if already resigned or lost."""
+        self.release()
+
+    def _give_back(self):
+        self.client.resign(self.name, self.token)
+
+
+class Observation:
+    """Follows who leads an election (Client.observe). `leader` is the latest leader (a dict:
+    value, agent, host, pid, since, term) or None, `term` the latest term known (None until one
+    is). Each pushed `leader` event (a dict: name, leader, term, missed) updates them, is queued
+    for `next_event`, and is passed to `on_leader`, if set, from the client's reader thread.
+    `missed` True: changes before this one may have gone unseen. `ended` is None while the
+    observation runs, else why it stopped (unobserved, or the connection's end)."""
+
+    def __init__(self, client, name, reply):
+        self.client = client
+        self.name = name
+        self.leader = reply.get("leader")
+        self.term = self.leader["term"] if self.leader else None
+        self.on_leader = None
+        self.ended = None
+        self._events = queue.Queue()
+
+    def next_event(self, timeout=None):
+        """The next `leader` event not yet taken, waiting up to `timeout` seconds; None if none
+        came. Raises LockError (disconnected; not_held once unobserved or observed again) when
+        the observation ended and no event is left."""
+        try:
+            event = self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if event is None:
+            self._events.put(None)  # every later call ends the same way
+            raise LockError("disconnected" if self.ended == "disconnected" else "not_held",
+                            "observation of %r ended (%s)" % (self.name, self.ended))
+        return event
+
+    def unobserve(self):
+        """Stops the events (Client.unobserve)."""
+        self.client.unobserve(self.name)
+
+    def _push(self, event):
+        self.leader = event.get("leader")
+        self.term = event.get("term")
+        self._events.put(event)
+        if self.on_leader:
+            self.on_leader(event)
+
+    def _end(self, reason):
+        if self.ended is None:
+            self.ended = reason
+            self._events.put(None)
+
+
 class Client:
     """One connection (session) to the agent. Closing it releases every lock it holds."""
 
@@ -141,6 +219,7 @@ class Client:
         self._write_mutex = threading.Lock()  # one request line at a time on the socket
         self._pending = {}  # id -> _Pending
         self._locks = {}  # token -> Lock
+        self._observations = {}  # election name -> Observation
         self._closed = None  # reason once the connection is gone
         self._unasked = None  # an error line with no id (sent before the agent closes)
         self._reader = threading.Thread(target=self._read_loop, name="lockwarden", daemon=True)
@@ -148,7 +227,7 @@ class Client:
 
     def request(self, op, **fields):
         """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
-        slot = _Pending(op)
+        slot = _Pending(op, fields)
         with self._mutex:
             if self._closed:
                 raise LockError("disconnected", self._closed)
@@ -169,11 +248,13 @@ class Client:
         return reply
 
     def acquire(self, resource, ttl_ms=None, wait_ms=0, renew=False, fence=False, permits=None,
-                shared=False):
+                shared=False, detach=False):
         """Takes the lock, waiting up to wait_ms for another holder. With renew=True the agent
         extends it every ttl/3 while this connection is open. permits=K takes one permit of a
         semaphore of K (at most K holders at once); shared=True a read hold (readers share, an
-        exclusive hold excludes them); neither, the exclusive hold. Returns a Lock; raises
+        exclusive hold excludes them); neither, the exclusive hold. detach=True takes a detached
+        lease: it outlives this connection until its ttl runs out or release(resource, token)
+        from any connection of this uid (not with renew). Returns a Lock; raises
         LockError (code timeout: held by someone else for all of wait_ms; no_quorum: masters
         unavailable; kind_mismatch: the resource is in use as another kind or another K)."""
         fields = {"resource": resource, "wait_ms": wait_ms}
@@ -187,9 +268,57 @@ class Client:
             fields["permits"] = permits
         if shared:
             fields["shared"] = True
+        if detach:
+            fields["detach"] = True
         return self.request("acquire", **fields)["lock"]
 
     lock = acquire  # reads well in `with client.lock(...) as lock:`
+
+    def release(self, resource, token):
+        """Releases the lock `token` holds on `resource`: this connection's, or a detached
+        lease from any connection (LockError not_held: no such hold; forbidden: another uid's)."""
+        self.request("release", resource=resource, token=token)
+
+    def extend(self, resource, token, ttl_ms=None):
+        """Resets the ttl of the hold of `token` (as release) to ttl_ms; returns the new
+        validity_ms."""
+        fields = {"resource": resource, "token": token}
+        if ttl_ms is not None:
+            fields["ttl_ms"] = ttl_ms
+        return self.request("extend", **fields)["validity_ms"]
+
+    def campaign(self, name, value, ttl_ms=None, wait_ms=None):
+        """Waits up to wait_ms (default: the agent's max_wait_ms) to lead election `name`,
+        announcing `value` (e.g. host:port). Returns a Leadership (term, token, validity_ms,
+        waited_ms) that lasts while this connection lives; raises LockError (timeout: another
+        led for all of wait_ms; no_quorum, kind_mismatch, forbidden...)."""
+        fields = {"name": name, "value": value}
+        if ttl_ms is not None:
+            fields["ttl_ms"] = ttl_ms
+        if wait_ms is not None:
+            fields["wait_ms"] = wait_ms
+        return self.request("campaign", **fields)["lock"]
+
+    def resign(self, name, token):
+        """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
+        self.request("resign", name=name, token=token)
+
+    def leader(self, name):
+        """Who leads `name` now: a dict (value, agent, host, pid, since, term) or None."""
+        return self.request("leader", name=name)["leader"]
+
+    def observe(self, name):
+        """Follows election `name`: returns an Observation holding the current leader, then
+        receiving every change. Observing a name again starts it over (a new Observation)."""
+        return self.request("observe", name=name)["observation"]
+
+    def unobserve(self, name):
+        """Stops the events of `name` (LockError not_held: not observed)."""
+        self.request("unobserve", name=name)
+        with self._mutex:
+            observation = self._observations.pop(name, None)
+        if observation:
+            observation._end("unobserved")
 
     def ping(self):
         self.request("ping")
@@ -233,10 +362,13 @@ class Client:
             self._closed = reason
             pending, self._pending = self._pending, {}
             locks, self._locks = self._locks, {}
+            observations, self._observations = self._observations, {}
         for slot in pending.values():
             slot.finish({"ok": False, "error": "disconnected", "message": reason})
         for lock in locks.values():
             lock._mark_lost("disconnected")
+        for observation in observations.values():
+            observation._end("disconnected")
 
     def _dispatch(self, msg):
         if "event" in msg:
@@ -245,14 +377,31 @@ class Client:
                     lock = self._locks.pop(msg.get("token"), None)
                 if lock:
                     lock._mark_lost(msg.get("reason", "lost"))
+            elif msg["event"] == "leader":
+                with self._mutex:
+                    observation = self._observations.get(msg.get("name"))
+                if observation:
+                    observation._push(msg)
             return
+        replaced = None
         with self._mutex:
             slot = self._pending.pop(msg.get("id"), None)
-            if slot and slot.op == "acquire" and msg.get("ok"):
-                # Registered before anyone else sees the reply, so a `lost` event that follows
-                # at once still finds its lock.
-                msg["lock"] = Lock(self, msg["resource"], msg)
+            # Registered before anyone else sees the reply, so an event that follows at once
+            # (`lost`, `leader`) still finds what it is for.
+            if slot and msg.get("ok") and slot.op == "acquire":
+                detached = bool(slot.fields.get("detach"))
+                msg["lock"] = Lock(self, msg["resource"], msg, detached)
+                if not detached:  # no `lost` comes for a detached lease, nor ends it here
+                    self._locks[msg["token"]] = msg["lock"]
+            elif slot and msg.get("ok") and slot.op == "campaign":
+                msg["lock"] = Leadership(self, msg["name"], msg)
                 self._locks[msg["token"]] = msg["lock"]
+            elif slot and msg.get("ok") and slot.op == "observe":
+                msg["observation"] = Observation(self, msg["name"], msg)
+                replaced = self._observations.get(msg["name"])
+                self._observations[msg["name"]] = msg["observation"]
+        if replaced:
+            replaced._end("observed again")
         if slot:
             slot.finish(msg)
         elif msg.get("ok") is False:
@@ -262,8 +411,9 @@ class Client:
 class _Pending:
     """A request waiting for its reply."""
 
-    def __init__(self, op):
+    def __init__(self, op, fields):
         self.op = op
+        self.fields = fields
         self.reply = None
         self.done = threading.Event()
 

@@ -185,6 +185,76 @@ class LockwardenTest(unittest.TestCase):
             self.a.ping()
         self.assertEqual(cm.exception.code, "disconnected")
 
+    def wait_queued(self, resource):
+        """Returns once the agent lists a request of another connection waiting for `resource`."""
+        deadline = time.monotonic() + EVENT_S
+        while not any(l["resource"] == resource and l["waiters"] == 1
+                      for l in self.a.request("locks")["locks"]):
+            self.assertLess(time.monotonic(), deadline, "nobody queued for %s" % resource)
+            time.sleep(0.01)
+
+    def test_election_hands_over_on_resign_with_a_higher_term(self):
+        first = self.a.campaign("py:elect", "host-a:1", ttl_ms=10000, wait_ms=WAIT_MS)
+        self.assertIsInstance(first.term, int)
+        self.assertRegex(first.token, "^[0-9a-f]{40}$")
+        leader = self.b.leader("py:elect")
+        self.assertEqual((leader["value"], leader["term"]), ("host-a:1", first.term))
+        self.assertEqual(leader["pid"], os.getpid())
+        with lockwarden.Client() as watcher:
+            observation = watcher.observe("py:elect")
+            self.assertEqual(observation.leader["value"], "host-a:1")
+            seen = []
+            observation.on_leader = seen.append
+            got = {}
+            waiter = threading.Thread(target=lambda: got.update(
+                second=self.b.campaign("py:elect", "host-b:2", ttl_ms=10000, wait_ms=30000)))
+            waiter.start()
+            self.wait_queued("py:elect")
+            self.assertNotIn("second", got)  # b waits while a leads
+            first.resign()
+            waiter.join(EVENT_S)
+            self.assertFalse(waiter.is_alive(), "b was never elected")
+            second = got["second"]
+            self.assertGreater(second.term, first.term)
+            self.assertEqual(self.a.leader("py:elect")["value"], "host-b:2")
+            # Events come in term order: wait for the one naming b.
+            while True:
+                event = observation.next_event(EVENT_S)
+                self.assertIsNotNone(event, "no leader event naming b")
+                self.assertGreaterEqual(event["term"], first.term)
+                if event["leader"] and event["leader"]["value"] == "host-b:2":
+                    break
+            self.assertEqual(event["term"], second.term)
+            self.assertEqual((observation.term, observation.leader["term"]),
+                             (second.term, second.term))
+            self.assertIn(event, seen)
+            watcher.unobserve("py:elect")
+            with self.assertRaises(lockwarden.LockError) as cm:
+                while observation.next_event(0) is not None:  # events from before unobserve
+                    pass
+            self.assertEqual(cm.exception.code, "not_held")
+        with self.assertRaises(lockwarden.LockError) as cm:
+            self.b.resign("py:elect", first.token)
+        self.assertEqual(cm.exception.code, "not_held")
+        with second:  # leaving the block resigns
+            self.assertEqual(self.b.held()[0]["resource"], "py:elect")
+        self.assertIsNone(self.a.leader("py:elect"))
+
+    def test_detached_lease_outlives_its_connection(self):
+        lease = self.a.acquire("py:lease", ttl_ms=60000, wait_ms=WAIT_MS, detach=True)
+        self.assertTrue(lease.detached)
+        self.a.close()
+        self.assertIsNone(lease.lost)
+        with self.assertRaises(lockwarden.LockError) as cm:
+            self.b.acquire("py:lease", ttl_ms=1000, wait_ms=0)
+        self.assertEqual(cm.exception.code, "timeout")
+        self.assertGreater(self.b.extend("py:lease", lease.token, 30000), 15000)
+        self.b.release("py:lease", lease.token)
+        with self.assertRaises(lockwarden.LockError) as cm:
+            self.b.release("py:lease", lease.token)
+        self.assertEqual(cm.exception.code, "not_held")
+        self.b.acquire("py:lease", ttl_ms=1000, wait_ms=0).release()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

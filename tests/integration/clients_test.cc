@@ -219,14 +219,14 @@ TEST_F(ClientsTest, Python) {
   EXPECT_EQ(
       Run({"python3", "test_lockwarden.py"}, kClients + "/python", {"PYTHONDONTWRITEBYTECODE=1"}),
       0);
-  EXPECT_NE(output_.find("Ran 11 tests"), std::string::npos);
+  EXPECT_NE(output_.find("Ran 13 tests"), std::string::npos);
   EXPECT_EQ(output_.find("skipped"), std::string::npos);
   ExpectEveryAction();
 }
 
 TEST_F(ClientsTest, Node) {
   EXPECT_EQ(Run({"node", "lockwarden.test.js"}, kClients + "/node"), 0);
-  EXPECT_NE(output_.find("# pass 12"), std::string::npos);
+  EXPECT_NE(output_.find("# pass 14"), std::string::npos);
   ExpectEveryAction();
 }
 
@@ -242,7 +242,7 @@ TEST_F(ClientsTest, Go) {
   EXPECT_EQ(Run({dir + "/lockwarden.test", "-test.v", "-test.timeout=100s"},
                 kClients + "/go/lockwarden", env),
             0);
-  EXPECT_EQ(Count(output_, "--- PASS"), 12);
+  EXPECT_EQ(Count(output_, "--- PASS"), 14);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
   ExpectEveryAction();
 }

@@ -14,6 +14,12 @@
 // closes. A goroutine reads the socket continuously, hands each reply to the request with the
 // same id, and closes a Lock's Lost channel when the agent pushes a `lost` event for it. A
 // Client is safe for concurrent use.
+//
+// Elections (docs/elections.md): Campaign waits to lead a name and returns a Lock (Term set)
+// whose Release resigns, lost like any lock; Leader says who leads; Observe returns an
+// Observation whose Events channel receives the pushed `leader` events. Detached leases
+// (AcquireOptions.Detach) outlive the connection: Client.Release and Client.Extend end or keep
+// them by token from any connection.
 package lockwarden
 
 import (
@@ -84,12 +90,18 @@ type reply struct {
 	Mode       string          `json:"mode"`
 	Permit     *int            `json:"permit"`
 	Locks      json.RawMessage `json:"locks"`
+	Name       string          `json:"name"`
+	Term       int64           `json:"term"`
+	Leader     *Leader         `json:"leader"`
+	Missed     bool            `json:"missed"`
 	raw        []byte
-	lock       *Lock // set by the reader for a successful acquire
+	lock       *Lock        // set by the reader for a successful acquire or campaign
+	obs        *Observation // set by the reader for a successful observe
 }
 
 type pending struct {
 	op        string
+	detach    bool        // an acquire of a detached lease
 	ch        chan *reply // buffered (1): dispatch never blocks
 	abandoned bool        // the caller's ctx ended before the reply came
 }
@@ -102,8 +114,9 @@ type Client struct {
 	mu      sync.Mutex
 	nextID  int64
 	pending map[int64]*pending
-	locks   map[string]*Lock // by token
-	closed  error            // set once the connection is gone
+	locks   map[string]*Lock        // by token
+	obs     map[string]*Observation // by election name
+	closed  error                   // set once the connection is gone
 	done    chan struct{}
 }
 
@@ -117,7 +130,7 @@ func Dial(path string) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{conn: conn, pending: map[int64]*pending{}, locks: map[string]*Lock{},
-		done: make(chan struct{})}
+		obs: map[string]*Observation{}, done: make(chan struct{})}
 	go c.readLoop()
 	return c, nil
 }
@@ -145,7 +158,7 @@ func (c *Client) request(ctx context.Context, op string, fields map[string]any) 
 	for k, v := range fields {
 		msg[k] = v
 	}
-	p := &pending{op: op, ch: make(chan *reply, 1)}
+	p := &pending{op: op, ch: make(chan *reply, 1), detach: fields["detach"] == true}
 	c.mu.Lock()
 	if c.closed != nil {
 		c.mu.Unlock()
@@ -180,6 +193,8 @@ func (c *Client) request(ctx context.Context, op string, fields map[string]any) 
 		if !waiting { // the reply raced with ctx and is already in p.ch
 			if r := <-p.ch; r.lock != nil {
 				go r.lock.Release(context.Background())
+			} else if r.obs != nil {
+				go c.Unobserve(context.Background(), r.obs.Name)
 			}
 		}
 		return nil, ctx.Err()
@@ -197,6 +212,9 @@ type AcquireOptions struct {
 	// excludes them). Neither: the exclusive hold, a mutex's or the write hold.
 	Permits int
 	Shared  bool
+	// Detach takes a detached lease: it outlives this connection until its TTL runs out or
+	// Client.Release by its token from any connection of this uid. Cannot go with Renew.
+	Detach bool
 }
 
 // Kinds of hold (Lock.Mode).
@@ -225,11 +243,36 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	if o.Shared {
 		f["shared"] = true
 	}
+	if o.Detach {
+		f["detach"] = true
+	}
 	r, err := c.request(ctx, "acquire", f)
 	if err != nil {
 		return nil, err
 	}
 	return r.lock, nil
+}
+
+// Release releases the hold of token on resource: this connection's, or a detached lease from
+// any connection (CodeNotHeld: no such hold; CodeForbidden: another uid's lease).
+func (c *Client) Release(ctx context.Context, resource, token string) error {
+	_, err := c.request(ctx, "release", map[string]any{"resource": resource, "token": token})
+	return err
+}
+
+// Extend resets the time to live of the hold of token (as Release) to ttl from now (0: the
+// agent's default) and returns the new validity.
+func (c *Client) Extend(ctx context.Context, resource, token string, ttl time.Duration) (
+	time.Duration, error) {
+	f := map[string]any{"resource": resource, "token": token}
+	if ttl > 0 {
+		f["ttl_ms"] = ttl.Milliseconds()
+	}
+	r, err := c.request(ctx, "extend", f)
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(r.ValidityMs) * time.Millisecond, nil
 }
 
 // Ping checks that the agent is alive and reading.
@@ -267,6 +310,10 @@ func (c *Client) readLoop() {
 	c.pending = map[int64]*pending{}
 	locks := c.locks
 	c.locks = map[string]*Lock{}
+	for _, o := range c.obs {
+		o.end(CodeDisconnected)
+	}
+	c.obs = map[string]*Observation{}
 	c.mu.Unlock()
 	for _, l := range locks {
 		l.markLost(CodeDisconnected)
@@ -284,6 +331,12 @@ func (c *Client) dispatch(r *reply) {
 		}
 		return
 	}
+	if r.Event == "leader" {
+		if o := c.obs[r.Name]; o != nil {
+			o.push(LeaderEvent{Name: r.Name, Leader: r.Leader, Term: r.Term, Missed: r.Missed})
+		}
+		return
+	}
 	if r.Event != "" {
 		return
 	}
@@ -298,18 +351,36 @@ func (c *Client) dispatch(r *reply) {
 		return
 	}
 	delete(c.pending, *r.ID)
-	if p.op == "acquire" && r.Ok != nil && *r.Ok {
-		// Registered before the next line is read, so a `lost` right behind it finds its lock.
+	// Registered before the next line is read, so an event right behind the reply (`lost`,
+	// `leader`) finds what it is for.
+	ok := r.Ok != nil && *r.Ok
+	if ok && (p.op == "acquire" || p.op == "campaign") {
 		r.lock = &Lock{c: c, Resource: r.Resource, Token: r.Token,
 			Validity: time.Duration(r.ValidityMs) * time.Millisecond,
 			Waited:   time.Duration(r.WaitedMs) * time.Millisecond, Fence: r.Fence,
-			Mode: r.Mode, Permit: r.Permit, lost: make(chan struct{})}
+			Mode: r.Mode, Permit: r.Permit, Detached: p.detach, lost: make(chan struct{})}
 		if r.lock.Mode == "" {
 			r.lock.Mode = ModeExclusive
 		}
-		c.locks[r.Token] = r.lock
+		if p.op == "campaign" {
+			r.lock.Resource, r.lock.Term = r.Name, r.Term
+		}
+		if !p.detach { // no `lost` comes for a detached lease, and Close does not end it
+			c.locks[r.Token] = r.lock
+		}
 		if p.abandoned { // the caller gave up: nobody else will release it
 			go r.lock.Release(context.Background())
+			return
+		}
+	}
+	if ok && p.op == "observe" {
+		r.obs = newObservation(r.Name, r.Leader)
+		if old := c.obs[r.Name]; old != nil {
+			old.end(CodeNotHeld)
+		}
+		c.obs[r.Name] = r.obs
+		if p.abandoned {
+			go c.Unobserve(context.Background(), r.Name)
 			return
 		}
 	}
@@ -325,6 +396,11 @@ type Lock struct {
 	Fence    *int64 // only when AcquireOptions.Fence
 	Mode     string // ModeExclusive, ModeShared or ModePermit
 	Permit   *int   // a semaphore's: which permit (0..Permits-1); nil otherwise
+	// Term is a leadership's term (Campaign); 0 for a lock. Resource is then the election name.
+	Term int64
+	// Detached: a detached lease (AcquireOptions.Detach). Lost is never closed for it; it ends
+	// at its TTL or when released by its token, from this client or another.
+	Detached bool
 
 	c        *Client
 	mu       sync.Mutex
@@ -359,18 +435,11 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (time.Duration, er
 	if err := l.Err(); err != nil {
 		return 0, err
 	}
-	f := map[string]any{"resource": l.Resource, "token": l.Token}
-	if ttl > 0 {
-		f["ttl_ms"] = ttl.Milliseconds()
-	}
-	r, err := l.c.request(ctx, "extend", f)
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(r.ValidityMs) * time.Millisecond, nil
+	return l.c.Extend(ctx, l.Resource, l.Token, ttl)
 }
 
-// Release gives the lock back. No-op (nil) if it was already released or lost.
+// Release gives the lock back (a leadership resigns). No-op (nil) if it was already released
+// or lost.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	done := l.released || l.reason != ""
@@ -378,7 +447,12 @@ func (l *Lock) Release(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	_, err := l.c.request(ctx, "release", map[string]any{"resource": l.Resource, "token": l.Token})
+	var err error
+	if l.Term != 0 {
+		err = l.c.Resign(ctx, l.Resource, l.Token)
+	} else {
+		err = l.c.Release(ctx, l.Resource, l.Token)
+	}
 	if err != nil && !IsCode(err, CodeNotHeld) {
 		return err
 	}
