@@ -90,21 +90,23 @@ struct ResignRequest {
   std::string name;
   std::string token;
 };
+// Ops that name an election and carry nothing else.
+inline constexpr std::string_view kNamedFields[] = {"id", "op", "name"};
 // Who leads NAME now, read from the masters.
 struct LeaderRequest {
   static constexpr std::string_view kName = "leader";
-  static constexpr std::string_view kFields[] = {"id", "op", "name"};
+  static constexpr const auto& kFields = kNamedFields;
   std::string name;
 };
 // Follow NAME's leader: answered like leader, then a `leader` event at every change.
 struct ObserveRequest {
   static constexpr std::string_view kName = "observe";
-  static constexpr std::string_view kFields[] = {"id", "op", "name"};
+  static constexpr const auto& kFields = kNamedFields;
   std::string name;
 };
 struct UnobserveRequest {
   static constexpr std::string_view kName = "unobserve";
-  static constexpr std::string_view kFields[] = {"id", "op", "name"};
+  static constexpr const auto& kFields = kNamedFields;
   std::string name;
 };
 
