@@ -17,6 +17,9 @@ packages=(
   stunnel4 openssl  # the TLS recipe of deploy/stunnel and its test
   libsystemd-dev systemd python3-yaml  # sd_notify (Type=notify, watchdog); tests/deploy/check.sh
   python3 nodejs golang-go socat  # clients/ (Python, Node 18+, Go 1.19+, shell) and their tests
+  python3-venv node-typescript  # the Python package installed into a venv; tsc checks the .d.ts
+  default-jdk-headless junit5  # clients/java: javac, jar, and JUnit 5's console launcher
+  help2man  # the man pages of the Debian package, generated from --help
 )
 browser=0
 case "${1:-}" in

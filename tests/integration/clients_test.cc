@@ -27,7 +27,10 @@
 namespace lw::test::clients {
 namespace {
 
-const std::string kClients = std::string(LOCKWARDEN_SOURCE_DIR) + "/clients";
+// LOCKWARDEN_CLIENTS_DIR runs another checkout's clients (e.g. a work tree's) with this build.
+const std::string kClients = getenv("LOCKWARDEN_CLIENTS_DIR") != nullptr
+                                 ? getenv("LOCKWARDEN_CLIENTS_DIR")
+                                 : std::string(LOCKWARDEN_SOURCE_DIR) + "/clients";
 constexpr milliseconds kScriptDeadline{100'000};  // a hang bound, far above the ~10 s a script takes
 // What every script must have asked for: proof that its no_quorum and lost tests really ran.
 const std::set<std::string> kRequiredActions = {"count", "pttl", "flush", "kill-majority",
@@ -159,6 +162,9 @@ class ClientsTest : public ::testing::Test {
           std::vector<std::string> env = {}) {
     env.push_back("LOCKWARDEN_SOCKET=" + agent_.socket_path());
     env.push_back("LWTEST_CONTROL=stdio");
+    // A scratch directory outside the source tree (virtualenvs, build output, caches), deleted
+    // with the agent's.
+    env.push_back("LWTEST_WORKDIR=" + agent_.dir());
     Script script(env, argv, cwd);
     const auto deadline = SteadyClock::now() + kScriptDeadline;
     while (auto line = script.ReadLine(deadline)) {
@@ -244,6 +250,15 @@ TEST_F(ClientsTest, Go) {
             0);
   EXPECT_EQ(Count(output_, "--- PASS"), 14);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
+  ExpectEveryAction();
+}
+
+TEST_F(ClientsTest, Java) {
+  // clients/java/test.sh builds the jar with javac and runs the JUnit 5 suite with Debian's
+  // console launcher.
+  EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/java"), 0);
+  EXPECT_NE(output_.find("tests successful"), std::string::npos);
+  EXPECT_NE(output_.find("0 tests failed"), std::string::npos);
   ExpectEveryAction();
 }
 
