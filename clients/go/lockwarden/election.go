@@ -94,8 +94,8 @@ func (c *Client) Unobserve(ctx context.Context, name string) error {
 	return nil
 }
 
-// eventBuffer is how many events an Observation keeps for a slow reader; past it the oldest is
-// dropped and the next one delivered says Missed.
+// eventBuffer is how many events an Observation keeps for a slow reader. One more arriving
+// drops the oldest kept, and the event delivered next (the oldest left) says Missed.
 const eventBuffer = 16
 
 // Observation follows who leads an election (Client.Observe).
@@ -119,6 +119,20 @@ func newObservation(name string, leader *Leader) *Observation {
 // ends (Unobserve, observed again, or the connection's end: Err says which).
 func (o *Observation) Events() <-chan LeaderEvent { return o.events }
 
+// Next waits for the next event. It returns ctx.Err() if ctx ends first, and Err() once the
+// observation has ended and its remaining events have been taken.
+func (o *Observation) Next(ctx context.Context) (LeaderEvent, error) {
+	select {
+	case e, ok := <-o.events:
+		if !ok {
+			return LeaderEvent{}, o.Err()
+		}
+		return e, nil
+	case <-ctx.Done():
+		return LeaderEvent{}, ctx.Err()
+	}
+}
+
 // Leader is the latest leader known (from the observe reply or the last event), nil if none.
 func (o *Observation) Leader() *Leader {
 	o.mu.Lock()
@@ -137,7 +151,8 @@ func (o *Observation) Err() error {
 	return &Error{Code: o.ended, Message: "observation of " + o.Name + " ended"}
 }
 
-// push is called by the reader (holding the client's mu): it never blocks.
+// push is called by the reader (holding the client's mu): it never blocks. The client's reader
+// is the only sender on o.events, so while it holds o.mu the channel only shrinks.
 func (o *Observation) push(e LeaderEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -150,12 +165,26 @@ func (o *Observation) push(e LeaderEvent) {
 		return
 	default:
 	}
-	select { // full: drop the oldest; the reader may have just taken it, either way there is room
-	case <-o.events:
-	default:
+	// Full: take back what is still queued (the application may be taking some meanwhile), so
+	// that the oldest can be dropped and the one after it marked.
+	queued := make([]LeaderEvent, 0, eventBuffer+1)
+drain:
+	for {
+		select {
+		case q := <-o.events:
+			queued = append(queued, q)
+		default:
+			break drain
+		}
 	}
-	e.Missed = true
-	o.events <- e
+	queued = append(queued, e)
+	if len(queued) > eventBuffer {
+		queued = queued[1:]
+		queued[0].Missed = true
+	}
+	for _, q := range queued {
+		o.events <- q // room: at most eventBuffer, into a channel emptied of them
+	}
 }
 
 func (o *Observation) end(code string) {
