@@ -95,7 +95,7 @@ func (c *Client) Unobserve(ctx context.Context, name string) error {
 }
 
 // eventBuffer is how many events an Observation keeps for a slow reader. One more arriving
-// drops the oldest kept, and the event delivered next (the oldest left) says Missed.
+// drops the oldest kept, and says Missed itself.
 const eventBuffer = 16
 
 // Observation follows who leads an election (Client.Observe).
@@ -115,8 +115,10 @@ func newObservation(name string, leader *Leader) *Observation {
 		events: make(chan LeaderEvent, eventBuffer)}
 }
 
-// Events receives the pushed `leader` events in term order. It is closed when the observation
-// ends (Unobserve, observed again, or the connection's end: Err says which).
+// Events receives the pushed `leader` events in term order. At most 16 wait to be read: one
+// more drops the oldest waiting and comes with Missed set (the events read before it may not
+// be every change). It is closed when the observation ends (Unobserve, observed again, or the
+// connection's end: Err says which), after the events that came before.
 func (o *Observation) Events() <-chan LeaderEvent { return o.events }
 
 // Next waits for the next event. It returns ctx.Err() if ctx ends first, and Err() once the
@@ -133,7 +135,8 @@ func (o *Observation) Next(ctx context.Context) (LeaderEvent, error) {
 	}
 }
 
-// Leader is the latest leader known (from the observe reply or the last event), nil if none.
+// Leader is the latest leader known (from the observe reply or the last event pushed, read or
+// not), nil if none.
 func (o *Observation) Leader() *Leader {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -151,8 +154,9 @@ func (o *Observation) Err() error {
 	return &Error{Code: o.ended, Message: "observation of " + o.Name + " ended"}
 }
 
-// push is called by the reader (holding the client's mu): it never blocks. The client's reader
-// is the only sender on o.events, so while it holds o.mu the channel only shrinks.
+// push is called by the reader (holding the client's mu): it never blocks. The application may
+// be taking events meanwhile, so the event that overflows is the one marked: a marked event
+// already in the channel cannot be changed, and putting events back would reorder them.
 func (o *Observation) push(e LeaderEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -165,26 +169,14 @@ func (o *Observation) push(e LeaderEvent) {
 		return
 	default:
 	}
-	// Full: take back what is still queued (the application may be taking some meanwhile), so
-	// that the oldest can be dropped and the one after it marked.
-	queued := make([]LeaderEvent, 0, eventBuffer+1)
-drain:
-	for {
-		select {
-		case q := <-o.events:
-			queued = append(queued, q)
-		default:
-			break drain
-		}
+	// Full: drop the oldest. The application may have just taken it instead; either way there
+	// is room now.
+	select {
+	case <-o.events:
+	default:
 	}
-	queued = append(queued, e)
-	if len(queued) > eventBuffer {
-		queued = queued[1:]
-		queued[0].Missed = true
-	}
-	for _, q := range queued {
-		o.events <- q // room: at most eventBuffer, into a channel emptied of them
-	}
+	e.Missed = true
+	o.events <- e
 }
 
 func (o *Observation) end(code string) {
