@@ -103,3 +103,78 @@ func TestElectionHandsOverOnResignWithAHigherTerm(t *testing.T) {
 		t.Fatalf("leader %+v, %v", l, err)
 	}
 }
+
+func TestLeadershipIsLostWhenItsRenewalFails(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	lead, err := a.Campaign(ctx, "go:elect-lost", "host-a:1", CampaignOptions{TTL: 2 * time.Second,
+		Wait: waitLong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	control(t, "flush") // the record and the hold vanish: the next renewal finds them gone
+	if reason := waitLost(t, lead); reason != "renew_failed" {
+		t.Fatalf("reason %q", reason)
+	}
+	wantCode(t, lead.Err(), CodeLost)
+	if l, err := b.Leader(ctx, "go:elect-lost"); err != nil || l != nil {
+		t.Fatalf("leader %+v, %v", l, err)
+	}
+	if err := lead.Release(ctx); err != nil { // nothing left to resign
+		t.Fatal(err)
+	}
+	again, err := b.Campaign(ctx, "go:elect-lost", "host-b:2", CampaignOptions{Wait: waitLong})
+	if err != nil || again.Term <= 0 {
+		t.Fatalf("campaign after the loss: %+v, %v", again, err)
+	}
+}
+
+// nextEvent waits (eventWait at most) for the observation's next event.
+func nextEvent(t *testing.T, o *Observation) LeaderEvent {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), eventWait)
+	defer cancel()
+	e, err := o.Next(ctx)
+	if err != nil {
+		t.Fatalf("no event on %s: %v", o.Name, err)
+	}
+	return e
+}
+
+func TestObserverHearsALeaderComeAndGo(t *testing.T) {
+	watcher, b := clients(t)
+	ctx := context.Background()
+	obs, err := watcher.Observe(ctx, "go:watch")
+	if err != nil || obs.Initial != nil || obs.Leader() != nil {
+		t.Fatalf("observe of a name nobody leads: %+v, %v", obs, err)
+	}
+	lead, err := b.Campaign(ctx, "go:watch", "host-b:2", CampaignOptions{TTL: 10 * time.Second,
+		Wait: waitLong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := nextEvent(t, obs)
+	if e.Name != "go:watch" || e.Leader == nil || e.Leader.Value != "host-b:2" ||
+		e.Term != lead.Term || e.Leader.Term != lead.Term {
+		t.Fatalf("event %+v, leader %+v, term %d", e, e.Leader, lead.Term)
+	}
+	if err := lead.Release(ctx); err != nil { // resigns
+		t.Fatal(err)
+	}
+	if e := nextEvent(t, obs); e.Leader != nil || e.Term != lead.Term || obs.Leader() != nil {
+		t.Fatalf("after the resign: %+v, leader %+v", e, obs.Leader())
+	}
+
+	// Observing again starts over: the first observation ends, the second has the state now.
+	again, err := watcher.Observe(ctx, "go:watch")
+	if err != nil || again.Initial != nil {
+		t.Fatalf("observe again: %+v, %v", again, err)
+	}
+	_, err = obs.Next(ctx)
+	wantCode(t, err, CodeNotHeld)
+	// The connection's end ends it too.
+	watcher.Close()
+	_, err = again.Next(ctx)
+	wantCode(t, err, CodeDisconnected)
+	wantCode(t, watcher.Unobserve(ctx, "go:watch"), CodeDisconnected)
+}

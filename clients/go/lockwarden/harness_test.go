@@ -65,9 +65,11 @@ func clients(t *testing.T) (*Client, *Client) {
 	if os.Getenv("LOCKWARDEN_SOCKET") == "" {
 		t.Skip("LOCKWARDEN_SOCKET is not set")
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
 	var cs [2]*Client
 	for i := range cs {
-		c, err := Dial("")
+		c, err := DialContext(ctx, "")
 		if err != nil {
 			t.Fatal(err)
 		}

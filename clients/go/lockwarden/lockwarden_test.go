@@ -38,6 +38,52 @@ func TestAcquireAndRelease(t *testing.T) {
 	}
 }
 
+func TestHealthSeesEveryMaster(t *testing.T) {
+	a, _ := clients(t)
+	h, err := a.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Quorum != 3 || len(h.Nodes) != 5 {
+		t.Fatalf("want a quorum of 3 of 5 masters: %+v", h)
+	}
+	for _, n := range h.Nodes {
+		if !n.Up || n.Addr == "" {
+			t.Fatalf("node %+v", n)
+		}
+	}
+}
+
+func TestFenceIncreasesFromGrantToGrant(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	o := AcquireOptions{TTL: 10 * time.Second, Wait: waitLong, Fence: true}
+	first, err := a.Acquire(ctx, "go:fence", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Fence == nil || first.Mode != ModeExclusive {
+		t.Fatalf("no fence: %+v", first)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Acquire(ctx, "go:fence", o) // another session: the count is the masters'
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Fence == nil || *second.Fence <= *first.Fence {
+		t.Fatalf("fence %v after %d", second.Fence, *first.Fence)
+	}
+	plain, err := a.Acquire(ctx, "go:fence-plain", AcquireOptions{TTL: 10 * time.Second,
+		Wait: waitLong})
+	if err != nil || plain.Fence != nil {
+		t.Fatalf("unasked-for fence: %+v, %v", plain, err)
+	}
+	_, err = a.Acquire(ctx, "go:fence-read", AcquireOptions{Shared: true, Fence: true})
+	wantCode(t, err, CodeBadRequest)
+}
+
 func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
