@@ -44,8 +44,8 @@ func TestHealthSeesEveryMaster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Quorum != 3 || len(h.Nodes) != 5 {
-		t.Fatalf("want a quorum of 3 of 5 masters: %+v", h)
+	if len(h.Nodes) == 0 || h.Quorum != len(h.Nodes)/2+1 || (controlled && len(h.Nodes) != 5) {
+		t.Fatalf("want a majority of the masters (the harness's 5): %+v", h)
 	}
 	for _, n := range h.Nodes {
 		if !n.Up || n.Addr == "" {
