@@ -11,7 +11,8 @@
 // with the same id, so one slow acquire does not hold up the others.
 //
 // Every call that waits for the agent takes a [context.Context]. If ctx ends first the call
-// returns ctx.Err(), and a lock or leadership granted after that is given back by the client.
+// returns ctx.Err(), and a lock, leadership or observation granted after that is given back by
+// the client.
 //
 // # Kinds of hold
 //

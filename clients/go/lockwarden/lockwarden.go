@@ -106,7 +106,7 @@ func Dial(path string) (*Client, error) {
 }
 
 // DialContext connects to the agent at path ("" means DefaultSocketPath()), giving up when ctx
-// ends (a connect blocks while the agent's listen backlog is full).
+// ends first.
 func DialContext(ctx context.Context, path string) (*Client, error) {
 	if path == "" {
 		path = DefaultSocketPath()
