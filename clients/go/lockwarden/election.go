@@ -94,8 +94,8 @@ func (c *Client) Unobserve(ctx context.Context, name string) error {
 	return nil
 }
 
-// eventBuffer is how many events an Observation keeps for a slow reader; past it the oldest is
-// dropped and the next one delivered says Missed.
+// eventBuffer is how many events an Observation keeps for a slow reader. One more arriving
+// drops the oldest kept, and says Missed itself.
 const eventBuffer = 16
 
 // Observation follows who leads an election (Client.Observe).
@@ -115,11 +115,28 @@ func newObservation(name string, leader *Leader) *Observation {
 		events: make(chan LeaderEvent, eventBuffer)}
 }
 
-// Events receives the pushed `leader` events in term order. It is closed when the observation
-// ends (Unobserve, observed again, or the connection's end: Err says which).
+// Events receives the pushed `leader` events in term order. At most 16 wait to be read: one
+// more drops the oldest waiting and comes with Missed set (the events read before it may not
+// be every change). It is closed when the observation ends (Unobserve, observed again, or the
+// connection's end: Err says which), after the events that came before.
 func (o *Observation) Events() <-chan LeaderEvent { return o.events }
 
-// Leader is the latest leader known (from the observe reply or the last event), nil if none.
+// Next waits for the next event. It returns ctx.Err() if ctx ends first, and Err() once the
+// observation has ended and its remaining events have been taken.
+func (o *Observation) Next(ctx context.Context) (LeaderEvent, error) {
+	select {
+	case e, ok := <-o.events:
+		if !ok {
+			return LeaderEvent{}, o.Err()
+		}
+		return e, nil
+	case <-ctx.Done():
+		return LeaderEvent{}, ctx.Err()
+	}
+}
+
+// Leader is the latest leader known (from the observe reply or the last event pushed, read or
+// not), nil if none.
 func (o *Observation) Leader() *Leader {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -137,7 +154,9 @@ func (o *Observation) Err() error {
 	return &Error{Code: o.ended, Message: "observation of " + o.Name + " ended"}
 }
 
-// push is called by the reader (holding the client's mu): it never blocks.
+// push is called by the reader (holding the client's mu): it never blocks. The application may
+// be taking events meanwhile, so the event that overflows is the one marked: a marked event
+// already in the channel cannot be changed, and putting events back would reorder them.
 func (o *Observation) push(e LeaderEvent) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -150,7 +169,9 @@ func (o *Observation) push(e LeaderEvent) {
 		return
 	default:
 	}
-	select { // full: drop the oldest; the reader may have just taken it, either way there is room
+	// Full: drop the oldest. The application may have just taken it instead; either way there
+	// is room now.
+	select {
 	case <-o.events:
 	default:
 	}

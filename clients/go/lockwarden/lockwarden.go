@@ -1,25 +1,6 @@
-// Package lockwarden is a client for the lockwarden agent's Unix socket (docs/protocol.md).
-// Standard library only; Go 1.19+.
-//
-//	c, err := lockwarden.Dial("")
-//	...
-//	defer c.Close()
-//	lock, err := c.Acquire(ctx, "db/migrations", lockwarden.AcquireOptions{
-//		TTL: 30 * time.Second, Wait: 5 * time.Second, Renew: true})
-//	if lockwarden.IsCode(err, lockwarden.CodeTimeout) { ... busy: someone else holds it ... }
-//	defer lock.Release(ctx)
-//	select { case <-lock.Lost(): ...stop the work... case <-done: }
-//
-// A Client is one connection, that is one agent session: its locks are released when it
-// closes. A goroutine reads the socket continuously, hands each reply to the request with the
-// same id, and closes a Lock's Lost channel when the agent pushes a `lost` event for it. A
-// Client is safe for concurrent use.
-//
-// Elections (docs/elections.md): Campaign waits to lead a name and returns a Lock (Term set)
-// whose Release resigns, lost like any lock; Leader says who leads; Observe returns an
-// Observation whose Events channel receives the pushed `leader` events. Detached leases
-// (AcquireOptions.Detach) outlive the connection: Client.Release and Client.Extend end or keep
-// them by token from any connection.
+// The client: one connection to the agent, its requests and the reader that dispatches replies
+// and events.
+
 package lockwarden
 
 import (
@@ -27,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"sync"
@@ -122,10 +102,17 @@ type Client struct {
 
 // Dial connects to the agent at path ("" means DefaultSocketPath()).
 func Dial(path string) (*Client, error) {
+	return DialContext(context.Background(), path)
+}
+
+// DialContext connects to the agent at path ("" means DefaultSocketPath()), giving up when ctx
+// ends first.
+func DialContext(ctx context.Context, path string) (*Client, error) {
 	if path == "" {
 		path = DefaultSocketPath()
 	}
-	conn, err := net.Dial("unix", path)
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
 		return nil, err
 	}
@@ -201,93 +188,52 @@ func (c *Client) request(ctx context.Context, op string, fields map[string]any) 
 	}
 }
 
-// AcquireOptions are acquire's optional fields; zero values take the agent's defaults.
-type AcquireOptions struct {
-	TTL   time.Duration // lock time to live (agent default 30 s); whole milliseconds
-	Wait  time.Duration // how long to wait while another holder has it (0: one attempt)
-	Renew bool          // the agent extends the lock every TTL/3 while this client is connected
-	Fence bool          // also get a fencing token (Lock.Fence)
-	// Permits > 0 takes one permit of a semaphore of that many (at most Permits holders at
-	// once, each naming the same number); Shared a read hold (readers share, an exclusive hold
-	// excludes them). Neither: the exclusive hold, a mutex's or the write hold.
-	Permits int
-	Shared  bool
-	// Detach takes a detached lease: it outlives this connection until its TTL runs out or
-	// Client.Release by its token from any connection of this uid. Cannot go with Renew.
-	Detach bool
-}
-
-// Kinds of hold (Lock.Mode).
-const (
-	ModeExclusive = "exclusive"
-	ModeShared    = "shared"
-	ModePermit    = "permit"
-)
-
-// Acquire takes the lock on resource. Errors: *Error with CodeTimeout (someone else held it for
-// all of Wait), CodeNoQuorum (masters unavailable), CodeKindMismatch, CodeBadRequest, ...
-func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lock, error) {
-	f := map[string]any{"resource": resource, "wait_ms": o.Wait.Milliseconds()}
-	if o.TTL > 0 {
-		f["ttl_ms"] = o.TTL.Milliseconds()
-	}
-	if o.Renew {
-		f["renew"] = true
-	}
-	if o.Fence {
-		f["fence"] = true
-	}
-	if o.Permits > 0 {
-		f["permits"] = o.Permits
-	}
-	if o.Shared {
-		f["shared"] = true
-	}
-	if o.Detach {
-		f["detach"] = true
-	}
-	r, err := c.request(ctx, "acquire", f)
-	if err != nil {
-		return nil, err
-	}
-	return r.lock, nil
-}
-
-// Release releases the hold of token on resource: this connection's, or a detached lease from
-// any connection (CodeNotHeld: no such hold; CodeForbidden: another uid's lease).
-func (c *Client) Release(ctx context.Context, resource, token string) error {
-	_, err := c.request(ctx, "release", map[string]any{"resource": resource, "token": token})
-	return err
-}
-
-// Extend resets the time to live of the hold of token (as Release) to ttl from now (0: the
-// agent's default) and returns the new validity.
-func (c *Client) Extend(ctx context.Context, resource, token string, ttl time.Duration) (
-	time.Duration, error) {
-	f := map[string]any{"resource": resource, "token": token}
-	if ttl > 0 {
-		f["ttl_ms"] = ttl.Milliseconds()
-	}
-	r, err := c.request(ctx, "extend", f)
-	if err != nil {
-		return 0, err
-	}
-	return time.Duration(r.ValidityMs) * time.Millisecond, nil
-}
-
 // Ping checks that the agent is alive and reading.
 func (c *Client) Ping(ctx context.Context) error {
 	_, err := c.request(ctx, "ping", nil)
 	return err
 }
 
-// Held lists the locks this connection holds (the raw "locks" array of the reply).
+// Held lists the locks this connection holds (the raw "locks" array of the reply: resource,
+// token, validity_ms, renew, and mode, permits, permit for a hold that is not exclusive).
 func (c *Client) Held(ctx context.Context) (json.RawMessage, error) {
 	r, err := c.request(ctx, "held", nil)
 	if err != nil {
 		return nil, err
 	}
 	return r.Locks, nil
+}
+
+// Health is the agent's view of its Redis masters (docs/protocol.md#health).
+type Health struct {
+	Quorum int          `json:"quorum"` // votes a grant needs: a strict majority of the masters
+	Nodes  []HealthNode `json:"nodes"`
+}
+
+// HealthNode is one master as the agent sees it.
+type HealthNode struct {
+	Addr  string  `json:"addr"`   // host:port
+	Up    bool    `json:"up"`     // connected and answering: its votes are asked for
+	RTTMs float64 `json:"rtt_ms"` // the last health check's round trip; meaningless when !Up
+	// Quarantined: the master restarted lately and may have forgotten locks; its votes do not
+	// count toward a grant for QuarantineLeftMs more.
+	Quarantined      bool   `json:"quarantined"`
+	QuarantineLeftMs int64  `json:"quarantine_left_ms"`
+	QuarantineReason string `json:"quarantine_reason"`
+}
+
+// Health asks the agent how its masters are. Fewer than Quorum nodes up and not quarantined
+// means acquires and extends fail with CodeNoQuorum.
+func (c *Client) Health(ctx context.Context) (*Health, error) {
+	raw, err := c.Request(ctx, "health", nil)
+	if err != nil {
+		return nil, err
+	}
+	h := &Health{}
+	if err := json.Unmarshal(raw, h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 func (c *Client) readLoop() {
@@ -385,92 +331,4 @@ func (c *Client) dispatch(r *reply) {
 		}
 	}
 	p.ch <- r
-}
-
-// Lock is a granted lock.
-type Lock struct {
-	Resource string
-	Token    string
-	Validity time.Duration // at grant time; Extend returns the new one
-	Waited   time.Duration
-	Fence    *int64 // only when AcquireOptions.Fence
-	Mode     string // ModeExclusive, ModeShared or ModePermit
-	Permit   *int   // a semaphore's: which permit (0..Permits-1); nil otherwise
-	// Term is a leadership's term (Campaign); 0 for a lock. Resource is then the election name.
-	Term int64
-	// Detached: a detached lease (AcquireOptions.Detach). Lost is never closed for it; it ends
-	// at its TTL or when released by its token, from this client or another.
-	Detached bool
-
-	c        *Client
-	mu       sync.Mutex
-	released bool
-	reason   string
-	lost     chan struct{}
-}
-
-// Lost is closed when the lock ends without being released (the agent pushed `lost`, or the
-// connection ended): stop the work it protected. LostReason says why.
-func (l *Lock) Lost() <-chan struct{} { return l.lost }
-
-// LostReason is "" while the lock is held, else renew_failed, expired, revoked or disconnected.
-func (l *Lock) LostReason() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.reason
-}
-
-// Err returns nil while the lock is held, else an *Error with CodeLost.
-func (l *Lock) Err() error {
-	if reason := l.LostReason(); reason != "" {
-		return &Error{Code: CodeLost, Message: fmt.Sprintf("lock on %q was lost (%s)",
-			l.Resource, reason)}
-	}
-	return nil
-}
-
-// Extend resets the lock's time to live to ttl from now (0: the agent's default) and returns
-// the new validity.
-func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (time.Duration, error) {
-	if err := l.Err(); err != nil {
-		return 0, err
-	}
-	return l.c.Extend(ctx, l.Resource, l.Token, ttl)
-}
-
-// Release gives the lock back (a leadership resigns). No-op (nil) if it was already released
-// or lost.
-func (l *Lock) Release(ctx context.Context) error {
-	l.mu.Lock()
-	done := l.released || l.reason != ""
-	l.mu.Unlock()
-	if done {
-		return nil
-	}
-	var err error
-	if l.Term != 0 {
-		err = l.c.Resign(ctx, l.Resource, l.Token)
-	} else {
-		err = l.c.Release(ctx, l.Resource, l.Token)
-	}
-	if err != nil && !IsCode(err, CodeNotHeld) {
-		return err
-	}
-	l.mu.Lock()
-	l.released = true
-	l.mu.Unlock()
-	l.c.mu.Lock()
-	delete(l.c.locks, l.Token)
-	l.c.mu.Unlock()
-	return err
-}
-
-func (l *Lock) markLost(reason string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.released || l.reason != "" {
-		return
-	}
-	l.reason = reason
-	close(l.lost)
 }

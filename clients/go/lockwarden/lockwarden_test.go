@@ -1,121 +1,15 @@
-// Tests against a live agent at $LOCKWARDEN_SOCKET with real masters (skipped when it is
-// unset).
-//
-// Run by tests/integration/clients_test.cc, which starts 5 redis-server masters and the agent,
-// builds this with `go test -c` and runs the binary with LWTEST_CONTROL=stdio: a test that
-// needs the masters changed prints `@@lw <action>` on stdout and reads the harness's answer
-// from stdin (clients/README.md#tests). Without LWTEST_CONTROL, those tests are skipped.
+// Locks against the live agent: mutexes (fenced, renewed, extended, lost), semaphores, read
+// holds, detached leases, and what a connection's end and a cancelled context do to them.
+
 package lockwarden
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"regexp"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 )
-
-var (
-	controlled = os.Getenv("LWTEST_CONTROL") == "stdio"
-	answers    = bufio.NewReader(os.Stdin)
-)
-
-// These tests must pass the same way on a loaded machine (and against an ASan-built agent), so
-// nothing here depends on how fast anything is: an acquire that must succeed waits (a free lock
-// is granted at once; the wait only lets the agent retry when a master answered too slowly), an
-// event is awaited with a generous deadline (only a failing test waits it out), and a validity is
-// only checked to come from the ttl asked for (more than half of it), not to the ms.
-const (
-	waitLong  = 10 * time.Second
-	eventWait = 15 * time.Second
-	holdFor   = 50 * time.Millisecond // how long a queued waiter is kept waiting
-)
-
-// control asks the harness to act on the masters and returns its answer after "ok ".
-func control(t *testing.T, action string) string {
-	t.Helper()
-	if !controlled {
-		t.Skip("needs the harness (LWTEST_CONTROL=stdio)")
-	}
-	fmt.Fprintf(os.Stdout, "@@lw %s\n", action)
-	line, err := answers.ReadString('\n')
-	line = strings.TrimSpace(line)
-	if err != nil || !strings.HasPrefix(line, "ok") {
-		t.Fatalf("harness could not %s: %q %v", action, line, err)
-	}
-	return strings.TrimSpace(strings.TrimPrefix(line, "ok"))
-}
-
-func controlInt(t *testing.T, action string) int64 {
-	t.Helper()
-	n, err := strconv.ParseInt(control(t, action), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-// clients opens two connections (two sessions) closed at the end of the test.
-func clients(t *testing.T) (*Client, *Client) {
-	t.Helper()
-	if os.Getenv("LOCKWARDEN_SOCKET") == "" {
-		t.Skip("LOCKWARDEN_SOCKET is not set")
-	}
-	var cs [2]*Client
-	for i := range cs {
-		c, err := Dial("")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		cs[i] = c
-	}
-	return cs[0], cs[1]
-}
-
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if !IsCode(err, code) {
-		t.Fatalf("want a %q error, got %v", code, err)
-	}
-}
-
-type heldLock struct {
-	Resource   string `json:"resource"`
-	ValidityMs int64  `json:"validity_ms"`
-	Renew      bool   `json:"renew"`
-	Waiters    int    `json:"waiters"`
-}
-
-// waitLost waits (eventWait at most) for the lock to be lost and returns the reason.
-func waitLost(t *testing.T, lock *Lock) string {
-	t.Helper()
-	select {
-	case <-lock.Lost():
-		return lock.LostReason()
-	case <-time.After(eventWait):
-		t.Fatal("the lock was never reported lost")
-		return ""
-	}
-}
-
-func held(t *testing.T, c *Client) []heldLock {
-	t.Helper()
-	raw, err := c.Held(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var locks []heldLock
-	if err := json.Unmarshal(raw, &locks); err != nil {
-		t.Fatal(err)
-	}
-	return locks
-}
 
 func TestAcquireAndRelease(t *testing.T) {
 	a, _ := clients(t)
@@ -144,6 +38,52 @@ func TestAcquireAndRelease(t *testing.T) {
 	}
 }
 
+func TestHealthSeesEveryMaster(t *testing.T) {
+	a, _ := clients(t)
+	h, err := a.Health(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Nodes) == 0 || h.Quorum != len(h.Nodes)/2+1 || (controlled && len(h.Nodes) != 5) {
+		t.Fatalf("want a majority of the masters (the harness's 5): %+v", h)
+	}
+	for _, n := range h.Nodes {
+		if !n.Up || n.Addr == "" {
+			t.Fatalf("node %+v", n)
+		}
+	}
+}
+
+func TestFenceIncreasesFromGrantToGrant(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	o := AcquireOptions{TTL: 10 * time.Second, Wait: waitLong, Fence: true}
+	first, err := a.Acquire(ctx, "go:fence", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Fence == nil || first.Mode != ModeExclusive {
+		t.Fatalf("no fence: %+v", first)
+	}
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	second, err := b.Acquire(ctx, "go:fence", o) // another session: the count is the masters'
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Fence == nil || *second.Fence <= *first.Fence {
+		t.Fatalf("fence %v after %d", second.Fence, *first.Fence)
+	}
+	plain, err := a.Acquire(ctx, "go:fence-plain", AcquireOptions{TTL: 10 * time.Second,
+		Wait: waitLong})
+	if err != nil || plain.Fence != nil {
+		t.Fatalf("unasked-for fence: %+v, %v", plain, err)
+	}
+	_, err = a.Acquire(ctx, "go:fence-read", AcquireOptions{Shared: true, Fence: true})
+	wantCode(t, err, CodeBadRequest)
+}
+
 func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
 	a, b := clients(t)
 	ctx := context.Background()
@@ -152,17 +92,6 @@ func TestTimeoutWhenAnotherConnectionHoldsIt(t *testing.T) {
 	}
 	_, err := b.Acquire(ctx, "go:busy", AcquireOptions{TTL: time.Second, Wait: 200 * time.Millisecond})
 	wantCode(t, err, CodeTimeout)
-}
-
-// third opens one more connection, closed at the end of the test.
-func third(t *testing.T) *Client {
-	t.Helper()
-	c, err := Dial("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
 }
 
 func TestSemaphoreAdmitsKHoldersAndRefusesAnotherSize(t *testing.T) {
@@ -383,125 +312,6 @@ func TestCancelledAcquireGivesTheLateGrantBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Release(context.Background())
-}
-
-// waitQueued returns once the agent lists a request of another connection waiting for resource.
-func waitQueued(t *testing.T, c *Client, resource string) {
-	t.Helper()
-	deadline := time.Now().Add(eventWait)
-	for {
-		raw, err := c.Request(context.Background(), "locks", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r struct{ Locks []heldLock }
-		if err := json.Unmarshal(raw, &r); err != nil {
-			t.Fatal(err)
-		}
-		for _, l := range r.Locks {
-			if l.Resource == resource && l.Waiters == 1 {
-				return
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nobody queued for %s", resource)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func TestElectionHandsOverOnResignWithAHigherTerm(t *testing.T) {
-	a, b := clients(t)
-	ctx := context.Background()
-	first, err := a.Campaign(ctx, "go:elect", "host-a:1", CampaignOptions{TTL: 10 * time.Second,
-		Wait: waitLong})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.Term <= 0 || !regexp.MustCompile("^[0-9a-f]{40}$").MatchString(first.Token) {
-		t.Fatalf("term %d token %q", first.Term, first.Token)
-	}
-	leader, err := b.Leader(ctx, "go:elect")
-	if err != nil || leader == nil || leader.Value != "host-a:1" || leader.Term != first.Term ||
-		leader.PID != os.Getpid() {
-		t.Fatalf("leader %+v, %v", leader, err)
-	}
-	watcher, _ := clients(t)
-	obs, err := watcher.Observe(ctx, "go:elect")
-	if err != nil || obs.Initial == nil || obs.Initial.Value != "host-a:1" {
-		t.Fatalf("observe %+v, %v", obs, err)
-	}
-	type result struct {
-		lock *Lock
-		err  error
-	}
-	waiting := make(chan result, 1)
-	go func() {
-		l, err := b.Campaign(ctx, "go:elect", "host-b:2", CampaignOptions{TTL: 10 * time.Second,
-			Wait: 30 * time.Second})
-		waiting <- result{l, err}
-	}()
-	waitQueued(t, a, "go:elect")
-	select {
-	case r := <-waiting:
-		t.Fatalf("b elected while a leads: %+v", r)
-	default:
-	}
-	if err := first.Release(ctx); err != nil { // resigns
-		t.Fatal(err)
-	}
-	var second *Lock
-	select {
-	case r := <-waiting:
-		if r.err != nil {
-			t.Fatal(r.err)
-		}
-		second = r.lock
-	case <-time.After(eventWait):
-		t.Fatal("b was never elected")
-	}
-	if second.Term <= first.Term {
-		t.Fatalf("term %d after %d", second.Term, first.Term)
-	}
-	if l, err := a.Leader(ctx, "go:elect"); err != nil || l == nil || l.Value != "host-b:2" {
-		t.Fatalf("leader %+v, %v", l, err)
-	}
-	for { // events come in term order: wait for the one naming b
-		select {
-		case e, ok := <-obs.Events():
-			if !ok {
-				t.Fatalf("events ended: %v", obs.Err())
-			}
-			if e.Term < first.Term {
-				t.Fatalf("event of term %d after %d", e.Term, first.Term)
-			}
-			if e.Leader == nil || e.Leader.Value != "host-b:2" {
-				continue
-			}
-			if e.Term != second.Term || obs.Leader().Term != second.Term {
-				t.Fatalf("event %+v, leader %+v", e, obs.Leader())
-			}
-		case <-time.After(eventWait):
-			t.Fatal("no leader event naming b")
-		}
-		break
-	}
-	if err := watcher.Unobserve(ctx, "go:elect"); err != nil {
-		t.Fatal(err)
-	}
-	for range obs.Events() { // closed after what came before the unobserve
-	}
-	wantCode(t, obs.Err(), CodeNotHeld)
-	wantCode(t, b.Resign(ctx, "go:elect", first.Token), CodeNotHeld)
-	if locks := held(t, b); len(locks) != 1 || locks[0].Resource != "go:elect" {
-		t.Fatalf("held %+v", locks)
-	}
-	if err := b.Resign(ctx, "go:elect", second.Token); err != nil {
-		t.Fatal(err)
-	}
-	if l, err := a.Leader(ctx, "go:elect"); err != nil || l != nil {
-		t.Fatalf("leader %+v, %v", l, err)
-	}
 }
 
 func TestDetachedLeaseOutlivesItsConnection(t *testing.T) {
