@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -149,6 +150,43 @@ int Count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The tests clients/README.md's coverage table names for one column (a language), by kind: the
+// backticked names in that column of the table after the line "<!-- backed-by -->".
+std::vector<std::pair<std::string, std::string>> BackingTests(const std::string& column) {
+  std::ifstream in(kClients + "/README.md");
+  std::string line;
+  while (std::getline(in, line) && line != "<!-- backed-by -->") {
+  }
+  auto cells = [](const std::string& row) {
+    std::vector<std::string> out;
+    std::istringstream fields(row);
+    std::string cell;
+    std::getline(fields, cell, '|');  // before the first bar
+    while (std::getline(fields, cell, '|')) out.push_back(cell);
+    return out;
+  };
+  std::vector<std::pair<std::string, std::string>> tests;
+  size_t at = SIZE_MAX;
+  while (std::getline(in, line) && line.rfind('|', 0) == 0) {
+    const auto row = cells(line);
+    if (at == SIZE_MAX) {  // the header
+      for (size_t i = 0; i < row.size(); ++i) {
+        if (row[i].find(" " + column + " ") != std::string::npos) at = i;
+      }
+      if (at == SIZE_MAX) return {};
+      continue;
+    }
+    if (row.size() <= at || row[0].find("---") != std::string::npos) continue;
+    for (size_t open = row[at].find('`'); open != std::string::npos;) {
+      const size_t close = row[at].find('`', open + 1);
+      if (close == std::string::npos) break;
+      tests.emplace_back(row[0], row[at].substr(open + 1, close - open - 1));
+      open = row[at].find('`', close + 1);
+    }
+  }
+  return tests;
+}
+
 class ClientsTest : public ::testing::Test {
  protected:
   void SetUp() override { signal(SIGPIPE, SIG_IGN); }
@@ -207,6 +245,31 @@ class ClientsTest : public ::testing::Test {
     return "error unknown action " + action;
   }
 
+  // Every test clients/README.md's coverage table names in `column` passed: a line of the
+  // runner's output has its name (not followed by more of a name) and the runner's pass mark
+  // (anywhere; with a leading '^', where the line starts after its indentation).
+  void ExpectCoveragePassed(const std::string& column, std::string pass_mark) {
+    const bool at_start = !pass_mark.empty() && pass_mark[0] == '^';
+    if (at_start) pass_mark.erase(0, 1);
+    const auto tests = BackingTests(column);
+    EXPECT_FALSE(tests.empty()) << "clients/README.md names no test for " << column;
+    for (const auto& [kind, name] : tests) {
+      bool passed = false;
+      std::istringstream lines(output_);
+      for (std::string line; !passed && std::getline(lines, line);) {
+        const auto at = line.find(name);
+        const auto after = at == std::string::npos ? 0 : at + name.size();
+        const auto mark = line.find(pass_mark);
+        const bool marked = mark != std::string::npos &&
+                            (!at_start || line.find_first_not_of(" \t") == mark);
+        passed = at != std::string::npos && marked &&
+                 (after == line.size() || !(isalnum(line[after]) || line[after] == '_'));
+      }
+      EXPECT_TRUE(passed) << column << ": " << name << " (" << kind
+                          << ") is named in clients/README.md but did not pass";
+    }
+  }
+
   void ExpectEveryAction() {
     for (const auto& a : kRequiredActions) {
       EXPECT_TRUE(actions_.count(a)) << "the script never asked for " << a;
@@ -238,6 +301,7 @@ TEST_F(ClientsTest, Go) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/go"), 0);
   EXPECT_EQ(Count(output_, "--- PASS"), 21);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
+  ExpectCoveragePassed("Go", "--- PASS: ");
   ExpectEveryAction();
 }
 
@@ -258,6 +322,7 @@ TEST_F(ClientsTest, Shell) {
             0);
   EXPECT_EQ(Count(output_, "\nok   test_"), 11);
   EXPECT_NE(output_.find("0 test(s) failed"), std::string::npos);
+  ExpectCoveragePassed("shell", "^ok   ");
   ExpectEveryAction();
 }
 
