@@ -13,7 +13,7 @@ jar=$out/lockwarden-client-$version.jar
 rm -rf "$out/classes"
 mkdir -p "$out/classes"
 mapfile -t sources < <(find "$here/src/main/java" -name '*.java' | sort)
-javac --release 17 -encoding UTF-8 -Xlint:all -Xdoclint:all/protected -Werror \
+javac --release 17 -encoding UTF-8 -Xlint:all -Xdoclint:all/protected -Werror -Xpkginfo:always \
   -d "$out/classes" "${sources[@]}"
 cat > "$out/MANIFEST.MF" <<MF
 Implementation-Title: lockwarden client
