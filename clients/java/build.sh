@@ -22,5 +22,5 @@ Specification-Title: lockwarden socket protocol
 MF
 rm -f "$jar"
 jar --create --file "$jar" --manifest "$out/MANIFEST.MF" --module-version "$version" \
-  --date 2024-01-01T00:00:00Z -C "$out/classes" .
+  -C "$out/classes" .
 echo "$jar"
