@@ -20,8 +20,11 @@ package io.lockwarden.client;
 public class LockException extends Exception {
   private static final long serialVersionUID = 1L;
 
+  /** The code to branch on. */
   private final ErrorCode code;
+  /** The code as written on the wire. */
   private final String rawCode;
+  /** The message for people. */
   private final String agentMessage;
 
   /**

@@ -18,6 +18,7 @@ import java.util.Map;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.function.Executable;
 
 /**
@@ -32,6 +33,7 @@ import org.junit.jupiter.api.function.Executable;
  * waits it out), and a validity is only checked to come from the ttl asked for (more than half of
  * it), not to the millisecond.
  */
+@Timeout(45) // a hang fails the test (its blocking call is interrupted) instead of the whole run
 abstract class Harness {
   static final boolean CONTROLLED = "stdio".equals(System.getenv("LWTEST_CONTROL"));
   static final Duration WAIT_LONG = Duration.ofSeconds(10);
