@@ -46,11 +46,13 @@ java -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-
   --class-path "$out/maven/test-classes:$jar" --select-package io.lockwarden.client \
   | tee "$out/junit.txt" || status=$?
 # The example, from source, with the client on the module path (the tests used the classpath).
-if ! java --module-path "$jar" --add-modules io.lockwarden.client "$here/example/Example.java" \
-  >"$out/example.txt" 2>&1 || ! grep -q '^done; releasing$' "$out/example.txt"; then
-  cat "$out/example.txt" >&2
-  echo "test.sh: the example failed" >&2
-  status=1
+if [[ -n ${LOCKWARDEN_SOCKET:-} ]]; then
+  if ! java --module-path "$jar" --add-modules io.lockwarden.client "$here/example/Example.java" \
+    >"$out/example.txt" 2>&1 || ! grep -q '^done; releasing$' "$out/example.txt"; then
+    cat "$out/example.txt" >&2
+    echo "test.sh: the example failed" >&2
+    status=1
+  fi
 fi
 if [[ ${LWTEST_CONTROL:-} == stdio ]]; then
   for what in skipped aborted; do
