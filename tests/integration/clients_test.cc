@@ -309,8 +309,10 @@ TEST_F(ClientsTest, Java) {
   // clients/java/test.sh builds the jar with javac and runs the JUnit 5 suite with Debian's
   // console launcher.
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/java"), 0);
-  EXPECT_NE(output_.find("tests successful"), std::string::npos);
-  EXPECT_NE(output_.find("0 tests failed"), std::string::npos);
+  EXPECT_NE(output_.find(" 36 tests successful "), std::string::npos);
+  EXPECT_NE(output_.find(" 0 tests failed "), std::string::npos);
+  EXPECT_NE(output_.find(" 0 tests skipped "), std::string::npos);
+  EXPECT_NE(output_.find(" 0 tests aborted "), std::string::npos);
   ExpectEveryAction();
 }
 

@@ -1,0 +1,362 @@
+package io.lockwarden.client;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalInt;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+/**
+ * A granted hold: a mutex, a read or write hold, a semaphore's permit, or a detached lease (a
+ * {@link Leadership} for an election). It belongs to the {@link Client} that acquired it, and
+ * ends when released, when the client closes, or when it is lost.
+ *
+ * <p><b>Lost.</b> When the agent pushes {@code lost} for it (its renewal could not reach a
+ * quorum, it expired without being extended, an operator revoked it) or the connection ends,
+ * {@link #isLost()} turns true, {@link #lostReason()} says why ({@code renew_failed}, {@code
+ * expired}, {@code revoked}, {@code disconnected}) and the {@link #onLost} listeners run. Stop
+ * the work the lock protected at once: someone else may hold it now.
+ *
+ * <p><b>Closing.</b> {@link #close()} releases it, so try-with-resources scopes a hold; if the
+ * lock was lost before the end of the block, {@code close()} throws {@link ErrorCode#LOST} so
+ * that the loss is not silent.
+ *
+ * <p>Thread-safe.
+ */
+public sealed class Lock implements AutoCloseable permits Leadership {
+  private enum State { HELD, RELEASED, LOST }
+
+  final Client client;
+  private final String resource;
+  private final String token;
+  private final Duration waited;
+  private final Long fence;
+  private final Mode mode;
+  private final Integer permit;
+  private final boolean detached;
+  private final CountDownLatch lostLatch = new CountDownLatch(1);
+
+  private volatile Duration validity;
+  private final Object mu = new Object(); // guards the fields below
+  private State state = State.HELD;
+  private String lostReason;
+  private boolean closed;
+  private final List<Consumer<? super Lock>> listeners = new ArrayList<>();
+
+  Lock(Client client, String resource, Map<String, Object> reply, boolean detached)
+      throws Wire.ProtocolException {
+    this.client = client;
+    this.resource = resource;
+    this.token = Wire.string(reply, "token");
+    this.validity = Wire.millis(reply, "validity_ms");
+    this.waited = Wire.millis(reply, "waited_ms");
+    this.fence = Wire.optionalInteger(reply, "fence");
+    this.mode = reply.containsKey("mode") ? modeOf(Wire.string(reply, "mode")) : Mode.EXCLUSIVE;
+    Long p = Wire.optionalInteger(reply, "permit");
+    this.permit = p == null ? null : Math.toIntExact(p);
+    this.detached = detached;
+  }
+
+  private static Mode modeOf(String wire) throws Wire.ProtocolException {
+    try {
+      return Mode.fromWire(wire);
+    } catch (IllegalArgumentException e) {
+      throw new Wire.ProtocolException(e.getMessage());
+    }
+  }
+
+  /**
+   * The resource held (for a {@link Leadership}, the election's name).
+   *
+   * @return the resource name
+   */
+  public String resource() {
+    return resource;
+  }
+
+  /**
+   * The grant's token (40 hex characters): what {@code release} and {@code extend} name.
+   *
+   * @return the token
+   */
+  public String token() {
+    return token;
+  }
+
+  /**
+   * How long the lock was guaranteed when the agent answered the acquire, or the last {@link
+   * #extend}: finish the protected work within it, extend, or use renew.
+   *
+   * @return the latest validity the agent reported
+   */
+  public Duration validity() {
+    return validity;
+  }
+
+  /**
+   * How long the acquire waited for another holder.
+   *
+   * @return the wait
+   */
+  public Duration waited() {
+    return waited;
+  }
+
+  /**
+   * The fencing token, when the acquire asked for one ({@link AcquireOptions.Builder#fence}):
+   * it strictly increases across successive grants of the resource.
+   *
+   * @return the fence, or empty
+   */
+  public OptionalLong fence() {
+    return fence == null ? OptionalLong.empty() : OptionalLong.of(fence);
+  }
+
+  /**
+   * The kind of hold.
+   *
+   * @return exclusive, shared or permit
+   */
+  public Mode mode() {
+    return mode;
+  }
+
+  /**
+   * For a semaphore's permit, which one (0 to permits - 1).
+   *
+   * @return the permit, or empty for any other hold
+   */
+  public OptionalInt permit() {
+    return permit == null ? OptionalInt.empty() : OptionalInt.of(permit);
+  }
+
+  /**
+   * Whether this is a detached lease: it outlives the client, no {@code lost} comes for it,
+   * and it ends at its ttl or when released by its token from any connection of this uid.
+   *
+   * @return true for a detached lease
+   */
+  public boolean isDetached() {
+    return detached;
+  }
+
+  /**
+   * Whether the lock ended without being released (see the class comment).
+   *
+   * @return true once lost
+   */
+  public boolean isLost() {
+    synchronized (mu) {
+      return state == State.LOST;
+    }
+  }
+
+  /**
+   * Why the lock was lost: {@code renew_failed}, {@code expired}, {@code revoked} (from the
+   * agent) or {@code disconnected} (the connection ended).
+   *
+   * @return the reason, or empty while the lock is not lost
+   */
+  public Optional<String> lostReason() {
+    synchronized (mu) {
+      return Optional.ofNullable(lostReason);
+    }
+  }
+
+  /**
+   * Adds a listener called once if the lock is lost, on the client's listener thread (one
+   * listener at a time, in the order events came); at once (on that thread) if it is lost
+   * already. It may call the client's blocking methods.
+   *
+   * @param listener called with this lock
+   * @return this lock
+   */
+  public Lock onLost(Consumer<? super Lock> listener) {
+    boolean now;
+    synchronized (mu) {
+      now = state == State.LOST;
+      if (!now) listeners.add(listener);
+    }
+    if (now) client.connection.runListener(() -> listener.accept(this));
+    return this;
+  }
+
+  /**
+   * Blocks until the lock is lost or the timeout passes.
+   *
+   * @param timeout the longest wait
+   * @return the reason it was lost, or empty if it was not lost within the timeout
+   * @throws LockException {@link ErrorCode#INTERRUPTED} if the thread was interrupted
+   */
+  public Optional<String> awaitLost(Duration timeout) throws LockException {
+    try {
+      lostLatch.await(Observation.nanos(timeout), TimeUnit.NANOSECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LockException(ErrorCode.INTERRUPTED, "interrupted while waiting for a loss");
+    }
+    return lostReason();
+  }
+
+  /**
+   * Throws if the lock was lost: call it between steps of the protected work.
+   *
+   * @throws LockException {@link ErrorCode#LOST} once the lock is lost
+   */
+  public void check() throws LockException {
+    Optional<String> reason = lostReason();
+    if (reason.isPresent()) throw lostError(reason.get());
+  }
+
+  /**
+   * Resets the lock's time to live to {@code ttl} from now, provided it still holds.
+   *
+   * @param ttl the new time to live (whole milliseconds)
+   * @return the new validity
+   * @throws LockException {@link ErrorCode#LOST} if it was lost; the agent's {@code not_held}
+   *     (stop the work), {@code no_quorum} (assume it ends when its last validity runs out)...
+   */
+  public Duration extend(Duration ttl) throws LockException {
+    check();
+    Duration v = client.extend(resource, token, ttl);
+    validity = v;
+    return v;
+  }
+
+  /**
+   * {@link #extend} without waiting.
+   *
+   * @param ttl the new time to live
+   * @return the new validity, or the failure as in {@link #extend}
+   */
+  public CompletableFuture<Duration> extendAsync(Duration ttl) {
+    Optional<String> reason = lostReason();
+    if (reason.isPresent()) return CompletableFuture.failedFuture(lostError(reason.get()));
+    return client.extendAsync(resource, token, ttl).thenApply(v -> {
+      validity = v;
+      return v;
+    });
+  }
+
+  /**
+   * Gives the lock back (a leadership resigns). Does nothing if it was already released or
+   * lost.
+   *
+   * @throws LockException the agent's error: {@code not_held} (it had ended: the lock counts as
+   *     released), {@code no_quorum} (it may linger on some masters until its ttl; release may
+   *     be tried again), {@code disconnected}...
+   */
+  public void release() throws LockException {
+    if (!isHeld()) return;
+    try {
+      client.connection.await(sendGiveBack());
+    } catch (LockException e) {
+      if (e.code() == ErrorCode.NOT_HELD) released();
+      throw e;
+    }
+    released();
+  }
+
+  /**
+   * {@link #release} without waiting.
+   *
+   * @return completes when released, or with the failure as in {@link #release}
+   */
+  public CompletableFuture<Void> releaseAsync() {
+    if (!isHeld()) return CompletableFuture.completedFuture(null);
+    return client.connection.async(sendGiveBack()).whenComplete((v, error) -> {
+      Throwable cause = error instanceof java.util.concurrent.CompletionException
+          ? error.getCause() : error;
+      if (cause == null || (cause instanceof LockException
+          && ((LockException) cause).code() == ErrorCode.NOT_HELD)) {
+        released();
+      }
+    });
+  }
+
+  /**
+   * Releases the lock, as {@link #release}; and if it was lost before, throws instead.
+   * Later calls do nothing.
+   *
+   * @throws LockException {@link ErrorCode#LOST} if the lock was lost (or found gone: {@code
+   *     not_held}, {@code disconnected}) before the close; any other failure of the release
+   */
+  @Override
+  public void close() throws LockException {
+    String reason;
+    synchronized (mu) {
+      if (closed || state == State.RELEASED) return;
+      closed = true;
+      reason = lostReason;
+    }
+    if (reason != null) throw lostError(reason);
+    try {
+      release();
+    } catch (LockException e) {
+      if (e.code() == ErrorCode.NOT_HELD || e.code() == ErrorCode.DISCONNECTED) {
+        throw lostError(e.rawCode());
+      }
+      throw e;
+    }
+  }
+
+  @Override
+  public String toString() {
+    return getClass().getSimpleName() + "{" + resource + ", " + mode.wireName()
+        + (permit != null ? " " + permit : "") + (fence != null ? ", fence " + fence : "")
+        + (detached ? ", detached" : "") + lostReason().map(r -> ", lost: " + r).orElse("") + "}";
+  }
+
+  /** Sends the request that ends this hold (a leadership's is resign). */
+  Connection.Pending<Void> sendGiveBack() {
+    return client.sendRelease(resource, token);
+  }
+
+  /** Ends a grant that nobody took (its acquire was abandoned), without waiting. */
+  void giveBack() {
+    synchronized (mu) {
+      if (state != State.HELD) return;
+      state = State.RELEASED;
+    }
+    client.connection.forget(this);
+    sendGiveBack(); // the outcome matters to no one: closing the client would end it too
+  }
+
+  /** Called by the reader: the agent pushed {@code lost}, or the connection ended. */
+  void markLost(String reason) {
+    List<Consumer<? super Lock>> toCall;
+    synchronized (mu) {
+      if (state != State.HELD) return;
+      state = State.LOST;
+      lostReason = reason;
+      toCall = new ArrayList<>(listeners);
+      listeners.clear();
+    }
+    lostLatch.countDown();
+    for (Consumer<? super Lock> l : toCall) client.connection.runListener(() -> l.accept(this));
+  }
+
+  private boolean isHeld() {
+    synchronized (mu) {
+      return state == State.HELD;
+    }
+  }
+
+  private void released() {
+    synchronized (mu) {
+      if (state == State.HELD) state = State.RELEASED;
+    }
+    client.connection.forget(this);
+  }
+
+  private LockException lostError(String reason) {
+    return new LockException(ErrorCode.LOST,
+        "the lock on \"" + resource + "\" was lost (" + reason + ")");
+  }
+}

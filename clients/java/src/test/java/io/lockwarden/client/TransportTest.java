@@ -1,0 +1,173 @@
+package io.lockwarden.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.channels.Channels;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The client against a scripted fake agent on a socket of its own: what the real agent cannot be
+ * made to do on demand (answer out of order, break the protocol, revoke, flood events). Needs no
+ * agent.
+ */
+@Timeout(30)
+class TransportTest {
+  private static final long WAIT_S = 15;
+
+  private Path dir;
+  private ServerSocketChannel server;
+  private Client client;
+  private SocketChannel agent;
+  private BufferedReader requests;
+  private OutputStream replies;
+
+  @BeforeEach
+  void start() throws IOException {
+    dir = Files.createTempDirectory("lockwarden-java");
+    Path socket = dir.resolve("fake.sock");
+    server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+    server.bind(UnixDomainSocketAddress.of(socket));
+    client = Client.connect(socket);
+    agent = server.accept();
+    requests = new BufferedReader(
+        new InputStreamReader(Channels.newInputStream(agent), StandardCharsets.UTF_8));
+    replies = Channels.newOutputStream(agent);
+  }
+
+  @AfterEach
+  void stop() throws IOException {
+    client.close();
+    agent.close();
+    server.close();
+    Files.deleteIfExists(dir.resolve("fake.sock"));
+    Files.delete(dir);
+  }
+
+  /** The next request line the client sent, parsed. */
+  @SuppressWarnings("unchecked")
+  private Map<String, Object> request() throws Exception {
+    String line = requests.readLine();
+    return (Map<String, Object>) Json.parse(line);
+  }
+
+  private void send(String line) throws IOException {
+    replies.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static LockException failure(CompletableFuture<?> f) throws Exception {
+    ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(WAIT_S,
+        TimeUnit.SECONDS));
+    return (LockException) e.getCause();
+  }
+
+  @Test
+  void repliesAreMatchedByIdWhateverTheirOrder() throws Exception {
+    CompletableFuture<Map<String, Object>> first = client.requestAsync("health", Map.of());
+    CompletableFuture<Map<String, Object>> second = client.requestAsync("locks", Map.of());
+    Map<String, Object> r1 = request();
+    Map<String, Object> r2 = request();
+    assertEquals("health", r1.get("op"));
+    assertEquals("locks", r2.get("op"));
+    assertTrue(!r1.get("id").equals(r2.get("id")), "two requests in flight share an id");
+    send("{\"id\":" + r2.get("id") + ",\"ok\":true,\"locks\":[]}"); // the later one first
+    send("{\"id\":" + r1.get("id") + ",\"ok\":true,\"quorum\":3}");
+    assertEquals(3L, first.get(WAIT_S, TimeUnit.SECONDS).get("quorum"));
+    assertTrue(second.get(WAIT_S, TimeUnit.SECONDS).containsKey("locks"));
+  }
+
+  @Test
+  void theAgentsLostEventEndsTheLock() throws Exception {
+    CompletableFuture<Lock> acquiring = client.acquireAsync("r", AcquireOptions.defaults());
+    Map<String, Object> req = request();
+    assertEquals("acquire", req.get("op"));
+    String token = "ab".repeat(20);
+    send("{\"id\":" + req.get("id") + ",\"ok\":true,\"resource\":\"r\",\"token\":\"" + token
+        + "\",\"validity_ms\":29000,\"waited_ms\":0,\"mode\":\"permit\",\"permit\":3}");
+    Lock lock = acquiring.get(WAIT_S, TimeUnit.SECONDS);
+    assertEquals(Mode.PERMIT, lock.mode());
+    assertEquals(3, lock.permit().getAsInt());
+    send("{\"event\":\"lost\",\"resource\":\"r\",\"token\":\"" + "cd".repeat(20)
+        + "\",\"reason\":\"revoked\"}"); // another lock's: not this one
+    send("{\"event\":\"someday\",\"x\":1}"); // an event this client does not know
+    send("{\"event\":\"lost\",\"resource\":\"r\",\"token\":\"" + token
+        + "\",\"reason\":\"revoked\"}");
+    assertEquals(Optional.of("revoked"), lock.awaitLost(Duration.ofSeconds(WAIT_S)));
+    lock.release(); // lost: nothing to send, so the next line is the ping
+    CompletableFuture<Void> ping = client.pingAsync();
+    Map<String, Object> next = request();
+    assertEquals("ping", next.get("op"));
+    send("{\"id\":" + next.get("id") + ",\"ok\":true}");
+    ping.get(WAIT_S, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void anUnreadableLineEndsTheConnection() throws Exception {
+    CompletableFuture<Void> ping = client.pingAsync();
+    request();
+    send("{\"id\":1,\"ok\":true,}");
+    LockException e = failure(ping);
+    assertEquals(ErrorCode.DISCONNECTED, e.code());
+    assertTrue(e.agentMessage().contains("invalid JSON"), e.agentMessage());
+    assertTrue(client.isClosed());
+  }
+
+  @Test
+  void anUnaskedErrorSaysWhyTheAgentClosed() throws Exception {
+    CompletableFuture<Void> ping = client.pingAsync();
+    request();
+    send("{\"id\":null,\"ok\":false,\"error\":\"too_many\",\"message\":\"max_connections (1)\"}");
+    agent.close();
+    LockException e = failure(ping);
+    assertEquals(ErrorCode.DISCONNECTED, e.code());
+    assertTrue(e.agentMessage().contains("too_many: max_connections"), e.agentMessage());
+  }
+
+  @Test
+  void aSlowObserverIsToldItMissedEvents() throws Exception {
+    CompletableFuture<Observation> observing = client.observeAsync("e");
+    Map<String, Object> req = request();
+    send("{\"id\":" + req.get("id") + ",\"ok\":true,\"name\":\"e\",\"leader\":null}");
+    Observation obs = observing.get(WAIT_S, TimeUnit.SECONDS);
+    assertFalse(obs.term().isPresent());
+    int sent = Observation.QUEUED + 2;
+    for (int term = 1; term <= sent; term++) {
+      send("{\"event\":\"leader\",\"name\":\"e\",\"leader\":{\"value\":\"v" + term
+          + "\",\"agent\":\"a\",\"host\":\"h\",\"pid\":1,\"since\":2,\"term\":" + term
+          + "},\"term\":" + term + ",\"missed\":false}");
+    }
+    CompletableFuture<Void> ping = client.pingAsync(); // answered after the events: all read
+    send("{\"id\":" + request().get("id") + ",\"ok\":true}");
+    ping.get(WAIT_S, TimeUnit.SECONDS);
+    assertEquals(sent, obs.term().getAsLong());
+    LeaderEvent oldest = obs.next(Duration.ofSeconds(WAIT_S)).orElseThrow();
+    assertEquals(3, oldest.term()); // terms 1 and 2 were dropped
+    assertTrue(oldest.missed());
+    LeaderEvent after = obs.next(Duration.ofSeconds(WAIT_S)).orElseThrow();
+    assertEquals(4, after.term());
+    assertFalse(after.missed());
+    assertEquals(Optional.of("v" + sent), obs.leader().map(Leader::value));
+  }
+}
