@@ -7,7 +7,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 out=${1:-${LWTEST_WORKDIR:+$LWTEST_WORKDIR/java}}
 out=${out:-$here/build}
-version=0.1.0
+version=0.2.0
 jar=$out/lockwarden-client-$version.jar
 
 rm -rf "$out/classes"

@@ -16,7 +16,7 @@ else
 fi
 out=$work/java
 junit=/usr/share/java/junit-platform-console-standalone.jar
-version=0.1.0
+version=0.2.0
 
 mkdir -p "$out"
 bash "$here/build.sh" "$out/jdk" >"$out/jdk.jar.path" & # meanwhile, Maven

@@ -6,7 +6,7 @@ import java.time.Duration;
 
 /**
  * Takes a lock, works under it, and says what happened. Run it against an agent:
- * {@code java -cp lockwarden-client-0.1.0.jar Example.java} (clients/java/README.md).
+ * {@code java -cp lockwarden-client-0.2.0.jar Example.java} (clients/java/README.md).
  */
 public class Example {
   public static void main(String[] args) throws Exception {
