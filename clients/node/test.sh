@@ -25,9 +25,17 @@ npm install --offline --no-audit --no-fund "$work/$tarball" </dev/null
 npm install --prefer-offline --no-audit --no-fund --save-dev "@types/node@$types_node" </dev/null
 
 cp -R "$src/tests" "$src/types-check.ts" "$src/tsconfig.json" .
+# README.md's examples as they stand: the TypeScript one is compiled with types-check.ts, the
+# JavaScript one parsed.
+awk '/^```ts$/ { on = 1; next } /^```$/ { if (on) exit } on' "$src/README.md" >readme-example.ts
+awk '/^```js$/ { on = 1; next } /^```$/ { if (on) exit } on' "$src/README.md" >readme-example.js
+[[ -s readme-example.ts && -s readme-example.js ]]
+node --check readme-example.js
+echo '{ "extends": "./tsconfig.json", "files": ["types-check.ts", "readme-example.ts"] }' \
+  >tsconfig.check.json
 # Both ways TypeScript finds a package's types: "exports" (node16) and "types" (node).
-tsc -p tsconfig.json
-tsc -p tsconfig.json --module commonjs --moduleResolution node
+tsc -p tsconfig.check.json
+tsc -p tsconfig.check.json --module commonjs --moduleResolution node
 echo "tsc: the declarations check (node16 and node resolution)"
 
 export LWTEST_ANSWERS=/proc/$$/fd/0

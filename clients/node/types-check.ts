@@ -1,6 +1,7 @@
 // Compiled, never run: uses every export of lockwarden.d.ts as a program would, and proves with
 // `// @ts-expect-error` that wrong uses do not compile (tsc fails on one that does). test.sh
-// runs `tsc -p tsconfig.json` in a project where the package is installed.
+// compiles it with tsconfig.json in a project where the package is installed, together with
+// README.md's TypeScript example.
 
 import { EventEmitter } from 'events';
 import { createConnection } from 'net';
@@ -29,20 +30,6 @@ import {
 // What a value's type is, checked both ways.
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 function assertType<T extends true>(): T | void {}
-
-// The README's TypeScript example, as it stands there.
-export async function serveAsLeader(serve: (signal: AbortSignal, term: number) => Promise<void>) {
-  const client = await Client.connect(); // $LOCKWARDEN_SOCKET or /run/lockwarden/lockwarden.sock
-  try {
-    const leadership = await client.campaign('jobs/scheduler', 'host-a:8080', { waitMs: 60000 });
-    await serve(leadership.signal, leadership.term); // leadership.signal aborts if it is lost
-    await leadership.resign();
-  } catch (err) {
-    if (!(err instanceof LockError) || err.code !== 'timeout') throw err; // timeout: another leads
-  } finally {
-    await client.close();
-  }
-}
 
 export async function locks(): Promise<void> {
   const socket: string = defaultSocket();

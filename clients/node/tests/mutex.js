@@ -27,9 +27,14 @@ describe('mutex', () => {
   });
 
   test('timeout when another connection holds it', limit, async () => {
-    const lock = await c.a.acquire('js:busy', { ttlMs: 10000, waitMs: WAIT_MS });
-    await rejectsWith(c.b.acquire('js:busy', { ttlMs: 10000, waitMs: 200 }), 'timeout');
-    await lock.release();
+    // withLock without options: one attempt, the agent's default ttl (a free lock is granted).
+    const result = await c.a.withLock('js:busy', async (lock) => {
+      assert.equal(lock.released, false);
+      await rejectsWith(c.b.acquire('js:busy', { ttlMs: 10000, waitMs: 200 }), 'timeout');
+      return 'done';
+    });
+    assert.equal(result, 'done');
+    assert.deepEqual(await c.a.held(), []);
   });
 
   test('a waiter gets the lock when the holder releases', limit, async () => {

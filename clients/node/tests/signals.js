@@ -26,8 +26,9 @@ describe('abort signal', () => {
     const reason = new Error('cancelled before');
     await assert.rejects(c.b.acquire('js:abort-early', { ttlMs: 60000, signal: AbortSignal.abort(reason) }),
       (err) => err === reason);
-    // Sent, it would have been granted (nobody holds it): b would hold it, and a time out.
-    await (await c.a.acquire('js:abort-early', { ttlMs: 1000 })).release();
+    // Sent, it would have been granted (nobody holds it): b would hold it for 60 s, and a time
+    // out.
+    await (await c.a.acquire('js:abort-early', { ttlMs: 1000, waitMs: WAIT_MS })).release();
     assert.deepEqual(await c.b.held(), []);
   });
 
