@@ -67,7 +67,12 @@ export interface AcquireBaseOptions {
 /** The kind of hold: exclusive (optionally fenced), shared (a read hold), or a semaphore's. */
 export type HoldOptions =
   | { permits?: undefined; shared?: false; fence?: boolean }
-  | { permits?: undefined; shared?: boolean; fence?: false }
+  | {
+      permits?: undefined;
+      /** A read (shared) hold: readers share it, the exclusive hold excludes them. */
+      shared?: boolean;
+      fence?: false;
+    }
   | {
       /** One permit of a semaphore of this many (every holder must name the same). */
       permits?: number;

@@ -159,7 +159,7 @@ export async function locks(): Promise<void> {
   console.log(new LockError('oops', 'no'));
 
   // Raw requests.
-  const reply: Reply = await client.request('locks', {}, { signal: AbortSignal.timeout(1000) } as RequestOptions);
+  const reply: Reply = await client.request('locks', {}, { signal: new AbortController().signal } as RequestOptions);
   const pong: Reply = await client.ping();
   const held: HeldLock[] = await client.held();
   const health: Health = await client.health();
