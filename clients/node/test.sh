@@ -5,8 +5,9 @@
 # There, Debian's tsc checks the declarations (types-check.ts, against the pinned @types/node) and
 # `node --test` runs tests/. Nothing is written into this directory.
 #
-# The harness answers `@@lw` requests on this script's stdin; `node --test` runs the tests in a
-# child process with a stdin of its own, so they read the answers from LWTEST_ANSWERS.
+# The harness reads `@@lw` requests on this script's stdout and answers on its stdin; `node --test`
+# runs the tests in a child process with pipes of its own, so they open ours by name
+# (LWTEST_REQUESTS, LWTEST_ANSWERS).
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${LWTEST_WORKDIR:-$(mktemp -d)}/node
@@ -38,5 +39,5 @@ tsc -p tsconfig.check.json
 tsc -p tsconfig.check.json --module commonjs --moduleResolution node
 echo "tsc: the declarations check (node16 and node resolution)"
 
-export LWTEST_ANSWERS=/proc/$$/fd/0
+export LWTEST_REQUESTS=/proc/$$/fd/1 LWTEST_ANSWERS=/proc/$$/fd/0  # $$: node, after exec
 exec node --test --test-reporter=tap tests/lockwarden.test.js

@@ -3,10 +3,12 @@
 // control of the masters, and waiting helpers.
 //
 // Run by tests/integration/clients_test.cc through test.sh, which starts 5 redis-server masters
-// and the agent and sets LWTEST_CONTROL=stdio: a test that needs the masters changed prints
-// `@@lw <action>` on stdout and reads the harness's answer, a line, from $LWTEST_ANSWERS
-// (clients/README.md#tests). That is test.sh's stdin: `node --test` runs this file in a child
-// process whose own stdin is not the harness's. Without LWTEST_CONTROL, those tests are skipped.
+// and the agent and sets LWTEST_CONTROL=stdio: a test that needs the masters changed writes
+// `@@lw <action>` to the harness and reads its answer, a line (clients/README.md#tests). That is
+// test.sh's stdout and stdin, which `node --test` does not pass to the process running the
+// tests (it reads the child's stdout, and relays it when it sees fit): the tests open them by
+// name, $LWTEST_REQUESTS and $LWTEST_ANSWERS (default: this process's own). Without
+// LWTEST_CONTROL, those tests are skipped.
 
 const { beforeEach, afterEach, after } = require('node:test');
 const assert = require('node:assert/strict');
@@ -26,13 +28,15 @@ const HOLD_MS = 50; // how long a queued waiter is kept waiting: its waitedMs is
 const limit = { timeout: 20000 }; // a test waiting for an event that never comes fails
 const needsHarness = CONTROLLED ? limit : { skip: 'needs the harness (LWTEST_CONTROL=stdio)' };
 
-let answers = null; // the file descriptor of the harness's answers
-after(() => { if (answers !== null) fs.closeSync(answers); });
+let requests = null; // the file descriptors of the harness's input and answers
+let answers = null;
+after(() => {
+  for (const fd of [requests, answers]) if (fd !== null) fs.closeSync(fd);
+});
 
 // Reads one line of the harness's answers. Blocking: the harness answers each request once it
 // has acted, and nothing else is to be done meanwhile.
 function readAnswer() {
-  if (answers === null) answers = fs.openSync(process.env.LWTEST_ANSWERS || '/dev/stdin', 'r');
   const bytes = [];
   const byte = Buffer.alloc(1);
   for (;;) {
@@ -44,7 +48,11 @@ function readAnswer() {
 
 // Asks the harness to act on the masters; resolves to its answer after "ok ".
 async function control(action) {
-  process.stdout.write(`@@lw ${action}\n`);
+  if (requests === null) {
+    requests = fs.openSync(process.env.LWTEST_REQUESTS || '/dev/stdout', 'w');
+    answers = fs.openSync(process.env.LWTEST_ANSWERS || '/dev/stdin', 'r');
+  }
+  fs.writeSync(requests, `@@lw ${action}\n`); // one write: a whole line among the runner's
   const answer = readAnswer();
   if (!answer || !answer.startsWith('ok')) throw new Error(`harness could not ${action}: ${answer}`);
   return answer.slice(3);
