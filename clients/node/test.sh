@@ -21,8 +21,8 @@ cd "$work/app"
 echo '{ "name": "lockwarden-tests", "private": true }' >package.json
 # The package alone needs nothing from the registry.
 npm install --offline --no-audit --no-fund "$work/$tarball" </dev/null
-# The type check's @types/node: from npm's cache when there (.ci/deps.sh puts it there), else
-# from the registry.
+# The type check's @types/node (pinned in package.json): from npm's cache when there (filled by
+# `npm cache add @types/node@VERSION`), else from the registry.
 npm install --prefer-offline --no-audit --no-fund --save-dev "@types/node@$types_node" </dev/null
 
 cp -R "$src/tests" "$src/types-check.ts" "$src/tsconfig.json" .
