@@ -1,11 +1,12 @@
 'use strict';
 // Client for the lockwarden agent's Unix socket (docs/protocol.md). Node.js 18+, builtins only.
+// Its types are lockwarden.d.ts; README.md describes the API.
 //
-//   const { Client } = require('./lockwarden');
+//   const { Client } = require('lockwarden');
 //   const client = await Client.connect();
 //   await client.withLock('db/migrations', { ttlMs: 30000, waitMs: 5000, renew: true },
 //     async (lock) => { await migrate({ signal: lock.signal }); });
-//   client.close();
+//   await client.close();
 //
 // One Client is one connection, that is one agent session: its locks are released when it
 // closes. Every line the agent sends is read as it arrives: replies settle the request with the
@@ -13,22 +14,28 @@
 //
 // Elections (docs/elections.md): campaign() resolves to a Leadership (a Lock whose release
 // resigns), lost like a lock; leader() says who leads; observe() resolves to an Observation that
-// emits the pushed `leader` events. Detached leases (acquire with detach: true) outlive the
-// connection: client.release(resource, token) / client.extend(...) from any connection.
+// emits the pushed `leader` events and is an async iterator of them. Detached leases (acquire
+// with detach: true) outlive the connection: client.release(resource, token) /
+// client.extend(...) from any connection.
+//
+// acquire(), campaign() and request() take an AbortSignal: aborting it rejects the request with
+// signal.reason at once, and what its reply still grants (a lock, a leadership, an observation)
+// is given back by the client, since nobody holds it.
 
 const net = require('net');
 const { EventEmitter } = require('events');
 
 const DEFAULT_SOCKET = '/run/lockwarden/lockwarden.sock';
+const OBSERVATION_BUFFER = 16; // events an async iterator keeps for a slow reader
 
 function defaultSocket() {
   return process.env.LOCKWARDEN_SOCKET || DEFAULT_SOCKET;
 }
 
 // An error reply of the agent. `code` is the machine code to branch on (timeout, no_quorum,
-// not_held, too_many, forbidden, bad_request, kind_mismatch, shutting_down, internal), `message`
-// is for people.
-// The client adds `disconnected` (the connection ended) and `lost` (see Lock).
+// not_held, too_many, forbidden, bad_request, kind_mismatch, shutting_down, internal), `detail`
+// the agent's message, for people. The client adds `disconnected` (the connection ended) and
+// `lost` (see Lock).
 class LockError extends Error {
   constructor(code, message) {
     super(`${code}: ${message}`);
@@ -40,10 +47,12 @@ class LockError extends Error {
 
 // A granted lock. Emits 'lost' (reason) when it ends without being released: stop the work it
 // protected. `lost` is null while held, else the reason (renew_failed, expired, revoked,
-// disconnected); `signal` is an AbortSignal aborted at the same moment. `mode` is 'exclusive'
-// (a mutex's hold, or the write hold), 'shared' (a read hold) or 'permit' (a semaphore's);
-// `permit` is which permit (0..K-1) for a semaphore's, else null. A detached lease (`detached`
-// true) outlives the connection: no 'lost' comes for it, not even when the client closes.
+// disconnected, not_held); `signal` is an AbortSignal aborted at the same moment, its reason a
+// LockError 'lost'. `mode` is 'exclusive' (a mutex's hold, or the write hold), 'shared' (a read
+// hold) or 'permit' (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else
+// null; `fence` the fencing token if asked for (fence: true), else null. A detached lease
+// (`detached` true) outlives the connection: no 'lost' comes for it, not even when the client
+// closes.
 class Lock extends EventEmitter {
   constructor(client, reply, detached = false) {
     super();
@@ -52,7 +61,7 @@ class Lock extends EventEmitter {
     this.token = reply.token;
     this.validityMs = reply.validity_ms;
     this.waitedMs = reply.waited_ms;
-    this.fence = reply.fence;
+    this.fence = reply.fence === undefined ? null : reply.fence;
     this.mode = reply.mode || 'exclusive';
     this.permit = reply.permit === undefined ? null : reply.permit;
     this.detached = detached;
@@ -93,12 +102,13 @@ class Lock extends EventEmitter {
   }
 }
 
-// A won campaign: this client leads `name` (also `resource`) with `term` while its connection
-// lives. Lost like a Lock ('lost' event, .lost, .signal): stop acting as the leader at once.
-// release() and resign() resign; extend() works too.
+// A won campaign: this client leads `name` (also `resource`) with `term` (also `fence`: the term
+// is the fence of the leadership's grant) while its connection lives. Lost like a Lock ('lost'
+// event, .lost, .signal): stop acting as the leader at once. release() and resign() resign;
+// extend() works too.
 class Leadership extends Lock {
   constructor(client, reply) {
-    super(client, { ...reply, resource: reply.name });
+    super(client, { ...reply, resource: reply.name, fence: reply.term });
     this.name = reply.name;
     this.term = reply.term;
   }
@@ -110,10 +120,16 @@ class Leadership extends Lock {
 
 // Follows who leads an election (Client.observe). `leader` is the latest leader ({ value, agent,
 // host, pid, since, term }) or null, `term` the latest term known (null until one is). Emits
-// 'leader' (event) for every pushed change ({ name, leader, term, missed }; missed: changes
-// before this one may have gone unseen), after updating them: check `term` before waiting for
-// an event, one may have come already. Emits 'end' (reason) once unobserved, observed again,
-// or disconnected; `ended` is then that reason.
+// 'leader' (event) for every pushed change ({ event, name, leader, term, missed }; missed:
+// changes before this one may have gone unseen), after updating them: check `term` before
+// waiting for an event, one may have come already. Emits 'end' (reason) once ended: 'unobserved'
+// (unobserve()), 'observed_again' (observe() of the name again: a new Observation follows it)
+// or 'disconnected'; `ended` is then that reason.
+//
+// Also an async iterator of the events pushed from the moment it is made (for await ... of):
+// it keeps the last OBSERVATION_BUFFER for a slow reader (an older one is dropped, and the next
+// one read says missed: true), finishes when the observation ends, or throws a LockError
+// 'disconnected' if the connection ended.
 class Observation extends EventEmitter {
   constructor(client, reply) {
     super();
@@ -125,6 +141,71 @@ class Observation extends EventEmitter {
   }
 
   unobserve() { return this.client.unobserve(this.name); }
+
+  [Symbol.asyncIterator]() {
+    const queue = [];
+    let waiter = null; // the pending next() while the queue is empty
+    let finished = false;
+    const endResult = () => {
+      if (this.ended === 'disconnected') {
+        return Promise.reject(new LockError('disconnected', `observation of "${this.name}" ended`));
+      }
+      return Promise.resolve({ value: undefined, done: true });
+    };
+    const onLeader = (event) => {
+      if (waiter) {
+        const { resolve } = waiter;
+        waiter = null;
+        resolve({ value: event, done: false });
+        return;
+      }
+      queue.push(event);
+      if (queue.length > OBSERVATION_BUFFER) {
+        queue.shift();
+        queue[0] = { ...queue[0], missed: true };
+      }
+    };
+    const stop = () => {
+      finished = true;
+      this.off('leader', onLeader);
+      this.off('end', onEnd);
+    };
+    const onEnd = () => {
+      this.off('leader', onLeader);
+      this.off('end', onEnd);
+      if (waiter) {
+        const { resolve } = waiter;
+        waiter = null;
+        resolve(endResult());
+      }
+    };
+    if (this.ended) finished = true;
+    else {
+      this.on('leader', onLeader);
+      this.on('end', onEnd);
+    }
+    return {
+      next: () => {
+        if (queue.length) return Promise.resolve({ value: queue.shift(), done: false });
+        if (finished || this.ended) {
+          finished = true;
+          return endResult();
+        }
+        return new Promise((resolve) => { waiter = { resolve }; });
+      },
+      // Leaving a for-await loop stops this iterator (the observation goes on: unobserve()).
+      return: () => {
+        stop();
+        queue.length = 0;
+        if (waiter) {
+          waiter.resolve({ value: undefined, done: true });
+          waiter = null;
+        }
+        return Promise.resolve({ value: undefined, done: true });
+      },
+      [Symbol.asyncIterator]() { return this; },
+    };
+  }
 
   _push(event) {
     this.leader = event.leader;
@@ -157,7 +238,7 @@ class Client extends EventEmitter {
     super();
     this._socket = socket;
     this._nextId = 1;
-    this._pending = new Map(); // id -> { op, resolve, reject }
+    this._pending = new Map(); // id -> { op, fields, resolve, reject, abandoned }
     this._locks = new Map(); // token -> Lock
     this._observations = new Map(); // election name -> Observation
     this._closed = null; // reason once the connection is gone
@@ -169,11 +250,29 @@ class Client extends EventEmitter {
   }
 
   // Sends one request; resolves to its reply, or rejects with a LockError when ok is false.
-  request(op, fields = {}) {
+  // With `signal`, rejects with signal.reason once it aborts (nothing is sent if it already
+  // has); the reply that still comes is then handled as abandoned (see _dispatch).
+  request(op, fields = {}, { signal } = {}) {
+    if (signal && signal.aborted) return Promise.reject(signal.reason);
     if (this._closed) return Promise.reject(new LockError('disconnected', this._closed));
     const id = this._nextId++;
     return new Promise((resolve, reject) => {
-      this._pending.set(id, { op, fields, resolve, reject });
+      const pending = { op, fields, resolve, reject, abandoned: false };
+      if (signal) {
+        const onAbort = () => {
+          if (this._pending.get(id) !== pending) return;
+          pending.abandoned = true;
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        const settle = (fn) => (value) => {
+          signal.removeEventListener('abort', onAbort);
+          fn(value);
+        };
+        pending.resolve = settle(resolve);
+        pending.reject = settle(reject);
+      }
+      this._pending.set(id, pending);
       this._socket.write(JSON.stringify({ id, op, ...fields }) + '\n');
     });
   }
@@ -183,11 +282,13 @@ class Client extends EventEmitter {
   // K (at most K holders at once); shared: true a read hold (readers share, an exclusive hold
   // excludes them); neither, the exclusive hold. detach: true takes a detached lease: it outlives
   // this connection until its ttl runs out or release(resource, token) from any connection of
-  // this uid (not with renew). Resolves to a Lock; rejects with a LockError
+  // this uid (not with renew). signal: stops waiting when aborted (rejects with its reason; a
+  // grant that still comes is released). Resolves to a Lock; rejects with a LockError
   // (code 'timeout': held by someone else for all of waitMs; 'no_quorum': masters unavailable;
   // 'kind_mismatch': the resource is in use as another kind or another K).
   async acquire(resource, {
     ttlMs, waitMs = 0, renew = false, fence = false, permits, shared = false, detach = false,
+    signal,
   } = {}) {
     const fields = { resource, wait_ms: waitMs };
     if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
@@ -196,7 +297,7 @@ class Client extends EventEmitter {
     if (permits !== undefined) fields.permits = permits;
     if (shared) fields.shared = true;
     if (detach) fields.detach = true;
-    return (await this.request('acquire', fields)).lock;
+    return (await this.request('acquire', fields, { signal })).lock;
   }
 
   // Releases the hold of `token` on `resource`: this connection's, or a detached lease from any
@@ -215,12 +316,13 @@ class Client extends EventEmitter {
   // Waits up to waitMs (default: the agent's max_wait_ms) to lead election `name`, announcing
   // `value` (e.g. host:port). Resolves to a Leadership (term, token, validityMs, waitedMs) that
   // lasts while this connection lives; rejects with a LockError ('timeout': another led for all
-  // of waitMs; 'no_quorum', 'kind_mismatch', 'forbidden'...).
-  async campaign(name, value, { ttlMs, waitMs } = {}) {
+  // of waitMs; 'no_quorum', 'kind_mismatch', 'forbidden'...). signal: stops waiting when aborted
+  // (rejects with its reason; a leadership that still comes is resigned).
+  async campaign(name, value, { ttlMs, waitMs, signal } = {}) {
     const fields = { name, value };
     if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
     if (waitMs !== undefined) fields.wait_ms = waitMs;
-    return (await this.request('campaign', fields)).lock;
+    return (await this.request('campaign', fields, { signal })).lock;
   }
 
   // Stops leading `name` (rejects not_held: `token` does not lead it on this connection now).
@@ -243,9 +345,11 @@ class Client extends EventEmitter {
     if (observation) observation._end('unobserved');
   }
 
-  // Acquires, runs fn(lock), releases. Rejects with a 'lost' LockError if the lock was lost
-  // while fn ran (fn should pass lock.signal to what it awaits, or watch it, and stop early).
+  // Acquires, runs fn(lock), releases (options may be left out). Rejects with a 'lost' LockError
+  // if the lock was lost while fn ran (fn should pass lock.signal to what it awaits, or watch
+  // it, and stop early).
   async withLock(resource, options, fn) {
+    if (typeof options === 'function') [options, fn] = [{}, options];
     const lock = await this.acquire(resource, options);
     let result;
     try {
@@ -294,7 +398,7 @@ class Client extends EventEmitter {
       const lock = msg.event === 'lost' && this._locks.get(msg.token);
       if (lock) {
         this._locks.delete(msg.token);
-        lock._markLost(msg.reason || 'lost');
+        lock._markLost(msg.reason);
       }
       const observation = msg.event === 'leader' && this._observations.get(msg.name);
       if (observation) observation._push(msg);
@@ -306,6 +410,10 @@ class Client extends EventEmitter {
       return;
     }
     this._pending.delete(msg.id);
+    if (pending.abandoned) {
+      if (msg.ok) this._giveBack(pending, msg);
+      return;
+    }
     if (!msg.ok) {
       pending.reject(new LockError(msg.error || 'internal', msg.message || ''));
       return;
@@ -323,9 +431,23 @@ class Client extends EventEmitter {
       msg.observation = new Observation(this, msg);
       const replaced = this._observations.get(msg.name);
       this._observations.set(msg.name, msg.observation);
-      if (replaced) replaced._end('observed again');
+      if (replaced) replaced._end('observed_again');
     }
     pending.resolve(msg);
+  }
+
+  // Ends what the reply of an abandoned request granted: nobody holds it to end it later.
+  _giveBack(pending, msg) {
+    const ignore = () => {};
+    if (pending.op === 'acquire') this.release(msg.resource, msg.token).catch(ignore);
+    else if (pending.op === 'campaign') this.resign(msg.name, msg.token).catch(ignore);
+    else if (pending.op === 'observe') {
+      // The agent now follows the name from this reply on. An Observation of it already here
+      // goes on receiving the events; without one, nobody wants them.
+      if (!this._observations.has(msg.name)) {
+        this.request('unobserve', { name: msg.name }).catch(ignore);
+      }
+    }
   }
 
   _onClose() {
