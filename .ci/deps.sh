@@ -19,6 +19,9 @@ packages=(
   python3 nodejs golang-go socat  # clients/ (Python, Node 18+, Go 1.19+, shell) and their tests
   python3-venv node-typescript  # the Python package installed into a venv; tsc checks the .d.ts
   default-jdk-headless junit5  # clients/java: javac, jar, and JUnit 5's console launcher
+  # ... and Maven, building offline from Debian's /usr/share/maven-repo (clients/java/pom.xml)
+  maven libmaven-compiler-plugin-java libmaven-resources-plugin-java libmaven-jar-plugin-java
+  libsurefire-java libmaven-install-plugin-java
   help2man  # the man pages of the Debian package, generated from --help
 )
 browser=0
@@ -89,8 +92,9 @@ if ! command -v npm >/dev/null || ((node_major < 20)); then
   exit 1
 fi
 # Also the benchmark's node-redlock baseline (redlock + ioredis, pinned in bench/node), which
-# the bench_smoke integration test runs.
-for node_dir in "$browser_dir" bench/node; do
+# the bench_smoke integration test runs, and the Node client's type check's @types/node (pinned
+# in clients/node; its test.sh then installs it into a scratch project from npm's cache).
+for node_dir in "$browser_dir" bench/node clients/node; do
   lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
   stamp="$node_dir/node_modules/.lockwarden-lock.sha256"
   if [[ "$(cat "$stamp" 2>/dev/null)" == "$lock_sum" ]]; then
