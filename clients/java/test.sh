@@ -40,10 +40,12 @@ if ! diff <(contents "$jdk_jar") <(contents "$jar"); then
 fi
 
 # The console launcher's stdin and stdout are the harness's pipes (the `@@lw` exchange); tee
-# keeps a copy of the summary to check.
+# keeps a copy of the summary to check. The ASCII theme whatever the locale: each passed test's
+# line ends in "[OK]", which clients_test.cc looks for next to the tests clients/README.md names.
 status=0
-java -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --fail-if-no-tests \
-  --class-path "$out/maven/test-classes:$jar" --select-package io.lockwarden.client \
+java -jar "$junit" --disable-banner --disable-ansi-colors --details=tree --details-theme=ascii \
+  --fail-if-no-tests --class-path "$out/maven/test-classes:$jar" \
+  --select-package io.lockwarden.client \
   | tee "$out/junit.txt" || status=$?
 # The example, from source, with the client on the module path (the tests used the classpath).
 if [[ -n ${LOCKWARDEN_SOCKET:-} ]]; then

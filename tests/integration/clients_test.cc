@@ -180,7 +180,9 @@ std::vector<std::pair<std::string, std::string>> BackingTests(const std::string&
     for (size_t open = row[at].find('`'); open != std::string::npos;) {
       const size_t close = row[at].find('`', open + 1);
       if (close == std::string::npos) break;
-      tests.emplace_back(row[0], row[at].substr(open + 1, close - open - 1));
+      const auto kind = row[0].substr(row[0].find_first_not_of(' '));
+      tests.emplace_back(kind.substr(0, kind.find_last_not_of(' ') + 1),
+                         row[at].substr(open + 1, close - open - 1));
       open = row[at].find('`', close + 1);
     }
   }
@@ -295,6 +297,7 @@ TEST_F(ClientsTest, Node) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/node"), 0);
   EXPECT_NE(output_.find("\n# pass 23\n"), std::string::npos);
   EXPECT_NE(output_.find("\n# skipped 0\n"), std::string::npos);
+  ExpectCoveragePassed("Node", "^ok ");  // TAP: "ok 3 - NAME", "not ok" is a failure
   ExpectEveryAction();
 }
 
@@ -307,13 +310,14 @@ TEST_F(ClientsTest, Go) {
 }
 
 TEST_F(ClientsTest, Java) {
-  // clients/java/test.sh builds the jar with javac and runs the JUnit 5 suite with Debian's
-  // console launcher.
+  // clients/java/test.sh builds the jar with javac and with Maven (offline, Debian's repository)
+  // and runs the JUnit 5 suite with Debian's console launcher.
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/java"), 0);
   EXPECT_NE(output_.find(" 36 tests successful "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests failed "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests skipped "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests aborted "), std::string::npos);
+  ExpectCoveragePassed("Java", "[OK]");  // the tree's ASCII theme: "+-- NAME() [OK]"
   ExpectEveryAction();
 }
 
