@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The Python package's checks and tests (clients/README.md#tests). Installs it as a user does
 # (pip, offline, into a fresh venv), type-checks it (mypy --strict, Debian package mypy), and runs
-# both suites (tests/test_sync.py, tests/test_aio.py) against the installed package and the live
-# agent at $LOCKWARDEN_SOCKET, from a directory where the source tree is not importable. Writes
-# only under $LWTEST_WORKDIR: the source tree is compared before and after.
+# tests/ (test_sync.py, test_aio.py against the live agent at $LOCKWARDEN_SOCKET, and
+# test_aio_blocks.py) against the installed package, from a directory where the source tree is
+# not importable. Writes only under $LWTEST_WORKDIR: the source tree is compared before and after.
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${LWTEST_WORKDIR:-$(mktemp -d)}/python
@@ -17,6 +17,7 @@ fail() { echo "test.sh: $*" >&2; exit 1; }
 command -v mypy >/dev/null || fail "mypy not found: install the Debian package mypy"
 python3 -m venv "$work/venv"
 py=$work/venv/bin/python
+"$py" --version
 
 # The wheel pip builds from the tree (in-tree backend, isolated build, no index), and the one it
 # builds from the backend's sdist: the same bytes, with py.typed and a RECORD that matches.

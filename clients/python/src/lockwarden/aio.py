@@ -20,16 +20,15 @@ arrives at the await the block is suspended in, so `finally` clauses run as for 
 cancellation. Leaving the block then raises LockLost (`lock.lost` says why, the CancelledError
 is its __context__) in place of that CancelledError. So:
 
-- a block cut short by the loss raises LockLost, never CancelledError, and a block that ended
-  under a lost lock without being interrupted (it caught the CancelledError, or had no await
-  left) raises LockLost too;
+- a block cut short by the loss raises LockLost, not CancelledError; so does a block that
+  caught the CancelledError and ended normally, and a lock lost before its block began raises
+  LockLost on entering (the block does not run);
 - a cancellation from elsewhere (task.cancel(), a TaskGroup, asyncio.timeout, wait_for)
   propagates as CancelledError, even if the lock was lost as well: on Python 3.11+ the task's
   cancellation requests are counted (Task.cancelling/uncancel, as asyncio.timeout does), and
   the block raises LockLost only when the loss's is the only one. Before 3.11 asyncio does not
-  count them: a CancelledError is the loss's when it carries the loss's message, so an outer
-  cancellation requested before the loss propagates, but one requested after the loss and
-  before the task ran again is merged into the loss's by asyncio and reported as LockLost;
+  count them, so a cancellation from elsewhere propagates as CancelledError unless the loss
+  also cancelled the block: once it did, a CancelledError leaving the block is LockLost;
 - an exception the block raised itself propagates unchanged (the lock is released first);
 - a lock used without a block cancels nothing: watch `lost`, `await lock.wait_lost()`,
   `on_lost`, or `lock.check()`.
@@ -56,7 +55,6 @@ from ._session import Pending, Session
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
 
 _log = logging.getLogger("lockwarden")
-_LOSS_MESSAGE = "lockwarden: the lock of this block was lost"  # the cancellation's, before 3.11
 _LINE_LIMIT = 1 << 26  # the longest line read (a `locks` reply of a busy agent is long)
 
 
@@ -111,10 +109,7 @@ class Lock(Hold):
         task = self._task
         if task is not None and not task.done():
             self._cancelled = True
-            if sys.version_info >= (3, 11):  # counted: see __aexit__
-                task.cancel()
-            else:
-                task.cancel(_LOSS_MESSAGE)
+            task.cancel()
         if self.on_lost is not None:
             try:
                 self.on_lost(self)
@@ -140,8 +135,8 @@ class Lock(Hold):
             self._cancelled = False
             if sys.version_info >= (3, 11):
                 loss_only = task.uncancel() <= self._cancelling
-            else:
-                loss_only = isinstance(exc, asyncio.CancelledError) and _LOSS_MESSAGE in exc.args
+            else:  # not counted: taken to be the loss's
+                loss_only = isinstance(exc, asyncio.CancelledError)
         try:
             await self.release()
         except LockError as e:
