@@ -29,8 +29,9 @@ class Lock(Hold):
     it raises LockLost, so a loss is never silent.
 
     `on_lost`, if set, is called with the lock from the client's reader thread when the lock is
-    lost (an exception it raises is logged). `wait_lost` blocks until then; `check()` raises
-    LockLost once it happened."""
+    lost (an exception it raises is logged); it must not wait for a reply of this client, which
+    that thread reads. `wait_lost` blocks until then; `check()` raises LockLost once it
+    happened."""
 
     def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
         super().__init__(resource, reply, detached)
@@ -110,7 +111,8 @@ class Leadership(Lock):
 class Observation(ObservationState):
     """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
     and `ended`. Each pushed event is queued for `next_event` and iteration, and passed to
-    `on_leader`, if set, from the client's reader thread."""
+    `on_leader`, if set, from the client's reader thread (like `on_lost`, it must not wait for a
+    reply of this client)."""
 
     def __init__(self, client: Client, reply: Json) -> None:
         super().__init__(reply["name"], reply)
