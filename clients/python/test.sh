@@ -56,12 +56,18 @@ if sys.version_info >= (3, 11):
 assert lockwarden.__file__.startswith(sys.prefix), lockwarden.__file__
 assert lockwarden.__version__ == "0.2.0", lockwarden.__version__')
 
-# Types: the package (oldest supported Python, and this one for its 3.11+ branches), then the
-# examples as a user's code against the installed package (its py.typed).
+# Types: the package (oldest supported Python, and 3.11 for its 3.11+ branches), then the
+# examples as a user's code against the package as pip installs it (py.typed), in a venv of the
+# Python mypy runs on (mypy reads the site-packages of an interpreter by running it).
 mypy=(mypy --strict --cache-dir "$work/mypy-cache")
 (cd "$work" && "${mypy[@]}" --python-version 3.9 "$src/src/lockwarden" "$src/_build")
-(cd "$work" && "${mypy[@]}" "$src/src/lockwarden")
-(cd "$work" && "${mypy[@]}" --python-executable "$py" "$src/example.py" "$src/example_aio.py")
+(cd "$work" && "${mypy[@]}" --python-version 3.11 "$src/src/lockwarden")
+mypy_python=$(sed -n '1s/^#! *//p' "$(command -v mypy)")
+$mypy_python -m venv --without-pip "$work/typing"
+"$py" -m pip install --quiet --no-deps --target "$("$work/typing/bin/python" -c \
+  'import sysconfig; print(sysconfig.get_path("purelib"))')" "$work"/dist/lockwarden-*.whl
+(cd "$work" && "${mypy[@]}" --python-executable "$work/typing/bin/python" \
+  "$src/example.py" "$src/example_aio.py")
 
 cp -r "$src/tests" "$work/tests"
 (cd "$work/tests" && "$py" -m unittest -v)
