@@ -1,13 +1,15 @@
 """Takes a lock through the lockwarden agent at $LOCKWARDEN_SOCKET, works under it, and shows
-how to tell the error codes apart:  python3 example.py [resource]"""
+how to tell the error codes apart:  python3 example.py [resource]
+(after `pip install ./clients/python`; example_aio.py is the same with asyncio)."""
 
 import sys
 import time
 
 import lockwarden
+from lockwarden import Code
 
 
-def main(resource):
+def main(resource: str) -> int:
     try:
         client = lockwarden.Client()  # $LOCKWARDEN_SOCKET or /run/lockwarden/lockwarden.sock
     except OSError as e:
@@ -32,10 +34,10 @@ def main(resource):
             print("stopped: the lock was lost", file=sys.stderr)
             return 72
         except lockwarden.LockError as e:
-            if e.code == "timeout":
+            if e.code == Code.TIMEOUT:
                 print("busy: someone else held %s for all 5 s; try later" % resource)
                 return 75
-            if e.code == "no_quorum":
+            if e.code == Code.NO_QUORUM:
                 print("lock service unavailable (no quorum of masters):", e.message,
                       file=sys.stderr)
                 return 69

@@ -1,50 +1,17 @@
-"""Tests of lockwarden.py against a live agent at $LOCKWARDEN_SOCKET with real masters.
-
-Run by tests/integration/clients_test.cc, which starts 5 redis-server masters and the agent and
-sets LWTEST_CONTROL=stdio: a test that needs the masters changed prints `@@lw <action>` on
-stdout and reads the harness's answer from stdin (see clients/README.md#tests). Run by hand
-without LWTEST_CONTROL, those tests are skipped.
-"""
+"""Tests of the blocking client (lockwarden.Client) against a live agent with real masters (see
+harness.py): run from the installed package by test.sh."""
 
 import os
-import sys
 import threading
 import time
 import unittest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import lockwarden  # noqa: E402
-
-CONTROLLED = os.environ.get("LWTEST_CONTROL") == "stdio"
-# These tests must pass the same way on a loaded machine (and against an ASan-built agent), so
-# nothing here depends on how fast anything is: an acquire that must succeed waits (a free lock is
-# granted at once; the wait only lets the agent retry when a master answered too slowly), an
-# event is awaited with a generous deadline (EVENT_S; only a failing test waits it out), and a
-# validity is only checked to come from the ttl asked for (more than half of it), not to the ms.
-WAIT_MS = 10000
-EVENT_S = 15
-HOLD_MS = 50  # how long a queued waiter is kept waiting: its waited_ms is at least this
+import lockwarden
+from harness import (CONTROLLED, EVENT_S, HOLD_MS, TOKEN, WAIT_MS, control, masters_holding,
+                     needs_harness, waiters)
 
 
-def control(action):
-    """Asks the harness to act on the masters; returns its answer ("ok ..." is checked)."""
-    sys.stdout.write("@@lw %s\n" % action)
-    sys.stdout.flush()
-    answer = sys.stdin.readline().strip()
-    if not answer.startswith("ok"):
-        raise AssertionError("harness could not %s: %r" % (action, answer))
-    return answer[3:]
-
-
-def masters_holding(resource):
-    return int(control("count " + resource))
-
-
-def needs_harness(test):
-    return unittest.skipUnless(CONTROLLED, "needs the harness (LWTEST_CONTROL=stdio)")(test)
-
-
-class LockwardenTest(unittest.TestCase):
+class SyncTest(unittest.TestCase):
     def setUp(self):
         self.a = lockwarden.Client()
         self.b = lockwarden.Client()
@@ -55,7 +22,7 @@ class LockwardenTest(unittest.TestCase):
 
     def test_acquire_and_release(self):
         with self.a.lock("py:basic", ttl_ms=10000, wait_ms=WAIT_MS) as lock:
-            self.assertRegex(lock.token, "^[0-9a-f]{40}$")
+            self.assertRegex(lock.token, TOKEN)
             self.assertGreater(lock.validity_ms, 5000)
             self.assertEqual([l["resource"] for l in self.a.held()], ["py:basic"])
             if CONTROLLED:
@@ -114,8 +81,7 @@ class LockwardenTest(unittest.TestCase):
         waiter.start()
         # The agent lists queued requests: release only once b is really waiting.
         deadline = time.monotonic() + EVENT_S
-        while not any(l["resource"] == "py:queue" and l["waiters"] == 1
-                      for l in self.a.request("locks")["locks"]):
+        while waiters(self.a.request("locks"), "py:queue") != 1:
             self.assertLess(time.monotonic(), deadline, "b never queued")
             time.sleep(0.01)
         # b queued before now: held HOLD_MS longer, it has waited at least that long when granted.
@@ -188,21 +154,21 @@ class LockwardenTest(unittest.TestCase):
     def wait_queued(self, resource):
         """Returns once the agent lists a request of another connection waiting for `resource`."""
         deadline = time.monotonic() + EVENT_S
-        while not any(l["resource"] == resource and l["waiters"] == 1
-                      for l in self.a.request("locks")["locks"]):
+        while waiters(self.a.request("locks"), resource) != 1:
             self.assertLess(time.monotonic(), deadline, "nobody queued for %s" % resource)
             time.sleep(0.01)
 
     def test_election_hands_over_on_resign_with_a_higher_term(self):
         first = self.a.campaign("py:elect", "host-a:1", ttl_ms=10000, wait_ms=WAIT_MS)
         self.assertIsInstance(first.term, int)
-        self.assertRegex(first.token, "^[0-9a-f]{40}$")
+        self.assertRegex(first.token, TOKEN)
         leader = self.b.leader("py:elect")
-        self.assertEqual((leader["value"], leader["term"]), ("host-a:1", first.term))
-        self.assertEqual(leader["pid"], os.getpid())
+        assert leader is not None
+        self.assertEqual((leader.value, leader.term), ("host-a:1", first.term))
+        self.assertEqual(leader.pid, os.getpid())
         with lockwarden.Client() as watcher:
             observation = watcher.observe("py:elect")
-            self.assertEqual(observation.leader["value"], "host-a:1")
+            self.assertEqual(observation.leader.value, "host-a:1")
             seen = []
             observation.on_leader = seen.append
             got = {}
@@ -216,16 +182,16 @@ class LockwardenTest(unittest.TestCase):
             self.assertFalse(waiter.is_alive(), "b was never elected")
             second = got["second"]
             self.assertGreater(second.term, first.term)
-            self.assertEqual(self.a.leader("py:elect")["value"], "host-b:2")
+            self.assertEqual(self.a.leader("py:elect").value, "host-b:2")
             # Events come in term order: wait for the one naming b.
             while True:
                 event = observation.next_event(EVENT_S)
                 self.assertIsNotNone(event, "no leader event naming b")
-                self.assertGreaterEqual(event["term"], first.term)
-                if event["leader"] and event["leader"]["value"] == "host-b:2":
+                self.assertGreaterEqual(event.term, first.term)
+                if event.leader and event.leader.value == "host-b:2":
                     break
-            self.assertEqual(event["term"], second.term)
-            self.assertEqual((observation.term, observation.leader["term"]),
+            self.assertEqual(event.term, second.term)
+            self.assertEqual((observation.term, observation.leader.term),
                              (second.term, second.term))
             self.assertIn(event, seen)
             watcher.unobserve("py:elect")
@@ -255,6 +221,32 @@ class LockwardenTest(unittest.TestCase):
         self.assertEqual(cm.exception.code, "not_held")
         self.b.acquire("py:lease", ttl_ms=1000, wait_ms=0).release()
 
+    def test_fenced_grants_carry_increasing_fences(self):
+        with self.a.lock("py:fence", ttl_ms=10000, wait_ms=WAIT_MS) as plain:
+            self.assertIsNone(plain.fence)
+        with self.a.lock("py:fence", ttl_ms=10000, wait_ms=WAIT_MS, fence=True) as first:
+            self.assertIsInstance(first.fence, int)
+        with self.b.lock("py:fence", ttl_ms=10000, wait_ms=WAIT_MS, fence=True) as second:
+            self.assertGreater(second.fence, first.fence)
 
-if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    def test_observation_iterates_until_unobserved_or_observed_again(self):
+        replaced = self.b.observe("py:iter")
+        observation = self.b.observe("py:iter")  # starts it over: the first one ends
+        self.assertEqual(replaced.ended, "observed again")
+        self.assertEqual(list(replaced), [])
+        self.assertIsNone(observation.leader)
+        elected = threading.Event()
+        observation.on_leader = lambda event: event.leader and elected.set()
+        leadership = self.a.campaign("py:iter", "host-a:1", ttl_ms=10000, wait_ms=WAIT_MS)
+        self.assertTrue(elected.wait(EVENT_S), "no leader event")
+        observation.unobserve()
+        seen = list(observation)  # the events queued before unobserve, then the end
+        self.assertEqual(observation.ended, "unobserved")
+        self.assertEqual(seen[-1].leader.value, "host-a:1")
+        self.assertEqual(observation.term, leadership.term)
+        with self.assertRaises(lockwarden.LockError) as cm:
+            self.b.unobserve("py:iter")
+        self.assertEqual(cm.exception.code, "not_held")
+        leadership.resign()
+        self.assertTrue(leadership.released)
+        self.assertIsNone(self.b.leader("py:iter"))

@@ -1,0 +1,242 @@
+"""The agent's wire protocol (docs/protocol.md, docs/elections.md) as pure code shared by the
+blocking client (lockwarden.Client) and the asyncio one (lockwarden.aio.Client): the request
+lines they send, how a reply becomes a result or a LockError, and the state of a granted hold
+and of an observation. Nothing here does I/O or takes a lock.
+
+Fields are sent as given: the agent validates every one of them and answers `bad_request`
+naming the field, which the clients raise as LockError.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, Final, List, Mapping, Optional
+
+Json = Dict[str, Any]
+"""A decoded JSON object: a reply, an event, or the fields of a request."""
+
+DEFAULT_SOCKET: Final = "/run/lockwarden/lockwarden.sock"
+
+
+def default_socket() -> str:
+    """$LOCKWARDEN_SOCKET if set, else /run/lockwarden/lockwarden.sock."""
+    return os.environ.get("LOCKWARDEN_SOCKET") or DEFAULT_SOCKET
+
+
+class Code:
+    """The values of LockError.code. The agent's codes (docs/protocol.md#errors), then the two
+    of the clients' own. Compare `error.code` with these (or the strings): a code added by a
+    later agent arrives as its string."""
+
+    TIMEOUT: Final = "timeout"  # another holder had it for all of wait_ms: contention
+    NO_QUORUM: Final = "no_quorum"  # too few masters answered to decide: an outage
+    NOT_HELD: Final = "not_held"  # that token holds nothing (any more), or not observed
+    TOO_MANY: Final = "too_many"  # an agent limit (the message names it)
+    FORBIDDEN: Final = "forbidden"  # no access rule lets this peer do it
+    BAD_REQUEST: Final = "bad_request"  # a field missing, mistyped or out of range
+    KIND_MISMATCH: Final = "kind_mismatch"  # the resource is in use as another kind or size
+    SHUTTING_DOWN: Final = "shutting_down"  # the agent is stopping
+    INTERNAL: Final = "internal"  # a bug in the agent
+    DISCONNECTED: Final = "disconnected"  # the client's own: the connection ended
+    LOST: Final = "lost"  # the client's own: raised as LockLost
+
+
+class LockError(Exception):
+    """An error reply of the agent, or of the client (codes `disconnected` and `lost`).
+    `code` is the machine code to branch on (see Code), `message` is for people."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__("%s: %s" % (code, message))
+        self.code = code
+        self.message = message
+
+
+class LockLost(LockError):
+    """The lock ended without being released (`lock.lost` says why): stop the work it
+    protected, someone else may hold it now. Its code is `lost`."""
+
+    def __init__(self, lock: Hold) -> None:
+        super().__init__(Code.LOST, "lock on %r was lost (%s)" % (lock.resource, lock.lost))
+        self.lock = lock
+
+
+@dataclass(frozen=True)
+class Leader:
+    """Who leads an election (docs/elections.md#leader)."""
+
+    value: str  # what its campaign announced, e.g. "host-a:8080"
+    agent: str  # the id of the agent it campaigned through
+    host: str  # that agent's host name
+    pid: int  # the campaigning process
+    since: int  # when it was elected, Unix ms on that agent's clock
+    term: int  # its term: strictly increases from one leader to the next
+
+    @classmethod
+    def from_json(cls, record: Optional[Json]) -> Optional[Leader]:
+        if record is None:
+            return None
+        return cls(value=record["value"], agent=record["agent"], host=record["host"],
+                   pid=record["pid"], since=record["since"], term=record["term"])
+
+
+@dataclass(frozen=True)
+class LeaderEvent:
+    """A change of leader pushed to an observer (docs/elections.md#observe)."""
+
+    name: str  # the election
+    leader: Optional[Leader]  # the new leader, None when nobody leads now
+    term: int  # the new leader's term; with None, the term of the leader that is gone
+    missed: bool  # True: changes before this one may have gone unseen
+
+    @classmethod
+    def from_json(cls, event: Json) -> LeaderEvent:
+        return cls(name=event["name"], leader=Leader.from_json(event.get("leader")),
+                   term=event["term"], missed=bool(event.get("missed")))
+
+
+# Requests ------------------------------------------------------------------------------------
+
+
+def acquire_fields(resource: str, ttl_ms: Optional[int], wait_ms: int, renew: bool, fence: bool,
+                   permits: Optional[int], shared: bool, detach: bool) -> Json:
+    """The fields of an acquire; flags that are off and options left None are not sent (the
+    agent's defaults apply)."""
+    fields: Json = {"resource": resource, "wait_ms": wait_ms}
+    if ttl_ms is not None:
+        fields["ttl_ms"] = ttl_ms
+    if renew:
+        fields["renew"] = True
+    if fence:
+        fields["fence"] = True
+    if permits is not None:
+        fields["permits"] = permits
+    if shared:
+        fields["shared"] = True
+    if detach:
+        fields["detach"] = True
+    return fields
+
+
+def token_fields(resource: str, token: str, ttl_ms: Optional[int] = None) -> Json:
+    """The fields of a release (ttl_ms None) or an extend."""
+    fields: Json = {"resource": resource, "token": token}
+    if ttl_ms is not None:
+        fields["ttl_ms"] = ttl_ms
+    return fields
+
+
+def campaign_fields(name: str, value: str, ttl_ms: Optional[int], wait_ms: Optional[int]) -> Json:
+    fields: Json = {"name": name, "value": value}
+    if ttl_ms is not None:
+        fields["ttl_ms"] = ttl_ms
+    if wait_ms is not None:
+        fields["wait_ms"] = wait_ms
+    return fields
+
+
+def encode(request_id: int, op: str, fields: Mapping[str, Any]) -> bytes:
+    """One request line."""
+    if "id" in fields or "op" in fields:
+        raise ValueError("`id` and `op` are set by the client, not passed as fields")
+    request: Json = {"id": request_id, "op": op}
+    request.update(fields)
+    return (json.dumps(request, ensure_ascii=False) + "\n").encode()
+
+
+def decode(line: bytes) -> Json:
+    """One line from the agent (a reply or an event). Raises ValueError if it is not a JSON
+    object."""
+    message = json.loads(line)
+    if not isinstance(message, dict):
+        raise ValueError("the agent sent a line that is not a JSON object: %r" % line[:200])
+    return message
+
+
+def checked(reply: Json) -> Json:
+    """The reply if it says ok, else raises its LockError (the agent's code and message)."""
+    if not reply.get("ok"):
+        raise LockError(str(reply.get("error", Code.INTERNAL)), str(reply.get("message", "")))
+    return reply
+
+
+def disconnected_reply(reason: str) -> Json:
+    """The reply a request gets when the connection ends before its own."""
+    return {"ok": False, "error": Code.DISCONNECTED, "message": reason}
+
+
+# State of what a client holds ----------------------------------------------------------------
+
+
+class Hold:
+    """A granted hold as the acquire (or campaign) reply describes it; each client's Lock adds
+    how it is released and how its loss is delivered.
+
+    `mode` is "exclusive" (a mutex's hold, or the write hold), "shared" (a read hold) or
+    "permit" (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else None.
+    `fence` is the fencing token when the acquire asked for one. `lost` is None while the lock
+    is held, else why it ended without a release: renew_failed, expired, revoked (pushed by the
+    agent), disconnected (the connection ended), not_held (found gone when released).
+    A detached lease (`detached` True) outlives the connection: nothing pushes `lost` for it and
+    closing the client does not mark it lost; it ends at its ttl or when released by its token.
+    """
+
+    def __init__(self, resource: str, reply: Json, detached: bool) -> None:
+        self.resource: str = resource
+        self.token: str = reply["token"]
+        self.validity_ms: int = reply["validity_ms"]
+        self.waited_ms: int = reply.get("waited_ms", 0)
+        self.fence: Optional[int] = reply.get("fence")
+        self.mode: str = reply.get("mode", "exclusive")
+        self.permit: Optional[int] = reply.get("permit")
+        self.detached: bool = detached
+        self.lost: Optional[str] = None
+        self.released: bool = False
+
+    def check(self) -> None:
+        """Raises LockLost if the lock was lost."""
+        if self.lost:
+            raise LockLost(self)
+
+    def _set_lost(self, reason: str) -> bool:
+        """Records the loss; False if the hold had already ended (lost or released)."""
+        if self.lost or self.released:
+            return False
+        self.lost = reason
+        return True
+
+    def __repr__(self) -> str:
+        state = "lost: %s" % self.lost if self.lost else "released" if self.released else "held"
+        return "<%s %r %s (%s)>" % (type(self).__name__, self.resource, self.mode, state)
+
+
+class ObservationState:
+    """What an observer knows of an election: `leader` (None: nobody leads) and `term` (None
+    until one is known), updated by each LeaderEvent before it is delivered. `ended` is None
+    while the observation runs, else why it stopped: unobserved, observed again (a newer
+    observation of the name replaced it) or disconnected."""
+
+    def __init__(self, name: str, reply: Json) -> None:
+        self.name: str = name
+        self.leader: Optional[Leader] = Leader.from_json(reply.get("leader"))
+        self.term: Optional[int] = self.leader.term if self.leader else None
+        self.ended: Optional[str] = None
+
+    def _update(self, event: LeaderEvent) -> None:
+        self.leader = event.leader
+        self.term = event.term
+
+    def _ended_error(self) -> LockError:
+        code = Code.DISCONNECTED if self.ended == "disconnected" else Code.NOT_HELD
+        return LockError(code, "observation of %r ended (%s)" % (self.name, self.ended))
+
+
+def leader_of(reply: Json) -> Optional[Leader]:
+    """The leader of a `leader` reply."""
+    return Leader.from_json(reply.get("leader"))
+
+
+def locks_of(reply: Json) -> List[Json]:
+    """The entries of a `held` or `locks` reply."""
+    return list(reply["locks"])

@@ -1,0 +1,336 @@
+"""The blocking client: lockwarden.Client, and the Lock, Leadership and Observation it returns.
+
+One Client is one connection, that is one agent session: its locks are released when it closes.
+A background thread reads the socket continuously, hands each reply to the request with the
+same id, marks a Lock lost when the agent pushes a `lost` event for it, and queues the `leader`
+events of an Observation. A Client may be shared by threads.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import socket
+import threading
+from types import TracebackType
+from typing import Any, Callable, Iterator, List, Optional, Type
+
+from ._protocol import (Code, Hold, Json, Leader, LeaderEvent, LockError, LockLost,
+                        ObservationState, acquire_fields, campaign_fields, checked, decode,
+                        default_socket, leader_of, locks_of, token_fields)
+from ._session import Effect, Pending, Session
+
+_log = logging.getLogger("lockwarden")
+
+
+class Lock(Hold):
+    """A granted lock (see Hold for its fields). Use it as a context manager to release it at
+    the end of the block: if the lock was lost meanwhile and the block raised nothing, leaving
+    it raises LockLost, so a loss is never silent.
+
+    `on_lost`, if set, is called with the lock from the client's reader thread when the lock is
+    lost (an exception it raises is logged); it must not wait for a reply of this client, which
+    that thread reads. `wait_lost` blocks until then; `check()` raises LockLost once it
+    happened."""
+
+    def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
+        super().__init__(resource, reply, detached)
+        self.client = client
+        self.on_lost: Optional[Callable[[Lock], Any]] = None
+        self._lost_event = threading.Event()
+
+    def extend(self, ttl_ms: Optional[int] = None) -> int:
+        """Resets the lock's ttl to ttl_ms (default: the agent's) from now; returns the new
+        validity_ms. Raises LockLost if the lock was lost, LockError not_held if it just was."""
+        self.check()
+        self.validity_ms = self.client.extend(self.resource, self.token, ttl_ms)
+        return self.validity_ms
+
+    def release(self) -> None:
+        """Gives the lock back. No-op if it was already released or lost; LockError not_held
+        if the agent found it gone (lost, its event still on the way)."""
+        if self.released or self.lost:
+            return
+        self._give_back()
+        self.released = True
+        self.client._forget(self)
+
+    def _give_back(self) -> None:
+        self.client.release(self.resource, self.token)
+
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[str]:
+        """Blocks until the lock is lost or `timeout` seconds pass; returns `lost`."""
+        self._lost_event.wait(timeout)
+        return self.lost
+
+    def _mark_lost(self, reason: str) -> None:
+        if not self._set_lost(reason):
+            return
+        self._lost_event.set()
+        if self.on_lost is not None:
+            try:
+                self.on_lost(self)
+            except Exception:
+                _log.exception("on_lost of %r raised", self)
+
+    def __enter__(self) -> Lock:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        try:
+            self.release()
+        except LockError as e:
+            # not_held: lost, its event still on the way; disconnected: the agent released it.
+            if e.code in (Code.NOT_HELD, Code.DISCONNECTED):
+                self._mark_lost(e.code)
+            elif exc_type is None:
+                raise
+        if exc_type is None and self.lost:
+            raise LockLost(self)  # the block finished, but not under the lock
+
+
+class Leadership(Lock):
+    """A won campaign: this client leads `name` (also `resource`) with `term` while its
+    connection lives. Lost like a Lock (`lost`, `on_lost`, `wait_lost`, LockLost): stop acting as
+    the leader at once. `release()`, `resign()` and leaving a `with` block resign."""
+
+    def __init__(self, client: Client, reply: Json) -> None:
+        super().__init__(client, reply["name"], reply)
+        self.name: str = reply["name"]
+        self.term: int = reply["term"]
+
+    def resign(self) -> None:
+        """Stops leading now. No-op if already resigned or lost."""
+        self.release()
+
+    def _give_back(self) -> None:
+        self.client.resign(self.name, self.token)
+
+
+class Observation(ObservationState):
+    """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
+    and `ended`. Each pushed event is queued for `next_event` and iteration, and passed to
+    `on_leader`, if set, from the client's reader thread (like `on_lost`, it must not wait for a
+    reply of this client)."""
+
+    def __init__(self, client: Client, reply: Json) -> None:
+        super().__init__(reply["name"], reply)
+        self.client = client
+        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
+        self._events: queue.Queue[Optional[LeaderEvent]] = queue.Queue()
+
+    def next_event(self, timeout: Optional[float] = None) -> Optional[LeaderEvent]:
+        """The next event not yet taken, waiting up to `timeout` seconds (None: for ever); None
+        if none came. Once the observation ended and no event is left, raises LockError:
+        not_held (unobserved, or observed again) or disconnected."""
+        try:
+            event = self._events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        if event is None:
+            self._events.put(None)  # every later call ends the same way
+            raise self._ended_error()
+        return event
+
+    def __iter__(self) -> Iterator[LeaderEvent]:
+        """The events, blocking for each, until the observation is unobserved (or observed
+        again); raises LockError(disconnected) if the connection ends."""
+        while True:
+            try:
+                event = self.next_event()
+            except LockError as e:
+                if e.code == Code.DISCONNECTED:
+                    raise
+                return
+            if event is not None:
+                yield event
+
+    def unobserve(self) -> None:
+        """Stops the events (Client.unobserve)."""
+        self.client.unobserve(self.name)
+
+    def _push(self, event: LeaderEvent) -> None:
+        self._update(event)
+        self._events.put(event)
+        if self.on_leader is not None:
+            try:
+                self.on_leader(event)
+            except Exception:
+                _log.exception("on_leader of the observation of %r raised", self.name)
+
+    def _end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = reason
+            self._events.put(None)
+
+
+def _run(effects: List[Effect]) -> None:
+    for effect in effects:
+        effect()
+
+
+class Client:
+    """One connection (session) to the agent at `path` (default: default_socket()). Closing it
+    releases every lock it holds (but detached leases). Raises OSError if it cannot connect."""
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        self.path = path or default_socket()
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock.connect(self.path)
+        except OSError:
+            self._sock.close()
+            raise
+        self._mutex = threading.Lock()  # guards _session
+        self._write_mutex = threading.Lock()  # one request line at a time on the socket
+        self._session: Session[Lock, Observation] = Session(
+            self._make_lock, lambda reply: Observation(self, reply))
+        self._reader = threading.Thread(target=self._read_loop, name="lockwarden", daemon=True)
+        self._reader.start()
+
+    def request(self, op: str, **fields: Any) -> Json:
+        """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
+        reply = self._call(op, fields).reply
+        assert reply is not None
+        return reply
+
+    def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
+                renew: bool = False, fence: bool = False, permits: Optional[int] = None,
+                shared: bool = False, detach: bool = False) -> Lock:
+        """Takes the lock, waiting up to wait_ms for other holders. renew=True: the agent
+        extends it every ttl/3 while this connection is open. fence=True: `lock.fence` is a
+        fencing token. permits=K takes one permit of a semaphore of K (at most K holders at
+        once); shared=True a read hold (readers share, the exclusive hold excludes them);
+        neither, the exclusive hold. detach=True takes a detached lease: it outlives this
+        connection until its ttl runs out or release(resource, token) from any connection of
+        this uid (not with renew). Raises LockError (timeout: held by others for all of
+        wait_ms; no_quorum: masters unavailable; kind_mismatch: the resource is in use as
+        another kind or another K; ...)."""
+        fields = acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach)
+        lock = self._call("acquire", fields).lock
+        assert lock is not None
+        return lock
+
+    lock = acquire  # reads well in `with client.lock(...) as lock:`
+
+    def release(self, resource: str, token: str) -> None:
+        """Releases the hold of `token` on `resource`: this connection's, or a detached lease
+        from any connection (LockError not_held: no such hold; forbidden: another uid's)."""
+        self._call("release", token_fields(resource, token))
+
+    def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
+        """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the
+        new validity_ms."""
+        reply = self._call("extend", token_fields(resource, token, ttl_ms)).reply
+        assert reply is not None
+        return int(reply["validity_ms"])
+
+    def campaign(self, name: str, value: str, ttl_ms: Optional[int] = None,
+                 wait_ms: Optional[int] = None) -> Leadership:
+        """Waits up to wait_ms (default: the agent's max_wait_ms) to lead election `name`,
+        announcing `value` (e.g. host:port). Returns the Leadership, which lasts while this
+        connection lives; raises LockError (timeout: another led for all of wait_ms;
+        no_quorum, kind_mismatch, forbidden, ...)."""
+        lock = self._call("campaign", campaign_fields(name, value, ttl_ms, wait_ms)).lock
+        assert isinstance(lock, Leadership)
+        return lock
+
+    def resign(self, name: str, token: str) -> None:
+        """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
+        self._call("resign", {"name": name, "token": token})
+
+    def leader(self, name: str) -> Optional[Leader]:
+        """Who leads `name` now, through any agent; None: nobody."""
+        reply = self._call("leader", {"name": name}).reply
+        assert reply is not None
+        return leader_of(reply)
+
+    def observe(self, name: str) -> Observation:
+        """Follows election `name`: an Observation holding the current leader, then receiving
+        every change. Observing a name again starts it over (the older Observation ends)."""
+        observation = self._call("observe", {"name": name}).observation
+        assert observation is not None
+        return observation
+
+    def unobserve(self, name: str) -> None:
+        """Stops the events of `name`; its Observation ends (LockError not_held: not
+        observed)."""
+        self._call("unobserve", {"name": name})
+
+    def ping(self) -> None:
+        self._call("ping", {})
+
+    def held(self) -> List[Json]:
+        """The locks this connection holds (docs/protocol.md#held)."""
+        return locks_of(self.request("held"))
+
+    def health(self) -> Json:
+        """The agent's view of the masters (docs/protocol.md#health)."""
+        return self.request("health")
+
+    def close(self) -> None:
+        """Closes the connection; the agent releases every lock this client still holds, and
+        they are marked lost (disconnected). Detached leases stay."""
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        if threading.current_thread() is not self._reader:  # e.g. close() from on_lost
+            self._reader.join()
+            self._sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        self.close()
+
+    def _make_lock(self, pending: Pending[Lock, Observation], reply: Json) -> Lock:
+        if pending.op == "campaign":
+            return Leadership(self, reply)
+        return Lock(self, reply["resource"], reply, bool(pending.fields.get("detach")))
+
+    def _call(self, op: str, fields: Json) -> Pending[Lock, Observation]:
+        """Sends a request and waits for its reply; raises LockError unless it is ok."""
+        done = threading.Event()
+        with self._mutex:
+            pending, line = self._session.start(op, fields, lambda _: done.set())
+        try:
+            with self._write_mutex:  # not _mutex: the reader must never wait for a writer
+                self._sock.sendall(line)
+        except OSError as e:
+            with self._mutex:
+                self._session.drop(pending)
+            raise LockError(Code.DISCONNECTED, str(e)) from e
+        done.wait()
+        assert pending.reply is not None
+        checked(pending.reply)
+        return pending
+
+    def _forget(self, lock: Lock) -> None:
+        with self._mutex:
+            self._session.forget(lock)
+
+    def _read_loop(self) -> None:
+        reason = "connection closed by the agent"
+        try:
+            with self._sock.makefile("rb") as stream:
+                for line in stream:
+                    message = decode(line)
+                    with self._mutex:
+                        effects = self._session.receive(message)
+                    _run(effects)
+        except (OSError, ValueError) as e:
+            reason = str(e)
+        except Exception as e:  # a reply the client cannot read: give up the connection
+            reason = "unreadable line from the agent: %r" % e
+            _log.exception("lockwarden reader")
+            try:
+                self._sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        with self._mutex:
+            effects = self._session.end(reason)
+        _run(effects)

@@ -1,0 +1,466 @@
+"""The asyncio client: every operation is a coroutine, on one connection read by one task.
+
+    import lockwarden.aio
+
+    async with lockwarden.aio.connect() as client:
+        async with client.lock("db/migrations", ttl_ms=30000, wait_ms=5000, renew=True):
+            await migrate()  # cancelled if the lock is lost; the block then raises LockLost
+
+`connect()` is awaited for a Client (`client = await lockwarden.aio.connect()`, then
+`await client.close()`) or used in `async with`, which closes it at the end. One Client is one
+connection, that is one agent session: its locks are released when it closes. A reader task
+hands each reply to the request with the same id, marks a Lock lost when the agent pushes a
+`lost` event for it, and queues the `leader` events of an Observation. Use a Client from the
+event loop it was connected in.
+
+A lost lock, in a block. The task that entered `async with client.lock(...)` (or `async with
+lock` on a lock from `acquire` or `campaign`) is cancelled (Task.cancel) when the reader learns
+that the lock was lost: the agent's `lost` event, or the connection's end. The CancelledError
+arrives at the await the block is suspended in, so `finally` clauses run as for any
+cancellation. Leaving the block then raises LockLost (`lock.lost` says why, the CancelledError
+is its __context__) in place of that CancelledError. So:
+
+- a block cut short by the loss raises LockLost, not CancelledError; so does a block that
+  caught the CancelledError and ended normally, and a lock lost before its block began raises
+  LockLost on entering (the block does not run);
+- a cancellation from elsewhere (task.cancel(), a TaskGroup, asyncio.timeout, wait_for)
+  propagates as CancelledError, even if the lock was lost as well: on Python 3.11+ the task's
+  cancellation requests are counted (Task.cancelling/uncancel, as asyncio.timeout does), and
+  the block raises LockLost only when the loss's is the only one. Before 3.11 asyncio does not
+  count them, so a cancellation from elsewhere propagates as CancelledError unless the loss
+  also cancelled the block: once it did, a CancelledError leaving the block is LockLost;
+- an exception the block raised itself propagates unchanged (the lock is released first);
+- a lock used without a block cancels nothing: watch `lost`, `await lock.wait_lost()`,
+  `on_lost`, or `lock.check()`.
+
+A request whose awaiting task is cancelled is still answered: a lock, leadership or
+observation granted after its caller stopped waiting is given back (released, resigned,
+unobserved) by the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+from functools import partial
+from types import TracebackType
+from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Type
+
+from ._protocol import (Code, Hold, Json, Leader, LeaderEvent, LockError, LockLost,
+                        ObservationState, acquire_fields, campaign_fields, checked, decode,
+                        default_socket, leader_of, locks_of, token_fields)
+from ._session import Pending, Session
+
+__all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
+
+_log = logging.getLogger("lockwarden")
+_LINE_LIMIT = 1 << 26  # the longest line read (a `locks` reply of a busy agent is long)
+
+
+class Lock(Hold):
+    """A granted lock (see Hold for its fields), released by `await lock.release()` or at the
+    end of `async with lock:` (see the module's doc for what a loss does to the block).
+
+    `on_lost`, if set, is called with the lock from the reader task when the lock is lost (an
+    exception it raises is logged); `await wait_lost()` returns then; `check()` raises
+    LockLost once it happened."""
+
+    def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
+        super().__init__(resource, reply, detached)
+        self.client = client
+        self.on_lost: Optional[Callable[[Lock], Any]] = None
+        self._lost_event = asyncio.Event()
+        self._task: Optional[asyncio.Task[Any]] = None  # running the block: cancelled on a loss
+        self._cancelling = 0  # the task's cancellation requests when the block began (3.11+)
+        self._cancelled = False  # the loss cancelled the task
+
+    async def extend(self, ttl_ms: Optional[int] = None) -> int:
+        """Resets the lock's ttl to ttl_ms (default: the agent's) from now; returns the new
+        validity_ms. Raises LockLost if the lock was lost, LockError not_held if it just was."""
+        self.check()
+        self.validity_ms = await self.client.extend(self.resource, self.token, ttl_ms)
+        return self.validity_ms
+
+    async def release(self) -> None:
+        """Gives the lock back. No-op if it was already released or lost; LockError not_held
+        if the agent found it gone (lost, its event still on the way)."""
+        if self.released or self.lost:
+            return
+        await self._give_back()
+        self.released = True
+        self.client._session.forget(self)
+
+    async def _give_back(self) -> None:
+        await self.client.release(self.resource, self.token)
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> Optional[str]:
+        """Waits until the lock is lost or `timeout` seconds pass; returns `lost`."""
+        try:
+            await asyncio.wait_for(self._lost_event.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        return self.lost
+
+    def _mark_lost(self, reason: str) -> None:
+        if not self._set_lost(reason):
+            return
+        self._lost_event.set()
+        task = self._task
+        if task is not None and not task.done():
+            self._cancelled = True
+            task.cancel()
+        if self.on_lost is not None:
+            try:
+                self.on_lost(self)
+            except Exception:
+                _log.exception("on_lost of %r raised", self)
+
+    async def __aenter__(self) -> Lock:
+        if self._task is not None:
+            raise RuntimeError("%r is already in an `async with` block" % self)
+        self.check()  # lost before the block began: the block does not run
+        task = asyncio.current_task()
+        assert task is not None
+        self._task = task
+        if sys.version_info >= (3, 11):
+            self._cancelling = task.cancelling()
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        task, self._task = self._task, None  # from here on a loss cancels nothing
+        loss_only = False  # the loss's cancellation is the only one this block saw
+        if self._cancelled and task is not None:
+            self._cancelled = False
+            if sys.version_info >= (3, 11):
+                loss_only = task.uncancel() <= self._cancelling
+            else:  # not counted: taken to be the loss's
+                loss_only = isinstance(exc, asyncio.CancelledError)
+        try:
+            await self.release()
+        except LockError as e:
+            # not_held: lost, its event still on the way; disconnected: the agent released it.
+            if e.code in (Code.NOT_HELD, Code.DISCONNECTED):
+                self._mark_lost(e.code)
+            elif exc_type is None:
+                raise
+        if isinstance(exc, asyncio.CancelledError):
+            if loss_only:
+                raise LockLost(self)  # its __context__ is the CancelledError
+            return  # a cancellation from elsewhere propagates
+        if exc_type is None and self.lost:
+            raise LockLost(self)  # the block finished, but not under the lock
+
+
+class Leadership(Lock):
+    """A won campaign: this client leads `name` (also `resource`) with `term` while its
+    connection lives. Lost like a Lock, also in `async with` (the task is cancelled, the block
+    raises LockLost): stop acting as the leader at once. `release()`, `resign()` and leaving
+    the block resign."""
+
+    def __init__(self, client: Client, reply: Json) -> None:
+        super().__init__(client, reply["name"], reply)
+        self.name: str = reply["name"]
+        self.term: int = reply["term"]
+
+    async def resign(self) -> None:
+        """Stops leading now. No-op if already resigned or lost."""
+        await self.release()
+
+    async def _give_back(self) -> None:
+        await self.client.resign(self.name, self.token)
+
+
+class Observation(ObservationState):
+    """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
+    and `ended`. An async iterator of the pushed LeaderEvents, in term order:
+
+        async for event in observation:   # ends after unobserve (or observing the name again)
+            ...                           # raises LockError(disconnected) if the connection ends
+
+    Each event is also passed to `on_leader`, if set, from the reader task."""
+
+    def __init__(self, client: Client, reply: Json) -> None:
+        super().__init__(reply["name"], reply)
+        self.client = client
+        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
+        self._events: asyncio.Queue[Optional[LeaderEvent]] = asyncio.Queue()
+
+    def __aiter__(self) -> Observation:
+        return self
+
+    async def __anext__(self) -> LeaderEvent:
+        try:
+            event = await self.next_event()
+        except LockError as e:
+            if e.code == Code.DISCONNECTED:
+                raise
+            raise StopAsyncIteration from None
+        assert event is not None  # no timeout
+        return event
+
+    async def next_event(self, timeout: Optional[float] = None) -> Optional[LeaderEvent]:
+        """The next event not yet taken, waiting up to `timeout` seconds (None: for ever); None
+        if none came. Once the observation ended and no event is left, raises LockError:
+        not_held (unobserved, or observed again) or disconnected."""
+        if not self._events.empty():
+            event = self._events.get_nowait()
+        else:
+            try:
+                event = await asyncio.wait_for(self._events.get(), timeout)
+            except asyncio.TimeoutError:
+                return None
+        if event is None:
+            self._events.put_nowait(None)  # every later call ends the same way
+            raise self._ended_error()
+        return event
+
+    async def unobserve(self) -> None:
+        """Stops the events (Client.unobserve)."""
+        await self.client.unobserve(self.name)
+
+    def _push(self, event: LeaderEvent) -> None:
+        self._update(event)
+        self._events.put_nowait(event)
+        if self.on_leader is not None:
+            try:
+                self.on_leader(event)
+            except Exception:
+                _log.exception("on_leader of the observation of %r raised", self.name)
+
+    def _end(self, reason: str) -> None:
+        if self.ended is None:
+            self.ended = reason
+            self._events.put_nowait(None)
+
+
+class _LockBlock:
+    """What Client.lock returns: acquires on entering `async with`, releases on leaving."""
+
+    def __init__(self, client: Client, fields: Json) -> None:
+        self._client = client
+        self._fields = fields
+        self._lock: Optional[Lock] = None
+
+    async def __aenter__(self) -> Lock:
+        self._lock = await self._client._acquire(self._fields)
+        return await self._lock.__aenter__()
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        assert self._lock is not None
+        await self._lock.__aexit__(exc_type, exc, tb)
+
+
+class Client:
+    """One connection (session) to the agent; made by connect(). Closing it releases every
+    lock it holds (but detached leases), and they are marked lost (disconnected)."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 path: str) -> None:
+        self.path = path
+        self._reader = reader
+        self._writer = writer
+        self._session: Session[Lock, Observation] = Session(
+            self._make_lock, lambda reply: Observation(self, reply))
+        self._drain_lock = asyncio.Lock()  # one drain() at a time (Python < 3.10 needs it)
+        self._chores: Set[asyncio.Task[None]] = set()  # giving back unwanted grants
+        self._reading = asyncio.ensure_future(self._read_loop())
+
+    async def request(self, op: str, **fields: Any) -> Json:
+        """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
+        reply = (await self._call(op, fields)).reply
+        assert reply is not None
+        return reply
+
+    async def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
+                      renew: bool = False, fence: bool = False, permits: Optional[int] = None,
+                      shared: bool = False, detach: bool = False) -> Lock:
+        """Takes the lock, as lockwarden.Client.acquire (same arguments, same errors)."""
+        return await self._acquire(
+            acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach))
+
+    def lock(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
+             renew: bool = False, fence: bool = False, permits: Optional[int] = None,
+             shared: bool = False, detach: bool = False) -> _LockBlock:
+        """For `async with client.lock(...) as lock:`: acquires (as acquire) on entering,
+        releases on leaving; a loss cancels the block (see the module's doc)."""
+        return _LockBlock(
+            self, acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach))
+
+    async def release(self, resource: str, token: str) -> None:
+        """Releases the hold of `token` on `resource`: this connection's, or a detached lease
+        from any connection (LockError not_held: no such hold; forbidden: another uid's)."""
+        await self._call("release", token_fields(resource, token))
+
+    async def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
+        """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the
+        new validity_ms."""
+        reply = (await self._call("extend", token_fields(resource, token, ttl_ms))).reply
+        assert reply is not None
+        return int(reply["validity_ms"])
+
+    async def campaign(self, name: str, value: str, ttl_ms: Optional[int] = None,
+                       wait_ms: Optional[int] = None) -> Leadership:
+        """Waits up to wait_ms (default: the agent's max_wait_ms) to lead election `name`,
+        announcing `value`; returns the Leadership (`async with await client.campaign(...)`
+        resigns at the end). Errors as lockwarden.Client.campaign."""
+        lock = (await self._call("campaign", campaign_fields(name, value, ttl_ms, wait_ms))).lock
+        assert isinstance(lock, Leadership)
+        return lock
+
+    async def resign(self, name: str, token: str) -> None:
+        """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
+        await self._call("resign", {"name": name, "token": token})
+
+    async def leader(self, name: str) -> Optional[Leader]:
+        """Who leads `name` now, through any agent; None: nobody."""
+        reply = (await self._call("leader", {"name": name})).reply
+        assert reply is not None
+        return leader_of(reply)
+
+    async def observe(self, name: str) -> Observation:
+        """Follows election `name`: an Observation holding the current leader, then receiving
+        every change. Observing a name again starts it over (the older Observation ends)."""
+        observation = (await self._call("observe", {"name": name})).observation
+        assert observation is not None
+        return observation
+
+    async def unobserve(self, name: str) -> None:
+        """Stops the events of `name`; its Observation ends (LockError not_held: not
+        observed)."""
+        await self._call("unobserve", {"name": name})
+
+    async def ping(self) -> None:
+        await self._call("ping", {})
+
+    async def held(self) -> List[Json]:
+        """The locks this connection holds (docs/protocol.md#held)."""
+        return locks_of(await self.request("held"))
+
+    async def health(self) -> Json:
+        """The agent's view of the masters (docs/protocol.md#health)."""
+        return await self.request("health")
+
+    async def close(self) -> None:
+        """Closes the connection and waits for the reader to finish: the agent releases every
+        lock this client still holds, and they are marked lost (disconnected)."""
+        self._writer.close()
+        await asyncio.wait([self._reading])  # not `await`: a cancelled close leaves it running
+        try:
+            await self._writer.wait_closed()
+        except OSError:
+            pass
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        await self.close()
+
+    def _make_lock(self, pending: Pending[Lock, Observation], reply: Json) -> Lock:
+        if pending.op == "campaign":
+            return Leadership(self, reply)
+        return Lock(self, reply["resource"], reply, bool(pending.fields.get("detach")))
+
+    async def _acquire(self, fields: Json) -> Lock:
+        lock = (await self._call("acquire", fields)).lock
+        assert lock is not None
+        return lock
+
+    async def _call(self, op: str, fields: Json) -> Pending[Lock, Observation]:
+        """Sends a request and waits for its reply; raises LockError unless it is ok."""
+        answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        pending, line = self._session.start(op, fields, partial(self._answered, answered))
+        self._writer.write(line)  # whole, before any await: lines never interleave
+        try:
+            async with self._drain_lock:
+                try:
+                    await self._writer.drain()
+                except ConnectionError:
+                    pass  # the reader sees the end and answers every pending request
+            await answered
+        except asyncio.CancelledError:
+            answered.cancel()  # _answered gives back what the reply grants
+            raise
+        assert pending.reply is not None
+        checked(pending.reply)
+        return pending
+
+    def _answered(self, answered: asyncio.Future[None],
+                  pending: Pending[Lock, Observation]) -> None:
+        if not answered.done():
+            answered.set_result(None)
+            return
+        # Its caller stopped waiting (cancelled): give back what the reply granted.
+        if pending.lock is not None:
+            self._chore(pending.lock.release())
+        if pending.observation is not None:
+            self._chore(self.unobserve(pending.observation.name))
+
+    def _chore(self, work: Coroutine[Any, Any, None]) -> None:
+        async def quietly() -> None:
+            try:
+                await work
+            except LockError:
+                pass  # gone already, or the connection is: nothing is left to give back
+
+        task = asyncio.ensure_future(quietly())
+        self._chores.add(task)
+        task.add_done_callback(self._chores.discard)
+
+    async def _read_loop(self) -> None:
+        reason = "connection closed by the agent"
+        try:
+            while True:
+                line = await self._reader.readline()
+                if not line:
+                    break
+                for effect in self._session.receive(decode(line)):
+                    effect()
+        except (OSError, ValueError) as e:
+            reason = str(e) or type(e).__name__
+        except asyncio.CancelledError:
+            reason = "the client's reader task was cancelled"
+            raise
+        except Exception as e:  # a line the client cannot read: give up the connection
+            reason = "unreadable line from the agent: %r" % e
+            _log.exception("lockwarden reader")
+        finally:
+            self._writer.close()
+            for effect in self._session.end(reason):
+                effect()
+
+
+class _Connecting:
+    """What connect() returns: awaited, the Client; in `async with`, the Client, closed at the
+    end of the block."""
+
+    def __init__(self, path: Optional[str]) -> None:
+        self._path = path or default_socket()
+        self._client: Optional[Client] = None
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Client:
+        self._client = await self._open()
+        return self._client
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        assert self._client is not None
+        await self._client.close()
+
+    async def _open(self) -> Client:
+        reader, writer = await asyncio.open_unix_connection(self._path, limit=_LINE_LIMIT)
+        return Client(reader, writer, self._path)
+
+
+def connect(path: Optional[str] = None) -> _Connecting:
+    """Connects to the agent at `path` (default: $LOCKWARDEN_SOCKET, else
+    /run/lockwarden/lockwarden.sock): `client = await connect()`, or `async with connect() as
+    client:`. Raises OSError if it cannot connect."""
+    return _Connecting(path)
