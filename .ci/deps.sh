@@ -17,7 +17,8 @@ packages=(
   stunnel4 openssl  # the TLS recipe of deploy/stunnel and its test
   libsystemd-dev systemd python3-yaml  # sd_notify (Type=notify, watchdog); tests/deploy/check.sh
   python3 nodejs golang-go socat  # clients/ (Python, Node 18+, Go 1.19+, shell) and their tests
-  python3-venv node-typescript  # the Python package installed into a venv; tsc checks the .d.ts
+  python3-venv mypy  # the Python package installed into a venv, checked by mypy --strict
+  node-typescript  # tsc checks the Node client's .d.ts
   default-jdk-headless junit5  # clients/java: javac, jar, and JUnit 5's console launcher
   # ... and Maven, building offline from Debian's /usr/share/maven-repo (clients/java/pom.xml)
   maven libmaven-compiler-plugin-java libmaven-resources-plugin-java libmaven-jar-plugin-java

@@ -290,6 +290,9 @@ TEST_F(ClientsTest, Python) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/python"), 0);
   EXPECT_NE(output_.find("Ran 36 tests"), std::string::npos);
   EXPECT_EQ(output_.find("skipped"), std::string::npos);
+  // unittest -v: "test_x (test_sync.SyncTest.test_x) ... ok"
+  ExpectCoveragePassed("Python", "... ok");
+  ExpectCoveragePassed("asyncio", "... ok");
   ExpectEveryAction();
 }
 
