@@ -3,7 +3,8 @@
 # them: the agent the integration tests spawn is the sanitized one.
 #
 #   bash .ci/sanitize.sh address   # ASan + UBSan + LSan into build-asan/: unit tests, then the
-#                                  # integration tests but browser_ui, safety_short, AlertsE2E
+#                                  # integration tests but browser_ui, safety_short, AlertsE2E,
+#                                  # ClientsTest
 #   bash .ci/sanitize.sh thread    # TSan into build-tsan/: unit tests, then the integration
 #                                  # tests of the threaded parts (admin server, scanner,
 #                                  # presence probe, subscriber)
@@ -78,7 +79,11 @@ if [[ $mode == address ]]; then
   slow=QuarantineTest.RestartedMasterIsQuarantinedWhileTheOthersGrant
   slow+='|QuarantineTest.AMasterThatRefusesInfoIsUsedButQuarantinedForMaxTtl'
   slow+='|SystemdNotifyTest.ReadyWaitsForRestartQuarantineLikeReadyz'
-  integration=(-L integration -E "^(browser_ui|safety_short|AlertsE2E\\..*|${slow//./\\.})$")
+  # Nor the language clients (ClientsTest: ~80 s of venvs, npm, Go and Maven builds and JVM
+  # start-up): their own code is not instrumented, and the agent code they drive (every kind,
+  # renewals, elections, detached leases, closes) runs here under the agent's own tests.
+  stacks='browser_ui|safety_short|AlertsE2E\..*|ClientsTest\..*'
+  integration=(-L integration -E "^(${stacks}|${slow//./\\.})$")
 else
   export TSAN_OPTIONS=$(options halt_on_error=1 "log_path=$reports/tsan" second_deadlock_stack=1 \
     "suppressions=$supp/tsan.supp")
