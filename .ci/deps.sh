@@ -23,7 +23,7 @@ packages=(
   # ... and Maven, building offline from Debian's /usr/share/maven-repo (clients/java/pom.xml)
   maven libmaven-compiler-plugin-java libmaven-resources-plugin-java libmaven-jar-plugin-java
   libsurefire-java libmaven-install-plugin-java
-  help2man  # the man pages of the Debian package, generated from --help
+  help2man man-db  # the Debian package's man pages, generated from --help and checked by man
 )
 browser=0
 case "${1:-}" in

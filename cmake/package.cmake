@@ -8,23 +8,39 @@
 #   /etc/lockwarden/config.toml                  a conffile: deploy/debian/config.toml
 #   /usr/share/man/man1/lockwarden*.1.gz         from --help (deploy/debian/man.sh, help2man)
 set(lw_deb ${CMAKE_SOURCE_DIR}/deploy/debian)
+# Every rule below is for the package only: a plain `cmake --install` installs nothing (it would
+# write /etc/lockwarden/config.toml over an operator's, and a unit naming /usr/bin under another
+# prefix). CPack installs the component into its staging root.
+set(lw_component COMPONENT deb EXCLUDE_FROM_ALL)
 set(lw_pkg ${CMAKE_BINARY_DIR}/package)
 
-# The unit of deploy/systemd, one source for both installs. Two changes for the package: the
-# binary's path, and the secrets' LoadCredential= lines become a documented drop-in, because a
-# credential whose file is missing stops the unit from starting (systemd 252) and a fresh
-# install has none.
+# The unit of deploy/systemd, one source for both installs. For the package: its own header
+# comment, the binary's path, and the secrets' LoadCredential= lines commented out (a documented
+# drop-in), because a credential whose file is missing stops the unit from starting (systemd
+# 252) and a fresh install has none. Each edit must apply, or the configure fails.
 file(READ ${CMAKE_SOURCE_DIR}/deploy/systemd/lockwarden.service lw_unit)
-string(REPLACE "/usr/local/bin/lockwarden" "/usr/bin/lockwarden" lw_unit "${lw_unit}")
-string(REGEX REPLACE "\nLoadCredential=" "\n#LoadCredential=" lw_unit "${lw_unit}")
-string(REPLACE "Drop a line (and the setting) if you do not use that secret."
+function(lw_unit_edit regex replacement)
+  string(REGEX MATCH "${regex}" lw_match "${lw_unit}")
+  if(lw_match STREQUAL "")
+    message(FATAL_ERROR "deploy/systemd/lockwarden.service no longer matches \"${regex}\": "
+      "update cmake/package.cmake")
+  endif()
+  string(REGEX REPLACE "${regex}" "${replacement}" lw_edited "${lw_unit}")
+  set(lw_unit "${lw_edited}" PARENT_SCOPE)
+endfunction()
+lw_unit_edit("^[^[]*\\[Unit\\]" "# lockwarden agent, installed by the lockwarden Debian package: /usr/bin/lockwarden, its
+# settings in /etc/lockwarden/config.toml (a conffile), user lockwarden and group lockers
+# (/usr/lib/sysusers.d/lockwarden.conf). Made from deploy/systemd/lockwarden.service of the
+# source, whose comments below say why each setting is there. Change it with a drop-in
+# (systemctl edit lockwarden), which upgrades keep.
+
+[Unit]")
+lw_unit_edit("ExecStart=/usr/local/bin/lockwarden " "ExecStart=/usr/bin/lockwarden ")
+lw_unit_edit("\nDocumentation=[^\n]*" "\nDocumentation=man:lockwarden-serve(1) man:lockwarden(1)")
+lw_unit_edit("\nLoadCredential=" "\n#LoadCredential=")
+lw_unit_edit("Drop a line \\(and the setting\\) if you do not use that secret\\."
   "The package ships these commented out: add the ones you use in a drop-in
-# (systemctl edit lockwarden) with the matching setting (/etc/lockwarden/config.toml)." lw_unit
-  "${lw_unit}")
-string(FIND "${lw_unit}" "ExecStart=/usr/bin/lockwarden " lw_found)
-if(lw_found EQUAL -1)
-  message(FATAL_ERROR "deploy/systemd/lockwarden.service: no ExecStart of /usr/local/bin/lockwarden")
-endif()
+# (systemctl edit lockwarden), with the matching setting in /etc/lockwarden/config.toml.")
 file(WRITE ${lw_pkg}/lockwarden.service "${lw_unit}")
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS
   ${CMAKE_SOURCE_DIR}/deploy/systemd/lockwarden.service)
@@ -37,20 +53,25 @@ if(LW_HELP2MAN)
     DEPENDS lockwarden ${lw_deb}/man.sh
     COMMENT "Man pages from lockwarden --help")
   add_custom_target(lockwarden_man ALL DEPENDS ${lw_pkg}/man/lockwarden.1.gz)
-  install(DIRECTORY ${lw_pkg}/man/ DESTINATION share/man/man1 FILES_MATCHING PATTERN "*.1.gz")
+  install(DIRECTORY ${lw_pkg}/man/ DESTINATION share/man/man1 ${lw_component}
+    FILES_MATCHING PATTERN "*.1.gz")
 else()
   message(STATUS "help2man not found: no man pages in the package (bash .ci/deps.sh installs it)")
 endif()
 
-install(TARGETS lockwarden RUNTIME DESTINATION bin)
-install(FILES ${lw_pkg}/lockwarden.service DESTINATION lib/systemd/system)
+install(TARGETS lockwarden RUNTIME DESTINATION bin ${lw_component})
+install(FILES ${lw_pkg}/lockwarden.service DESTINATION lib/systemd/system ${lw_component})
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/systemd/lockwarden.sysusers DESTINATION lib/sysusers.d
-  RENAME lockwarden.conf)
-install(FILES ${lw_deb}/lockwarden.tmpfiles DESTINATION lib/tmpfiles.d RENAME lockwarden.conf)
-install(FILES ${lw_deb}/config.toml DESTINATION /etc/lockwarden)
-install(FILES ${lw_deb}/copyright DESTINATION share/doc/lockwarden)
+  RENAME lockwarden.conf ${lw_component})
+install(FILES ${lw_deb}/lockwarden.tmpfiles DESTINATION lib/tmpfiles.d RENAME lockwarden.conf
+  ${lw_component})
+install(FILES ${lw_deb}/config.toml DESTINATION /etc/lockwarden ${lw_component})
+install(FILES ${lw_deb}/copyright DESTINATION share/doc/lockwarden ${lw_component})
 
 set(CPACK_GENERATOR DEB)
+set(CPACK_COMPONENTS_ALL deb)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_GROUPING ALL_COMPONENTS_IN_ONE)  # one package, named lockwarden
 set(CPACK_PACKAGE_NAME lockwarden)
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)

@@ -10,7 +10,9 @@
 # group (sysusers) and applies the tmpfiles entries; the shipped config passes
 # `lockwarden serve --check-config` with the installed binary; `systemd-analyze verify` accepts
 # the installed unit inside the root (and refuses it once the binary is gone, so the check can
-# fail); the man pages render without warnings; purge leaves no file of the package behind.
+# fail); the man pages render without warnings; an upgrade keeps the operator's edit of the
+# config; a plain `cmake --install` installs nothing; purge leaves no file of the package (nor
+# the operator's secrets) behind.
 # Not proved: the unit starting under a real systemd (no systemd as PID 1 on CI).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,6 +28,9 @@ for tool in cpack dpkg dpkg-deb systemd-analyze systemd-sysusers systemd-tmpfile
 done
 
 # --- build --------------------------------------------------------------------------------------
+grep -q '^LW_HELP2MAN:FILEPATH=/' "$BUILD/CMakeCache.txt" \
+  || { echo "deb: $BUILD was configured without help2man: install it, then run cmake again" >&2
+       exit 1; }
 cmake --build "$BUILD" --target lockwarden lockwarden_man >/dev/null
 (cd "$BUILD" && cpack -G DEB -B "$tmp/out" >"$tmp/cpack.log" 2>&1) \
   || { cat "$tmp/cpack.log"; echo "deb: cpack failed" >&2; exit 1; }
@@ -40,13 +45,19 @@ for lib in libhiredis0.14 libuv1 libprometheus-cpp-core1.0 libcpp-httplib0.11 sy
 done
 [[ $(dpkg-deb -I "$deb" conffiles) == /etc/lockwarden/config.toml ]] \
   || fail "conffiles is not exactly /etc/lockwarden/config.toml"
+# The package's install rules are its own: a plain `cmake --install` writes nothing.
+cmake --install "$BUILD" --prefix "$tmp/plain" >/dev/null
+[[ ! -e $tmp/plain ]] || fail "cmake --install installed: $(cd "$tmp/plain" && find . -type f)"
 
 # --- install into a scratch root ----------------------------------------------------------------
 # An empty dpkg database; the libraries it depends on are the host's (--force-depends), the
 # maintainer scripts run on the host against $root (DPKG_ROOT, --force-script-chrootless).
 root=$tmp/root
-mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/etc"
+mkdir -p "$root/var/lib/dpkg/info" "$root/var/lib/dpkg/updates" "$root/etc/lockwarden"
 touch "$root/var/lib/dpkg/status"
+# A secret the operator put there before installing, readable by all: postinst's tmpfiles run
+# must make it root-only, and purge must remove it.
+install -m 0644 /dev/null "$root/etc/lockwarden/admin-token"
 dpkg_root() {
   dpkg --root="$root" --force-script-chrootless --force-depends --force-not-root \
     --log=/dev/null "$@"
@@ -70,12 +81,9 @@ done
 grep -q '^lockwarden:x:[0-9]*:[0-9]*:.*:/usr/sbin/nologin$' "$root/etc/passwd" 2>/dev/null \
   || fail "user lockwarden not created in the root's /etc/passwd"
 grep -q '^lockers:x:' "$root/etc/group" 2>/dev/null || fail "group lockers not created"
-# ... and tmpfiles: a secret left group-readable is made root-only again.
-install -m 0644 /dev/null "$root/etc/lockwarden/admin-token"
-systemd-tmpfiles --root="$root" --create lockwarden.conf
+# ... and tmpfiles: the secret left readable by all is root-only now.
 [[ $(stat -c %a "$root/etc/lockwarden/admin-token") == 600 ]] \
-  || fail "the tmpfiles entry did not make admin-token 0600"
-rm -f "$root/etc/lockwarden/admin-token"
+  || fail "postinst's tmpfiles entry did not make admin-token 0600"
 
 out=$("$root/usr/bin/lockwarden" serve --config "$root/etc/lockwarden/config.toml" \
   --check-config 2>&1) || fail "--check-config refused the shipped config: $out"
@@ -86,10 +94,12 @@ grep -q '^ExecStart=/usr/bin/lockwarden serve --config /etc/lockwarden/config.to
   || fail "ExecStart does not run the packaged binary with the packaged config"
 ! grep -q '^LoadCredential=' "$unit" || fail "an active LoadCredential= fails a fresh install"
 # systemd-analyze resolves the unit's binary and dependencies inside the root; the root needs
-# systemd's own units (sysinit.target, ...) as a real system has, so they are copied in.
+# systemd's own units (sysinit.target, ...) as a real system has, so they are copied in. Its
+# Documentation= man pages are looked up (by man) in the root's man pages.
 verify_root=$tmp/verify
 cp -a "$root" "$verify_root"
 cp -rn /lib/systemd/system/. "$verify_root/usr/lib/systemd/system/"
+export MANPATH=$verify_root/usr/share/man
 if ! verify=$(systemd-analyze verify --root="$verify_root" lockwarden.service 2>&1) \
   || [[ -n $verify ]]; then
   fail "systemd-analyze verify: $verify"
@@ -106,6 +116,16 @@ done
 man -l "$root/usr/share/man/man1/lockwarden-serve.1.gz" 2>/dev/null | grep -q -- '--check-config' \
   || fail "lockwarden-serve(1) lacks --check-config"
 
+# --- upgrade --------------------------------------------------------------------------------------
+# The same package again: postinst runs as an upgrade (no first-install advice), and an edit of
+# the conffile survives it.
+echo '# edited by the operator' >>"$root/etc/lockwarden/config.toml"
+dpkg_root --install "$deb" >"$tmp/upgrade.log" 2>&1 \
+  || { cat "$tmp/upgrade.log"; fail "dpkg --install over the installed package"; }
+! grep -q 'set the masters' "$tmp/upgrade.log" || fail "an upgrade repeated the first-install advice"
+grep -q '^# edited by the operator$' "$root/etc/lockwarden/config.toml" \
+  || fail "the upgrade lost the operator's edit of the conffile"
+
 # --- remove -------------------------------------------------------------------------------------
 dpkg_root --purge lockwarden >"$tmp/purge.log" 2>&1 \
   || { cat "$tmp/purge.log"; fail "dpkg --purge"; }
@@ -114,6 +134,7 @@ left=$(cd "$root" && find . -path ./var -prune -o -type f ! -path './etc/passwd*
   ! -path './etc/group*' ! -path './etc/shadow*' ! -path './etc/gshadow*' \
   ! -path ./etc/.pwd.lock -print)
 [[ -z $left ]] || fail "purge left: $left"
+[[ ! -e $root/etc/lockwarden ]] || fail "purge left /etc/lockwarden (with the operator's secret)"
 
 if ((failures)); then
   echo "deb: $failures check(s) failed" >&2
