@@ -21,6 +21,9 @@
 // acquire(), campaign() and request() take an AbortSignal: aborting it rejects the request with
 // signal.reason at once, and what its reply still grants (a lock, a leadership, an observation)
 // is given back by the client, since nobody holds it.
+//
+// A line from the agent that is not a JSON object ends the connection as if the agent dropped
+// it (requests reject 'disconnected', locks are lost 'disconnected').
 
 const net = require('net');
 const { EventEmitter } = require('events');
@@ -30,6 +33,17 @@ const OBSERVATION_BUFFER = 16; // events an async iterator keeps for a slow read
 
 function defaultSocket() {
   return process.env.LOCKWARDEN_SOCKET || DEFAULT_SOCKET;
+}
+
+// The message on a line from the agent, or null if the line is not a JSON object.
+function parseLine(line) {
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  return msg !== null && typeof msg === 'object' && !Array.isArray(msg) ? msg : null;
 }
 
 // An error reply of the agent. `code` is the machine code to branch on (timeout, no_quorum,
@@ -242,6 +256,7 @@ class Client extends EventEmitter {
     this._locks = new Map(); // token -> Lock
     this._observations = new Map(); // election name -> Observation
     this._closed = null; // reason once the connection is gone
+    this._ended = false; // once _onClose has run
     this._buffer = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk) => this._onData(chunk));
@@ -389,8 +404,22 @@ class Client extends EventEmitter {
     while ((nl = this._buffer.indexOf('\n')) >= 0) {
       const line = this._buffer.slice(0, nl);
       this._buffer = this._buffer.slice(nl + 1);
-      if (line.trim()) this._dispatch(JSON.parse(line));
+      if (!line.trim()) continue;
+      const msg = parseLine(line);
+      if (msg === null) {
+        // What follows cannot be trusted either: the lines after it are not read.
+        this._fail(`the agent sent a line that is not a JSON object: ${line.slice(0, 200)}`);
+        return;
+      }
+      this._dispatch(msg);
     }
+  }
+
+  // Ends the connection from this side, at once, as if the agent had dropped it.
+  _fail(reason) {
+    this._closed = this._closed || reason;
+    this._socket.destroy();
+    this._onClose();
   }
 
   _dispatch(msg) {
@@ -450,15 +479,22 @@ class Client extends EventEmitter {
     }
   }
 
+  // The connection is gone: every request waiting rejects 'disconnected', every lock is lost
+  // ('disconnected'), every observation ends, then 'close'. Once only.
   _onClose() {
+    if (this._ended) return;
+    this._ended = true;
     const reason = this._closed || 'connection closed by the agent';
     this._closed = reason;
-    for (const p of this._pending.values()) p.reject(new LockError('disconnected', reason));
+    const pending = [...this._pending.values()];
+    const locks = [...this._locks.values()];
+    const observations = [...this._observations.values()];
     this._pending.clear();
-    for (const lock of this._locks.values()) lock._markLost('disconnected');
     this._locks.clear();
-    for (const observation of this._observations.values()) observation._end('disconnected');
     this._observations.clear();
+    for (const p of pending) p.reject(new LockError('disconnected', reason));
+    for (const lock of locks) lock._markLost('disconnected');
+    for (const observation of observations) observation._end('disconnected');
     this.emit('close', reason);
   }
 }

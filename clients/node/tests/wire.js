@@ -1,0 +1,63 @@
+'use strict';
+// The client against a scripted agent (fake-agent.js), for lines the real agent does not send,
+// or not in one read: a line that is not a JSON object, replies and events read together, whose
+// effects must follow their order on the wire.
+
+const { describe, test, beforeEach, afterEach } = require('node:test');
+const assert = require('node:assert/strict');
+const { once } = require('node:events');
+const { Client } = require('lockwarden');
+const { limit, rejectsWith } = require('./harness');
+const { FakeAgent } = require('./fake-agent');
+
+const TOKENS = ['a', 'b', 'c', 'd'].map((c) => c.repeat(40));
+
+describe('wire', () => {
+  let agent = null;
+  beforeEach(async () => { agent = await FakeAgent.start(); });
+  afterEach(async () => { await agent.close(); });
+
+  // A client of the fake agent, and the agent's side of its connection.
+  async function connect() {
+    const client = await Client.connect(agent.path);
+    return { client, conn: await agent.connection() };
+  }
+
+  // Resolves to what `call` resolves to once the fake agent answered its request with `reply`
+  // (the reply's fields, after the request's id and ok: true).
+  async function answered(conn, call, reply = {}) {
+    const pending = call();
+    const request = await conn.next();
+    conn.send({ id: request.id, ok: true, ...reply });
+    return pending;
+  }
+
+  function grant(conn, client, resource, token) {
+    return answered(conn, () => client.acquire(resource, { ttlMs: 10000 }),
+      { resource, token, validity_ms: 9990, waited_ms: 0 });
+  }
+
+  test('a line that is not a JSON object ends the connection as a dropped one does', limit, async () => {
+    for (const bad of ['{"id": 3, "ok": tru', 'null', '"ok"', '[{"id": 3, "ok": true}]']) {
+      const { client, conn } = await connect();
+      const lock = await grant(conn, client, 'r', TOKENS[0]);
+      const observation = await answered(conn, () => client.observe('e'), { name: 'e', leader: null });
+      const first = client.ping();
+      const second = client.ping();
+      const [p1, p2] = [await conn.next(), await conn.next()];
+      const lost = once(lock, 'lost');
+      const ended = once(observation, 'end');
+      const closed = once(client, 'close');
+      // The line after the bad one is not read: the second ping gets no reply.
+      conn.send({ id: p1.id, ok: true }, bad, { id: p2.id, ok: true });
+      assert.equal((await first).ok, true);
+      await rejectsWith(second, 'disconnected');
+      assert.deepEqual(await lost, ['disconnected'], bad);
+      assert.deepEqual(await ended, ['disconnected'], bad);
+      const [reason] = await closed;
+      assert.ok(reason.includes('not a JSON object') && reason.includes(bad), reason);
+      await rejectsWith(client.ping(), 'disconnected');
+      await conn.closed; // the client ended the connection
+    }
+  });
+});
