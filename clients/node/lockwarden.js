@@ -352,12 +352,10 @@ class Client extends EventEmitter {
   // emitting every change. Observing a name again starts it over (a new Observation).
   async observe(name) { return (await this.request('observe', { name })).observation; }
 
-  // Stops the events of `name` (rejects not_held: not observed).
+  // Stops the events of `name` (rejects not_held: not observed). Its Observation ends
+  // ('unobserved') as the reply is read (see _dispatch).
   async unobserve(name) {
     await this.request('unobserve', { name });
-    const observation = this._observations.get(name);
-    this._observations.delete(name);
-    if (observation) observation._end('unobserved');
   }
 
   // Acquires, runs fn(lock), releases (options may be left out). Rejects with a 'lost' LockError
@@ -439,6 +437,9 @@ class Client extends EventEmitter {
       return;
     }
     this._pending.delete(msg.id);
+    // What the agent ended is recorded here, in reply order (a later microtask would see the
+    // replies and events read after this one first), and also for an abandoned request.
+    if (msg.ok) this._recordEnd(pending);
     if (pending.abandoned) {
       if (msg.ok) this._giveBack(pending, msg);
       return;
@@ -463,6 +464,17 @@ class Client extends EventEmitter {
       if (replaced) replaced._end('observed_again');
     }
     pending.resolve(msg);
+  }
+
+  // An unobserve that succeeded: its Observation ends.
+  _recordEnd(pending) {
+    if (pending.op === 'unobserve') {
+      const observation = this._observations.get(pending.fields.name);
+      if (observation) {
+        this._observations.delete(pending.fields.name);
+        observation._end('unobserved');
+      }
+    }
   }
 
   // Ends what the reply of an abandoned request granted: nobody holds it to end it later.

@@ -60,4 +60,31 @@ describe('wire', () => {
       await conn.closed; // the client ended the connection
     }
   });
+
+  test('an unobserve ends its observation in reply order, not a newer one', limit, async () => {
+    const { client, conn } = await connect();
+    const first = await answered(conn, () => client.observe('e'), { name: 'e', leader: null });
+    // The replies to unobserve and to observe again, in one read.
+    const unobserving = client.unobserve('e');
+    const observing = client.observe('e');
+    const [u, o] = [await conn.next(), await conn.next()];
+    conn.send({ id: u.id, ok: true }, { id: o.id, ok: true, name: 'e', leader: null });
+    await unobserving;
+    const second = await observing;
+    assert.equal(first.ended, 'unobserved');
+    assert.equal(second.ended, null);
+    const leader = { value: 'host-a:1', agent: 'x', host: 'h', pid: 1, since: 0, term: 7 };
+    const heard = once(second, 'leader');
+    conn.send({ event: 'leader', name: 'e', leader, term: 7, missed: false });
+    assert.equal((await heard)[0].leader.value, 'host-a:1');
+    // An unobserve whose request was abandoned (its signal aborted) still ends the observation.
+    const controller = new AbortController();
+    const abandoned = client.request('unobserve', { name: 'e' }, { signal: controller.signal });
+    const request = await conn.next();
+    controller.abort();
+    await assert.rejects(abandoned, { name: 'AbortError' });
+    const ended = once(second, 'end');
+    conn.send({ id: request.id, ok: true });
+    assert.deepEqual(await ended, ['unobserved']);
+  });
 });
