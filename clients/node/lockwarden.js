@@ -93,12 +93,12 @@ class Lock extends EventEmitter {
     return this.validityMs;
   }
 
-  // Gives the lock back. No-op if it was already released or lost.
+  // Gives the lock back. No-op if it was already released or lost. (The client marks a lock of
+  // its connection released as it reads the reply: see Client._dispatch.)
   async release() {
     if (this.released || this.lost) return;
     await this._giveBack();
     this.released = true;
-    this.client._locks.delete(this.token);
   }
 
   _giveBack() { return this.client.release(this.resource, this.token); }
@@ -466,9 +466,16 @@ class Client extends EventEmitter {
     pending.resolve(msg);
   }
 
-  // An unobserve that succeeded: its Observation ends.
+  // A release or resign that succeeded: its lock is released (no `lost` comes for it, nor does
+  // the connection's end lose it). An unobserve: its Observation ends.
   _recordEnd(pending) {
-    if (pending.op === 'unobserve') {
+    if (pending.op === 'release' || pending.op === 'resign') {
+      const lock = this._locks.get(pending.fields.token);
+      if (lock) {
+        this._locks.delete(pending.fields.token);
+        lock.released = true;
+      }
+    } else if (pending.op === 'unobserve') {
       const observation = this._observations.get(pending.fields.name);
       if (observation) {
         this._observations.delete(pending.fields.name);

@@ -87,4 +87,25 @@ describe('wire', () => {
     conn.send({ id: request.id, ok: true });
     assert.deepEqual(await ended, ['unobserved']);
   });
+
+  test('a lock released just before the connection ends is not lost', limit, async () => {
+    const { client, conn } = await connect();
+    const lock = await grant(conn, client, 'r', TOKENS[0]);
+    const leadership = await answered(conn, () => client.campaign('e', 'host-a:1'),
+      { name: 'e', token: TOKENS[1], term: 4, validity_ms: 9990, waited_ms: 0 });
+    const kept = await grant(conn, client, 'k', TOKENS[2]);
+    const losses = [];
+    for (const l of [lock, leadership, kept]) l.on('lost', (reason) => losses.push([l.resource, reason]));
+    const releasing = lock.release();
+    const resigning = leadership.resign();
+    const [r1, r2] = [await conn.next(), await conn.next()];
+    assert.deepEqual([r1.op, r1.token, r2.op, r2.token], ['release', TOKENS[0], 'resign', TOKENS[1]]);
+    // The replies, then a line that ends the connection at once, in one read.
+    conn.send({ id: r1.id, ok: true }, { id: r2.id, ok: true }, 'not json');
+    await releasing;
+    await resigning;
+    assert.deepEqual(losses, [['k', 'disconnected']]);
+    assert.deepEqual([lock.released, lock.lost, leadership.released, leadership.lost], [true, null, true, null]);
+    assert.equal(kept.lost, 'disconnected');
+  });
 });
