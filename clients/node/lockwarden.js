@@ -491,8 +491,12 @@ class Client extends EventEmitter {
     else if (pending.op === 'campaign') this.resign(msg.name, msg.token).catch(ignore);
     else if (pending.op === 'observe') {
       // The agent now follows the name from this reply on. An Observation of it already here
-      // goes on receiving the events; without one, nobody wants them.
-      if (!this._observations.has(msg.name)) {
+      // goes on receiving the events, and so will the one an observe of it sent after this one
+      // makes (an unobserve now would reach the agent after that observe, and stop it); without
+      // either, nobody wants them.
+      const later = [...this._pending.values()].some(
+        (p) => p.op === 'observe' && !p.abandoned && p.fields.name === msg.name);
+      if (!this._observations.has(msg.name) && !later) {
         this.request('unobserve', { name: msg.name }).catch(ignore);
       }
     }

@@ -108,4 +108,34 @@ describe('wire', () => {
     assert.deepEqual([lock.released, lock.lost, leadership.released, leadership.lost], [true, null, true, null]);
     assert.equal(kept.lost, 'disconnected');
   });
+
+  test('an abandoned observe is given back unless a later observe of the name follows it', limit, async () => {
+    const { client, conn } = await connect();
+    const controller = new AbortController();
+    const abandoned = client.request('observe', { name: 'e' }, { signal: controller.signal });
+    const r1 = await conn.next();
+    controller.abort();
+    await assert.rejects(abandoned, { name: 'AbortError' });
+    const observing = client.observe('e');
+    const r2 = await conn.next();
+    conn.send({ id: r1.id, ok: true, name: 'e', leader: null });
+    conn.send({ id: r2.id, ok: true, name: 'e', leader: null });
+    const observation = await observing;
+    // An unobserve sent for the abandoned reply would stop the events of this observation.
+    const pinging = client.ping();
+    const next = await conn.next();
+    assert.equal(next.op, 'ping');
+    conn.send({ id: next.id, ok: true });
+    await pinging;
+    assert.equal(observation.ended, null);
+    // Alone, an abandoned observe is given back.
+    const other = new AbortController();
+    const alone = client.request('observe', { name: 'f' }, { signal: other.signal });
+    const r3 = await conn.next();
+    other.abort();
+    await assert.rejects(alone, { name: 'AbortError' });
+    conn.send({ id: r3.id, ok: true, name: 'f', leader: null });
+    const giveBack = await conn.next();
+    assert.deepEqual([giveBack.op, giveBack.name], ['unobserve', 'f']);
+  });
 });
