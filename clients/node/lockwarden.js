@@ -23,7 +23,9 @@
 // is given back by the client, since nobody holds it.
 //
 // A line from the agent that is not a JSON object ends the connection as if the agent dropped
-// it (requests reject 'disconnected', locks are lost 'disconnected').
+// it (requests reject 'disconnected', locks are lost 'disconnected'). A listener that throws
+// keeps neither the other listeners nor the client from going on; its error is thrown again on
+// its own (an uncaughtException, as from any listener).
 
 const net = require('net');
 const { EventEmitter } = require('events');
@@ -33,6 +35,19 @@ const OBSERVATION_BUFFER = 16; // events an async iterator keeps for a slow read
 
 function defaultSocket() {
   return process.env.LOCKWARDEN_SOCKET || DEFAULT_SOCKET;
+}
+
+// Calls each listener of `event` on `emitter` in turn, as emit() does, except that one that
+// throws does not stop the others, nor the client's reading of the lines after: its error is
+// thrown again after this, on its own.
+function emitEach(emitter, event, ...args) {
+  for (const listener of emitter.rawListeners(event)) {
+    try {
+      listener.apply(emitter, args);
+    } catch (err) {
+      process.nextTick(() => { throw err; });
+    }
+  }
 }
 
 // The message on a line from the agent, or null if the line is not a JSON object.
@@ -112,7 +127,7 @@ class Lock extends EventEmitter {
     if (this.lost || this.released) return;
     this.lost = reason;
     this._abort.abort(new LockError('lost', `lock on "${this.resource}" was lost (${reason})`));
-    this.emit('lost', reason);
+    emitEach(this, 'lost', reason);
   }
 }
 
@@ -224,13 +239,13 @@ class Observation extends EventEmitter {
   _push(event) {
     this.leader = event.leader;
     this.term = event.term;
-    this.emit('leader', event);
+    emitEach(this, 'leader', event);
   }
 
   _end(reason) {
     if (this.ended) return;
     this.ended = reason;
-    this.emit('end', reason);
+    emitEach(this, 'end', reason);
   }
 }
 
@@ -518,7 +533,7 @@ class Client extends EventEmitter {
     for (const p of pending) p.reject(new LockError('disconnected', reason));
     for (const lock of locks) lock._markLost('disconnected');
     for (const observation of observations) observation._end('disconnected');
-    this.emit('close', reason);
+    emitEach(this, 'close', reason);
   }
 }
 

@@ -37,6 +37,24 @@ describe('wire', () => {
       { resource, token, validity_ms: 9990, waited_ms: 0 });
   }
 
+  // Collects the errors thrown to the process (uncaught) while fn runs: resolves to them once
+  // `count` came.
+  async function uncaught(count, fn) {
+    const errors = [];
+    let done;
+    const all = new Promise((resolve) => { done = resolve; });
+    process.setUncaughtExceptionCaptureCallback((err) => {
+      errors.push(err);
+      if (errors.length === count) done(errors);
+    });
+    try {
+      await fn();
+      return await all;
+    } finally {
+      process.setUncaughtExceptionCaptureCallback(null);
+    }
+  }
+
   test('a line that is not a JSON object ends the connection as a dropped one does', limit, async () => {
     for (const bad of ['{"id": 3, "ok": tru', 'null', '"ok"', '[{"id": 3, "ok": true}]']) {
       const { client, conn } = await connect();
@@ -137,5 +155,35 @@ describe('wire', () => {
     conn.send({ id: r3.id, ok: true, name: 'f', leader: null });
     const giveBack = await conn.next();
     assert.deepEqual([giveBack.op, giveBack.name], ['unobserve', 'f']);
+  });
+
+  test('a listener that throws keeps neither the other listeners nor the client from going on', limit, async () => {
+    const { client, conn } = await connect();
+    const locks = [];
+    for (const [i, resource] of ['a', 'b', 'c', 'd'].entries()) {
+      locks.push(await grant(conn, client, resource, TOKENS[i]));
+    }
+    const heard = [];
+    const bugs = locks.map((lock) => new Error(`listener of ${lock.resource}`));
+    for (const [i, lock] of locks.entries()) {
+      if (i % 2 === 0) lock.on('lost', () => { throw bugs[i]; });
+      lock.on('lost', (reason) => heard.push([lock.resource, reason]));
+    }
+    const pinging = client.ping();
+    const ping = await conn.next();
+    // a's first listener throws: a's second one, b's, and the reply after them still run.
+    const thrown = await uncaught(1, async () => {
+      conn.send({ event: 'lost', resource: 'a', token: TOKENS[0], reason: 'expired' },
+        { event: 'lost', resource: 'b', token: TOKENS[1], reason: 'revoked' },
+        { id: ping.id, ok: true });
+      await pinging;
+    });
+    assert.deepEqual(thrown, [bugs[0]]);
+    assert.deepEqual(heard, [['a', 'expired'], ['b', 'revoked']]);
+    // The connection's end: c's first listener throws; d is lost all the same, and 'close' comes.
+    const closed = once(client, 'close');
+    const again = await uncaught(1, async () => { conn.socket.destroy(); await closed; });
+    assert.deepEqual(again, [bugs[2]]);
+    assert.deepEqual(heard.slice(2), [['c', 'disconnected'], ['d', 'disconnected']]);
   });
 });
