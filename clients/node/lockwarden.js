@@ -21,6 +21,11 @@
 // acquire(), campaign() and request() take an AbortSignal: aborting it rejects the request with
 // signal.reason at once, and what its reply still grants (a lock, a leadership, an observation)
 // is given back by the client, since nobody holds it.
+//
+// A line from the agent that is not a JSON object ends the connection as if the agent dropped
+// it (requests reject 'disconnected', locks are lost 'disconnected'). A listener that throws
+// keeps neither the other listeners nor the client from going on; its error is thrown again on
+// its own (an uncaughtException, as from any listener).
 
 const net = require('net');
 const { EventEmitter } = require('events');
@@ -30,6 +35,30 @@ const OBSERVATION_BUFFER = 16; // events an async iterator keeps for a slow read
 
 function defaultSocket() {
   return process.env.LOCKWARDEN_SOCKET || DEFAULT_SOCKET;
+}
+
+// Calls each listener of `event` on `emitter` in turn, as emit() does, except that one that
+// throws does not stop the others, nor the client's reading of the lines after: its error is
+// thrown again after this, on its own.
+function emitEach(emitter, event, ...args) {
+  for (const listener of emitter.rawListeners(event)) {
+    try {
+      listener.apply(emitter, args);
+    } catch (err) {
+      process.nextTick(() => { throw err; });
+    }
+  }
+}
+
+// The message on a line from the agent, or null if the line is not a JSON object.
+function parseLine(line) {
+  let msg;
+  try {
+    msg = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  return msg !== null && typeof msg === 'object' && !Array.isArray(msg) ? msg : null;
 }
 
 // An error reply of the agent. `code` is the machine code to branch on (timeout, no_quorum,
@@ -79,12 +108,12 @@ class Lock extends EventEmitter {
     return this.validityMs;
   }
 
-  // Gives the lock back. No-op if it was already released or lost.
+  // Gives the lock back. No-op if it was already released or lost. (The client marks a lock of
+  // its connection released as it reads the reply: see Client._dispatch.)
   async release() {
     if (this.released || this.lost) return;
     await this._giveBack();
     this.released = true;
-    this.client._locks.delete(this.token);
   }
 
   _giveBack() { return this.client.release(this.resource, this.token); }
@@ -98,7 +127,7 @@ class Lock extends EventEmitter {
     if (this.lost || this.released) return;
     this.lost = reason;
     this._abort.abort(new LockError('lost', `lock on "${this.resource}" was lost (${reason})`));
-    this.emit('lost', reason);
+    emitEach(this, 'lost', reason);
   }
 }
 
@@ -210,13 +239,13 @@ class Observation extends EventEmitter {
   _push(event) {
     this.leader = event.leader;
     this.term = event.term;
-    this.emit('leader', event);
+    emitEach(this, 'leader', event);
   }
 
   _end(reason) {
     if (this.ended) return;
     this.ended = reason;
-    this.emit('end', reason);
+    emitEach(this, 'end', reason);
   }
 }
 
@@ -242,6 +271,7 @@ class Client extends EventEmitter {
     this._locks = new Map(); // token -> Lock
     this._observations = new Map(); // election name -> Observation
     this._closed = null; // reason once the connection is gone
+    this._ended = false; // once _onClose has run
     this._buffer = '';
     socket.setEncoding('utf8');
     socket.on('data', (chunk) => this._onData(chunk));
@@ -337,12 +367,10 @@ class Client extends EventEmitter {
   // emitting every change. Observing a name again starts it over (a new Observation).
   async observe(name) { return (await this.request('observe', { name })).observation; }
 
-  // Stops the events of `name` (rejects not_held: not observed).
+  // Stops the events of `name` (rejects not_held: not observed). Its Observation ends
+  // ('unobserved') as the reply is read (see _dispatch).
   async unobserve(name) {
     await this.request('unobserve', { name });
-    const observation = this._observations.get(name);
-    this._observations.delete(name);
-    if (observation) observation._end('unobserved');
   }
 
   // Acquires, runs fn(lock), releases (options may be left out). Rejects with a 'lost' LockError
@@ -389,8 +417,22 @@ class Client extends EventEmitter {
     while ((nl = this._buffer.indexOf('\n')) >= 0) {
       const line = this._buffer.slice(0, nl);
       this._buffer = this._buffer.slice(nl + 1);
-      if (line.trim()) this._dispatch(JSON.parse(line));
+      if (!line.trim()) continue;
+      const msg = parseLine(line);
+      if (msg === null) {
+        // What follows cannot be trusted either: the lines after it are not read.
+        this._fail(`the agent sent a line that is not a JSON object: ${line.slice(0, 200)}`);
+        return;
+      }
+      this._dispatch(msg);
     }
+  }
+
+  // Ends the connection from this side, at once, as if the agent had dropped it.
+  _fail(reason) {
+    this._closed = this._closed || reason;
+    this._socket.destroy();
+    this._onClose();
   }
 
   _dispatch(msg) {
@@ -410,6 +452,9 @@ class Client extends EventEmitter {
       return;
     }
     this._pending.delete(msg.id);
+    // What the agent ended is recorded here, in reply order (a later microtask would see the
+    // replies and events read after this one first), and also for an abandoned request.
+    if (msg.ok) this._recordEnd(pending);
     if (pending.abandoned) {
       if (msg.ok) this._giveBack(pending, msg);
       return;
@@ -436,6 +481,24 @@ class Client extends EventEmitter {
     pending.resolve(msg);
   }
 
+  // A release or resign that succeeded: its lock is released (no `lost` comes for it, nor does
+  // the connection's end lose it). An unobserve: its Observation ends.
+  _recordEnd(pending) {
+    if (pending.op === 'release' || pending.op === 'resign') {
+      const lock = this._locks.get(pending.fields.token);
+      if (lock) {
+        this._locks.delete(pending.fields.token);
+        lock.released = true;
+      }
+    } else if (pending.op === 'unobserve') {
+      const observation = this._observations.get(pending.fields.name);
+      if (observation) {
+        this._observations.delete(pending.fields.name);
+        observation._end('unobserved');
+      }
+    }
+  }
+
   // Ends what the reply of an abandoned request granted: nobody holds it to end it later.
   _giveBack(pending, msg) {
     const ignore = () => {};
@@ -443,23 +506,34 @@ class Client extends EventEmitter {
     else if (pending.op === 'campaign') this.resign(msg.name, msg.token).catch(ignore);
     else if (pending.op === 'observe') {
       // The agent now follows the name from this reply on. An Observation of it already here
-      // goes on receiving the events; without one, nobody wants them.
-      if (!this._observations.has(msg.name)) {
+      // goes on receiving the events, and so will the one an observe of it sent after this one
+      // makes (an unobserve now would reach the agent after that observe, and stop it); without
+      // either, nobody wants them.
+      const later = [...this._pending.values()].some(
+        (p) => p.op === 'observe' && !p.abandoned && p.fields.name === msg.name);
+      if (!this._observations.has(msg.name) && !later) {
         this.request('unobserve', { name: msg.name }).catch(ignore);
       }
     }
   }
 
+  // The connection is gone: every request waiting rejects 'disconnected', every lock is lost
+  // ('disconnected'), every observation ends, then 'close'. Once only.
   _onClose() {
+    if (this._ended) return;
+    this._ended = true;
     const reason = this._closed || 'connection closed by the agent';
     this._closed = reason;
-    for (const p of this._pending.values()) p.reject(new LockError('disconnected', reason));
+    const pending = [...this._pending.values()];
+    const locks = [...this._locks.values()];
+    const observations = [...this._observations.values()];
     this._pending.clear();
-    for (const lock of this._locks.values()) lock._markLost('disconnected');
     this._locks.clear();
-    for (const observation of this._observations.values()) observation._end('disconnected');
     this._observations.clear();
-    this.emit('close', reason);
+    for (const p of pending) p.reject(new LockError('disconnected', reason));
+    for (const lock of locks) lock._markLost('disconnected');
+    for (const observation of observations) observation._end('disconnected');
+    emitEach(this, 'close', reason);
   }
 }
 
