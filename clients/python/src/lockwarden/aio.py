@@ -383,7 +383,11 @@ class Client:
                     pass  # the reader sees the end and answers every pending request
             await answered
         except asyncio.CancelledError:
-            answered.cancel()  # _answered gives back what the reply grants
+            if answered.done() and not answered.cancelled():
+                # Answered, but cancelled before this task ran again: nobody else gives it back.
+                self._give_back(pending)
+            else:
+                answered.cancel()  # _answered gives back what the reply grants
             raise
         assert pending.reply is not None
         checked(pending.reply)
@@ -391,10 +395,13 @@ class Client:
 
     def _answered(self, answered: asyncio.Future[None],
                   pending: Pending[Lock, Observation]) -> None:
-        if not answered.done():
+        if answered.done():  # its caller stopped waiting (cancelled)
+            self._give_back(pending)
+        else:
             answered.set_result(None)
-            return
-        # Its caller stopped waiting (cancelled): give back what the reply granted.
+
+    def _give_back(self, pending: Pending[Lock, Observation]) -> None:
+        """Gives back what the reply of a request nobody awaits granted."""
         if pending.lock is not None:
             self._chore(pending.lock.release())
         if pending.observation is not None:

@@ -1,0 +1,61 @@
+"""Tests of both clients against a scripted stand-in for the agent (scripted.py), for what the
+real agent cannot be made to do on cue: a reply that races the cancellation of its caller, a
+line the client cannot read."""
+
+import asyncio
+import unittest
+
+import lockwarden.aio
+from scripted import ScriptedAgent
+
+
+class ScriptedAioTest(unittest.IsolatedAsyncioTestCase):
+    async def asyncSetUp(self):
+        self.agent = ScriptedAgent()
+        self.client = await lockwarden.aio.connect(self.agent.path)
+        await asyncio.to_thread(self.agent.accept)
+
+    async def asyncTearDown(self):
+        await self.client.close()
+        self.agent.close()
+
+    async def request(self, missing="the client sent no request"):
+        return await asyncio.to_thread(self.agent.request, missing)
+
+    async def test_a_grant_whose_caller_is_cancelled_is_given_back(self):
+        """Whether the caller is cancelled before the reply or after the reply resolved its
+        wait (but before it ran again), what the reply grants goes back to the agent."""
+        calls = (("acquire", lambda: self.client.acquire("r", wait_ms=1000), "release"),
+                 ("campaign", lambda: self.client.campaign("e", "v"), "resign"),
+                 ("observe", lambda: self.client.observe("e"), "unobserve"))
+        for op, call, give_back in calls:
+            for cancelled in ("before the reply", "after the reply"):
+                case = "%s cancelled %s" % (op, cancelled)
+                task = asyncio.ensure_future(call())
+                request = await self.request()
+                self.assertEqual(request["op"], op)
+                if op == "observe":
+                    reply = {"id": request["id"], "ok": True, "name": "e", "leader": None}
+                else:
+                    reply = {"id": request["id"], "ok": True, "token": "%040x" % request["id"],
+                             "validity_ms": 1000, "resource": "r", "name": "e", "term": 1}
+                if cancelled == "before the reply":
+                    task.cancel()
+                # What the reader does with the reply's line; then, in the same step (before the
+                # task runs again), the cancellation.
+                for effect in self.client._session.receive(reply):
+                    effect()
+                if cancelled == "after the reply":
+                    task.cancel()
+                with self.assertRaises(asyncio.CancelledError, msg=case):
+                    await task
+                back = await self.request("%s: nothing given back" % case)
+                self.assertEqual(back["op"], give_back, case)
+                if op == "observe":
+                    self.assertEqual(back["name"], "e", case)
+                else:
+                    self.assertEqual(back["token"], reply["token"], case)
+                self.agent.ok(back)
+        ping = asyncio.ensure_future(self.client.ping())
+        self.agent.ok(await self.request())
+        await ping  # the request after the give-backs: each was sent once
