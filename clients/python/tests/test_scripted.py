@@ -3,10 +3,64 @@ real agent cannot be made to do on cue: a reply that races the cancellation of i
 line the client cannot read."""
 
 import asyncio
+import os
+import threading
 import unittest
 
+import lockwarden
 import lockwarden.aio
+from harness import EVENT_S
 from scripted import ScriptedAgent
+
+
+def open_fds():
+    return len(os.listdir("/proc/self/fd"))
+
+
+class ScriptedSyncTest(unittest.TestCase):
+    def connect(self):
+        agent = ScriptedAgent()
+        self.addCleanup(agent.close)
+        client = lockwarden.Client(agent.path)
+        self.addCleanup(client.close)
+        agent.accept()
+        return agent, client
+
+    def acquire(self, agent, client):
+        got = {}
+        taker = threading.Thread(target=lambda: got.update(lock=client.acquire("r")))
+        taker.start()
+        agent.grant(agent.request())
+        taker.join(EVENT_S)
+        self.assertIn("lock", got)
+        return got["lock"]
+
+    def test_an_unreadable_line_ends_the_session(self):
+        """The client gives the connection up, so that the agent ends the session and its locks
+        (they are lost, disconnected): none stays held and renewed for a client that no longer
+        reads."""
+        for line in (b"not json\n", b"[1]\n", b'{"event": "\xff"}\n'):
+            with self.subTest(line=line):
+                agent, client = self.connect()
+                lock = self.acquire(agent, client)
+                agent.send(line)
+                self.assertEqual(lock.wait_lost(EVENT_S), "disconnected")
+                agent.wait_end()
+                with self.assertRaises(lockwarden.LockError) as cm:
+                    client.ping()
+                self.assertEqual(cm.exception.code, "disconnected")
+
+    def test_close_called_by_on_lost_closes_the_socket(self):
+        before = open_fds()
+        agent, client = self.connect()
+        lock = self.acquire(agent, client)
+        lock.on_lost = lambda _: client.close()  # from the client's reader thread
+        agent.send({"event": "lost", "token": lock.token, "reason": "revoked"})
+        agent.wait_end()
+        client._reader.join(EVENT_S)  # the reader is done with the connection
+        self.assertEqual(lock.lost, "revoked")
+        agent.close()
+        self.assertEqual(open_fds(), before)
 
 
 class ScriptedAioTest(unittest.IsolatedAsyncioTestCase):
@@ -59,3 +113,14 @@ class ScriptedAioTest(unittest.IsolatedAsyncioTestCase):
         ping = asyncio.ensure_future(self.client.ping())
         self.agent.ok(await self.request())
         await ping  # the request after the give-backs: each was sent once
+
+    async def test_an_unreadable_line_ends_the_session(self):
+        acquiring = asyncio.ensure_future(self.client.acquire("r"))
+        self.agent.grant(await self.request())
+        lock = await acquiring
+        self.agent.send(b"not json\n")
+        self.assertEqual(await lock.wait_lost(EVENT_S), "disconnected")
+        await asyncio.to_thread(self.agent.wait_end)
+        with self.assertRaises(lockwarden.LockError) as cm:
+            await self.client.ping()
+        self.assertEqual(cm.exception.code, "disconnected")

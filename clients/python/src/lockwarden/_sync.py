@@ -186,6 +186,7 @@ class Client:
         self._write_mutex = threading.Lock()  # one request line at a time on the socket
         self._session: Session[Lock, Observation] = Session(
             self._make_lock, lambda reply: Observation(self, reply))
+        self._close_after_reading = False  # close() came from the reader thread
         self._reader = threading.Thread(target=self._read_loop, name="lockwarden", daemon=True)
         self._reader.start()
 
@@ -272,11 +273,10 @@ class Client:
     def close(self) -> None:
         """Closes the connection; the agent releases every lock this client still holds, and
         they are marked lost (disconnected). Detached leases stay."""
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        if threading.current_thread() is not self._reader:  # e.g. close() from on_lost
+        self._shut_down()
+        if threading.current_thread() is self._reader:  # e.g. close() from on_lost
+            self._close_after_reading = True  # the reader cannot wait for itself
+        else:
             self._reader.join()
             self._sock.close()
 
@@ -322,15 +322,22 @@ class Client:
                     with self._mutex:
                         effects = self._session.receive(message)
                     _run(effects)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError) as e:  # ValueError: a line that is not a JSON object
             reason = str(e)
-        except Exception as e:  # a reply the client cannot read: give up the connection
+        except Exception as e:  # a reply the client cannot read
             reason = "unreadable line from the agent: %r" % e
             _log.exception("lockwarden reader")
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        # Gives the connection up, so that the agent ends the session too: else it would hold
+        # and renew the locks that are now marked lost.
+        self._shut_down()
         with self._mutex:
             effects = self._session.end(reason)
         _run(effects)
+        if self._close_after_reading:
+            self._sock.close()
+
+    def _shut_down(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
