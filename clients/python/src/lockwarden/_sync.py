@@ -12,31 +12,28 @@ import logging
 import queue
 import socket
 import threading
+from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Iterator, List, Optional, Type
 
-from ._protocol import (Code, Hold, Json, Leader, LeaderEvent, LockError, LockLost,
-                        ObservationState, acquire_fields, campaign_fields, checked, decode,
-                        default_socket, leader_of, locks_of, token_fields)
-from ._session import Effect, Pending, Session
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, ObservationState,
+                        acquire_fields, campaign_fields, checked, decode, default_socket,
+                        leader_of, locks_of, token_fields)
+from ._session import Effect, LeadershipBase, LockBase, Pending, Session
 
 _log = logging.getLogger("lockwarden")
 
 
-class Lock(Hold):
-    """A granted lock (see Hold for its fields). Use it as a context manager to release it at
-    the end of the block: if the lock was lost meanwhile and the block raised nothing, leaving
-    it raises LockLost, so a loss is never silent.
+class Lock(LockBase["Client"]):
+    """A granted lock (see LockBase and Hold). Use it as a context manager to release it at the
+    end of the block: if the lock was lost meanwhile and the block raised nothing, leaving it
+    raises LockLost, so a loss is never silent. `on_lost` runs in the client's reader thread;
+    `wait_lost` blocks until the loss."""
 
-    `on_lost`, if set, is called with the lock from the client's reader thread when the lock is
-    lost (an exception it raises is logged); it must not wait for a reply of this client, which
-    that thread reads. `wait_lost` blocks until then; `check()` raises LockLost once it
-    happened."""
+    on_lost: Optional[Callable[[Lock], Any]]
 
     def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
-        super().__init__(resource, reply, detached)
-        self.client = client
-        self.on_lost: Optional[Callable[[Lock], Any]] = None
+        super().__init__(client, resource, reply, detached)
         self._lost_event = threading.Event()
 
     def extend(self, ttl_ms: Optional[int] = None) -> int:
@@ -63,15 +60,8 @@ class Lock(Hold):
         self._lost_event.wait(timeout)
         return self.lost
 
-    def _mark_lost(self, reason: str) -> None:
-        if not self._set_lost(reason):
-            return
+    def _lost_now(self) -> None:
         self._lost_event.set()
-        if self.on_lost is not None:
-            try:
-                self.on_lost(self)
-            except Exception:
-                _log.exception("on_lost of %r raised", self)
 
     def __enter__(self) -> Lock:
         return self
@@ -81,24 +71,12 @@ class Lock(Hold):
         try:
             self.release()
         except LockError as e:
-            # not_held: lost, its event still on the way; disconnected: the agent released it.
-            if e.code in (Code.NOT_HELD, Code.DISCONNECTED):
-                self._mark_lost(e.code)
-            elif exc_type is None:
-                raise
-        if exc_type is None and self.lost:
-            raise LockLost(self)  # the block finished, but not under the lock
+            self._release_failed(e, exc_type is not None)
+        self._block_ended(exc_type is not None)
 
 
-class Leadership(Lock):
-    """A won campaign: this client leads `name` (also `resource`) with `term` while its
-    connection lives. Lost like a Lock (`lost`, `on_lost`, `wait_lost`, LockLost): stop acting as
-    the leader at once. `release()`, `resign()` and leaving a `with` block resign."""
-
-    def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(client, reply["name"], reply)
-        self.name: str = reply["name"]
-        self.term: int = reply["term"]
+class Leadership(LeadershipBase["Client"], Lock):
+    """A won campaign (see LeadershipBase): `with client.campaign(...)` resigns at the end."""
 
     def resign(self) -> None:
         """Stops leading now. No-op if already resigned or lost."""
@@ -185,7 +163,7 @@ class Client:
         self._mutex = threading.Lock()  # guards _session
         self._write_mutex = threading.Lock()  # one request line at a time on the socket
         self._session: Session[Lock, Observation] = Session(
-            self._make_lock, lambda reply: Observation(self, reply))
+            partial(Lock, self), partial(Leadership, self), partial(Observation, self))
         self._close_after_reading = False  # close() came from the reader thread
         self._reader = threading.Thread(target=self._read_loop, name="lockwarden", daemon=True)
         self._reader.start()
@@ -286,11 +264,6 @@ class Client:
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         self.close()
-
-    def _make_lock(self, pending: Pending[Lock, Observation], reply: Json) -> Lock:
-        if pending.op == "campaign":
-            return Leadership(self, reply)
-        return Lock(self, reply["resource"], reply, bool(pending.fields.get("detach")))
 
     def _call(self, op: str, fields: Json) -> Pending[Lock, Observation]:
         """Sends a request and waits for its reply; raises LockError unless it is ok."""

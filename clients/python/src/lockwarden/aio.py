@@ -47,10 +47,10 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Type
 
-from ._protocol import (Code, Hold, Json, Leader, LeaderEvent, LockError, LockLost,
-                        ObservationState, acquire_fields, campaign_fields, checked, decode,
-                        default_socket, leader_of, locks_of, token_fields)
-from ._session import Pending, Session
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, ObservationState,
+                        acquire_fields, campaign_fields, checked, decode, default_socket,
+                        leader_of, locks_of, token_fields)
+from ._session import LeadershipBase, LockBase, Pending, Session
 
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
 
@@ -58,33 +58,28 @@ _log = logging.getLogger("lockwarden")
 _LINE_LIMIT = 1 << 26  # the longest line read (a `locks` reply of a busy agent is long)
 
 
-class Lock(Hold):
-    """A granted lock (see Hold for its fields), released by `await lock.release()` or at the
-    end of `async with lock:` (see the module's doc for what a loss does to the block).
+class Lock(LockBase["Client"]):
+    """A granted lock (see LockBase and Hold), released by `await lock.release()` or at the end
+    of `async with lock:` (see the module's doc for what a loss does to the block). `on_lost`
+    runs in the reader task; `await wait_lost()` returns at the loss."""
 
-    `on_lost`, if set, is called with the lock from the reader task when the lock is lost (an
-    exception it raises is logged); `await wait_lost()` returns then; `check()` raises
-    LockLost once it happened."""
+    on_lost: Optional[Callable[[Lock], Any]]
 
     def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
-        super().__init__(resource, reply, detached)
-        self.client = client
-        self.on_lost: Optional[Callable[[Lock], Any]] = None
+        super().__init__(client, resource, reply, detached)
         self._lost_event = asyncio.Event()
         self._task: Optional[asyncio.Task[Any]] = None  # running the block: cancelled on a loss
         self._cancelling = 0  # the task's cancellation requests when the block began (3.11+)
         self._cancelled = False  # the loss cancelled the task
 
     async def extend(self, ttl_ms: Optional[int] = None) -> int:
-        """Resets the lock's ttl to ttl_ms (default: the agent's) from now; returns the new
-        validity_ms. Raises LockLost if the lock was lost, LockError not_held if it just was."""
+        """As lockwarden.Lock.extend: returns the new validity_ms."""
         self.check()
         self.validity_ms = await self.client.extend(self.resource, self.token, ttl_ms)
         return self.validity_ms
 
     async def release(self) -> None:
-        """Gives the lock back. No-op if it was already released or lost; LockError not_held
-        if the agent found it gone (lost, its event still on the way)."""
+        """As lockwarden.Lock.release: no-op once released or lost."""
         if self.released or self.lost:
             return
         await self._give_back()
@@ -102,19 +97,12 @@ class Lock(Hold):
             pass
         return self.lost
 
-    def _mark_lost(self, reason: str) -> None:
-        if not self._set_lost(reason):
-            return
+    def _lost_now(self) -> None:
         self._lost_event.set()
         task = self._task
         if task is not None and not task.done():
             self._cancelled = True
             task.cancel()
-        if self.on_lost is not None:
-            try:
-                self.on_lost(self)
-            except Exception:
-                _log.exception("on_lost of %r raised", self)
 
     async def __aenter__(self) -> Lock:
         if self._task is not None:
@@ -140,29 +128,15 @@ class Lock(Hold):
         try:
             await self.release()
         except LockError as e:
-            # not_held: lost, its event still on the way; disconnected: the agent released it.
-            if e.code in (Code.NOT_HELD, Code.DISCONNECTED):
-                self._mark_lost(e.code)
-            elif exc_type is None:
-                raise
-        if isinstance(exc, asyncio.CancelledError):
-            if loss_only:
-                raise LockLost(self)  # its __context__ is the CancelledError
-            return  # a cancellation from elsewhere propagates
-        if exc_type is None and self.lost:
-            raise LockLost(self)  # the block finished, but not under the lock
+            self._release_failed(e, exc_type is not None)
+        if loss_only and isinstance(exc, asyncio.CancelledError):
+            raise LockLost(self)  # its __context__ is the CancelledError
+        self._block_ended(exc_type is not None)  # a cancellation from elsewhere propagates
 
 
-class Leadership(Lock):
-    """A won campaign: this client leads `name` (also `resource`) with `term` while its
-    connection lives. Lost like a Lock, also in `async with` (the task is cancelled, the block
-    raises LockLost): stop acting as the leader at once. `release()`, `resign()` and leaving
-    the block resign."""
-
-    def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(client, reply["name"], reply)
-        self.name: str = reply["name"]
-        self.term: int = reply["term"]
+class Leadership(LeadershipBase["Client"], Lock):
+    """A won campaign (see LeadershipBase). In `async with` it is lost like a Lock (the task is
+    cancelled, the block raises LockLost); leaving the block resigns."""
 
     async def resign(self) -> None:
         """Stops leading now. No-op if already resigned or lost."""
@@ -263,7 +237,7 @@ class Client:
         self._reader = reader
         self._writer = writer
         self._session: Session[Lock, Observation] = Session(
-            self._make_lock, lambda reply: Observation(self, reply))
+            partial(Lock, self), partial(Leadership, self), partial(Observation, self))
         self._drain_lock = asyncio.Lock()  # one drain() at a time (Python < 3.10 needs it)
         self._chores: Set[asyncio.Task[None]] = set()  # giving back unwanted grants
         self._reading = asyncio.ensure_future(self._read_loop())
@@ -359,11 +333,6 @@ class Client:
     async def __aexit__(self, exc_type: Optional[Type[BaseException]],
                         exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         await self.close()
-
-    def _make_lock(self, pending: Pending[Lock, Observation], reply: Json) -> Lock:
-        if pending.op == "campaign":
-            return Leadership(self, reply)
-        return Lock(self, reply["resource"], reply, bool(pending.fields.get("detach")))
 
     async def _acquire(self, fields: Json) -> Lock:
         lock = (await self._call("acquire", fields)).lock
