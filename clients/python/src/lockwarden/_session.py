@@ -13,10 +13,11 @@ from __future__ import annotations
 import itertools
 import logging
 from functools import partial
-from typing import Any, Callable, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar
+from typing import (Any, Callable, ContextManager, Dict, Generic, List, Optional, Tuple,
+                    TypeVar)
 
-from ._protocol import (Code, Hold, Json, LeaderEvent, LockError, LockLost, disconnected_reply,
-                        encode)
+from ._protocol import (Code, Hold, Json, LeaderEvent, LockError, LockLost, ObservationState,
+                        disconnected_reply, encode)
 
 Effect = Callable[[], None]
 
@@ -88,15 +89,37 @@ class LeadershipBase(LockBase[C]):
 L = TypeVar("L", bound=LockBase[Any])
 
 
-class Observer(Protocol):
-    """What a client's Observation offers the Session."""
+class ObservationBase(ObservationState, Generic[C]):
+    """Follows who leads an election for `client` (see ObservationState for `leader`, `term`
+    and `ended`), as both clients' Observation does. Each pushed event is kept for the client's
+    `next_event` and iteration, and passed to `on_leader`, if set, from the client's reader (an
+    exception it raises is logged; like on_lost, it must not wait for a reply of the client)."""
 
-    def _push(self, event: LeaderEvent) -> None: ...
+    _guard: ContextManager[Any]  # held while the events or `ended` change, and while taking
 
-    def _end(self, reason: str) -> None: ...
+    def __init__(self, client: C, reply: Json) -> None:
+        super().__init__(reply["name"], reply)
+        self.client = client
+        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
+
+    def _push(self, event: LeaderEvent) -> None:
+        with self._guard:
+            self._keep(event)
+            self._wake()
+        call_back(self.on_leader, event, "on_leader", self)
+
+    def _end(self, reason: str) -> None:
+        with self._guard:
+            if self.ended is None:
+                self.ended = reason
+                self._wake()
+
+    def _wake(self) -> None:
+        """Wakes whoever waits for an event (called with _guard held)."""
+        raise NotImplementedError
 
 
-O = TypeVar("O", bound=Observer)
+O = TypeVar("O", bound=ObservationBase[Any])
 
 
 class Pending(Generic[L, O]):

@@ -16,10 +16,10 @@ from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Iterator, List, Optional, Type
 
-from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, ObservationState,
-                        acquire_fields, campaign_fields, checked, decode, default_socket,
-                        leader_of, locks_of, token_fields)
-from ._session import Effect, LeadershipBase, LockBase, Pending, Session
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, acquire_fields,
+                        campaign_fields, checked, decode, default_socket, leader_of, locks_of,
+                        token_fields)
+from ._session import Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 _log = logging.getLogger("lockwarden")
 
@@ -86,61 +86,41 @@ class Leadership(LeadershipBase["Client"], Lock):
         self.client.resign(self.name, self.token)
 
 
-class Observation(ObservationState):
-    """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
-    and `ended`. Each pushed event is queued for `next_event` and iteration, and passed to
-    `on_leader`, if set, from the client's reader thread (like `on_lost`, it must not wait for a
-    reply of this client)."""
+class Observation(ObservationBase["Client"]):
+    """Follows who leads an election (Client.observe; see ObservationBase). `on_leader` runs in
+    the client's reader thread."""
+
+    _guard: threading.Condition
 
     def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(reply["name"], reply)
-        self.client = client
-        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
-        self._events: queue.Queue[Optional[LeaderEvent]] = queue.Queue()
+        super().__init__(client, reply)
+        self._guard = threading.Condition()
 
     def next_event(self, timeout: Optional[float] = None) -> Optional[LeaderEvent]:
         """The next event not yet taken, waiting up to `timeout` seconds (None: for ever); None
         if none came. Once the observation ended and no event is left, raises LockError:
         not_held (unobserved, or observed again) or disconnected."""
-        try:
-            event = self._events.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        if event is None:
-            self._events.put(None)  # every later call ends the same way
-            raise self._ended_error()
-        return event
+        with self._guard:
+            self._guard.wait_for(self._ready, timeout)
+            return self._take()
 
     def __iter__(self) -> Iterator[LeaderEvent]:
         """The events, blocking for each, until the observation is unobserved (or observed
         again); raises LockError(disconnected) if the connection ends."""
         while True:
-            try:
-                event = self.next_event()
-            except LockError as e:
-                if e.code == Code.DISCONNECTED:
-                    raise
+            with self._guard:
+                self._guard.wait_for(self._ready)
+                event = self._take_iterated()
+            if event is None:
                 return
-            if event is not None:
-                yield event
+            yield event
 
     def unobserve(self) -> None:
         """Stops the events (Client.unobserve)."""
         self.client.unobserve(self.name)
 
-    def _push(self, event: LeaderEvent) -> None:
-        self._update(event)
-        self._events.put(event)
-        if self.on_leader is not None:
-            try:
-                self.on_leader(event)
-            except Exception:
-                _log.exception("on_leader of the observation of %r raised", self.name)
-
-    def _end(self, reason: str) -> None:
-        if self.ended is None:
-            self.ended = reason
-            self._events.put(None)
+    def _wake(self) -> None:
+        self._guard.notify_all()
 
 
 def _run(effects: List[Effect]) -> None:

@@ -41,16 +41,17 @@ unobserved) by the client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Type
 
-from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, ObservationState,
-                        acquire_fields, campaign_fields, checked, decode, default_socket,
-                        leader_of, locks_of, token_fields)
-from ._session import LeadershipBase, LockBase, Pending, Session
+from ._protocol import (Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
+                        campaign_fields, checked, decode, default_socket, leader_of, locks_of,
+                        token_fields)
+from ._session import LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
 
@@ -146,67 +147,50 @@ class Leadership(LeadershipBase["Client"], Lock):
         await self.client.resign(self.name, self.token)
 
 
-class Observation(ObservationState):
-    """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
-    and `ended`. An async iterator of the pushed LeaderEvents, in term order:
+class Observation(ObservationBase["Client"]):
+    """Follows who leads an election (Client.observe; see ObservationBase). An async iterator
+    of the pushed LeaderEvents, in term order:
 
         async for event in observation:   # ends after unobserve (or observing the name again)
             ...                           # raises LockError(disconnected) if the connection ends
 
-    Each event is also passed to `on_leader`, if set, from the reader task."""
+    `on_leader` runs in the reader task."""
 
     def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(reply["name"], reply)
-        self.client = client
-        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
-        self._events: asyncio.Queue[Optional[LeaderEvent]] = asyncio.Queue()
+        super().__init__(client, reply)
+        self._guard = contextlib.nullcontext()  # one task changes it: the reader
+        self._changed = asyncio.Event()
 
     def __aiter__(self) -> Observation:
         return self
 
     async def __anext__(self) -> LeaderEvent:
-        try:
-            event = await self.next_event()
-        except LockError as e:
-            if e.code == Code.DISCONNECTED:
-                raise
-            raise StopAsyncIteration from None
-        assert event is not None  # no timeout
+        await self._until_ready()
+        event = self._take_iterated()
+        if event is None:
+            raise StopAsyncIteration
         return event
 
     async def next_event(self, timeout: Optional[float] = None) -> Optional[LeaderEvent]:
-        """The next event not yet taken, waiting up to `timeout` seconds (None: for ever); None
-        if none came. Once the observation ended and no event is left, raises LockError:
-        not_held (unobserved, or observed again) or disconnected."""
-        if not self._events.empty():
-            event = self._events.get_nowait()
-        else:
+        """As lockwarden.Observation.next_event: None if no event came in `timeout` seconds."""
+        if not self._ready():
             try:
-                event = await asyncio.wait_for(self._events.get(), timeout)
+                await asyncio.wait_for(self._until_ready(), timeout)
             except asyncio.TimeoutError:
-                return None
-        if event is None:
-            self._events.put_nowait(None)  # every later call ends the same way
-            raise self._ended_error()
-        return event
+                pass
+        return self._take()
 
     async def unobserve(self) -> None:
         """Stops the events (Client.unobserve)."""
         await self.client.unobserve(self.name)
 
-    def _push(self, event: LeaderEvent) -> None:
-        self._update(event)
-        self._events.put_nowait(event)
-        if self.on_leader is not None:
-            try:
-                self.on_leader(event)
-            except Exception:
-                _log.exception("on_leader of the observation of %r raised", self.name)
+    async def _until_ready(self) -> None:
+        while not self._ready():
+            self._changed.clear()
+            await self._changed.wait()
 
-    def _end(self, reason: str) -> None:
-        if self.ended is None:
-            self.ended = reason
-            self._events.put_nowait(None)
+    def _wake(self) -> None:
+        self._changed.set()
 
 
 class _LockBlock:
