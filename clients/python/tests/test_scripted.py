@@ -13,6 +13,12 @@ from harness import EVENT_S
 from scripted import ScriptedAgent
 
 
+def leader_event(term):
+    return {"event": "leader", "name": "e", "term": term,
+            "leader": {"value": "v%d" % term, "agent": "a", "host": "h", "pid": 1, "since": 0,
+                       "term": term}}
+
+
 def open_fds():
     return len(os.listdir("/proc/self/fd"))
 
@@ -49,6 +55,28 @@ class ScriptedSyncTest(unittest.TestCase):
                 with self.assertRaises(lockwarden.LockError) as cm:
                     client.ping()
                 self.assertEqual(cm.exception.code, "disconnected")
+
+    def test_an_observation_keeps_the_last_sixteen_events(self):
+        agent, client = self.connect()
+        observing = threading.Thread(target=lambda: got.update(observation=client.observe("e")))
+        got = {}
+        observing.start()
+        agent.ok(agent.request(), name="e", leader=None)
+        observing.join(EVENT_S)
+        observation = got["observation"]
+        pushed = threading.Event()
+        observation.on_leader = lambda event: event.term == 20 and pushed.set()
+        for term in range(1, 21):
+            agent.send(leader_event(term))
+        self.assertTrue(pushed.wait(EVENT_S), "the events did not come")
+        unobserving = threading.Thread(target=observation.unobserve)
+        unobserving.start()
+        agent.ok(agent.request())
+        unobserving.join(EVENT_S)
+        events = list(observation)
+        self.assertEqual([e.term for e in events], list(range(5, 21)))
+        self.assertEqual([e.missed for e in events], [True] + [False] * 15)
+        self.assertEqual((observation.term, observation.ended), (20, "unobserved"))
 
     def test_close_called_by_on_lost_closes_the_socket(self):
         before = open_fds()
@@ -124,3 +152,20 @@ class ScriptedAioTest(unittest.IsolatedAsyncioTestCase):
         with self.assertRaises(lockwarden.LockError) as cm:
             await self.client.ping()
         self.assertEqual(cm.exception.code, "disconnected")
+
+    async def test_an_observation_keeps_the_last_sixteen_events(self):
+        observing = asyncio.ensure_future(self.client.observe("e"))
+        self.agent.ok(await self.request(), name="e", leader=None)
+        observation = await observing
+        pushed = asyncio.Event()
+        observation.on_leader = lambda event: event.term == 20 and pushed.set()
+        for term in range(1, 21):
+            self.agent.send(leader_event(term))
+        await asyncio.wait_for(pushed.wait(), EVENT_S)
+        unobserving = asyncio.ensure_future(observation.unobserve())
+        self.agent.ok(await self.request())
+        await unobserving
+        events = [event async for event in observation]
+        self.assertEqual([e.term for e in events], list(range(5, 21)))
+        self.assertEqual([e.missed for e in events], [True] + [False] * 15)
+        self.assertEqual((observation.term, observation.ended), (20, "unobserved"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Deque, Dict, Final, List, Mapping, Optional
 
 Json = Dict[str, Any]
@@ -212,14 +212,24 @@ class Hold:
         return "<%s %r %s (%s)>" % (type(self).__name__, self.resource, self.mode, state)
 
 
-class EventBuffer:
-    """The events pushed to an observation and not taken yet, oldest first."""
+EVENT_BUFFER: Final = 16
+"""How many events an observation keeps for a slow reader (as the Node and Go clients)."""
 
-    def __init__(self) -> None:
+
+class EventBuffer:
+    """The events pushed to an observation and not taken yet, oldest first: at most `size`.
+    One more drops the oldest kept, and the one taken next then says `missed` (the events taken
+    before it may not be every change)."""
+
+    def __init__(self, size: int = EVENT_BUFFER) -> None:
         self._events: Deque[LeaderEvent] = deque()
+        self._size = size
 
     def push(self, event: LeaderEvent) -> None:
         self._events.append(event)
+        if len(self._events) > self._size:
+            self._events.popleft()
+            self._events[0] = replace(self._events[0], missed=True)
 
     def take(self) -> Optional[LeaderEvent]:
         """The oldest event kept, taken out; None if there is none."""

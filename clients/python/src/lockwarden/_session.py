@@ -92,8 +92,9 @@ L = TypeVar("L", bound=LockBase[Any])
 class ObservationBase(ObservationState, Generic[C]):
     """Follows who leads an election for `client` (see ObservationState for `leader`, `term`
     and `ended`), as both clients' Observation does. Each pushed event is kept for the client's
-    `next_event` and iteration, and passed to `on_leader`, if set, from the client's reader (an
-    exception it raises is logged; like on_lost, it must not wait for a reply of the client)."""
+    `next_event` and iteration (the last 16: see EventBuffer), and passed to `on_leader`, if
+    set, from the client's reader (an exception it raises is logged; like on_lost, it must not
+    wait for a reply of the client)."""
 
     _guard: ContextManager[Any]  # held while the events or `ended` change, and while taking
 
