@@ -137,6 +137,14 @@ def campaign_fields(name: str, value: str, ttl_ms: Optional[int], wait_ms: Optio
     return fields
 
 
+def name_fields(name: str, token: Optional[str] = None) -> Json:
+    """The fields of a leader, observe or unobserve (token None), or a resign."""
+    fields: Json = {"name": name}
+    if token is not None:
+        fields["token"] = token
+    return fields
+
+
 def encode(request_id: int, op: str, fields: Mapping[str, Any]) -> bytes:
     """One request line."""
     if "id" in fields or "op" in fields:
@@ -283,6 +291,11 @@ class ObservationState:
 
     def __repr__(self) -> str:
         return "<%s of %r (%s)>" % (type(self).__name__, self.name, self.ended or "running")
+
+
+def validity_of(reply: Json) -> int:
+    """The validity_ms of an `extend` reply."""
+    return int(reply["validity_ms"])
 
 
 def leader_of(reply: Json) -> Optional[Leader]:

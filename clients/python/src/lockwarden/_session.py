@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import logging
 from functools import partial
-from typing import (Any, Callable, ContextManager, Dict, Generic, List, Optional, Tuple,
+from typing import (Any, Callable, ContextManager, Dict, Generic, List, Optional, Tuple, Type,
                     TypeVar)
 
 from ._protocol import (Code, Hold, Json, LeaderEvent, LockError, LockLost, ObservationState,
@@ -137,6 +137,21 @@ class Pending(Generic[L, O]):
         self.reply: Optional[Json] = None
         self.lock: Optional[L] = None
         self.observation: Optional[O] = None
+
+    # What a client returns of an ok reply (the reply checked, by the client, to be ok).
+
+    def answer(self) -> Json:
+        assert self.reply is not None
+        return self.reply
+
+    def granted(self, kind: Type[T]) -> T:
+        """The lock an acquire granted, or the leadership of a campaign: `kind`."""
+        assert isinstance(self.lock, kind)
+        return self.lock
+
+    def observing(self) -> O:
+        assert self.observation is not None
+        return self.observation
 
 
 class Session(Generic[L, O]):

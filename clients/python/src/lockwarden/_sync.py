@@ -9,7 +9,6 @@ events of an Observation. A Client may be shared by threads.
 from __future__ import annotations
 
 import logging
-import queue
 import socket
 import threading
 from functools import partial
@@ -18,7 +17,7 @@ from typing import Any, Callable, Iterator, List, Optional, Type
 
 from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, acquire_fields,
                         campaign_fields, checked, decode, default_socket, leader_of, locks_of,
-                        token_fields)
+                        name_fields, token_fields, validity_of)
 from ._session import Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 _log = logging.getLogger("lockwarden")
@@ -150,9 +149,7 @@ class Client:
 
     def request(self, op: str, **fields: Any) -> Json:
         """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
-        reply = self._call(op, fields).reply
-        assert reply is not None
-        return reply
+        return self._call(op, fields).answer()
 
     def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                 renew: bool = False, fence: bool = False, permits: Optional[int] = None,
@@ -167,9 +164,7 @@ class Client:
         wait_ms; no_quorum: masters unavailable; kind_mismatch: the resource is in use as
         another kind or another K; ...)."""
         fields = acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach)
-        lock = self._call("acquire", fields).lock
-        assert lock is not None
-        return lock
+        return self._call("acquire", fields).granted(Lock)
 
     lock = acquire  # reads well in `with client.lock(...) as lock:`
 
@@ -181,9 +176,7 @@ class Client:
     def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
         """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the
         new validity_ms."""
-        reply = self._call("extend", token_fields(resource, token, ttl_ms)).reply
-        assert reply is not None
-        return int(reply["validity_ms"])
+        return validity_of(self._call("extend", token_fields(resource, token, ttl_ms)).answer())
 
     def campaign(self, name: str, value: str, ttl_ms: Optional[int] = None,
                  wait_ms: Optional[int] = None) -> Leadership:
@@ -191,31 +184,26 @@ class Client:
         announcing `value` (e.g. host:port). Returns the Leadership, which lasts while this
         connection lives; raises LockError (timeout: another led for all of wait_ms;
         no_quorum, kind_mismatch, forbidden, ...)."""
-        lock = self._call("campaign", campaign_fields(name, value, ttl_ms, wait_ms)).lock
-        assert isinstance(lock, Leadership)
-        return lock
+        fields = campaign_fields(name, value, ttl_ms, wait_ms)
+        return self._call("campaign", fields).granted(Leadership)
 
     def resign(self, name: str, token: str) -> None:
         """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
-        self._call("resign", {"name": name, "token": token})
+        self._call("resign", name_fields(name, token))
 
     def leader(self, name: str) -> Optional[Leader]:
         """Who leads `name` now, through any agent; None: nobody."""
-        reply = self._call("leader", {"name": name}).reply
-        assert reply is not None
-        return leader_of(reply)
+        return leader_of(self._call("leader", name_fields(name)).answer())
 
     def observe(self, name: str) -> Observation:
         """Follows election `name`: an Observation holding the current leader, then receiving
         every change. Observing a name again starts it over (the older Observation ends)."""
-        observation = self._call("observe", {"name": name}).observation
-        assert observation is not None
-        return observation
+        return self._call("observe", name_fields(name)).observing()
 
     def unobserve(self, name: str) -> None:
         """Stops the events of `name`; its Observation ends (LockError not_held: not
         observed)."""
-        self._call("unobserve", {"name": name})
+        self._call("unobserve", name_fields(name))
 
     def ping(self) -> None:
         self._call("ping", {})
@@ -258,8 +246,7 @@ class Client:
                 self._session.drop(pending)
             raise LockError(Code.DISCONNECTED, str(e)) from e
         done.wait()
-        assert pending.reply is not None
-        checked(pending.reply)
+        checked(pending.answer())
         return pending
 
     def _forget(self, lock: Lock) -> None:

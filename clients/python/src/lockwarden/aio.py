@@ -50,7 +50,7 @@ from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Typ
 
 from ._protocol import (Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
                         campaign_fields, checked, decode, default_socket, leader_of, locks_of,
-                        token_fields)
+                        name_fields, token_fields, validity_of)
 from ._session import LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
@@ -227,10 +227,8 @@ class Client:
         self._reading = asyncio.ensure_future(self._read_loop())
 
     async def request(self, op: str, **fields: Any) -> Json:
-        """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
-        reply = (await self._call(op, fields)).reply
-        assert reply is not None
-        return reply
+        """As lockwarden.Client.request: the reply (a dict) to one request."""
+        return (await self._call(op, fields)).answer()
 
     async def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                       renew: bool = False, fence: bool = False, permits: Optional[int] = None,
@@ -248,57 +246,46 @@ class Client:
             self, acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach))
 
     async def release(self, resource: str, token: str) -> None:
-        """Releases the hold of `token` on `resource`: this connection's, or a detached lease
-        from any connection (LockError not_held: no such hold; forbidden: another uid's)."""
+        """As lockwarden.Client.release (also a detached lease, from any connection)."""
         await self._call("release", token_fields(resource, token))
 
     async def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
-        """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the
-        new validity_ms."""
-        reply = (await self._call("extend", token_fields(resource, token, ttl_ms))).reply
-        assert reply is not None
-        return int(reply["validity_ms"])
+        """As lockwarden.Client.extend: returns the new validity_ms."""
+        reply = (await self._call("extend", token_fields(resource, token, ttl_ms))).answer()
+        return validity_of(reply)
 
     async def campaign(self, name: str, value: str, ttl_ms: Optional[int] = None,
                        wait_ms: Optional[int] = None) -> Leadership:
-        """Waits up to wait_ms (default: the agent's max_wait_ms) to lead election `name`,
-        announcing `value`; returns the Leadership (`async with await client.campaign(...)`
-        resigns at the end). Errors as lockwarden.Client.campaign."""
-        lock = (await self._call("campaign", campaign_fields(name, value, ttl_ms, wait_ms))).lock
-        assert isinstance(lock, Leadership)
-        return lock
+        """As lockwarden.Client.campaign: waits to lead `name`; `async with await
+        client.campaign(...)` resigns at the end."""
+        fields = campaign_fields(name, value, ttl_ms, wait_ms)
+        return (await self._call("campaign", fields)).granted(Leadership)
 
     async def resign(self, name: str, token: str) -> None:
-        """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
-        await self._call("resign", {"name": name, "token": token})
+        """As lockwarden.Client.resign."""
+        await self._call("resign", name_fields(name, token))
 
     async def leader(self, name: str) -> Optional[Leader]:
-        """Who leads `name` now, through any agent; None: nobody."""
-        reply = (await self._call("leader", {"name": name})).reply
-        assert reply is not None
-        return leader_of(reply)
+        """As lockwarden.Client.leader: who leads `name`, None: nobody."""
+        return leader_of((await self._call("leader", name_fields(name))).answer())
 
     async def observe(self, name: str) -> Observation:
-        """Follows election `name`: an Observation holding the current leader, then receiving
-        every change. Observing a name again starts it over (the older Observation ends)."""
-        observation = (await self._call("observe", {"name": name})).observation
-        assert observation is not None
-        return observation
+        """As lockwarden.Client.observe: an Observation of election `name`."""
+        return (await self._call("observe", name_fields(name))).observing()
 
     async def unobserve(self, name: str) -> None:
-        """Stops the events of `name`; its Observation ends (LockError not_held: not
-        observed)."""
-        await self._call("unobserve", {"name": name})
+        """As lockwarden.Client.unobserve."""
+        await self._call("unobserve", name_fields(name))
 
     async def ping(self) -> None:
         await self._call("ping", {})
 
     async def held(self) -> List[Json]:
-        """The locks this connection holds (docs/protocol.md#held)."""
+        """As lockwarden.Client.held."""
         return locks_of(await self.request("held"))
 
     async def health(self) -> Json:
-        """The agent's view of the masters (docs/protocol.md#health)."""
+        """As lockwarden.Client.health."""
         return await self.request("health")
 
     async def close(self) -> None:
@@ -319,9 +306,7 @@ class Client:
         await self.close()
 
     async def _acquire(self, fields: Json) -> Lock:
-        lock = (await self._call("acquire", fields)).lock
-        assert lock is not None
-        return lock
+        return (await self._call("acquire", fields)).granted(Lock)
 
     async def _call(self, op: str, fields: Json) -> Pending[Lock, Observation]:
         """Sends a request and waits for its reply; raises LockError unless it is ok."""
@@ -342,8 +327,7 @@ class Client:
             else:
                 answered.cancel()  # _answered gives back what the reply grants
             raise
-        assert pending.reply is not None
-        checked(pending.reply)
+        checked(pending.answer())
         return pending
 
     def _answered(self, answered: asyncio.Future[None],
