@@ -42,9 +42,9 @@ class ScriptedSyncTest(unittest.TestCase):
         return got["lock"]
 
     def test_an_unreadable_line_ends_the_session(self):
-        """The client gives the connection up, so that the agent ends the session and its locks
-        (they are lost, disconnected): none stays held and renewed for a client that no longer
-        reads."""
+        # The client gives the connection up, so that the agent ends the session and its locks
+        # (they are lost, disconnected): none stays held and renewed for a client that no longer
+        # reads. (No docstring: unittest -v would put "... ok" on a line of its own.)
         for line in (b"not json\n", b"[1]\n", b'{"event": "\xff"}\n'):
             with self.subTest(line=line):
                 agent, client = self.connect()
@@ -105,8 +105,8 @@ class ScriptedAioTest(unittest.IsolatedAsyncioTestCase):
         return await asyncio.to_thread(self.agent.request, missing)
 
     async def test_a_grant_whose_caller_is_cancelled_is_given_back(self):
-        """Whether the caller is cancelled before the reply or after the reply resolved its
-        wait (but before it ran again), what the reply grants goes back to the agent."""
+        # Whether the caller is cancelled before the reply or after the reply resolved its wait
+        # (but before it ran again), what the reply grants goes back to the agent.
         calls = (("acquire", lambda: self.client.acquire("r", wait_ms=1000), "release"),
                  ("campaign", lambda: self.client.campaign("e", "v"), "resign"),
                  ("observe", lambda: self.client.observe("e"), "unobserve"))
