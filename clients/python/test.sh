@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The Python package's checks and tests (clients/README.md#tests). Installs it as a user does
 # (pip, offline, into a fresh venv), type-checks it (mypy --strict, Debian package mypy), and runs
-# tests/ (test_sync.py, test_aio.py against the live agent at $LOCKWARDEN_SOCKET, and
-# test_aio_blocks.py) against the installed package, from a directory where the source tree is
-# not importable. Writes only under $LWTEST_WORKDIR: the source tree is compared before and after.
+# tests/ (test_sync.py, test_aio.py against the live agent at $LOCKWARDEN_SOCKET;
+# test_aio_blocks.py, test_protocol.py, and test_scripted.py against a stand-in agent the tests
+# script) against the installed package, from a directory where the source tree is not
+# importable. Writes only under $LWTEST_WORKDIR: the source tree is compared before and after.
 set -euo pipefail
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 work=${LWTEST_WORKDIR:-$(mktemp -d)}/python

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
-from typing import Any, Dict, Final, List, Mapping, Optional
+from collections import deque
+from dataclasses import dataclass, replace
+from typing import Any, Deque, Dict, Final, List, Mapping, Optional
 
 Json = Dict[str, Any]
 """A decoded JSON object: a reply, an event, or the fields of a request."""
@@ -136,6 +137,14 @@ def campaign_fields(name: str, value: str, ttl_ms: Optional[int], wait_ms: Optio
     return fields
 
 
+def name_fields(name: str, token: Optional[str] = None) -> Json:
+    """The fields of a leader, observe or unobserve (token None), or a resign."""
+    fields: Json = {"name": name}
+    if token is not None:
+        fields["token"] = token
+    return fields
+
+
 def encode(request_id: int, op: str, fields: Mapping[str, Any]) -> bytes:
     """One request line."""
     if "id" in fields or "op" in fields:
@@ -211,25 +220,82 @@ class Hold:
         return "<%s %r %s (%s)>" % (type(self).__name__, self.resource, self.mode, state)
 
 
+EVENT_BUFFER: Final = 16
+"""How many events an observation keeps for a slow reader (as the Node and Go clients)."""
+
+
+class EventBuffer:
+    """The events pushed to an observation and not taken yet, oldest first: at most `size`.
+    One more drops the oldest kept, and the one taken next then says `missed` (the events taken
+    before it may not be every change)."""
+
+    def __init__(self, size: int = EVENT_BUFFER) -> None:
+        self._events: Deque[LeaderEvent] = deque()
+        self._size = size
+
+    def push(self, event: LeaderEvent) -> None:
+        self._events.append(event)
+        if len(self._events) > self._size:
+            self._events.popleft()
+            self._events[0] = replace(self._events[0], missed=True)
+
+    def take(self) -> Optional[LeaderEvent]:
+        """The oldest event kept, taken out; None if there is none."""
+        return self._events.popleft() if self._events else None
+
+    def __len__(self) -> int:
+        return len(self._events)
+
+
 class ObservationState:
     """What an observer knows of an election: `leader` (None: nobody leads) and `term` (None
-    until one is known), updated by each LeaderEvent before it is delivered. `ended` is None
-    while the observation runs, else why it stopped: unobserved, observed again (a newer
-    observation of the name replaced it) or disconnected."""
+    until one is known), updated by each LeaderEvent as it is pushed, and the events not taken
+    yet. `ended` is None while the observation runs, else why it stopped: unobserved, observed
+    again (a newer observation of the name replaced it) or disconnected."""
 
     def __init__(self, name: str, reply: Json) -> None:
         self.name: str = name
         self.leader: Optional[Leader] = Leader.from_json(reply.get("leader"))
         self.term: Optional[int] = self.leader.term if self.leader else None
         self.ended: Optional[str] = None
+        self._events = EventBuffer()
 
-    def _update(self, event: LeaderEvent) -> None:
+    def _keep(self, event: LeaderEvent) -> None:
         self.leader = event.leader
         self.term = event.term
+        self._events.push(event)
 
-    def _ended_error(self) -> LockError:
-        code = Code.DISCONNECTED if self.ended == "disconnected" else Code.NOT_HELD
-        return LockError(code, "observation of %r ended (%s)" % (self.name, self.ended))
+    def _ready(self) -> bool:
+        """Whether taking need not wait: an event is kept, or the observation ended."""
+        return len(self._events) > 0 or self.ended is not None
+
+    def _take(self) -> Optional[LeaderEvent]:
+        """The next event, taken out; None if none is kept. Once the observation ended and no
+        event is left, raises LockError: not_held (unobserved, observed again) or
+        disconnected."""
+        event = self._events.take()
+        if event is None and self.ended is not None:
+            code = Code.DISCONNECTED if self.ended == "disconnected" else Code.NOT_HELD
+            raise LockError(code, "observation of %r ended (%s)" % (self.name, self.ended))
+        return event
+
+    def _take_iterated(self) -> Optional[LeaderEvent]:
+        """As _take, once _ready(), for iteration: None (the end of the iteration) where _take
+        raises not_held; disconnected is raised."""
+        try:
+            return self._take()
+        except LockError as e:
+            if e.code == Code.DISCONNECTED:
+                raise
+            return None
+
+    def __repr__(self) -> str:
+        return "<%s of %r (%s)>" % (type(self).__name__, self.name, self.ended or "running")
+
+
+def validity_of(reply: Json) -> int:
+    """The validity_ms of an `extend` reply."""
+    return int(reply["validity_ms"])
 
 
 def leader_of(reply: Json) -> Optional[Leader]:

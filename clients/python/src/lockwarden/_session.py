@@ -1,46 +1,126 @@
-"""The bookkeeping of one connection to the agent, without I/O, shared by both clients: request
-ids, the requests awaiting their replies, the locks that `lost` events are for and the
-observations that `leader` events are for.
+"""What both clients share beyond the wire protocol: the bookkeeping of one connection to the
+agent (Session), and the behaviour of the Lock, Leadership and Observation they hand out that
+does not depend on how a client waits (LockBase, LeadershipBase, ObservationBase). No I/O here.
 
-A client sends the line `start` returns, feeds every line it reads to `receive`, and calls
-`end` once the connection is gone. Those return effects (callables) for the client to run: the
-blocking client calls the Session under its mutex and runs the effects after releasing it, so a
-user's callback never runs with the mutex held.
+A client sends the line `Session.start` returns, feeds every line it reads to
+`Session.receive`, and calls `Session.end` once the connection is gone. Those return effects
+(callables) for the client to run: the blocking client calls the Session under its mutex and
+runs the effects after releasing it, so a user's callback never runs with the mutex held.
 """
 
 from __future__ import annotations
 
 import itertools
+import logging
 from functools import partial
-from typing import Callable, Dict, Generic, List, Optional, Protocol, Tuple, TypeVar
+from typing import (Any, Callable, ContextManager, Dict, Generic, List, Optional, Tuple, Type,
+                    TypeVar)
 
-from ._protocol import Code, Json, LeaderEvent, LockError, disconnected_reply, encode
+from ._protocol import (Code, Hold, Json, LeaderEvent, LockError, LockLost, ObservationState,
+                        disconnected_reply, encode)
 
 Effect = Callable[[], None]
 
+_log = logging.getLogger("lockwarden")
 
-class Losable(Protocol):
-    """What a client's Lock offers the Session."""
-
-    @property
-    def token(self) -> str: ...
-
-    @property
-    def detached(self) -> bool: ...
-
-    def _mark_lost(self, reason: str) -> None: ...
+C = TypeVar("C")  # the client a Lock or an Observation belongs to
+T = TypeVar("T")
 
 
-class Observer(Protocol):
-    """What a client's Observation offers the Session."""
+def call_back(callback: Optional[Callable[[T], Any]], arg: T, name: str, owner: object) -> None:
+    """Calls a user's callback (`name` of `owner`) if set; what it raises is logged, as it runs
+    in the client's reader."""
+    if callback is None:
+        return
+    try:
+        callback(arg)
+    except Exception:
+        _log.exception("%s of %r raised", name, owner)
 
-    def _push(self, event: LeaderEvent) -> None: ...
 
-    def _end(self, reason: str) -> None: ...
+class LockBase(Hold, Generic[C]):
+    """A granted lock of `client` (see Hold for its fields), as both clients' Lock has it.
+
+    `on_lost`, if set, is called with the lock from the client's reader (its thread, or its
+    task) when the lock is lost; an exception it raises is logged. It must not wait for a reply
+    of the same client: that reader reads them. `check()` raises LockLost once it happened."""
+
+    def __init__(self, client: C, resource: str, reply: Json, detached: bool = False) -> None:
+        super().__init__(resource, reply, detached)
+        self.client = client
+        self.on_lost: Optional[Callable[[Any], Any]] = None
+
+    def _mark_lost(self, reason: str) -> None:
+        if self._set_lost(reason):
+            self._lost_now()
+            call_back(self.on_lost, self, "on_lost", self)
+
+    def _lost_now(self) -> None:
+        """Wakes whatever the client has waiting for the loss (wait_lost, a block)."""
+        raise NotImplementedError
+
+    def _release_failed(self, error: LockError, block_raised: bool) -> None:
+        """Leaving a block, its release failed with `error`. not_held (the lock was lost, its
+        event is still on the way) and disconnected (the agent released it) mark it lost;
+        another error is raised, unless the block is raising its own."""
+        if error.code in (Code.NOT_HELD, Code.DISCONNECTED):
+            self._mark_lost(error.code)
+        elif not block_raised:
+            raise error
+
+    def _block_ended(self, block_raised: bool) -> None:
+        """Leaving a block, released: a block that finished (raised nothing) but not under the
+        lock raises LockLost, so that a loss is never silent."""
+        if not block_raised and self.lost:
+            raise LockLost(self)
 
 
-L = TypeVar("L", bound=Losable)
-O = TypeVar("O", bound=Observer)
+class LeadershipBase(LockBase[C]):
+    """A won campaign: this client leads `name` (also `resource`) with `term` while its
+    connection lives. Lost like a lock (`lost`, `on_lost`, `wait_lost`, LockLost): stop acting as
+    the leader at once. `release()`, `resign()` and leaving its block resign."""
+
+    def __init__(self, client: C, reply: Json) -> None:
+        super().__init__(client, reply["name"], reply)
+        self.name: str = reply["name"]
+        self.term: int = reply["term"]
+
+
+L = TypeVar("L", bound=LockBase[Any])
+
+
+class ObservationBase(ObservationState, Generic[C]):
+    """Follows who leads an election for `client` (see ObservationState for `leader`, `term`
+    and `ended`), as both clients' Observation does. Each pushed event is kept for the client's
+    `next_event` and iteration (the last 16: see EventBuffer), and passed to `on_leader`, if
+    set, from the client's reader (an exception it raises is logged; like on_lost, it must not
+    wait for a reply of the client)."""
+
+    _guard: ContextManager[Any]  # held while the events or `ended` change, and while taking
+
+    def __init__(self, client: C, reply: Json) -> None:
+        super().__init__(reply["name"], reply)
+        self.client = client
+        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
+
+    def _push(self, event: LeaderEvent) -> None:
+        with self._guard:
+            self._keep(event)
+            self._wake()
+        call_back(self.on_leader, event, "on_leader", self)
+
+    def _end(self, reason: str) -> None:
+        with self._guard:
+            if self.ended is None:
+                self.ended = reason
+                self._wake()
+
+    def _wake(self) -> None:
+        """Wakes whoever waits for an event (called with _guard held)."""
+        raise NotImplementedError
+
+
+O = TypeVar("O", bound=ObservationBase[Any])
 
 
 class Pending(Generic[L, O]):
@@ -58,13 +138,32 @@ class Pending(Generic[L, O]):
         self.lock: Optional[L] = None
         self.observation: Optional[O] = None
 
+    # What a client returns of an ok reply (the reply checked, by the client, to be ok).
+
+    def answer(self) -> Json:
+        assert self.reply is not None
+        return self.reply
+
+    def granted(self, kind: Type[T]) -> T:
+        """The lock an acquire granted, or the leadership of a campaign: `kind`."""
+        assert isinstance(self.lock, kind)
+        return self.lock
+
+    def observing(self) -> O:
+        assert self.observation is not None
+        return self.observation
+
 
 class Session(Generic[L, O]):
     """One connection's state. Not thread-safe: the blocking client serialises the calls."""
 
-    def __init__(self, make_lock: Callable[[Pending[L, O], Json], L],
+    def __init__(self, make_lock: Callable[[str, Json, bool], L],
+                 make_leadership: Callable[[Json], L],
                  make_observation: Callable[[Json], O]) -> None:
+        """The factories make what an ok reply grants: a Lock (resource, reply, detached) for an
+        acquire, a Leadership for a campaign, an Observation for an observe."""
         self._make_lock = make_lock
+        self._make_leadership = make_leadership
         self._make_observation = make_observation
         self._ids = itertools.count(1)
         self._pending: Dict[int, Pending[L, O]] = {}
@@ -118,7 +217,11 @@ class Session(Generic[L, O]):
             # Registered before anyone sees the reply, so that an event right behind it (`lost`,
             # `leader`) finds what it is for.
             if pending.op in ("acquire", "campaign"):
-                lock = self._make_lock(pending, message)
+                if pending.op == "campaign":
+                    lock = self._make_leadership(message)
+                else:
+                    lock = self._make_lock(str(message["resource"]), message,
+                                           bool(pending.fields.get("detach")))
                 pending.lock = lock
                 if not lock.detached:  # no `lost` comes for a detached lease, nor ends it here
                     self._locks[lock.token] = lock

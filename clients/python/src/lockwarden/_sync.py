@@ -9,34 +9,30 @@ events of an Observation. A Client may be shared by threads.
 from __future__ import annotations
 
 import logging
-import queue
 import socket
 import threading
+from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Iterator, List, Optional, Type
 
-from ._protocol import (Code, Hold, Json, Leader, LeaderEvent, LockError, LockLost,
-                        ObservationState, acquire_fields, campaign_fields, checked, decode,
-                        default_socket, leader_of, locks_of, token_fields)
-from ._session import Effect, Pending, Session
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, acquire_fields,
+                        campaign_fields, checked, decode, default_socket, leader_of, locks_of,
+                        name_fields, token_fields, validity_of)
+from ._session import Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 _log = logging.getLogger("lockwarden")
 
 
-class Lock(Hold):
-    """A granted lock (see Hold for its fields). Use it as a context manager to release it at
-    the end of the block: if the lock was lost meanwhile and the block raised nothing, leaving
-    it raises LockLost, so a loss is never silent.
+class Lock(LockBase["Client"]):
+    """A granted lock (see LockBase and Hold). Use it as a context manager to release it at the
+    end of the block: if the lock was lost meanwhile and the block raised nothing, leaving it
+    raises LockLost, so a loss is never silent. `on_lost` runs in the client's reader thread;
+    `wait_lost` blocks until the loss."""
 
-    `on_lost`, if set, is called with the lock from the client's reader thread when the lock is
-    lost (an exception it raises is logged); it must not wait for a reply of this client, which
-    that thread reads. `wait_lost` blocks until then; `check()` raises LockLost once it
-    happened."""
+    on_lost: Optional[Callable[[Lock], Any]]
 
     def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
-        super().__init__(resource, reply, detached)
-        self.client = client
-        self.on_lost: Optional[Callable[[Lock], Any]] = None
+        super().__init__(client, resource, reply, detached)
         self._lost_event = threading.Event()
 
     def extend(self, ttl_ms: Optional[int] = None) -> int:
@@ -63,15 +59,8 @@ class Lock(Hold):
         self._lost_event.wait(timeout)
         return self.lost
 
-    def _mark_lost(self, reason: str) -> None:
-        if not self._set_lost(reason):
-            return
+    def _lost_now(self) -> None:
         self._lost_event.set()
-        if self.on_lost is not None:
-            try:
-                self.on_lost(self)
-            except Exception:
-                _log.exception("on_lost of %r raised", self)
 
     def __enter__(self) -> Lock:
         return self
@@ -81,24 +70,12 @@ class Lock(Hold):
         try:
             self.release()
         except LockError as e:
-            # not_held: lost, its event still on the way; disconnected: the agent released it.
-            if e.code in (Code.NOT_HELD, Code.DISCONNECTED):
-                self._mark_lost(e.code)
-            elif exc_type is None:
-                raise
-        if exc_type is None and self.lost:
-            raise LockLost(self)  # the block finished, but not under the lock
+            self._release_failed(e, exc_type is not None)
+        self._block_ended(exc_type is not None)
 
 
-class Leadership(Lock):
-    """A won campaign: this client leads `name` (also `resource`) with `term` while its
-    connection lives. Lost like a Lock (`lost`, `on_lost`, `wait_lost`, LockLost): stop acting as
-    the leader at once. `release()`, `resign()` and leaving a `with` block resign."""
-
-    def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(client, reply["name"], reply)
-        self.name: str = reply["name"]
-        self.term: int = reply["term"]
+class Leadership(LeadershipBase["Client"], Lock):
+    """A won campaign (see LeadershipBase): `with client.campaign(...)` resigns at the end."""
 
     def resign(self) -> None:
         """Stops leading now. No-op if already resigned or lost."""
@@ -108,61 +85,41 @@ class Leadership(Lock):
         self.client.resign(self.name, self.token)
 
 
-class Observation(ObservationState):
-    """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
-    and `ended`. Each pushed event is queued for `next_event` and iteration, and passed to
-    `on_leader`, if set, from the client's reader thread (like `on_lost`, it must not wait for a
-    reply of this client)."""
+class Observation(ObservationBase["Client"]):
+    """Follows who leads an election (Client.observe; see ObservationBase). `on_leader` runs in
+    the client's reader thread."""
+
+    _guard: threading.Condition
 
     def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(reply["name"], reply)
-        self.client = client
-        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
-        self._events: queue.Queue[Optional[LeaderEvent]] = queue.Queue()
+        super().__init__(client, reply)
+        self._guard = threading.Condition()
 
     def next_event(self, timeout: Optional[float] = None) -> Optional[LeaderEvent]:
         """The next event not yet taken, waiting up to `timeout` seconds (None: for ever); None
         if none came. Once the observation ended and no event is left, raises LockError:
         not_held (unobserved, or observed again) or disconnected."""
-        try:
-            event = self._events.get(timeout=timeout)
-        except queue.Empty:
-            return None
-        if event is None:
-            self._events.put(None)  # every later call ends the same way
-            raise self._ended_error()
-        return event
+        with self._guard:
+            self._guard.wait_for(self._ready, timeout)
+            return self._take()
 
     def __iter__(self) -> Iterator[LeaderEvent]:
         """The events, blocking for each, until the observation is unobserved (or observed
         again); raises LockError(disconnected) if the connection ends."""
         while True:
-            try:
-                event = self.next_event()
-            except LockError as e:
-                if e.code == Code.DISCONNECTED:
-                    raise
+            with self._guard:
+                self._guard.wait_for(self._ready)
+                event = self._take_iterated()
+            if event is None:
                 return
-            if event is not None:
-                yield event
+            yield event
 
     def unobserve(self) -> None:
         """Stops the events (Client.unobserve)."""
         self.client.unobserve(self.name)
 
-    def _push(self, event: LeaderEvent) -> None:
-        self._update(event)
-        self._events.put(event)
-        if self.on_leader is not None:
-            try:
-                self.on_leader(event)
-            except Exception:
-                _log.exception("on_leader of the observation of %r raised", self.name)
-
-    def _end(self, reason: str) -> None:
-        if self.ended is None:
-            self.ended = reason
-            self._events.put(None)
+    def _wake(self) -> None:
+        self._guard.notify_all()
 
 
 def _run(effects: List[Effect]) -> None:
@@ -185,15 +142,14 @@ class Client:
         self._mutex = threading.Lock()  # guards _session
         self._write_mutex = threading.Lock()  # one request line at a time on the socket
         self._session: Session[Lock, Observation] = Session(
-            self._make_lock, lambda reply: Observation(self, reply))
+            partial(Lock, self), partial(Leadership, self), partial(Observation, self))
+        self._close_after_reading = False  # close() came from the reader thread
         self._reader = threading.Thread(target=self._read_loop, name="lockwarden", daemon=True)
         self._reader.start()
 
     def request(self, op: str, **fields: Any) -> Json:
         """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
-        reply = self._call(op, fields).reply
-        assert reply is not None
-        return reply
+        return self._call(op, fields).answer()
 
     def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                 renew: bool = False, fence: bool = False, permits: Optional[int] = None,
@@ -208,9 +164,7 @@ class Client:
         wait_ms; no_quorum: masters unavailable; kind_mismatch: the resource is in use as
         another kind or another K; ...)."""
         fields = acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach)
-        lock = self._call("acquire", fields).lock
-        assert lock is not None
-        return lock
+        return self._call("acquire", fields).granted(Lock)
 
     lock = acquire  # reads well in `with client.lock(...) as lock:`
 
@@ -222,9 +176,7 @@ class Client:
     def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
         """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the
         new validity_ms."""
-        reply = self._call("extend", token_fields(resource, token, ttl_ms)).reply
-        assert reply is not None
-        return int(reply["validity_ms"])
+        return validity_of(self._call("extend", token_fields(resource, token, ttl_ms)).answer())
 
     def campaign(self, name: str, value: str, ttl_ms: Optional[int] = None,
                  wait_ms: Optional[int] = None) -> Leadership:
@@ -232,31 +184,26 @@ class Client:
         announcing `value` (e.g. host:port). Returns the Leadership, which lasts while this
         connection lives; raises LockError (timeout: another led for all of wait_ms;
         no_quorum, kind_mismatch, forbidden, ...)."""
-        lock = self._call("campaign", campaign_fields(name, value, ttl_ms, wait_ms)).lock
-        assert isinstance(lock, Leadership)
-        return lock
+        fields = campaign_fields(name, value, ttl_ms, wait_ms)
+        return self._call("campaign", fields).granted(Leadership)
 
     def resign(self, name: str, token: str) -> None:
         """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
-        self._call("resign", {"name": name, "token": token})
+        self._call("resign", name_fields(name, token))
 
     def leader(self, name: str) -> Optional[Leader]:
         """Who leads `name` now, through any agent; None: nobody."""
-        reply = self._call("leader", {"name": name}).reply
-        assert reply is not None
-        return leader_of(reply)
+        return leader_of(self._call("leader", name_fields(name)).answer())
 
     def observe(self, name: str) -> Observation:
         """Follows election `name`: an Observation holding the current leader, then receiving
         every change. Observing a name again starts it over (the older Observation ends)."""
-        observation = self._call("observe", {"name": name}).observation
-        assert observation is not None
-        return observation
+        return self._call("observe", name_fields(name)).observing()
 
     def unobserve(self, name: str) -> None:
         """Stops the events of `name`; its Observation ends (LockError not_held: not
         observed)."""
-        self._call("unobserve", {"name": name})
+        self._call("unobserve", name_fields(name))
 
     def ping(self) -> None:
         self._call("ping", {})
@@ -272,11 +219,10 @@ class Client:
     def close(self) -> None:
         """Closes the connection; the agent releases every lock this client still holds, and
         they are marked lost (disconnected). Detached leases stay."""
-        try:
-            self._sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-        if threading.current_thread() is not self._reader:  # e.g. close() from on_lost
+        self._shut_down()
+        if threading.current_thread() is self._reader:  # e.g. close() from on_lost
+            self._close_after_reading = True  # the reader cannot wait for itself
+        else:
             self._reader.join()
             self._sock.close()
 
@@ -286,11 +232,6 @@ class Client:
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
                  tb: Optional[TracebackType]) -> None:
         self.close()
-
-    def _make_lock(self, pending: Pending[Lock, Observation], reply: Json) -> Lock:
-        if pending.op == "campaign":
-            return Leadership(self, reply)
-        return Lock(self, reply["resource"], reply, bool(pending.fields.get("detach")))
 
     def _call(self, op: str, fields: Json) -> Pending[Lock, Observation]:
         """Sends a request and waits for its reply; raises LockError unless it is ok."""
@@ -305,8 +246,7 @@ class Client:
                 self._session.drop(pending)
             raise LockError(Code.DISCONNECTED, str(e)) from e
         done.wait()
-        assert pending.reply is not None
-        checked(pending.reply)
+        checked(pending.answer())
         return pending
 
     def _forget(self, lock: Lock) -> None:
@@ -322,15 +262,22 @@ class Client:
                     with self._mutex:
                         effects = self._session.receive(message)
                     _run(effects)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError) as e:  # ValueError: a line that is not a JSON object
             reason = str(e)
-        except Exception as e:  # a reply the client cannot read: give up the connection
+        except Exception as e:  # a reply the client cannot read
             reason = "unreadable line from the agent: %r" % e
             _log.exception("lockwarden reader")
-            try:
-                self._sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
+        # Gives the connection up, so that the agent ends the session too: else it would hold
+        # and renew the locks that are now marked lost.
+        self._shut_down()
         with self._mutex:
             effects = self._session.end(reason)
         _run(effects)
+        if self._close_after_reading:
+            self._sock.close()
+
+    def _shut_down(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

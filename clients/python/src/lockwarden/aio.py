@@ -41,16 +41,17 @@ unobserved) by the client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Type
 
-from ._protocol import (Code, Hold, Json, Leader, LeaderEvent, LockError, LockLost,
-                        ObservationState, acquire_fields, campaign_fields, checked, decode,
-                        default_socket, leader_of, locks_of, token_fields)
-from ._session import Pending, Session
+from ._protocol import (Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
+                        campaign_fields, checked, decode, default_socket, leader_of, locks_of,
+                        name_fields, token_fields, validity_of)
+from ._session import LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
 
@@ -58,33 +59,28 @@ _log = logging.getLogger("lockwarden")
 _LINE_LIMIT = 1 << 26  # the longest line read (a `locks` reply of a busy agent is long)
 
 
-class Lock(Hold):
-    """A granted lock (see Hold for its fields), released by `await lock.release()` or at the
-    end of `async with lock:` (see the module's doc for what a loss does to the block).
+class Lock(LockBase["Client"]):
+    """A granted lock (see LockBase and Hold), released by `await lock.release()` or at the end
+    of `async with lock:` (see the module's doc for what a loss does to the block). `on_lost`
+    runs in the reader task; `await wait_lost()` returns at the loss."""
 
-    `on_lost`, if set, is called with the lock from the reader task when the lock is lost (an
-    exception it raises is logged); `await wait_lost()` returns then; `check()` raises
-    LockLost once it happened."""
+    on_lost: Optional[Callable[[Lock], Any]]
 
     def __init__(self, client: Client, resource: str, reply: Json, detached: bool = False) -> None:
-        super().__init__(resource, reply, detached)
-        self.client = client
-        self.on_lost: Optional[Callable[[Lock], Any]] = None
+        super().__init__(client, resource, reply, detached)
         self._lost_event = asyncio.Event()
         self._task: Optional[asyncio.Task[Any]] = None  # running the block: cancelled on a loss
         self._cancelling = 0  # the task's cancellation requests when the block began (3.11+)
         self._cancelled = False  # the loss cancelled the task
 
     async def extend(self, ttl_ms: Optional[int] = None) -> int:
-        """Resets the lock's ttl to ttl_ms (default: the agent's) from now; returns the new
-        validity_ms. Raises LockLost if the lock was lost, LockError not_held if it just was."""
+        """As lockwarden.Lock.extend: returns the new validity_ms."""
         self.check()
         self.validity_ms = await self.client.extend(self.resource, self.token, ttl_ms)
         return self.validity_ms
 
     async def release(self) -> None:
-        """Gives the lock back. No-op if it was already released or lost; LockError not_held
-        if the agent found it gone (lost, its event still on the way)."""
+        """As lockwarden.Lock.release: no-op once released or lost."""
         if self.released or self.lost:
             return
         await self._give_back()
@@ -102,19 +98,12 @@ class Lock(Hold):
             pass
         return self.lost
 
-    def _mark_lost(self, reason: str) -> None:
-        if not self._set_lost(reason):
-            return
+    def _lost_now(self) -> None:
         self._lost_event.set()
         task = self._task
         if task is not None and not task.done():
             self._cancelled = True
             task.cancel()
-        if self.on_lost is not None:
-            try:
-                self.on_lost(self)
-            except Exception:
-                _log.exception("on_lost of %r raised", self)
 
     async def __aenter__(self) -> Lock:
         if self._task is not None:
@@ -140,29 +129,15 @@ class Lock(Hold):
         try:
             await self.release()
         except LockError as e:
-            # not_held: lost, its event still on the way; disconnected: the agent released it.
-            if e.code in (Code.NOT_HELD, Code.DISCONNECTED):
-                self._mark_lost(e.code)
-            elif exc_type is None:
-                raise
-        if isinstance(exc, asyncio.CancelledError):
-            if loss_only:
-                raise LockLost(self)  # its __context__ is the CancelledError
-            return  # a cancellation from elsewhere propagates
-        if exc_type is None and self.lost:
-            raise LockLost(self)  # the block finished, but not under the lock
+            self._release_failed(e, exc_type is not None)
+        if loss_only and isinstance(exc, asyncio.CancelledError):
+            raise LockLost(self)  # its __context__ is the CancelledError
+        self._block_ended(exc_type is not None)  # a cancellation from elsewhere propagates
 
 
-class Leadership(Lock):
-    """A won campaign: this client leads `name` (also `resource`) with `term` while its
-    connection lives. Lost like a Lock, also in `async with` (the task is cancelled, the block
-    raises LockLost): stop acting as the leader at once. `release()`, `resign()` and leaving
-    the block resign."""
-
-    def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(client, reply["name"], reply)
-        self.name: str = reply["name"]
-        self.term: int = reply["term"]
+class Leadership(LeadershipBase["Client"], Lock):
+    """A won campaign (see LeadershipBase). In `async with` it is lost like a Lock (the task is
+    cancelled, the block raises LockLost); leaving the block resigns."""
 
     async def resign(self) -> None:
         """Stops leading now. No-op if already resigned or lost."""
@@ -172,67 +147,50 @@ class Leadership(Lock):
         await self.client.resign(self.name, self.token)
 
 
-class Observation(ObservationState):
-    """Follows who leads an election (Client.observe); see ObservationState for `leader`, `term`
-    and `ended`. An async iterator of the pushed LeaderEvents, in term order:
+class Observation(ObservationBase["Client"]):
+    """Follows who leads an election (Client.observe; see ObservationBase). An async iterator
+    of the pushed LeaderEvents, in term order:
 
         async for event in observation:   # ends after unobserve (or observing the name again)
             ...                           # raises LockError(disconnected) if the connection ends
 
-    Each event is also passed to `on_leader`, if set, from the reader task."""
+    `on_leader` runs in the reader task."""
 
     def __init__(self, client: Client, reply: Json) -> None:
-        super().__init__(reply["name"], reply)
-        self.client = client
-        self.on_leader: Optional[Callable[[LeaderEvent], Any]] = None
-        self._events: asyncio.Queue[Optional[LeaderEvent]] = asyncio.Queue()
+        super().__init__(client, reply)
+        self._guard = contextlib.nullcontext()  # one task changes it: the reader
+        self._changed = asyncio.Event()
 
     def __aiter__(self) -> Observation:
         return self
 
     async def __anext__(self) -> LeaderEvent:
-        try:
-            event = await self.next_event()
-        except LockError as e:
-            if e.code == Code.DISCONNECTED:
-                raise
-            raise StopAsyncIteration from None
-        assert event is not None  # no timeout
+        await self._until_ready()
+        event = self._take_iterated()
+        if event is None:
+            raise StopAsyncIteration
         return event
 
     async def next_event(self, timeout: Optional[float] = None) -> Optional[LeaderEvent]:
-        """The next event not yet taken, waiting up to `timeout` seconds (None: for ever); None
-        if none came. Once the observation ended and no event is left, raises LockError:
-        not_held (unobserved, or observed again) or disconnected."""
-        if not self._events.empty():
-            event = self._events.get_nowait()
-        else:
+        """As lockwarden.Observation.next_event: None if no event came in `timeout` seconds."""
+        if not self._ready():
             try:
-                event = await asyncio.wait_for(self._events.get(), timeout)
+                await asyncio.wait_for(self._until_ready(), timeout)
             except asyncio.TimeoutError:
-                return None
-        if event is None:
-            self._events.put_nowait(None)  # every later call ends the same way
-            raise self._ended_error()
-        return event
+                pass
+        return self._take()
 
     async def unobserve(self) -> None:
         """Stops the events (Client.unobserve)."""
         await self.client.unobserve(self.name)
 
-    def _push(self, event: LeaderEvent) -> None:
-        self._update(event)
-        self._events.put_nowait(event)
-        if self.on_leader is not None:
-            try:
-                self.on_leader(event)
-            except Exception:
-                _log.exception("on_leader of the observation of %r raised", self.name)
+    async def _until_ready(self) -> None:
+        while not self._ready():
+            self._changed.clear()
+            await self._changed.wait()
 
-    def _end(self, reason: str) -> None:
-        if self.ended is None:
-            self.ended = reason
-            self._events.put_nowait(None)
+    def _wake(self) -> None:
+        self._changed.set()
 
 
 class _LockBlock:
@@ -263,16 +221,14 @@ class Client:
         self._reader = reader
         self._writer = writer
         self._session: Session[Lock, Observation] = Session(
-            self._make_lock, lambda reply: Observation(self, reply))
+            partial(Lock, self), partial(Leadership, self), partial(Observation, self))
         self._drain_lock = asyncio.Lock()  # one drain() at a time (Python < 3.10 needs it)
         self._chores: Set[asyncio.Task[None]] = set()  # giving back unwanted grants
         self._reading = asyncio.ensure_future(self._read_loop())
 
     async def request(self, op: str, **fields: Any) -> Json:
-        """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
-        reply = (await self._call(op, fields)).reply
-        assert reply is not None
-        return reply
+        """As lockwarden.Client.request: the reply (a dict) to one request."""
+        return (await self._call(op, fields)).answer()
 
     async def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                       renew: bool = False, fence: bool = False, permits: Optional[int] = None,
@@ -290,57 +246,46 @@ class Client:
             self, acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach))
 
     async def release(self, resource: str, token: str) -> None:
-        """Releases the hold of `token` on `resource`: this connection's, or a detached lease
-        from any connection (LockError not_held: no such hold; forbidden: another uid's)."""
+        """As lockwarden.Client.release (also a detached lease, from any connection)."""
         await self._call("release", token_fields(resource, token))
 
     async def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
-        """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the
-        new validity_ms."""
-        reply = (await self._call("extend", token_fields(resource, token, ttl_ms))).reply
-        assert reply is not None
-        return int(reply["validity_ms"])
+        """As lockwarden.Client.extend: returns the new validity_ms."""
+        reply = (await self._call("extend", token_fields(resource, token, ttl_ms))).answer()
+        return validity_of(reply)
 
     async def campaign(self, name: str, value: str, ttl_ms: Optional[int] = None,
                        wait_ms: Optional[int] = None) -> Leadership:
-        """Waits up to wait_ms (default: the agent's max_wait_ms) to lead election `name`,
-        announcing `value`; returns the Leadership (`async with await client.campaign(...)`
-        resigns at the end). Errors as lockwarden.Client.campaign."""
-        lock = (await self._call("campaign", campaign_fields(name, value, ttl_ms, wait_ms))).lock
-        assert isinstance(lock, Leadership)
-        return lock
+        """As lockwarden.Client.campaign: waits to lead `name`; `async with await
+        client.campaign(...)` resigns at the end."""
+        fields = campaign_fields(name, value, ttl_ms, wait_ms)
+        return (await self._call("campaign", fields)).granted(Leadership)
 
     async def resign(self, name: str, token: str) -> None:
-        """Stops leading `name` (LockError not_held: `token` does not lead it here now)."""
-        await self._call("resign", {"name": name, "token": token})
+        """As lockwarden.Client.resign."""
+        await self._call("resign", name_fields(name, token))
 
     async def leader(self, name: str) -> Optional[Leader]:
-        """Who leads `name` now, through any agent; None: nobody."""
-        reply = (await self._call("leader", {"name": name})).reply
-        assert reply is not None
-        return leader_of(reply)
+        """As lockwarden.Client.leader: who leads `name`, None: nobody."""
+        return leader_of((await self._call("leader", name_fields(name))).answer())
 
     async def observe(self, name: str) -> Observation:
-        """Follows election `name`: an Observation holding the current leader, then receiving
-        every change. Observing a name again starts it over (the older Observation ends)."""
-        observation = (await self._call("observe", {"name": name})).observation
-        assert observation is not None
-        return observation
+        """As lockwarden.Client.observe: an Observation of election `name`."""
+        return (await self._call("observe", name_fields(name))).observing()
 
     async def unobserve(self, name: str) -> None:
-        """Stops the events of `name`; its Observation ends (LockError not_held: not
-        observed)."""
-        await self._call("unobserve", {"name": name})
+        """As lockwarden.Client.unobserve."""
+        await self._call("unobserve", name_fields(name))
 
     async def ping(self) -> None:
         await self._call("ping", {})
 
     async def held(self) -> List[Json]:
-        """The locks this connection holds (docs/protocol.md#held)."""
+        """As lockwarden.Client.held."""
         return locks_of(await self.request("held"))
 
     async def health(self) -> Json:
-        """The agent's view of the masters (docs/protocol.md#health)."""
+        """As lockwarden.Client.health."""
         return await self.request("health")
 
     async def close(self) -> None:
@@ -360,15 +305,8 @@ class Client:
                         exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
         await self.close()
 
-    def _make_lock(self, pending: Pending[Lock, Observation], reply: Json) -> Lock:
-        if pending.op == "campaign":
-            return Leadership(self, reply)
-        return Lock(self, reply["resource"], reply, bool(pending.fields.get("detach")))
-
     async def _acquire(self, fields: Json) -> Lock:
-        lock = (await self._call("acquire", fields)).lock
-        assert lock is not None
-        return lock
+        return (await self._call("acquire", fields)).granted(Lock)
 
     async def _call(self, op: str, fields: Json) -> Pending[Lock, Observation]:
         """Sends a request and waits for its reply; raises LockError unless it is ok."""
@@ -383,18 +321,24 @@ class Client:
                     pass  # the reader sees the end and answers every pending request
             await answered
         except asyncio.CancelledError:
-            answered.cancel()  # _answered gives back what the reply grants
+            if answered.done() and not answered.cancelled():
+                # Answered, but cancelled before this task ran again: nobody else gives it back.
+                self._give_back(pending)
+            else:
+                answered.cancel()  # _answered gives back what the reply grants
             raise
-        assert pending.reply is not None
-        checked(pending.reply)
+        checked(pending.answer())
         return pending
 
     def _answered(self, answered: asyncio.Future[None],
                   pending: Pending[Lock, Observation]) -> None:
-        if not answered.done():
+        if answered.done():  # its caller stopped waiting (cancelled)
+            self._give_back(pending)
+        else:
             answered.set_result(None)
-            return
-        # Its caller stopped waiting (cancelled): give back what the reply granted.
+
+    def _give_back(self, pending: Pending[Lock, Observation]) -> None:
+        """Gives back what the reply of a request nobody awaits granted."""
         if pending.lock is not None:
             self._chore(pending.lock.release())
         if pending.observation is not None:
