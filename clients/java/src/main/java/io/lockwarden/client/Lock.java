@@ -21,7 +21,9 @@ import java.util.function.Consumer;
  * quorum, it expired without being extended, an operator revoked it) or the connection ends,
  * {@link #isLost()} turns true, {@link #lostReason()} says why ({@code renew_failed}, {@code
  * expired}, {@code revoked}, {@code disconnected}) and the {@link #onLost} listeners run. Stop
- * the work the lock protected at once: someone else may hold it now.
+ * the work the lock protected at once: someone else may hold it now. A {@link #release()} that
+ * the agent answers {@code not_held} (the lock had ended) marks it lost the same way, with
+ * reason {@code not_held} unless the agent's {@code lost} event came first.
  *
  * <p><b>Closing.</b> {@link #close()} releases it, so try-with-resources scopes a hold; if the
  * lock was lost before the end of the block, {@code close()} throws {@link ErrorCode#LOST} so
@@ -159,7 +161,8 @@ public sealed class Lock implements AutoCloseable permits Leadership {
 
   /**
    * Why the lock was lost: {@code renew_failed}, {@code expired}, {@code revoked} (from the
-   * agent) or {@code disconnected} (the connection ended).
+   * agent), {@code disconnected} (the connection ended) or {@code not_held} (a release found it
+   * gone).
    *
    * @return the reason, or empty while the lock is not lost
    */
@@ -248,16 +251,17 @@ public sealed class Lock implements AutoCloseable permits Leadership {
    * Gives the lock back (a leadership resigns). Does nothing if it was already released or
    * lost.
    *
-   * @throws LockException the agent's error: {@code not_held} (it had ended: the lock counts as
-   *     released), {@code no_quorum} (it may linger on some masters until its ttl; release may
-   *     be tried again), {@code disconnected}...
+   * @throws LockException the agent's error: {@code not_held} (it had ended: the lock is now
+   *     lost, with reason {@code not_held} unless a {@code lost} event came first), {@code
+   *     no_quorum} (it may linger on some masters until its ttl; release may be tried again),
+   *     {@code disconnected}...
    */
   public void release() throws LockException {
     if (!isHeld()) return;
     try {
       client.connection.await(sendGiveBack());
     } catch (LockException e) {
-      if (e.code() == ErrorCode.NOT_HELD) released();
+      if (e.code() == ErrorCode.NOT_HELD) foundGone();
       throw e;
     }
     released();
@@ -273,9 +277,11 @@ public sealed class Lock implements AutoCloseable permits Leadership {
     return client.connection.async(sendGiveBack()).whenComplete((v, error) -> {
       Throwable cause = error instanceof java.util.concurrent.CompletionException
           ? error.getCause() : error;
-      if (cause == null || (cause instanceof LockException
-          && ((LockException) cause).code() == ErrorCode.NOT_HELD)) {
+      if (cause == null) {
         released();
+      } else if (cause instanceof LockException
+          && ((LockException) cause).code() == ErrorCode.NOT_HELD) {
+        foundGone();
       }
     });
   }
@@ -353,6 +359,12 @@ public sealed class Lock implements AutoCloseable permits Leadership {
       if (state == State.HELD) state = State.RELEASED;
     }
     client.connection.forget(this);
+  }
+
+  /** The agent answered the release {@code not_held}: the lock had ended without it. */
+  private void foundGone() {
+    client.connection.forget(this); // a lost event still on its way changes nothing now
+    markLost(ErrorCode.NOT_HELD.wireName());
   }
 
   private LockException lostError(String reason) {
