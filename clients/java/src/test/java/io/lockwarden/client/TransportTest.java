@@ -168,6 +168,32 @@ class TransportTest {
   }
 
   @Test
+  void anInterruptedReleaseIsSettledByItsReply() throws Exception {
+    Lock lock = granted("r", "ab".repeat(20), "");
+    CompletableFuture<LockException> failed = new CompletableFuture<>();
+    Thread releaser = new Thread(() -> failed.complete(assertThrows(LockException.class,
+        lock::release)));
+    releaser.start();
+    Map<String, Object> release = request(); // on the wire: only its reply can settle the lock
+    assertEquals("release", release.get("op"));
+    releaser.interrupt();
+    assertEquals(ErrorCode.INTERRUPTED, failed.get(WAIT_S, TimeUnit.SECONDS).code());
+    assertTrue(lock.toString().contains("releasing"), lock.toString());
+    CompletableFuture<Void> again = lock.releaseAsync(); // the same release: nothing more sent
+    CompletableFuture<Void> ping = client.pingAsync();
+    Map<String, Object> next = request();
+    assertEquals("ping", next.get("op"));
+    assertFalse(again.isDone());
+    send("{\"id\":" + release.get("id") + ",\"ok\":true}");
+    send("{\"id\":" + next.get("id") + ",\"ok\":true}");
+    again.get(WAIT_S, TimeUnit.SECONDS);
+    ping.get(WAIT_S, TimeUnit.SECONDS);
+    assertFalse(lock.isLost());
+    lock.close(); // released: nothing to send or throw
+    sync();
+  }
+
+  @Test
   void anUnreadableLineEndsTheConnection() throws Exception {
     CompletableFuture<Void> ping = client.pingAsync();
     request();
