@@ -1,6 +1,6 @@
 // The client against a scripted fake agent on a Unix socket of its own: what the real agent
-// cannot be made to do on demand (answer a release not_held before its lost event). Needs no
-// agent.
+// cannot be made to do on demand (answer a release not_held before its lost event, break the
+// protocol, send a reply longer than any fixed buffer). Needs no agent.
 
 package lockwarden
 
@@ -165,4 +165,46 @@ func TestReleaseAnsweredNotHeldMarksTheLockLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	agent.sync(c)
+}
+
+func TestAnUndecodableLineEndsTheConnection(t *testing.T) {
+	c, agent := withFakeAgent(t)
+	lock := agent.grant(c, "r", strings.Repeat("ab", 20))
+	ping := start(func(ctx context.Context) (struct{}, error) { return struct{}{}, c.Ping(ctx) })
+	agent.send(`{"id":%d,"ok":true,}`, agent.request("ping"))
+	_, err := await(t, ping)
+	wantCode(t, err, CodeDisconnected)
+	if !strings.Contains(err.Error(), "protocol") {
+		t.Fatalf("the error does not say the agent broke the protocol: %v", err)
+	}
+	if r := waitLost(t, lock); r != CodeDisconnected {
+		t.Fatalf("lost reason %q", r)
+	}
+	agent.closedByClient() // nothing reads it any more: the agent must see the end
+	wantCode(t, c.Ping(context.Background()), CodeDisconnected)
+}
+
+func TestAReplyLongerThanAnyFixedBufferIsRead(t *testing.T) {
+	c, agent := withFakeAgent(t)
+	listing := start(func(ctx context.Context) ([]byte, error) {
+		return c.Request(ctx, "locks", nil)
+	})
+	id := agent.request("locks")
+	// Every lock held through the agent, as `locks` lists them: 40 000 of them here (~4 MiB).
+	entries := make([]string, 40000)
+	for i := range entries {
+		entries[i] = fmt.Sprintf(`{"resource":"%s-%06d","session":%d,"pid":1,"uid":1000,`+
+			`"held_ms":1,"validity_ms":29000,"renew":true,"waiters":0}`,
+			strings.Repeat("r", 40), i, i)
+	}
+	line := fmt.Sprintf(`{"id":%d,"ok":true,"locks":[%s]}`, id, strings.Join(entries, ","))
+	agent.send("%s", line)
+	raw, err := await(t, listing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(raw) != line {
+		t.Fatalf("a reply of %d bytes came back as %d bytes", len(line), len(raw))
+	}
+	agent.sync(c) // and the connection goes on
 }
