@@ -94,8 +94,9 @@ type Lock struct {
 	Permit   *int   // a semaphore's: which permit (0..Permits-1); nil otherwise
 	// Term is a leadership's term (Campaign); 0 for a lock. Resource is then the election name.
 	Term int64
-	// Detached: a detached lease (AcquireOptions.Detach). Lost is never closed for it; it ends
-	// at its TTL or when released by its token, from this client or another.
+	// Detached: a detached lease (AcquireOptions.Detach). No `lost` event comes for it (Lost is
+	// closed only if Release finds it gone); it ends at its TTL or when released by its token,
+	// from this client or another.
 	Detached bool
 
 	c        *Client
@@ -105,11 +106,12 @@ type Lock struct {
 	lost     chan struct{}
 }
 
-// Lost is closed when the lock ends without being released (the agent pushed `lost`, or the
-// connection ended): stop the work it protected. LostReason says why.
+// Lost is closed when the lock ends without being released (the agent pushed `lost`, the
+// connection ended, or Release found it gone): stop the work it protected. LostReason says why.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
-// LostReason is "" while the lock is held, else renew_failed, expired, revoked or disconnected.
+// LostReason is "" while the lock is held, else renew_failed, expired, revoked, disconnected,
+// or not_held (Release found it gone).
 func (l *Lock) LostReason() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -135,7 +137,8 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (time.Duration, er
 }
 
 // Release gives the lock back (a leadership resigns). No-op (nil) if it was already released
-// or lost.
+// or lost. Answered CodeNotHeld (the lock had ended), it returns that error and the lock is
+// lost: reason not_held, unless the agent's `lost` event came first.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	done := l.released || l.reason != ""
@@ -152,13 +155,17 @@ func (l *Lock) Release(ctx context.Context) error {
 	if err != nil && !IsCode(err, CodeNotHeld) {
 		return err
 	}
+	l.c.mu.Lock()
+	delete(l.c.locks, l.Token) // not_held: a lost event still on its way changes nothing now
+	l.c.mu.Unlock()
+	if err != nil { // not_held: the lock had ended without this release
+		l.markLost(CodeNotHeld)
+		return err
+	}
 	l.mu.Lock()
 	l.released = true
 	l.mu.Unlock()
-	l.c.mu.Lock()
-	delete(l.c.locks, l.Token)
-	l.c.mu.Unlock()
-	return err
+	return nil
 }
 
 func (l *Lock) markLost(reason string) {

@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"os"
 	"sync"
@@ -126,6 +127,9 @@ func DialContext(ctx context.Context, path string) (*Client, error) {
 func (c *Client) Close() error {
 	err := c.conn.Close()
 	<-c.done
+	if errors.Is(err, net.ErrClosed) { // closed already, when the connection ended
+		return nil
+	}
 	return err
 }
 
@@ -236,19 +240,36 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 	return h, nil
 }
 
+// readLoop reads every line the agent sends until the connection ends or the agent breaks the
+// protocol; then it closes the connection (the agent releases what it held), fails the pending
+// requests with CodeDisconnected and marks the locks lost. A line has no length limit: a
+// `locks` reply lists every lock held through the agent, however many.
 func (c *Client) readLoop() {
-	scanner := bufio.NewScanner(c.conn)
-	scanner.Buffer(make([]byte, 64*1024), 1<<20)
-	for scanner.Scan() {
-		r := &reply{raw: append([]byte(nil), scanner.Bytes()...)}
-		if json.Unmarshal(r.raw, r) != nil {
-			continue
+	in := bufio.NewReaderSize(c.conn, 64*1024)
+	why := "connection to the agent closed"
+	for {
+		line, err := in.ReadBytes('\n') // a copy of its own
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+				why = "connection to the agent failed: " + err.Error()
+			}
+			break
+		}
+		r := &reply{raw: line[:len(line)-1]}
+		if err := json.Unmarshal(r.raw, r); err != nil {
+			why = "the agent broke the protocol: " + err.Error()
+			break
+		}
+		if r.Event == "" && r.Ok == nil {
+			why = "the agent broke the protocol: a line neither a reply nor an event"
+			break
 		}
 		c.dispatch(r)
 	}
+	c.conn.Close()
 	c.mu.Lock()
 	if c.closed == nil {
-		c.closed = &Error{Code: CodeDisconnected, Message: "connection to the agent closed"}
+		c.closed = &Error{Code: CodeDisconnected, Message: why}
 	}
 	for _, p := range c.pending {
 		p.ch <- &reply{Error: CodeDisconnected, Message: c.closed.Error()}

@@ -24,6 +24,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Consumer;
 
 /**
  * One connection to the agent: the socket, its threads, the requests awaiting replies and what
@@ -153,17 +154,27 @@ final class Connection {
 
   /** The public future of a request: cancelling it (or failing it) abandons the request. */
   <T> CompletableFuture<T> async(Pending<T> p) {
-    CompletableFuture<T> pub = new CompletableFuture<>();
-    p.result.whenCompleteAsync((value, error) -> {
-      if (error != null) {
-        pub.completeExceptionally(error instanceof CompletionException ? error.getCause() : error);
-      } else if (!pub.complete(value)) {
-        giveBack(value);
-      }
-    }, ASYNC);
+    CompletableFuture<T> pub = follow(p.result, this::giveBack);
     pub.whenComplete((value, error) -> {
       if (error != null) p.result.completeExceptionally(new CancellationException("abandoned"));
     });
+    return pub;
+  }
+
+  /**
+   * A public future that takes the outcome of {@code internal} on {@link #ASYNC}; completing
+   * it first leaves {@code internal} alone, and a value it then refuses goes to {@code
+   * untaken} (if not null).
+   */
+  static <T> CompletableFuture<T> follow(CompletableFuture<T> internal, Consumer<T> untaken) {
+    CompletableFuture<T> pub = new CompletableFuture<>();
+    internal.whenCompleteAsync((value, error) -> {
+      if (error != null) {
+        pub.completeExceptionally(error instanceof CompletionException ? error.getCause() : error);
+      } else if (!pub.complete(value) && untaken != null) {
+        untaken.accept(value);
+      }
+    }, ASYNC);
     return pub;
   }
 

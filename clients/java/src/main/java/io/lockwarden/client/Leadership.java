@@ -54,7 +54,6 @@ public final class Leadership extends Lock {
 
   @Override
   public String toString() {
-    return "Leadership{" + name() + ", term " + term
-        + lostReason().map(r -> ", lost: " + r).orElse("") + "}";
+    return "Leadership{" + name() + ", term " + term + stateNote() + "}";
   }
 }

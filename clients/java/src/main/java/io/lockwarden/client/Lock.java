@@ -8,7 +8,9 @@ import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -21,7 +23,9 @@ import java.util.function.Consumer;
  * quorum, it expired without being extended, an operator revoked it) or the connection ends,
  * {@link #isLost()} turns true, {@link #lostReason()} says why ({@code renew_failed}, {@code
  * expired}, {@code revoked}, {@code disconnected}) and the {@link #onLost} listeners run. Stop
- * the work the lock protected at once: someone else may hold it now.
+ * the work the lock protected at once: someone else may hold it now. A {@link #release()} that
+ * the agent answers {@code not_held} (the lock had ended) marks it lost the same way, with
+ * reason {@code not_held} unless the agent's {@code lost} event came first.
  *
  * <p><b>Closing.</b> {@link #close()} releases it, so try-with-resources scopes a hold; if the
  * lock was lost before the end of the block, {@code close()} throws {@link ErrorCode#LOST} so
@@ -30,7 +34,8 @@ import java.util.function.Consumer;
  * <p>Thread-safe.
  */
 public sealed class Lock implements AutoCloseable permits Leadership {
-  private enum State { HELD, RELEASED, LOST }
+  /** RELEASING: a release is on the wire; its reply settles the state (HELD again on failure). */
+  private enum State { HELD, RELEASING, RELEASED, LOST }
 
   final Client client;
   private final String resource;
@@ -47,6 +52,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   private State state = State.HELD;
   private String lostReason;
   private boolean closed;
+  private CompletableFuture<Void> releasing; // while RELEASING: settled once its reply came
   private final List<Consumer<? super Lock>> listeners = new ArrayList<>();
 
   Lock(Client client, String resource, Map<String, Object> reply, boolean detached)
@@ -159,7 +165,8 @@ public sealed class Lock implements AutoCloseable permits Leadership {
 
   /**
    * Why the lock was lost: {@code renew_failed}, {@code expired}, {@code revoked} (from the
-   * agent) or {@code disconnected} (the connection ended).
+   * agent), {@code disconnected} (the connection ended) or {@code not_held} (a release found it
+   * gone).
    *
    * @return the reason, or empty while the lock is not lost
    */
@@ -246,38 +253,41 @@ public sealed class Lock implements AutoCloseable permits Leadership {
 
   /**
    * Gives the lock back (a leadership resigns). Does nothing if it was already released or
-   * lost.
+   * lost. While a release is on the wire (one whose caller was interrupted, or another
+   * thread's), waits for its reply instead of sending another.
    *
-   * @throws LockException the agent's error: {@code not_held} (it had ended: the lock counts as
-   *     released), {@code no_quorum} (it may linger on some masters until its ttl; release may
-   *     be tried again), {@code disconnected}...
+   * <p>Interrupted, it throws {@link ErrorCode#INTERRUPTED} and the release goes on: the lock
+   * is neither held nor released until the agent's reply settles it as here (released; lost;
+   * held again if the release failed).
+   *
+   * @throws LockException the agent's error: {@code not_held} (it had ended: the lock is now
+   *     lost, with reason {@code not_held} unless a {@code lost} event came first), {@code
+   *     no_quorum} (it may linger on some masters until its ttl; release may be tried again),
+   *     {@code disconnected} (the lock is lost); {@link ErrorCode#INTERRUPTED}
    */
   public void release() throws LockException {
-    if (!isHeld()) return;
+    CompletableFuture<Void> outcome = startRelease();
+    if (outcome == null) return;
     try {
-      client.connection.await(sendGiveBack());
-    } catch (LockException e) {
-      if (e.code() == ErrorCode.NOT_HELD) released();
-      throw e;
+      outcome.get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new LockException(ErrorCode.INTERRUPTED, "interrupted while releasing \"" + resource
+          + "\"; the release was sent and its reply settles the lock");
+    } catch (ExecutionException e) {
+      throw Connection.rethrown(e.getCause());
     }
-    released();
   }
 
   /**
-   * {@link #release} without waiting.
+   * {@link #release} without waiting. Cancelling the future does not stop the release.
    *
    * @return completes when released, or with the failure as in {@link #release}
    */
   public CompletableFuture<Void> releaseAsync() {
-    if (!isHeld()) return CompletableFuture.completedFuture(null);
-    return client.connection.async(sendGiveBack()).whenComplete((v, error) -> {
-      Throwable cause = error instanceof java.util.concurrent.CompletionException
-          ? error.getCause() : error;
-      if (cause == null || (cause instanceof LockException
-          && ((LockException) cause).code() == ErrorCode.NOT_HELD)) {
-        released();
-      }
-    });
+    CompletableFuture<Void> outcome = startRelease();
+    if (outcome == null) return CompletableFuture.completedFuture(null);
+    return Connection.follow(outcome, null);
   }
 
   /**
@@ -300,7 +310,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
       release();
     } catch (LockException e) {
       if (e.code() == ErrorCode.NOT_HELD || e.code() == ErrorCode.DISCONNECTED) {
-        throw lostError(e.rawCode());
+        throw lostError(lostReason().orElse(e.rawCode()));
       }
       throw e;
     }
@@ -310,7 +320,19 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   public String toString() {
     return getClass().getSimpleName() + "{" + resource + ", " + mode.wireName()
         + (permit != null ? " " + permit : "") + (fence != null ? ", fence " + fence : "")
-        + (detached ? ", detached" : "") + lostReason().map(r -> ", lost: " + r).orElse("") + "}";
+        + (detached ? ", detached" : "") + stateNote() + "}";
+  }
+
+  /** For toString: nothing while held, else ", releasing", ", released" or ", lost: REASON". */
+  String stateNote() {
+    synchronized (mu) {
+      switch (state) {
+        case RELEASING: return ", releasing";
+        case RELEASED: return ", released";
+        case LOST: return ", lost: " + lostReason;
+        default: return "";
+      }
+    }
   }
 
   /** Sends the request that ends this hold (a leadership's is resign). */
@@ -332,7 +354,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   void markLost(String reason) {
     List<Consumer<? super Lock>> toCall;
     synchronized (mu) {
-      if (state != State.HELD) return;
+      if (state != State.HELD && state != State.RELEASING) return;
       state = State.LOST;
       lostReason = reason;
       toCall = new ArrayList<>(listeners);
@@ -342,17 +364,41 @@ public sealed class Lock implements AutoCloseable permits Leadership {
     for (Consumer<? super Lock> l : toCall) client.connection.runListener(() -> l.accept(this));
   }
 
-  private boolean isHeld() {
+  /**
+   * Sends the release, or joins the one on the wire. Returns its outcome, completed once the
+   * reply has settled the state; null if the lock is released or lost already.
+   */
+  private CompletableFuture<Void> startRelease() {
+    CompletableFuture<Void> outcome;
     synchronized (mu) {
-      return state == State.HELD;
+      if (state == State.RELEASING) return releasing;
+      if (state != State.HELD) return null;
+      state = State.RELEASING;
+      outcome = releasing = new CompletableFuture<>();
     }
+    // Nobody abandons this request: its reply, read by the reader, always settles the lock.
+    sendGiveBack().result.whenComplete((v, error) -> {
+      settle(error instanceof CompletionException ? error.getCause() : error);
+      if (error == null) {
+        outcome.complete(null);
+      } else {
+        outcome.completeExceptionally(error);
+      }
+    });
+    return outcome;
   }
 
-  private void released() {
+  /** Applies the reply to a release: released, lost, or (the release failed) held again. */
+  private void settle(Throwable error) {
+    ErrorCode code = error instanceof LockException ? ((LockException) error).code() : null;
+    boolean gone = code == ErrorCode.NOT_HELD || code == ErrorCode.DISCONNECTED;
+    // not_held: it had ended, and a lost event still on its way changes nothing now.
+    if (error == null || gone) client.connection.forget(this);
+    if (gone) markLost(code.wireName());
     synchronized (mu) {
-      if (state == State.HELD) state = State.RELEASED;
+      releasing = null;
+      if (state == State.RELEASING) state = error == null ? State.RELEASED : State.HELD;
     }
-    client.connection.forget(this);
   }
 
   private LockException lostError(String reason) {

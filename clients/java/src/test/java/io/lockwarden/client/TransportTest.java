@@ -21,6 +21,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
@@ -98,15 +99,34 @@ class TransportTest {
     assertTrue(second.get(WAIT_S, TimeUnit.SECONDS).containsKey("locks"));
   }
 
-  @Test
-  void theAgentsLostEventEndsTheLock() throws Exception {
-    CompletableFuture<Lock> acquiring = client.acquireAsync("r", AcquireOptions.defaults());
+  /** A lock on {@code resource} granted with {@code token} ({@code extra}: more reply fields). */
+  private Lock granted(String resource, String token, String extra) throws Exception {
+    CompletableFuture<Lock> acquiring = client.acquireAsync(resource, AcquireOptions.defaults());
     Map<String, Object> req = request();
     assertEquals("acquire", req.get("op"));
+    send("{\"id\":" + req.get("id") + ",\"ok\":true,\"resource\":\"" + resource
+        + "\",\"token\":\"" + token + "\",\"validity_ms\":29000,\"waited_ms\":0" + extra + "}");
+    return acquiring.get(WAIT_S, TimeUnit.SECONDS);
+  }
+
+  /** Answers the next request, which must be {@code op}, with {@code fields} after the id. */
+  private void answer(String op, String fields) throws Exception {
+    Map<String, Object> req = request();
+    assertEquals(op, req.get("op"));
+    send("{\"id\":" + req.get("id") + "," + fields + "}");
+  }
+
+  /** Returns once the client has read every line sent before (a ping's reply comes after). */
+  private void sync() throws Exception {
+    CompletableFuture<Void> ping = client.pingAsync();
+    answer("ping", "\"ok\":true");
+    ping.get(WAIT_S, TimeUnit.SECONDS);
+  }
+
+  @Test
+  void theAgentsLostEventEndsTheLock() throws Exception {
     String token = "ab".repeat(20);
-    send("{\"id\":" + req.get("id") + ",\"ok\":true,\"resource\":\"r\",\"token\":\"" + token
-        + "\",\"validity_ms\":29000,\"waited_ms\":0,\"mode\":\"permit\",\"permit\":3}");
-    Lock lock = acquiring.get(WAIT_S, TimeUnit.SECONDS);
+    Lock lock = granted("r", token, ",\"mode\":\"permit\",\"permit\":3");
     assertEquals(Mode.PERMIT, lock.mode());
     assertEquals(3, lock.permit().getAsInt());
     send("{\"event\":\"lost\",\"resource\":\"r\",\"token\":\"" + "cd".repeat(20)
@@ -116,11 +136,61 @@ class TransportTest {
         + "\",\"reason\":\"revoked\"}");
     assertEquals(Optional.of("revoked"), lock.awaitLost(Duration.ofSeconds(WAIT_S)));
     lock.release(); // lost: nothing to send, so the next line is the ping
+    sync();
+  }
+
+  @Test
+  void aReleaseAnsweredNotHeldMarksTheLockLost() throws Exception {
+    String token = "ab".repeat(20);
+    Lock lock = granted("r", token, "");
+    CountDownLatch lost = new CountDownLatch(1);
+    lock.onLost(l -> lost.countDown());
+    CompletableFuture<LockException> releasing = CompletableFuture.supplyAsync(
+        () -> assertThrows(LockException.class, lock::release));
+    answer("release", "\"ok\":false,\"error\":\"not_held\",\"message\":\"gone\"");
+    assertEquals(ErrorCode.NOT_HELD, releasing.get(WAIT_S, TimeUnit.SECONDS).code());
+    assertTrue(lock.isLost());
+    assertEquals(Optional.of("not_held"), lock.awaitLost(Duration.ofSeconds(WAIT_S)));
+    assertTrue(lost.await(WAIT_S, TimeUnit.SECONDS), "the onLost listener did not run");
+    // The agent's lost event, behind the reply, changes nothing more.
+    send("{\"event\":\"lost\",\"resource\":\"r\",\"token\":\"" + token
+        + "\",\"reason\":\"expired\"}");
+    sync();
+    assertEquals(Optional.of("not_held"), lock.lostReason());
+    LockException closing = assertThrows(LockException.class, lock::close);
+    assertEquals(ErrorCode.LOST, closing.code());
+
+    Lock other = granted("s", "cd".repeat(20), "");
+    CompletableFuture<Void> async = other.releaseAsync();
+    answer("release", "\"ok\":false,\"error\":\"not_held\",\"message\":\"gone\"");
+    assertEquals(ErrorCode.NOT_HELD, failure(async).code());
+    assertEquals(Optional.of("not_held"), other.lostReason());
+  }
+
+  @Test
+  void anInterruptedReleaseIsSettledByItsReply() throws Exception {
+    Lock lock = granted("r", "ab".repeat(20), "");
+    CompletableFuture<LockException> failed = new CompletableFuture<>();
+    Thread releaser = new Thread(() -> failed.complete(assertThrows(LockException.class,
+        lock::release)));
+    releaser.start();
+    Map<String, Object> release = request(); // on the wire: only its reply can settle the lock
+    assertEquals("release", release.get("op"));
+    releaser.interrupt();
+    assertEquals(ErrorCode.INTERRUPTED, failed.get(WAIT_S, TimeUnit.SECONDS).code());
+    assertTrue(lock.toString().contains("releasing"), lock.toString());
+    CompletableFuture<Void> again = lock.releaseAsync(); // the same release: nothing more sent
     CompletableFuture<Void> ping = client.pingAsync();
     Map<String, Object> next = request();
     assertEquals("ping", next.get("op"));
+    assertFalse(again.isDone());
+    send("{\"id\":" + release.get("id") + ",\"ok\":true}");
     send("{\"id\":" + next.get("id") + ",\"ok\":true}");
+    again.get(WAIT_S, TimeUnit.SECONDS);
     ping.get(WAIT_S, TimeUnit.SECONDS);
+    assertFalse(lock.isLost());
+    lock.close(); // released: nothing to send or throw
+    sync();
   }
 
   @Test
