@@ -308,7 +308,7 @@ TEST_F(ClientsTest, Node) {
 
 TEST_F(ClientsTest, Go) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/go"), 0);
-  EXPECT_EQ(Count(output_, "--- PASS"), 21);
+  EXPECT_EQ(Count(output_, "--- PASS"), 24);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
   ExpectCoveragePassed("Go", "--- PASS: ");
   ExpectEveryAction();
@@ -318,7 +318,7 @@ TEST_F(ClientsTest, Java) {
   // clients/java/test.sh builds the jar with javac and with Maven (offline, Debian's repository)
   // and runs the JUnit 5 suite with Debian's console launcher.
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/java"), 0);
-  EXPECT_NE(output_.find(" 36 tests successful "), std::string::npos);
+  EXPECT_NE(output_.find(" 38 tests successful "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests failed "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests skipped "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests aborted "), std::string::npos);
