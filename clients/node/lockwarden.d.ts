@@ -208,7 +208,7 @@ export declare class Observation extends EventEmitter implements AsyncIterable<L
   readonly term: number | null;
   /** Null while it goes on, else why it ended. */
   readonly ended: ObservationEndReason | null;
-  /** Stops the events (as Client.unobserve(name)). */
+  /** Stops the events (as Client.unobserve(name)); a no-op once this observation has ended. */
   unobserve(): Promise<void>;
   [Symbol.asyncIterator](): AsyncIterableIterator<LeaderEvent>;
 

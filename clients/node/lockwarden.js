@@ -169,7 +169,9 @@ class Observation extends EventEmitter {
     this.ended = null;
   }
 
-  unobserve() { return this.client.unobserve(this.name); }
+  // Stops this observation; once it has ended (e.g. observed again), a no-op that leaves the
+  // name's current observation alone.
+  unobserve() { return this.ended ? Promise.resolve() : this.client.unobserve(this.name); }
 
   [Symbol.asyncIterator]() {
     const queue = [];

@@ -308,7 +308,7 @@ TEST_F(ClientsTest, Node) {
 
 TEST_F(ClientsTest, Go) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/go"), 0);
-  EXPECT_EQ(Count(output_, "--- PASS"), 24);
+  EXPECT_EQ(Count(output_, "--- PASS"), 25);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
   ExpectCoveragePassed("Go", "--- PASS: ");
   ExpectEveryAction();

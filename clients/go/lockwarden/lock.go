@@ -138,7 +138,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (time.Duration, er
 
 // Release gives the lock back (a leadership resigns). No-op (nil) if it was already released
 // or lost. Answered CodeNotHeld (the lock had ended), it returns that error and the lock is
-// lost: reason not_held, unless the agent's `lost` event came first.
+// lost: reason not_held, unless the agent's `lost` event came first. If ctx ends before the
+// answer, Release returns ctx.Err() and the answer still settles the lock when it comes
+// (released, or lost with not_held): the request is on its way and cannot be called back.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	done := l.released || l.reason != ""
@@ -146,12 +148,26 @@ func (l *Lock) Release(ctx context.Context) error {
 	if done {
 		return nil
 	}
-	var err error
-	if l.Term != 0 {
-		err = l.c.Resign(ctx, l.Resource, l.Token)
-	} else {
-		err = l.c.Release(ctx, l.Resource, l.Token)
+	settled := make(chan error, 1)
+	go func() { settled <- l.settle(l.sendRelease()) }()
+	select {
+	case err := <-settled:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
+}
+
+// sendRelease sends the release (resign) and waits for its answer, whatever the caller's ctx.
+func (l *Lock) sendRelease() error {
+	if l.Term != 0 {
+		return l.c.Resign(context.Background(), l.Resource, l.Token)
+	}
+	return l.c.Release(context.Background(), l.Resource, l.Token)
+}
+
+// settle records the answer to a release: released, or lost when it was not_held.
+func (l *Lock) settle(err error) error {
 	if err != nil && !IsCode(err, CodeNotHeld) {
 		return err
 	}

@@ -167,6 +167,44 @@ func TestReleaseAnsweredNotHeldMarksTheLockLost(t *testing.T) {
 	agent.sync(c)
 }
 
+func TestAReleaseWhoseCtxEndsIsSettledByTheLateAnswer(t *testing.T) {
+	for _, answer := range []string{`"ok":true`, `"ok":false,"error":"not_held","message":"gone"`} {
+		c, agent := withFakeAgent(t)
+		lock := agent.grant(c, "r", strings.Repeat("ab", 20))
+		ctx, cancel := context.WithCancel(context.Background())
+		releasing := make(chan error, 1)
+		go func() { releasing <- lock.Release(ctx) }()
+		id := agent.request("release") // on the wire; now the caller gives up
+		cancel()
+		if err := <-releasing; !errors.Is(err, context.Canceled) {
+			t.Fatalf("Release whose ctx ended: %v", err)
+		}
+		agent.send(`{"id":%d,%s}`, id, answer)
+		// The answer settles the lock in Release's goroutine: await that (no event says so).
+		var released bool
+		var reason string
+		for deadline := time.Now().Add(eventWait); time.Now().Before(deadline); {
+			lock.mu.Lock()
+			released, reason = lock.released, lock.reason
+			lock.mu.Unlock()
+			if released || reason != "" {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		if answer == `"ok":true` && (!released || reason != "") {
+			t.Fatalf("answered ok: released %v, lost %q", released, reason)
+		}
+		if answer != `"ok":true` && (released || reason != CodeNotHeld) {
+			t.Fatalf("answered not_held: released %v, lost %q", released, reason)
+		}
+		if err := lock.Release(context.Background()); err != nil { // settled: nothing to send
+			t.Fatal(err)
+		}
+		agent.sync(c)
+	}
+}
+
 func TestAnUndecodableLineEndsTheConnection(t *testing.T) {
 	c, agent := withFakeAgent(t)
 	lock := agent.grant(c, "r", strings.Repeat("ab", 20))

@@ -78,6 +78,9 @@ describe('election', () => {
     const later = await c.b.observe('js:iter');
     assert.equal(earlier.ended, 'observed_again');
     assert.deepEqual(await earlierEvents.next(), { value: undefined, done: true });
+    // The ended one's unobserve() leaves the name's current observation alone.
+    await earlier.unobserve();
+    assert.equal(later.ended, null);
     const next = later[Symbol.asyncIterator]().next();
     await c.b.close();
     await rejectsWith(next, 'disconnected');
