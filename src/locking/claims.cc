@@ -43,7 +43,8 @@ FencedKeys FencedKeysOf(const HoldPlace& p) {
 }
 
 RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms,
-                          int fence_needed, int64_t waiting_ttl_ms, const std::string& mark) {
+                          int fence_needed, int64_t waiting_ttl_ms, const std::string& mark,
+                          bool may_hold_mark) {
   const std::string ttl = std::to_string(ttl_ms);
   RoundRequest req;
   switch (p.mode) {
@@ -51,7 +52,7 @@ RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t 
       req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimExclusive, token);
       req.keys = {BaseKey(p), ReadersKey(p.key_prefix, p.name),
                   WriterWaitingKey(p.key_prefix, p.name)};
-      req.args = {ttl, std::to_string(waiting_ttl_ms), mark};
+      req.args = {ttl, std::to_string(waiting_ttl_ms), mark, may_hold_mark ? "1" : "0"};
       break;
     case HoldMode::kShared:
       req = KindRound(RoundOp::kKindAcquire, KindScript::kClaimShared, token);

@@ -43,9 +43,12 @@ FencedKeys FencedKeysOf(const HoldPlace& p);
 // The acquire round of a fresh hold with `token`. fence_needed > 0: phase 1 of a fenced
 // acquire with that fence quorum. An exclusive acquire refused because readers hold the
 // resource leaves `mark` (the same for every attempt of one waiter) as its writer-waiting
-// mark for waiting_ttl_ms (each attempt refreshes it).
+// mark for waiting_ttl_ms (each attempt refreshes it). may_hold_mark: an earlier attempt of
+// this waiter ran, so a master may hold its mark, which a successful attempt removes; false
+// (the first attempt) spares the masters that check.
 RoundRequest AcquireRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms,
-                          int fence_needed, int64_t waiting_ttl_ms, const std::string& mark);
+                          int fence_needed, int64_t waiting_ttl_ms, const std::string& mark,
+                          bool may_hold_mark = true);
 RoundRequest ExtendRound(const HoldPlace& p, const std::string& token, int64_t ttl_ms);
 // Waits for every master (as DeleteRound). drop_mark: an exclusive acquire giving up also
 // removes its writer-waiting mark (if it is still `drop_mark`); "": an attempt undone before a

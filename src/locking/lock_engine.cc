@@ -207,7 +207,7 @@ void LockEngine::StartAttempt(const std::string& name) {
       1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
   RoundRequest req = AcquireRound(PlaceOf(name, r, w.shared, a.permit), a.token,
                                   w.history.ttl_ms, w.history.fence ? fence_quorum_ : 0,
-                                  waiting_ttl_ms, w.mark);
+                                  waiting_ttl_ms, w.mark, w.history.attempts > 1);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
     OnAttempt(a, res, res.started, res.max_fence, /*fence_written=*/false);
   });

@@ -43,7 +43,8 @@ enum class KindScript : uint8_t {
 
 // An exclusive hold (a mutex; the write hold of a read-write lock). KEYS: P R, readers,
 // writer-waiting, [fence counter]. ARGV: value, ttl, writer-waiting ttl, the waiter's mark (the
-// same for all its attempts: the writer-waiting value).
+// same for all its attempts: the writer-waiting value), "1" when an earlier attempt of this
+// waiter may have left that mark here (else "0": the taken hold has no mark to remove).
 // The readers set is read only when it exists, so a mutex nobody reads costs one EXISTS more.
 inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
     "if redis.call('exists', KEYS[2]) == 1 then "
@@ -54,7 +55,7 @@ inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
     "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
     "local m = redis.call('get', KEYS[1]) if m and is_marker(m) then return {'kind', m} end "
     "return false end "
-    "if redis.call('exists', KEYS[3]) == 1 and redis.call('get', KEYS[3]) == ARGV[4] then "
+    "if ARGV[5] ~= '0' and redis.call('get', KEYS[3]) == ARGV[4] then "
     "redis.call('del', KEYS[3]) end "
     "return fence(KEYS[4])";
 

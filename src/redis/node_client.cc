@@ -9,7 +9,7 @@
 
 #include "core/duration.h"
 #include "redis/info.h"
-#include "redis/scripts.h"
+#include "redis/uv_adapter.h"
 
 namespace lw {
 namespace {
@@ -29,35 +29,6 @@ NodeEvents& Untold() {
 std::unique_ptr<stats::Registry> RegistryIfNone(const NodeStats* stats) {
   return stats ? nullptr : std::make_unique<stats::Registry>();
 }
-
-struct ScriptSpec {
-  const char* body;
-  const char* numkeys;  // "": the command says (kind scripts)
-  NodeCommand command;
-};
-
-constexpr ScriptSpec KindSpec(scripts::KindScript s) {
-  const auto i = static_cast<size_t>(s);
-  return {scripts::kKindScriptBodies[i], "",
-          static_cast<NodeCommand>(static_cast<size_t>(NodeCommand::kClaimExclusive) + i)};
-}
-
-// By NodeClient::Script - 1.
-constexpr ScriptSpec kScriptSpecs[] = {
-    {scripts::kDeleteIfHeld, "1", NodeCommand::kDeleteIfHeld},
-    {scripts::kExtendIfHeld, "1", NodeCommand::kExtendIfHeld},
-    {scripts::kRaiseFenceIfHeld, "2", NodeCommand::kRaiseFence},
-    KindSpec(scripts::KindScript::kClaimExclusive),
-    KindSpec(scripts::KindScript::kClaimShared),
-    KindSpec(scripts::KindScript::kClaimPermit),
-    KindSpec(scripts::KindScript::kExtendShared),
-    KindSpec(scripts::KindScript::kExtendPermit),
-    KindSpec(scripts::KindScript::kReleaseShared),
-    KindSpec(scripts::KindScript::kReleasePart),
-    KindSpec(scripts::KindScript::kFenceRecord),
-    KindSpec(scripts::KindScript::kReadRecord),
-};
-static_assert(std::size(kScriptSpecs) == 3 + static_cast<size_t>(scripts::KindScript::kCount));
 
 std::chrono::milliseconds CeilMs(std::chrono::steady_clock::duration d) {
   return std::chrono::ceil<std::chrono::milliseconds>(d);
@@ -120,13 +91,7 @@ void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
   if (pending->generation == run_id_generation_ && reply.kind != Reply::Kind::kDisconnected) {
     run_alive_at_ = Clock::now();  // evidence that run_id_ was still running
   }
-  if (pending->script != Script::kNone && reply.kind == Reply::Kind::kError &&
-      reply.text.rfind("NOSCRIPT", 0) == 0 && state_ == State::kReady) {
-    // The script cache was flushed (SCRIPT FLUSH, or a restart we have not noticed yet):
-    // send the body once; EVAL caches it again for the next EVALSHA.
-    SendEval(std::move(pending), /*by_sha=*/false);
-    return;
-  }
+  if (!pending->calls.empty()) return AnswerBatch(std::move(pending), reply);
   if (pending->command != NodeCommand::kCount) {
     if (reply.kind == Reply::Kind::kDisconnected) {
       ReportError(NodeError::kDisconnected);
@@ -147,8 +112,9 @@ void NodeClient::Opened() {
     ++handshake_left_;
     return [this, what](const Reply& r) { HandshakeStep(r, what); };
   };
-  for (size_t i = 0; i < kScripts; ++i) {
-    SendInternal({"SCRIPT", "LOAD", kScriptSpecs[i].body},
+  SetBeforeWrite(conn_.context(), FlushBatchOf, this);
+  for (size_t i = 0; i <= kScripts; ++i) {
+    SendInternal({"SCRIPT", "LOAD", ScriptBody(i)},
                  [this, i, s = step("SCRIPT LOAD")](const Reply& r) {
                    if (r.kind == Reply::Kind::kString) shas_[i] = r.text;
                    s(r);
@@ -205,8 +171,9 @@ void NodeClient::Lost(const std::string& why, bool /*refused*/) {
   health_ping_in_flight_ = false;
   info_in_flight_ = false;  // its reply (if any) belongs to the old generation and is ignored
   last_error_ = why;
-  if (state_ == State::kStopped) return;
+  if (state_ == State::kStopped) return FailQueued();
   state_ = State::kIdle;
+  FailQueued();
   if (was_ready) {
     stats_.up.Set(0);
     events_.Down(why);
@@ -386,82 +353,6 @@ void NodeClient::FailSoon(ReplyHandler handler) {
       h(unavailable);
     }
   });
-}
-
-void NodeClient::DeleteIfHeld(const std::string& key, const std::string& token,
-                              ReplyHandler handler) {
-  Eval(Script::kDeleteIfHeld, key, {}, token, scripts::ReleaseChannel(key), std::move(handler));
-}
-
-void NodeClient::ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
-                              ReplyHandler handler) {
-  Eval(Script::kExtendIfHeld, key, {}, token, std::to_string(ttl_ms), std::move(handler));
-}
-
-void NodeClient::RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
-                                  const std::string& token, int64_t fence, ReplyHandler handler) {
-  Eval(Script::kRaiseFenceIfHeld, key, fence_key, token, std::to_string(fence),
-       std::move(handler));
-}
-
-void NodeClient::Eval(Script script, std::string key, std::string key2, std::string arg1,
-                      std::string arg2, ReplyHandler handler) {
-  if (state_ != State::kReady) return FailSoon(std::move(handler));
-  auto p = std::make_unique<Pending>();
-  p->handler = std::move(handler);
-  p->script = script;
-  p->command = kScriptSpecs[static_cast<size_t>(script) - 1].command;
-  p->key = std::move(key);
-  p->key2 = std::move(key2);
-  p->arg1 = std::move(arg1);
-  p->arg2 = std::move(arg2);
-  SendEval(std::move(p), /*by_sha=*/true);
-}
-
-void NodeClient::RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
-                               std::vector<std::string> args, ReplyHandler handler) {
-  if (state_ != State::kReady) return FailSoon(std::move(handler));
-  auto p = std::make_unique<Pending>();
-  p->handler = std::move(handler);
-  p->script = static_cast<Script>(static_cast<size_t>(Script::kFirstKindScript) +
-                                  static_cast<size_t>(script));
-  p->command = kScriptSpecs[static_cast<size_t>(p->script) - 1].command;
-  p->keys = std::move(keys);
-  p->args = std::move(args);
-  SendEval(std::move(p), /*by_sha=*/true);
-}
-
-void NodeClient::SendEval(std::unique_ptr<Pending> p, bool by_sha) {
-  const size_t index = static_cast<size_t>(p->script) - 1;
-  const ScriptSpec& spec = kScriptSpecs[index];
-  const std::string& sha = shas_[index];
-  const bool use_sha = by_sha && !sha.empty();
-  const char* cmd = use_sha ? "EVALSHA" : "EVAL";
-  const char* what = use_sha ? sha.c_str() : spec.body;
-  if (spec.numkeys[0] == '\0') {
-    const std::string numkeys = std::to_string(p->keys.size());
-    std::vector<const char*> argv = {cmd, what, numkeys.c_str()};
-    std::vector<size_t> lens = {strlen(cmd), strlen(what), numkeys.size()};
-    for (const auto* words : {&p->keys, &p->args}) {
-      for (const std::string& w : *words) {
-        argv.push_back(w.c_str());
-        lens.push_back(w.size());
-      }
-    }
-    Send(static_cast<int>(argv.size()), argv.data(), lens.data(), std::move(p));
-    return;
-  }
-  const char* argv[7] = {cmd, what, spec.numkeys, p->key.c_str()};
-  size_t lens[7] = {strlen(cmd), strlen(what), 1, p->key.size()};
-  int argc = 4;
-  auto add = [&](const std::string& word) {
-    argv[argc] = word.c_str();
-    lens[argc++] = word.size();
-  };
-  if (spec.numkeys[0] == '2') add(p->key2);
-  add(p->arg1);
-  add(p->arg2);
-  Send(argc, argv, lens, std::move(p));
 }
 
 NodeStatus NodeClient::status() const {

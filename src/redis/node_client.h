@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,7 @@
 #include "redis/latency_window.h"
 #include "redis/node.h"
 #include "redis/node_stats.h"
+#include "redis/script_batch.h"
 #include "redis/timer.h"
 
 struct redisAsyncContext;
@@ -77,23 +79,29 @@ class NodeClient final : public Node, Connection::Listener {
 
  private:
   enum class State { kIdle, kConnecting, kHandshaking, kReady, kStopped };
-  // The lock scripts take KEYS (1 or 2) and two ARGV (scripts.h); the kind scripts
-  // (kind_scripts.h, in their order after these) any number of each.
-  enum class Script { kNone, kDeleteIfHeld, kExtendIfHeld, kRaiseFenceIfHeld, kFirstKindScript };
+  // The lock scripts: scripts.h's three, then kind_scripts.h's in their order. Their calls
+  // are queued per loop turn and sent as one command (redis/script_batch.h).
+  enum class Script : size_t { kDeleteIfHeld, kExtendIfHeld, kRaiseFenceIfHeld, kFirstKindScript };
   static constexpr size_t kScripts = 3 + static_cast<size_t>(scripts::KindScript::kCount);
+  static constexpr size_t kBatchScript = kScripts;  // its sha's index in shas_
+  static constexpr size_t kMaxBatch = 128;          // calls per command at most
   using Clock = std::chrono::steady_clock;
 
+  struct Call {
+    ReplyHandler handler;
+    NodeCommand command;
+  };
   // One per command in flight; handed to hiredis as privdata so every reply (or the NULL
   // "connection gone" reply) finds its handler even after the connection was replaced.
+  // A command is either a single one (handler) or a batch of lock-script calls.
   struct Pending {
     NodeClient* owner = nullptr;
     uint64_t generation = 0;  // which connection carried it
     ReplyHandler handler;
-    Script script = Script::kNone;  // for the EVALSHA -> EVAL fallback
-    std::string key, key2, arg1, arg2;  // key2 only for two-key scripts
-    std::vector<std::string> keys, args;  // kind scripts only (then the four above are unused)
     NodeCommand command = NodeCommand::kCount;  // kCount: handshake, not measured
     Clock::time_point sent_at;
+    ScriptBatch batch;        // a batch: its calls' encoding, kept for the EVAL fallback
+    std::vector<Call> calls;  // a batch: by call, in order
   };
 
   static void OnReply(redisAsyncContext* ac, void* reply, void* privdata);
@@ -113,9 +121,17 @@ class NodeClient final : public Node, Connection::Listener {
   void Quarantine(const QuarantineVerdict& verdict, Clock::time_point now);
   void EndQuarantineIfOver(Clock::time_point now);
   void ReportError(NodeError kind);
-  void Eval(Script script, std::string key, std::string key2, std::string arg1, std::string arg2,
-            ReplyHandler handler);
-  void SendEval(std::unique_ptr<Pending> pending, bool by_sha);
+  // Lock scripts (node_client_scripts.cc).
+  static const char* ScriptBody(size_t index);  // index < kScripts, or kBatchScript
+  void Enqueue(Script script, std::initializer_list<std::string_view> keys,
+               std::initializer_list<std::string_view> args, ReplyHandler handler);
+  void Enqueue(size_t index, std::span<const std::string_view> keys,
+               std::span<const std::string_view> args, ReplyHandler handler);
+  static void FlushBatchOf(void* self);
+  void FlushBatch();
+  void SendBatch(std::unique_ptr<Pending> pending, bool by_sha);
+  void AnswerBatch(std::unique_ptr<Pending> pending, const Reply& reply);
+  void FailQueued();
   void Send(int argc, const char** argv, const size_t* lens, std::unique_ptr<Pending> pending);
   void SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,
                     NodeCommand command = NodeCommand::kCount);
@@ -133,7 +149,9 @@ class NodeClient final : public Node, Connection::Listener {
   Connection conn_;
   uint64_t generation_ = 0;
   std::deque<Clock::time_point> sent_;  // send times of the current connection's commands
-  std::array<std::string, kScripts> shas_;  // by Script - 1; "" until SCRIPT LOAD answered
+  std::array<std::string, kScripts + 1> shas_;  // by index; "" until SCRIPT LOAD answered
+  ScriptBatch batch_;        // calls queued this loop turn
+  std::vector<Call> queued_;  // their handlers, in order
   int handshake_left_ = 0;
   bool ever_ready_ = false;
   bool health_ping_in_flight_ = false;

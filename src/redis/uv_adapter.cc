@@ -20,7 +20,27 @@ struct Events {
   Flusher* flusher;        // this loop's write batcher
   bool queued = false;     // in flusher->queue: has output to write before the next poll
   bool flushing = false;   // inside Flusher::Run's write for this context
+  // The owner's last word before a write (SetBeforeWrite), run when asked (RequestWrite).
+  void (*before_write)(void*) = nullptr;
+  void* before_write_arg = nullptr;
+  bool before_wanted = false;
+  bool in_before = false;
 };
+
+// Lets the owner append its queued commands, then writes the context's output. May free the
+// context (p->context is null afterwards).
+void WriteNow(Events* p) {
+  if (p->before_wanted && p->before_write != nullptr) {
+    p->before_wanted = false;
+    p->in_before = true;
+    p->before_write(p->before_write_arg);
+    p->in_before = false;
+    if (p->context == nullptr) return;
+  }
+  p->flushing = true;
+  redisAsyncHandleWrite(p->context);
+  p->flushing = false;
+}
 
 // Write batching, one per loop. hiredis asks for a write (addWrite) on every command it
 // buffers. Watching the socket for writability each time costs epoll_ctl calls per command
@@ -43,9 +63,7 @@ struct Flusher {
     for (Events* p : batch) {
       p->queued = false;
       if (p->context == nullptr) continue;
-      p->flushing = true;
-      redisAsyncHandleWrite(p->context);  // may disconnect and free the context
-      p->flushing = false;
+      WriteNow(p);  // may disconnect and free the context
     }
     if (self->queue.empty()) {
       uv_prepare_stop(&self->prepare);
@@ -91,7 +109,7 @@ void OnPoll(uv_poll_t* handle, int status, int events) {
   }
   if (events & UV_READABLE) redisAsyncHandleRead(p->context);
   // The read may have freed the context (cleanup clears p->context).
-  if (p->context != nullptr && (events & UV_WRITABLE)) redisAsyncHandleWrite(p->context);
+  if (p->context != nullptr && (events & UV_WRITABLE)) WriteNow(p);
 }
 
 void Watch(Events* p, int events) {
@@ -114,6 +132,7 @@ void DelRead(void* d) {
 }
 void AddWrite(void* d) {
   auto* p = static_cast<Events*>(d);
+  if (p->in_before) return;  // the write follows at once
   const bool connected = (p->context->c.flags & REDIS_CONNECTED) != 0;
   if (!connected || p->flushing) {
     // A connect in progress, or a write the kernel did not take whole: wait for writability.
@@ -147,6 +166,18 @@ void Cleanup(void* d) {
 }
 
 }  // namespace
+
+void SetBeforeWrite(redisAsyncContext* ac, void (*fn)(void*), void* arg) {
+  auto* p = static_cast<Events*>(ac->ev.data);
+  p->before_write = fn;
+  p->before_write_arg = arg;
+}
+
+void RequestWrite(redisAsyncContext* ac) {
+  auto* p = static_cast<Events*>(ac->ev.data);
+  p->before_wanted = true;
+  AddWrite(p);
+}
 
 bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop) {
   if (ac->ev.data != nullptr) return false;

@@ -17,6 +17,13 @@ namespace lw {
 // Returns false if the poll handle could not be set up (the caller frees the context).
 bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop);
 
+// Commands queued by the owner and written in one piece per loop turn (redis/script_batch.h):
+// once RequestWrite(ac) was called, fn(arg) runs right before the context's next write, in
+// this loop turn (or when a full socket buffer drains), and what it sends leaves in that
+// write. ac must be attached (ConnectOnLoop) and connected.
+void SetBeforeWrite(redisAsyncContext* ac, void (*fn)(void*), void* arg);
+void RequestWrite(redisAsyncContext* ac);
+
 // Starts a non-blocking connect to host:port on loop, with ac->data = data and both callbacks
 // set (hiredis 0.14 has no connect timeout: the caller runs its own timer). Returns nullptr,
 // with the reason in *error, when the connect cannot even start.

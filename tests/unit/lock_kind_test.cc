@@ -84,7 +84,8 @@ TEST_F(ClaimsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMark) {
   EXPECT_EQ(req.op, RoundOp::kKindAcquire);
   EXPECT_EQ(req.script, scripts::KindScript::kClaimExclusive);
   EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
-  EXPECT_THAT(req.args, ElementsAre("5000", "1200", "agent:m"));
+  EXPECT_THAT(req.args, ElementsAre("5000", "1200", "agent:m", "1"));
+  EXPECT_EQ(AcquireRound(Place({}, false), "t", 5000, 0, 1200, "agent:m", false).args.back(), "0");
   const RoundRequest fenced = AcquireRound(Place({}, false), "t", 5000, 4, 1200, "agent:m");
   EXPECT_EQ(fenced.keys.back(), "fence:r");
   EXPECT_EQ(fenced.needed, 4);
