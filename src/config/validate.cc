@@ -62,6 +62,12 @@ Check CheckMasters(const Config& c) {
                    "--master redis://127.0.0.1:6379 (or LOCKWARDEN_MASTERS, or masters = [...] "
                    "in the TOML file)"};
   }
+  if (c.masters.size() > kMaxMasters) {
+    return Problem{"masters", std::to_string(c.masters.size()) + " masters given; at most " +
+                                  std::to_string(kMaxMasters) +
+                                  " are supported (Redlock needs a majority of an odd few: 3, 5 "
+                                  "or 7 is usual)"};
+  }
   std::set<std::string> seen;
   for (size_t i = 0; i < c.masters.size(); ++i) {
     const MasterAddress& m = c.masters[i];

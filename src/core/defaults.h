@@ -3,6 +3,7 @@
 // rooms below it (protocol, redis, scan, admin) default their own option structs to them so a
 // struct built without a Config behaves like an agent started with no settings.
 
+#include <cstddef>
 #include <cstdint>
 
 namespace lw {
@@ -14,6 +15,9 @@ inline constexpr int64_t kDefaultMaxTtlMs = 60'000;
 inline constexpr int64_t kDefaultMinTtlMs = 100;
 inline constexpr int64_t kDefaultTtlMs = 30'000;       // an acquire that names no ttl
 inline constexpr int64_t kDefaultMaxWaitMs = 300'000;  // the longest wait_ms a client may ask for
+
+// The most masters an agent takes (the engine tells masters apart by a byte).
+inline constexpr size_t kMaxMasters = 255;
 
 // Where locks and fence counters live in Redis.
 inline constexpr const char* kDefaultKeyPrefix = "lock:";

@@ -1,7 +1,9 @@
 #include "locking/rounds.h"
 
 #include <algorithm>
+#include <stdexcept>
 
+#include "core/defaults.h"
 #include "core/lock_kind.h"
 
 namespace lw {
@@ -78,7 +80,9 @@ Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_m
       value_prefix_(std::move(value_prefix)),
       quorum_(QuorumSize(static_cast<int>(nodes_.size()))),
       node_timeout_(node_timeout_ms),
-      timer_(loop) {}
+      timer_(loop) {
+  if (nodes_.size() > kMaxMasters) throw std::invalid_argument("more masters than kMaxMasters");
+}
 
 void Rounds::Run(RoundRequest req, RoundDone done) {
   const uint64_t id = next_id_++;
@@ -112,7 +116,9 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
   const std::string value = value_prefix_ + req.token;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node* node = nodes_[i];
-    auto handler = [this, id, i](const Reply& r) { OnAnswer(id, i, r); };
+    // Round id and node index in one word: the handler then fits std::function's inline
+    // storage, so sending a round allocates no handler. (2^56 rounds; at most 256 masters.)
+    auto handler = [this, at = id << 8 | i](const Reply& r) { OnAnswer(at >> 8, at & 0xff, r); };
     switch (req.op) {
       case RoundOp::kDeleteIfHeld:
         node->DeleteIfHeld(req.key, value, std::move(handler));

@@ -83,15 +83,16 @@ void NodeClient::Connect() {
 void NodeClient::OnReply(redisAsyncContext* /*ac*/, void* reply, void* privdata) {
   std::unique_ptr<Pending> pending(static_cast<Pending*>(privdata));
   NodeClient* self = pending->owner;
-  self->HandleReply(std::move(pending), ReadReply(static_cast<const redisReply*>(reply)));
+  const auto* r = static_cast<const redisReply*>(reply);
+  if (pending->generation == self->generation_ && !self->sent_.empty()) self->sent_.pop_front();
+  if (r != nullptr && pending->generation == self->run_id_generation_) {
+    self->run_alive_at_ = Clock::now();  // evidence that run_id_ was still running
+  }
+  if (!pending->calls.empty()) return self->AnswerBatch(std::move(pending), r);
+  self->HandleReply(std::move(pending), ReadReply(r));
 }
 
 void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
-  if (pending->generation == generation_ && !sent_.empty()) sent_.pop_front();
-  if (pending->generation == run_id_generation_ && reply.kind != Reply::Kind::kDisconnected) {
-    run_alive_at_ = Clock::now();  // evidence that run_id_ was still running
-  }
-  if (!pending->calls.empty()) return AnswerBatch(std::move(pending), reply);
   if (pending->command != NodeCommand::kCount) {
     if (reply.kind == Reply::Kind::kDisconnected) {
       ReportError(NodeError::kDisconnected);

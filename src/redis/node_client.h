@@ -40,6 +40,7 @@
 #include "redis/timer.h"
 
 struct redisAsyncContext;
+struct redisReply;
 
 namespace lw {
 
@@ -130,7 +131,7 @@ class NodeClient final : public Node, Connection::Listener {
   static void FlushBatchOf(void* self);
   void FlushBatch();
   void SendBatch(std::unique_ptr<Pending> pending, bool by_sha);
-  void AnswerBatch(std::unique_ptr<Pending> pending, const Reply& reply);
+  void AnswerBatch(std::unique_ptr<Pending> pending, const redisReply* reply);
   void FailQueued();
   void Send(int argc, const char** argv, const size_t* lens, std::unique_ptr<Pending> pending);
   void SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,

@@ -2,6 +2,7 @@
 // turn's other calls to this master, as one command (redis/script_batch.h).
 
 #include <hiredis/async.h>
+#include <hiredis/hiredis.h>
 
 #include <array>
 #include <charconv>
@@ -135,27 +136,31 @@ void NodeClient::SendBatch(std::unique_ptr<Pending> p, bool by_sha) {
 }
 
 // Every call gets its own answer: a batch's array element, or what the whole command got (an
-// error, a lost connection).
-void NodeClient::AnswerBatch(std::unique_ptr<Pending> p, const Reply& reply) {
-  if (reply.kind == Reply::Kind::kError && reply.text.rfind("NOSCRIPT", 0) == 0 &&
-      state_ == State::kReady) {
+// error, a lost connection). Elements are read one at a time: no copy of the whole array.
+void NodeClient::AnswerBatch(std::unique_ptr<Pending> p, const redisReply* r) {
+  if (r != nullptr && r->type == REDIS_REPLY_ERROR &&
+      std::string_view(r->str, r->len).starts_with("NOSCRIPT") && state_ == State::kReady) {
     // The script cache was flushed (SCRIPT FLUSH, or a restart we have not noticed yet):
     // send the body once; EVAL caches it again for the next EVALSHA.
     return SendBatch(std::move(p), /*by_sha=*/false);
   }
   const size_t n = p->calls.size();
-  const bool split = n > 1 && reply.kind == Reply::Kind::kArray && reply.elements.size() == n;
-  Reply malformed;
-  if (n > 1 && !split && reply.kind != Reply::Kind::kError &&
-      reply.kind != Reply::Kind::kDisconnected) {
-    malformed.kind = Reply::Kind::kError;
-    malformed.text = "lockwarden: a batch of " + std::to_string(n) +
-                     " calls got an answer that is not an array of " + std::to_string(n);
+  const bool split = n > 1 && r != nullptr && r->type == REDIS_REPLY_ARRAY && r->elements == n;
+  Reply whole;
+  if (!split) {
+    whole = ReadReply(r);
+    if (n > 1 && whole.kind != Reply::Kind::kError && whole.kind != Reply::Kind::kDisconnected) {
+      whole.kind = Reply::Kind::kError;
+      whole.text = "lockwarden: a batch of " + std::to_string(n) +
+                   " calls got an answer that is not an array of " + std::to_string(n);
+      whole.elements.clear();
+    }
   }
-  const Reply& whole = malformed.kind == Reply::Kind::kError ? malformed : reply;
   const auto latency = Clock::now() - p->sent_at;
+  Reply element;
   for (size_t i = 0; i < n; ++i) {
-    const Reply& own = split ? reply.elements[i] : (n == 1 ? reply : whole);
+    if (split) element = ReadReply(r->element[i]);
+    const Reply& own = split ? element : whole;
     if (own.kind == Reply::Kind::kDisconnected) {
       ReportError(NodeError::kDisconnected);
     } else {

@@ -73,6 +73,10 @@ std::string BatchScriptBody(std::span<const char* const> bodies) {
 
 void ScriptBatch::Add(size_t index, std::span<const std::string_view> keys,
                       std::span<const std::string_view> args) {
+  if (calls_ == 0) {  // a batch is built afresh each loop turn: grow it once, not word by word
+    keys_.reserve(1024);
+    args_.reserve(2048);
+  }
   for (std::string_view k : keys) AppendBulk(keys_, k);
   AppendBulkNumber(args_, index);
   AppendBulkNumber(args_, keys.size());

@@ -30,6 +30,13 @@ TEST(ConfigValidation, EachRuleRefusesAndNamesTheField) {
        "listed twice"},
       {"empty host", [](Config& c) { c.masters[0].host = ""; }, "masters", "empty host"},
       {"port 0", [](Config& c) { c.masters[0].port = 0; }, "masters", "port 0"},
+      {"256 masters",
+       [](Config& c) {
+         for (int p = 1; p <= 255; ++p) {
+           c.masters.push_back(MustParseUrl("redis://127.0.0.2:" + std::to_string(p)));
+         }
+       },
+       "masters", "at most 255"},
       {"empty socket", [](Config& c) { c.socket_path = ""; }, "socket_path", "empty"},
       {"relative socket", [](Config& c) { c.socket_path = "run/x.sock"; }, "socket_path",
        "absolute"},
