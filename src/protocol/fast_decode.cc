@@ -33,14 +33,14 @@ enum HotField : unsigned {
   kHotFieldCount
 };
 constexpr std::string_view kHotFieldNames[kHotFieldCount] = {
-    "id", "op", "resource", "token", "ttl_ms", "wait_ms",
-    "renew", "fence", "permits", "shared", "detach"};
+    "id",    "op",    "resource", "token",  "ttl_ms", "wait_ms",
+    "renew", "fence", "permits",  "shared", "detach"};
 
 constexpr unsigned Bit(HotField field) { return 1u << field; }
 
-// The fields an op accepts (its kFields in messages.h), as a mask.
+// The fields an op accepts (its kFields in messages.h), as a mask, computed at compile time.
 template <typename T>
-constexpr unsigned AcceptedMask() {
+constexpr unsigned kAcceptedMask = [] {
   unsigned mask = 0;
   for (const std::string_view name : T::kFields) {
     for (unsigned field = 0; field < kHotFieldCount; ++field) {
@@ -48,7 +48,7 @@ constexpr unsigned AcceptedMask() {
     }
   }
   return mask;
-}
+}();
 
 // What a line says, as views into it: nothing is copied before the whole line is known good.
 struct HotLine {
@@ -242,7 +242,7 @@ bool Fill(const HotLine& line, const Limits& /*limits*/, ReleaseRequest* request
 
 template <typename T>
 std::optional<Request> Build(const HotLine& line, const Limits& limits) {
-  if ((line.present & ~AcceptedMask<T>()) != 0) return std::nullopt;  // a field T refuses
+  if ((line.present & ~kAcceptedMask<T>) != 0) return std::nullopt;  // a field T refuses
   T op;
   if (!Fill(line, limits, &op)) return std::nullopt;
   nlohmann::json id;  // null: no id sent

@@ -2,6 +2,8 @@
 // send, every Request it returns is the one DecodeRequest returns for the same line, and it
 // declines (nullopt) every line it is not certain of, valid or not.
 
+#include "protocol/fast_decode.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,6 @@
 #include <variant>
 #include <vector>
 
-#include "protocol/fast_decode.h"
 #include "protocol/messages.h"
 #include "support/request_json.h"
 
@@ -94,13 +95,12 @@ TEST(FastDecodeTest, AcceptsTheLinesTheClientsSend) {
   MustAccept(release.dump());
 }
 
-
 // ---- What it reads -------------------------------------------------------------------------
 
 TEST(FastDecodeTest, ReadsEveryAcquireField) {
-  const Request request = MustAccept(
-      R"({"id":"a-1","op":"acquire","resource":"r/1","ttl_ms":1500,"wait_ms":250,)"
-      R"("renew":true,"fence":true,"permits":3,"detach":false})");
+  const Request request =
+      MustAccept(R"({"id":"a-1","op":"acquire","resource":"r/1","ttl_ms":1500,"wait_ms":250,)"
+                 R"("renew":true,"fence":true,"permits":3,"detach":false})");
   ASSERT_TRUE(std::holds_alternative<AcquireRequest>(request.op));
   const auto& acquire = std::get<AcquireRequest>(request.op);
   EXPECT_EQ(request.id, json("a-1"));
@@ -155,8 +155,9 @@ TEST(FastDecodeTest, ReadsReleaseAndIds) {
 
 TEST(FastDecodeTest, TakesJsonWhitespaceAnywhereBetweenTokens) {
   const std::vector<std::string> tokens = {
-      "{", R"("resource")", ":", R"("r")", ",", R"("op")", ":", R"("acquire")", ",", R"("wait_ms")",
-      ":", "10", ",", R"("renew")", ":", "true", ",", R"("id")", ":", "-5", "}"};
+      "{", R"("resource")", ":", R"("r")", ",", R"("op")",    ":", R"("acquire")",
+      ",", R"("wait_ms")",  ":", "10",     ",", R"("renew")", ":", "true",
+      ",", R"("id")",       ":", "-5",     "}"};
   for (const std::string space : {" ", "\t", "\r\n", "\n", " \t\r\n "}) {
     std::string line = space;
     for (const auto& token : tokens) line += token + space;
@@ -326,13 +327,52 @@ TEST(FastDecodeTest, AgreesWithTheStrictDecoderOnMutatedLines) {
       R"({"op":"acquire","resource":"s","shared":true,"wait_ms":300000})",
       R"({"id":-7,"op":"release","resource":"orders","token":")" + kToken + R"("})",
   };
-  const std::vector<std::string> pieces = {
-      "{", "}", "[", "]", "\"", ":", ",", "\\", " ", "\t", "\r\n", "-", "+", ".", "0", "1", "9",
-      "e", "E", "true", "false", "null", "-0", "1e3", "\"id\"", "\"op\"", "\"ttl_ms\"",
-      "\"wait_ms\"", "\"permits\"", "\"shared\"", "\"fence\"", "\"renew\"", "\"detach\"",
-      "\"token\"", "\"resource\"", "\"release\"", "\"acquire\"", "\"extend\"", "60000", "60001",
-      "9223372036854775807", "9223372036854775808", "\x7f", "\xc3\xa9", "\xef\xbb\xbf",
-      std::string(1, '\0')};
+  const std::vector<std::string> pieces = {"{",
+                                           "}",
+                                           "[",
+                                           "]",
+                                           "\"",
+                                           ":",
+                                           ",",
+                                           "\\",
+                                           " ",
+                                           "\t",
+                                           "\r\n",
+                                           "-",
+                                           "+",
+                                           ".",
+                                           "0",
+                                           "1",
+                                           "9",
+                                           "e",
+                                           "E",
+                                           "true",
+                                           "false",
+                                           "null",
+                                           "-0",
+                                           "1e3",
+                                           "\"id\"",
+                                           "\"op\"",
+                                           "\"ttl_ms\"",
+                                           "\"wait_ms\"",
+                                           "\"permits\"",
+                                           "\"shared\"",
+                                           "\"fence\"",
+                                           "\"renew\"",
+                                           "\"detach\"",
+                                           "\"token\"",
+                                           "\"resource\"",
+                                           "\"release\"",
+                                           "\"acquire\"",
+                                           "\"extend\"",
+                                           "60000",
+                                           "60001",
+                                           "9223372036854775807",
+                                           "9223372036854775808",
+                                           "\x7f",
+                                           "\xc3\xa9",
+                                           "\xef\xbb\xbf",
+                                           std::string(1, '\0')};
   std::mt19937 rng(21);
   const auto pick = [&rng](size_t n) { return static_cast<size_t>(rng() % n); };
   int accepted = 0;
