@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "agent/elections.h"
+#include "protocol/fast_decode.h"
 
 namespace lw {
 namespace {
@@ -144,7 +145,11 @@ void LockService::Line(SessionId sid, std::string_view line) {
   auto it = sessions_.find(sid);
   if (it == sessions_.end()) return;
   SessionState& s = it->second;
-  auto decoded = protocol::DecodeRequest(line, options_.limits);
+  // The hot ops' decoder first: it declines whatever it is not certain of, and the strict
+  // decoder then gives every error and every other request.
+  auto hot = protocol::DecodeHotRequest(line, options_.limits);
+  auto decoded = hot ? std::variant<protocol::Request, protocol::DecodeError>(std::move(*hot))
+                     : protocol::DecodeRequest(line, options_.limits);
   if (auto* err = std::get_if<protocol::DecodeError>(&decoded)) {
     const std::string_view op = err->op.empty() ? std::string_view("request") : err->op;
     stats_.Received(op);

@@ -54,7 +54,7 @@ std::string NewToken() {
   return out;
 }
 
-bool IsWellFormedToken(const std::string& s) {
+bool IsWellFormedToken(std::string_view s) {
   if (s.size() != 2 * kTokenBytes) return false;
   for (char c : s) {
     if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace lw {
 
@@ -11,6 +12,6 @@ inline constexpr size_t kTokenBytes = 20;
 std::string NewToken();
 
 // True if s looks like a token this agent could have issued (40 lowercase hex characters).
-bool IsWellFormedToken(const std::string& s);
+bool IsWellFormedToken(std::string_view s);
 
 }  // namespace lw

@@ -21,6 +21,7 @@
 #include "core/resource_name.h"
 #include "core/token.h"
 #include "protocol/messages.h"
+#include "protocol/request_rules.h"
 
 namespace lw::protocol {
 namespace {
@@ -30,7 +31,6 @@ using nlohmann::json;
 // Why a request is refused; nullopt means the part checked so far is fine.
 using Problem = std::optional<std::string>;
 
-constexpr size_t kMaxIdBytes = 128;
 constexpr size_t kMaxQuotedBytes = 64;   // longest piece of client text echoed in a message
 constexpr size_t kMaxReasonBytes = 200;  // longest parser reason echoed in a message
 
@@ -145,14 +145,14 @@ class FieldReader {
   // A required string of 1..max_bytes bytes of UTF-8 without control characters.
   Problem Text(const std::string& field, size_t max_bytes, std::string* out) const;
   Problem Token(std::string* out) const;
-  // An optional integer number of milliseconds in [lo, hi]; fallback when absent.
-  // over_hint: what to do instead, added when the value is an integer above hi.
-  Problem Millis(const std::string& name, int64_t lo, int64_t hi, int64_t fallback,
-                 int64_t* out, std::string_view over_hint = {}) const;
+  // An optional integer number of milliseconds the rule admits; its fallback when absent.
+  // over_hint: what to do instead, added when the value is an integer above the rule's hi.
+  Problem Millis(const std::string& name, const IntRule& rule, int64_t* out,
+                 std::string_view over_hint = {}) const;
   // An optional boolean; fallback when absent.
   Problem Flag(const std::string& name, bool fallback, bool* out) const;
-  // An optional whole number in [lo, hi]; 0 when absent.
-  Problem Count(const std::string& name, int lo, int hi, int* out) const;
+  // An optional whole number the rule admits (bounds within int); its fallback when absent.
+  Problem Count(const std::string& name, const IntRule& rule, int* out) const;
   bool Has(const std::string& name) const { return Find(name) != nullptr; }
 
  private:
@@ -210,25 +210,25 @@ Problem FieldReader::Token(std::string* out) const {
   return std::nullopt;
 }
 
-Problem FieldReader::Millis(const std::string& name, int64_t lo, int64_t hi, int64_t fallback,
-                            int64_t* out, std::string_view over_hint) const {
+Problem FieldReader::Millis(const std::string& name, const IntRule& rule, int64_t* out,
+                            std::string_view over_hint) const {
   const json* value = Find(name);
   if (value == nullptr) {
-    *out = fallback;
+    *out = rule.fallback;
     return std::nullopt;
   }
   const std::string problem =
       "field \"" + name + "\" must be an integer number of milliseconds from " +
-      std::to_string(lo) + " to " + std::to_string(hi) + "; got " + Describe(*value) +
-      ". Omit it for the default of " + std::to_string(fallback);
+      std::to_string(rule.lo) + " to " + std::to_string(rule.hi) + "; got " + Describe(*value) +
+      ". Omit it for the default of " + std::to_string(rule.fallback);
   if (!value->is_number_integer()) return problem;  // floats, strings, booleans, null...
   if (value->is_number_unsigned() &&
       value->get<uint64_t>() > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     return problem;
   }
   const auto millis = value->get<int64_t>();
-  if (millis > hi && !over_hint.empty()) return problem + ". " + std::string(over_hint);
-  if (millis < lo || millis > hi) return problem;
+  if (millis > rule.hi && !over_hint.empty()) return problem + ". " + std::string(over_hint);
+  if (!rule.Admits(millis)) return problem;
   *out = millis;
   return std::nullopt;
 }
@@ -247,16 +247,16 @@ Problem FieldReader::Flag(const std::string& name, bool fallback, bool* out) con
   return std::nullopt;
 }
 
-Problem FieldReader::Count(const std::string& name, int lo, int hi, int* out) const {
+Problem FieldReader::Count(const std::string& name, const IntRule& rule, int* out) const {
   const json* value = Find(name);
   if (value == nullptr) {
-    *out = 0;
+    *out = static_cast<int>(rule.fallback);
     return std::nullopt;
   }
-  if (!value->is_number_integer() || value->get<int64_t>() < lo || value->get<int64_t>() > hi ||
-      (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(hi))) {
-    return "field \"" + name + "\" must be a whole number from " + std::to_string(lo) + " to " +
-           std::to_string(hi) + "; got " + Describe(*value);
+  if (!value->is_number_integer() || !rule.Admits(value->get<int64_t>()) ||
+      (value->is_number_unsigned() && value->get<uint64_t>() > static_cast<uint64_t>(rule.hi))) {
+    return "field \"" + name + "\" must be a whole number from " + std::to_string(rule.lo) +
+           " to " + std::to_string(rule.hi) + "; got " + Describe(*value);
   }
   *out = static_cast<int>(value->get<int64_t>());
   return std::nullopt;
@@ -272,43 +272,22 @@ constexpr std::string_view kLongTtlHint =
 // One decoder per request type: its own fields, in the order they are documented.
 Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireRequest* request) {
   if (auto p = fields.Resource(&request->resource)) return p;
-  if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                             &request->ttl_ms, kLongTtlHint)) {
-    return p;
-  }
-  if (auto p = fields.Millis("wait_ms", 0, limits.max_wait_ms, 0, &request->wait_ms)) return p;
+  if (auto p = fields.Millis("ttl_ms", TtlRule(limits), &request->ttl_ms, kLongTtlHint)) return p;
+  if (auto p = fields.Millis("wait_ms", AcquireWaitRule(limits), &request->wait_ms)) return p;
   if (auto p = fields.Flag("renew", false, &request->renew)) return p;
   if (auto p = fields.Flag("fence", false, &request->fence)) return p;
-  if (auto p = fields.Count("permits", 1, kMaxPermits, &request->permits)) return p;
+  if (auto p = fields.Count("permits", kPermitsRule, &request->permits)) return p;
   if (auto p = fields.Flag("shared", false, &request->shared)) return p;
-  if (request->permits > 0 && fields.Has("shared")) {
-    return std::string("field \"shared\" cannot be sent with \"permits\": a semaphore has no "
-                       "shared holds. Send \"permits\" for a permit of a semaphore, or \"shared\": "
-                       "true for a read hold of a lock (without it, the hold is exclusive)");
-  }
-  if (request->fence && request->shared) {
-    return std::string("field \"fence\" has no meaning with \"shared\": true: a reader does not "
-                       "write, so nothing is fenced against it. Fence the exclusive (write) "
-                       "holds instead");
-  }
+  if (auto p = SharedConflict(*request, fields.Has("shared"))) return p;
   if (auto p = fields.Flag("detach", false, &request->detach)) return p;
-  if (request->detach && request->renew) {
-    return std::string("field \"renew\" cannot be true with \"detach\": true: a detached lease "
-                       "outlives this connection, so nothing renews it. It ends by its ttl_ms; "
-                       "keep it with \"extend\" by token, or drop \"detach\" to have it renewed "
-                       "while this connection lives");
-  }
-  return std::nullopt;
+  return DetachConflict(*request);
 }
 
 Problem DecodeFields(const FieldReader& fields, const Limits& limits, CampaignRequest* request) {
   if (auto p = fields.Resource(&request->name, "name")) return p;
   if (auto p = fields.Text("value", CampaignRequest::kMaxValueBytes, &request->value)) return p;
-  if (auto p = fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                             &request->ttl_ms, kLongTtlHint)) {
-    return p;
-  }
-  return fields.Millis("wait_ms", 0, limits.max_wait_ms, limits.max_wait_ms, &request->wait_ms);
+  if (auto p = fields.Millis("ttl_ms", TtlRule(limits), &request->ttl_ms, kLongTtlHint)) return p;
+  return fields.Millis("wait_ms", CampaignWaitRule(limits), &request->wait_ms);
 }
 
 Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/, ResignRequest* request) {
@@ -332,8 +311,7 @@ Problem DecodeFields(const FieldReader& fields, const Limits& /*limits*/,
 Problem DecodeFields(const FieldReader& fields, const Limits& limits, ExtendRequest* request) {
   if (auto p = fields.Resource(&request->resource)) return p;
   if (auto p = fields.Token(&request->token)) return p;
-  return fields.Millis("ttl_ms", limits.min_ttl_ms, limits.max_ttl_ms, limits.default_ttl_ms,
-                       &request->ttl_ms, kLongTtlHint);
+  return fields.Millis("ttl_ms", TtlRule(limits), &request->ttl_ms, kLongTtlHint);
 }
 
 // held, health, ping and locks carry nothing beyond id and op.

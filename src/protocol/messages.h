@@ -36,12 +36,14 @@ struct AcquireRequest {
   // A detached lease: it survives this connection and ends by release (by token, from any
   // connection of its creator's uid or one the access rules allow) or by its ttl; never renewed.
   bool detach = false;
+  bool operator==(const AcquireRequest&) const = default;
 };
 struct ReleaseRequest {
   static constexpr std::string_view kName = "release";
   static constexpr std::string_view kFields[] = {"id", "op", "resource", "token"};
   std::string resource;
   std::string token;
+  bool operator==(const ReleaseRequest&) const = default;
 };
 struct ExtendRequest {
   static constexpr std::string_view kName = "extend";
@@ -49,25 +51,30 @@ struct ExtendRequest {
   std::string resource;
   std::string token;
   int64_t ttl_ms = 0;
+  bool operator==(const ExtendRequest&) const = default;
 };
 // Ops that carry nothing beyond id and op.
 inline constexpr std::string_view kBareFields[] = {"id", "op"};
 struct HeldRequest {
   static constexpr std::string_view kName = "held";
   static constexpr const auto& kFields = kBareFields;
+  bool operator==(const HeldRequest&) const = default;
 };
 struct HealthRequest {
   static constexpr std::string_view kName = "health";
   static constexpr const auto& kFields = kBareFields;
+  bool operator==(const HealthRequest&) const = default;
 };
 struct PingRequest {
   static constexpr std::string_view kName = "ping";
   static constexpr const auto& kFields = kBareFields;
+  bool operator==(const PingRequest&) const = default;
 };
 // Every lock held through this agent (all sessions), without tokens: for operators.
 struct LocksRequest {
   static constexpr std::string_view kName = "locks";
   static constexpr const auto& kFields = kBareFields;
+  bool operator==(const LocksRequest&) const = default;
 };
 
 // Leader election (docs/protocol.md "Elections"). An election NAME is the lock NAME whose
@@ -82,6 +89,7 @@ struct CampaignRequest {
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;  // absent: max_wait_ms
   static constexpr size_t kMaxValueBytes = 1024;
+  bool operator==(const CampaignRequest&) const = default;
 };
 // Stop leading (the token campaign answered).
 struct ResignRequest {
@@ -89,6 +97,7 @@ struct ResignRequest {
   static constexpr std::string_view kFields[] = {"id", "op", "name", "token"};
   std::string name;
   std::string token;
+  bool operator==(const ResignRequest&) const = default;
 };
 // Ops that name an election and carry nothing else.
 inline constexpr std::string_view kNamedFields[] = {"id", "op", "name"};
@@ -97,17 +106,20 @@ struct LeaderRequest {
   static constexpr std::string_view kName = "leader";
   static constexpr const auto& kFields = kNamedFields;
   std::string name;
+  bool operator==(const LeaderRequest&) const = default;
 };
 // Follow NAME's leader: answered like leader, then a `leader` event at every change.
 struct ObserveRequest {
   static constexpr std::string_view kName = "observe";
   static constexpr const auto& kFields = kNamedFields;
   std::string name;
+  bool operator==(const ObserveRequest&) const = default;
 };
 struct UnobserveRequest {
   static constexpr std::string_view kName = "unobserve";
   static constexpr const auto& kFields = kNamedFields;
   std::string name;
+  bool operator==(const UnobserveRequest&) const = default;
 };
 
 using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
@@ -119,6 +131,8 @@ using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldReque
 struct Request {
   nlohmann::json id;
   Op op;
+  // Equal ids and equal ops (a JSON integer id equals the same value however it was stored).
+  bool operator==(const Request&) const = default;
 };
 
 // A request that cannot be served. `id` is the request's id when it could be read, else null.

@@ -1,5 +1,6 @@
 // libFuzzer target: one request line of arbitrary bytes through protocol::DecodeRequest, and
-// the reply the agent would write for it through the encoders.
+// the reply the agent would write for it through the encoders; and through the hot ops' fast
+// path, protocol::DecodeHotRequest, which must never disagree with DecodeRequest.
 //
 // Beyond "does not crash" (ASan+UBSan), every outcome is checked against what docs/protocol.md
 // promises, read back independently of the decoder:
@@ -9,6 +10,8 @@
 //     take the defaults when absent); a token is 40 lowercase hex characters; the same line
 //     with JSON whitespace after it decodes to the same request; the reply encoded for it is
 //     one line that parses back to the same id and resource;
+//   the fast path: whenever DecodeHotRequest returns a request, DecodeRequest returns an equal
+//     one (same op, fields and id, the id of the same JSON type);
 //   an error: code bad_request, a non-empty message of bounded size that is valid UTF-8, an op
 //     that is empty or a known op, an id that is null or the line's id; EncodeError for it is
 //     exactly one line that parses back to the same id, code and message.
@@ -29,7 +32,9 @@
 #include "core/resource_name.h"
 #include "core/token.h"
 #include "fuzz/fuzz_check.h"
+#include "protocol/fast_decode.h"
 #include "protocol/messages.h"
+#include "support/request_json.h"
 
 namespace lw::protocol {
 namespace {
@@ -75,44 +80,30 @@ bool IsEchoableId(const json& id) {
 
 const std::set<std::string>& FieldsOf(std::string_view op) {
   static const std::set<std::string> acquire = {"id",      "op",    "resource", "ttl_ms",
-                                                "wait_ms", "renew", "fence"};
+                                                "wait_ms", "renew", "fence",    "permits",
+                                                "shared",  "detach"};
   static const std::set<std::string> release = {"id", "op", "resource", "token"};
   static const std::set<std::string> extend = {"id", "op", "resource", "token", "ttl_ms"};
+  static const std::set<std::string> campaign = {"id",     "op",    "name",
+                                                 "value", "ttl_ms", "wait_ms"};
+  static const std::set<std::string> resign = {"id", "op", "name", "token"};
+  static const std::set<std::string> named = {"id", "op", "name"};
   static const std::set<std::string> bare = {"id", "op"};
   if (op == "acquire") return acquire;
   if (op == "release") return release;
   if (op == "extend") return extend;
+  if (op == "campaign") return campaign;
+  if (op == "resign") return resign;
+  if (op == "leader" || op == "observe" || op == "unobserve") return named;
   return bare;
 }
 
 bool IsKnownOp(std::string_view op) {
-  for (std::string_view known :
-       {"acquire", "release", "extend", "held", "health", "ping", "locks"}) {
+  for (std::string_view known : {"acquire", "release", "extend", "held", "health", "ping",
+                                 "locks", "campaign", "resign", "leader", "observe", "unobserve"}) {
     if (op == known) return true;
   }
   return false;
-}
-
-// The decoded request as JSON, for comparing two decodes.
-json Canonical(const Request& request) {
-  json out = {{"id", request.id}, {"op", std::string(OpName(request.op))}};
-  std::visit(
-      [&](const auto& op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, AcquireRequest>) {
-          out.update({{"resource", op.resource},
-                      {"ttl_ms", op.ttl_ms},
-                      {"wait_ms", op.wait_ms},
-                      {"renew", op.renew},
-                      {"fence", op.fence}});
-        } else if constexpr (std::is_same_v<T, ReleaseRequest>) {
-          out.update({{"resource", op.resource}, {"token", op.token}});
-        } else if constexpr (std::is_same_v<T, ExtendRequest>) {
-          out.update({{"resource", op.resource}, {"token", op.token}, {"ttl_ms", op.ttl_ms}});
-        }
-      },
-      request.op);
-  return out;
 }
 
 // Parses one encoded reply: exactly one '\n', at the end, and a JSON object before it.
@@ -177,6 +168,10 @@ void CheckRequest(std::string_view line, const Limits& limits, const Request& re
           CheckMillis(sent, "wait_ms", o.wait_ms, 0, limits.max_wait_ms, 0);
           LW_FUZZ_CHECK(o.renew == sent.value("renew", false), "renew differs from the line's");
           LW_FUZZ_CHECK(o.fence == sent.value("fence", false), "fence differs from the line's");
+          LW_FUZZ_CHECK(o.shared == sent.value("shared", false), "shared differs from the line's");
+          LW_FUZZ_CHECK(o.detach == sent.value("detach", false), "detach differs from the line's");
+          LW_FUZZ_CHECK(json(o.permits) == (sent.contains("permits") ? sent["permits"] : json(0)),
+                        "permits differs from the line's");
         } else if constexpr (std::is_same_v<T, ReleaseRequest>) {
           CheckResource(sent, o.resource);
           CheckToken(sent, o.token);
@@ -196,9 +191,10 @@ void CheckRequest(std::string_view line, const Limits& limits, const Request& re
   LW_FUZZ_CHECK(
       std::holds_alternative<Request>(again),
       "the line with whitespace after it is refused: " + std::get<DecodeError>(again).message);
-  LW_FUZZ_CHECK(Canonical(std::get<Request>(again)) == Canonical(request),
-                Show("the line with whitespace after it decodes differently",
-                     Canonical(std::get<Request>(again))));
+  LW_FUZZ_CHECK(test::SameRequest(std::get<Request>(again), request),
+                "the line with whitespace after it decodes differently: " +
+                    test::RequestText(std::get<Request>(again)) + " instead of " +
+                    test::RequestText(request));
 
   // The replies the agent writes for it carry the id and the resource back unchanged.
   const json ok = ParseReplyLine(EncodeOk(request.id));
@@ -240,6 +236,20 @@ void CheckError(std::string_view line, const DecodeError& error) {
                 Show("EncodeError does not read back", reply));
 }
 
+// The fast path decodes a line only as DecodeRequest does (it may decline any line).
+void CheckHot(std::string_view line, const Limits& limits,
+              const std::variant<Request, DecodeError>& strict) {
+  const auto fast = DecodeHotRequest(line, limits);
+  if (!fast) return;
+  const auto* request = std::get_if<Request>(&strict);
+  LW_FUZZ_CHECK(request != nullptr, "DecodeHotRequest decoded " + test::RequestText(*fast) +
+                                        " where DecodeRequest refuses: " +
+                                        std::get<DecodeError>(strict).message);
+  LW_FUZZ_CHECK(test::SameRequest(*fast, *request),
+                "DecodeHotRequest decoded " + test::RequestText(*fast) +
+                    " where DecodeRequest decodes " + test::RequestText(*request));
+}
+
 void DecodeAndCheck(std::string_view line, const Limits& limits) {
   const auto decoded = DecodeRequest(line, limits);
   if (const auto* request = std::get_if<Request>(&decoded)) {
@@ -247,6 +257,7 @@ void DecodeAndCheck(std::string_view line, const Limits& limits) {
   } else {
     CheckError(line, std::get<DecodeError>(decoded));
   }
+  CheckHot(line, limits, decoded);
 }
 
 }  // namespace

@@ -1,0 +1,32 @@
+#include "protocol/request_rules.h"
+
+namespace lw::protocol {
+
+std::optional<std::string> SharedConflict(const AcquireRequest& request, bool shared_sent) {
+  if (request.permits > 0 && shared_sent) {
+    return std::string(
+        "field \"shared\" cannot be sent with \"permits\": a semaphore has no "
+        "shared holds. Send \"permits\" for a permit of a semaphore, or \"shared\": "
+        "true for a read hold of a lock (without it, the hold is exclusive)");
+  }
+  if (request.fence && request.shared) {
+    return std::string(
+        "field \"fence\" has no meaning with \"shared\": true: a reader does not "
+        "write, so nothing is fenced against it. Fence the exclusive (write) "
+        "holds instead");
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> DetachConflict(const AcquireRequest& request) {
+  if (request.detach && request.renew) {
+    return std::string(
+        "field \"renew\" cannot be true with \"detach\": true: a detached lease "
+        "outlives this connection, so nothing renews it. It ends by its ttl_ms; "
+        "keep it with \"extend\" by token, or drop \"detach\" to have it renewed "
+        "while this connection lives");
+  }
+  return std::nullopt;
+}
+
+}  // namespace lw::protocol
