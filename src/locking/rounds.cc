@@ -133,14 +133,9 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
       case RoundOp::kKindExtend:
       case RoundOp::kKindRelease:
       case RoundOp::kKindFence:
-      case RoundOp::kKindRead: {
-        std::vector<std::string> args;
-        args.reserve(req.args.size() + 1);
-        args.push_back(value);
-        args.insert(args.end(), req.args.begin(), req.args.end());
-        node->RunKindScript(req.script, req.keys, std::move(args), std::move(handler));
+      case RoundOp::kKindRead:
+        node->RunKindScript(req.script, req.keys, value, req.args, std::move(handler));
         break;
-      }
     }
   }
 }

@@ -6,7 +6,9 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 
 #include <vector>
 
@@ -74,10 +76,12 @@ class Node {
   // -1 = the counter was already >= fence (nothing written).
   virtual void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                                 const std::string& token, int64_t fence, ReplyHandler handler) = 0;
-  // One of the semaphore and read-write scripts (redis/kind_scripts.h) with its KEYS and ARGV
-  // (ARGV[1], the hold's value, included). Replies as that file says.
-  virtual void RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
-                             std::vector<std::string> args, ReplyHandler handler) = 0;
+  // One of the semaphore and read-write scripts (redis/kind_scripts.h) with its KEYS and ARGV:
+  // ARGV[1] is `value` (the hold's value), then `args`. Replies as that file says. Nothing is
+  // kept of the spans after the call.
+  virtual void RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
+                             std::string_view value, std::span<const std::string> args,
+                             ReplyHandler handler) = 0;
   // False while the master is in restart quarantine: its answers are still sent and applied,
   // but its votes do not count toward acquire or extend quorum (releases count everywhere).
   virtual bool votes_count() const { return true; }

@@ -72,8 +72,9 @@ class NodeClient final : public Node, Connection::Listener {
                     ReplyHandler handler) override;
   void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                         const std::string& token, int64_t fence, ReplyHandler handler) override;
-  void RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
-                     std::vector<std::string> args, ReplyHandler handler) override;
+  void RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
+                     std::string_view value, std::span<const std::string> args,
+                     ReplyHandler handler) override;
   // False while in restart quarantine; ends on time (checked against the clock, no timer).
   bool votes_count() const override;
   NodeStatus status() const override;
@@ -153,6 +154,7 @@ class NodeClient final : public Node, Connection::Listener {
   std::array<std::string, kScripts + 1> shas_;  // by index; "" until SCRIPT LOAD answered
   ScriptBatch batch_;        // calls queued this loop turn
   std::vector<Call> queued_;  // their handlers, in order
+  std::string channel_;       // DeleteIfHeld's release channel, built here to spare an allocation
   int handshake_left_ = 0;
   bool ever_ready_ = false;
   bool health_ping_in_flight_ = false;

@@ -51,8 +51,9 @@ const char* NodeClient::ScriptBody(size_t index) {
 
 void NodeClient::DeleteIfHeld(const std::string& key, const std::string& token,
                               ReplyHandler handler) {
-  Enqueue(Script::kDeleteIfHeld, {key}, {token, scripts::ReleaseChannel(key)},
-          std::move(handler));
+  channel_.assign(scripts::kReleaseChannelPrefix);  // scripts::ReleaseChannel(key)
+  channel_ += key;
+  Enqueue(Script::kDeleteIfHeld, {key}, {token, channel_}, std::move(handler));
 }
 
 void NodeClient::ExtendIfHeld(const std::string& key, const std::string& token, int64_t ttl_ms,
@@ -68,21 +69,22 @@ void NodeClient::RaiseFenceIfHeld(const std::string& key, const std::string& fen
           std::move(handler));
 }
 
-void NodeClient::RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
-                               std::vector<std::string> args, ReplyHandler handler) {
-  std::array<std::string_view, 8> small_keys, small_args;
-  std::vector<std::string_view> big_keys, big_args;
-  auto views = [](const std::vector<std::string>& words, std::array<std::string_view, 8>& small,
-                  std::vector<std::string_view>& big) -> std::span<const std::string_view> {
-    if (words.size() <= small.size()) {
-      for (size_t i = 0; i < words.size(); ++i) small[i] = words[i];
-      return {small.data(), words.size()};
-    }
-    big.assign(words.begin(), words.end());
-    return big;
-  };
+void NodeClient::RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
+                               std::string_view value, std::span<const std::string> args,
+                               ReplyHandler handler) {
+  constexpr size_t kWords = 16;  // more than any kind script takes
+  std::array<std::string_view, kWords> key_views, arg_views;
+  if (keys.size() > kWords || args.size() + 1 > kWords) {
+    Reply refused;
+    refused.kind = Reply::Kind::kError;
+    refused.text = "lockwarden: a kind script with more than 16 keys or arguments";
+    return handler(refused);  // a programming error: never sent
+  }
+  for (size_t i = 0; i < keys.size(); ++i) key_views[i] = keys[i];
+  arg_views[0] = value;
+  for (size_t i = 0; i < args.size(); ++i) arg_views[i + 1] = args[i];
   Enqueue(static_cast<size_t>(Script::kFirstKindScript) + static_cast<size_t>(script),
-          views(keys, small_keys, big_keys), views(args, small_args, big_args),
+          {key_views.data(), keys.size()}, {arg_views.data(), args.size() + 1},
           std::move(handler));
 }
 

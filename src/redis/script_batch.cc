@@ -34,11 +34,13 @@ std::string Head(size_t words, std::string_view verb, std::string_view script, s
 }  // namespace
 
 void AppendBulk(std::string& out, std::string_view text) {
-  out += '$';
-  AppendDecimal(out, text.size());
-  out += "\r\n";
+  char head[24] = {'$'};
+  char* end = std::to_chars(head + 1, head + sizeof head - 2, text.size()).ptr;
+  *end++ = '\r';
+  *end++ = '\n';
+  out.append(head, static_cast<size_t>(end - head));
   out.append(text);
-  out += "\r\n";
+  out.append("\r\n", 2);
 }
 
 std::string BatchScriptBody(std::span<const char* const> bodies) {

@@ -149,19 +149,22 @@ class FakeNode : public Node {
                         const std::string& token, int64_t fence, ReplyHandler handler) override {
     Enqueue(Op::kRaiseFence, key, token, fence, std::move(handler), fence_key);
   }
-  void RunKindScript(scripts::KindScript script, std::vector<std::string> keys,
-                     std::vector<std::string> args, ReplyHandler handler) override {
+  void RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
+                     std::string_view value, std::span<const std::string> rest,
+                     ReplyHandler handler) override {
+    std::vector<std::string> args = {std::string(value)};
+    args.insert(args.end(), rest.begin(), rest.end());
     if (script == scripts::KindScript::kClaimExclusive) {
       const bool fenced = keys.size() > 3;
-      Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys.at(0), args.at(0),
+      Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys[0], args.at(0),
               std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string());
       return;
     }
     if (script == scripts::KindScript::kReleasePart) {
-      Enqueue(Op::kDelete, keys.at(0), args.at(0), 0, std::move(handler));
+      Enqueue(Op::kDelete, keys[0], args.at(0), 0, std::move(handler));
       return;
     }
-    Enqueue(Op::kKindScript, keys.at(0), args.at(0), 0, std::move(handler));
+    Enqueue(Op::kKindScript, keys[0], args.at(0), 0, std::move(handler));
   }
   bool votes_count() const override { return !quarantined_; }
   NodeStatus status() const override {
