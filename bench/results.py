@@ -79,7 +79,8 @@ def idle_text(idle):
             f"({idle['agent_sched_cpu_pct']:.3f} % by scheduler run time), RSS "
             f"{idle['agent_rss_kib'] / 1024:.1f} MiB (max {idle['agent_rss_max_kib'] / 1024:.1f}); "
             f"the 5 masters {idle['masters_cpu_pct']:.2f} % of one core "
-            f"({idle['masters_sched_cpu_pct']:.3f} % by run time), "
+            f"({idle['masters_sched_cpu_pct']:.3f} % by run time; their own background work "
+            f"included), "
             f"{idle['masters_commands_per_s']:.1f} commands/s from the agent")
 
 
