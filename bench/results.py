@@ -3,8 +3,9 @@
 
     python3 bench/results.py results.jsonl [--smoke 0|1] [--note TEXT] [--kinds-only]
 
-Each line of the input is one part's result (lw_bench, lw_bench_raw or redlock_bench.mjs),
-labelled "<shape> <bench>". Ratios are computed from this one run only.
+Each line of the input is one part's result (lw_bench, lw_bench_raw, redlock_bench.mjs or
+idle_cost.py), labelled "<shape> <bench>" (or "idle", "hold"). Ratios are computed from this
+one run only. The goals table is issue 21's, with the rows of issue 7's that still apply.
 """
 import argparse
 import json
@@ -28,6 +29,59 @@ def us(v):
     if v < 1000:
         return f"{v:.0f} µs"
     return f"{v / 1000:.2f} ms" if v < 10000 else f"{v / 1000:.1f} ms"
+
+
+def us_per_cycle(r, key):
+    """A `<who>_cpu_s_per_1k` figure as µs per cycle (None when absent)."""
+    v = (r or {}).get(key)
+    return None if v is None else v * 1000
+
+
+def cpu_us(v):
+    return "–" if v is None else f"{v:.1f} µs"
+
+
+# The other kinds uncontended (issue 21), each against the mutex's c64 part of the same run.
+KINDS_UNCONTENDED = [
+    ("c64 agent", "mutex, 64 clients, each its own resource (baseline)"),
+    ("sem-c64 agent", "semaphore K=4, 64 clients, each its own"),
+    ("rw-c64 agent", "read-write, 64 clients, each a read hold on its own"),
+]
+
+
+def uncontended_kinds_table(rows):
+    base = rows.get(KINDS_UNCONTENDED[0][0], {})
+    base_agent = us_per_cycle(base, "agent_cpu_s_per_1k")
+    base_redis = us_per_cycle(base, "redis_cpu_s_per_1k")
+    out = ["| part (uncontended) | cycles/s | acquire p50 | agent CPU / cycle | × mutex | "
+           "redis CPU / cycle | × mutex | failed |",
+           "|---|---|---|---|---|---|---|---|"]
+    for label, desc in KINDS_UNCONTENDED:
+        r = rows.get(label)
+        if r is None:
+            out.append(f"| {desc} | (did not run) |||||||")
+            continue
+        agent = us_per_cycle(r, "agent_cpu_s_per_1k")
+        redis = us_per_cycle(r, "redis_cpu_s_per_1k")
+        out.append("| " + " | ".join([
+            desc, f"{r['cycles_per_s']:,.0f}", us(r.get("acquire_us_p50")),
+            cpu_us(agent), ratio(agent, base_agent), cpu_us(redis), ratio(redis, base_redis),
+            str(r.get("failed", "?")),
+        ]) + " |")
+    return out
+
+
+def idle_text(idle):
+    """One sentence on the idle part, or None when it did not run."""
+    if not idle:
+        return None
+    return (f"agent {idle['agent_cpu_pct']:.2f} % of one core "
+            f"({idle['agent_sched_cpu_pct']:.3f} % by scheduler run time), RSS "
+            f"{idle['agent_rss_kib'] / 1024:.1f} MiB (max {idle['agent_rss_max_kib'] / 1024:.1f}); "
+            f"the 5 masters {idle['masters_cpu_pct']:.2f} % of one core "
+            f"({idle['masters_sched_cpu_pct']:.3f} % by run time; their own background work "
+            f"included), "
+            f"{idle['masters_commands_per_s']:.1f} commands/s from the agent")
 
 
 # The other kinds (issue 18), each against the mutex's 16-on-1 part of the same run.
@@ -80,7 +134,11 @@ def main():
                 rows[r.get("label", "?")] = r
     if a.kinds_only:
         print("\n".join(["### Semaphore and read-write beside the mutex", "",
-                         f"One run of `bash bench/run.sh --kinds`: {a.note}.", ""]
+                         f"One run of `bash bench/run.sh --kinds`: {a.note}.", "",
+                         "Uncontended (issue 21's goal: agent CPU per cycle ≤ 1.5× the "
+                         "mutex's):", ""]
+                        + uncontended_kinds_table(rows)
+                        + ["", "Contended, one resource:", ""]
                         + kinds_table(rows)))
         return
 
@@ -118,35 +176,58 @@ def main():
                 str(r.get("failed", "?")),
             ]) + " |")
     out.append("")
-    out.append("Semaphore and read-write beside the mutex (the agent, same run):")
+    idle = rows.get("idle")
+    if idle_text(idle):
+        out.append(f"Idle (a fresh agent, 5 masters, nothing asked for {idle['seconds']} s): "
+                   f"{idle_text(idle)}.")
+        out.append("")
+    out.append("Semaphore and read-write beside the mutex (the agent, same run), uncontended:")
+    out.append("")
+    out.extend(uncontended_kinds_table(rows))
+    out.append("")
+    out.append("and contended, on one resource:")
     out.append("")
     out.extend(kinds_table(rows))
     out.append("")
 
     def best_node(shape, key, lower_is_better):
-        vals = [v for v in (get(shape, "node", key), get(shape, "node-autopipe", key)) if v]
+        """The better of node and node-autopipe: (value, which), or (None, None)."""
+        vals = [(v, b) for b in ("node", "node-autopipe") if (v := get(shape, b, key))]
         if not vals:
-            return None
+            return None, None
         return min(vals) if lower_is_better else max(vals)
 
     c64 = get("c64", "agent", "cycles_per_s")
+    c64_agent = us_per_cycle(rows.get("c64 agent"), "agent_cpu_s_per_1k")
+    c64_redis = us_per_cycle(rows.get("c64 agent"), "redis_cpu_s_per_1k")
     p50 = get("c1", "agent", "acquire_us_p50")
-    node_p50 = best_node("c1", "acquire_us_p50", True)
+    node_p50, node_p50_by = best_node("c1", "acquire_us_p50", True)
     cont = get("c16-on-1", "agent", "cycles_per_s")
-    node_cont = best_node("c16-on-1", "cycles_per_s", False)
+    node_cont, node_cont_by = best_node("c16-on-1", "cycles_per_s", False)
     wait99 = get("c16-on-1", "agent", "wait_us_p99")
     hold = rows.get("hold", {})
     hm = rows.get("hold-metrics", {})
-    out.append("| goal (issue 7) | target | this run |")
+    out.append("| goal (issue 21; the last rows: issue 7's) | target | this run |")
     out.append("|---|---|---|")
-    out.append(f"| uncontended C=64: agent / node-redlock auto-pipelined | ≥ 2.5× | "
+    out.append(f"| uncontended C=64: agent CPU per cycle (the masters' beside it) | ≤ 14 µs | "
+               f"{cpu_us(c64_agent)} (redis {cpu_us(c64_redis)}) |")
+    out.append(f"| uncontended C=64 cycles/s: agent / node-redlock auto-pipelined | ≥ 2.5× | "
                f"{ratio(c64, get('c64', 'node-autopipe', 'cycles_per_s'))} |")
-    out.append(f"| uncontended C=64: agent / raw limit | ≥ 0.50× | "
+    out.append(f"| uncontended C=64 cycles/s: agent / raw pipelined hiredis loop | ≥ 0.80× | "
                f"{ratio(c64, get('c64', 'raw', 'cycles_per_s'))} |")
-    out.append(f"| C=1 acquire p50: agent / node-redlock (better of the two) | ≤ 0.6× | "
-               f"{ratio(p50, node_p50)} ({us(p50)} vs {us(node_p50)}) |")
-    out.append("| contended 16-on-1 cycles/s: agent / node-redlock (better of the two) | ≥ 5× | "
-               f"{ratio(cont, node_cont)} |")
+    out.append(f"| C=1 acquire p50: agent / node-redlock (the better of plain and "
+               f"auto-pipelined) | ≤ 0.6× | {ratio(p50, node_p50)} ({us(p50)} vs "
+               f"{us(node_p50)}, {node_p50_by or 'n/a'}) |")
+    out.append(f"| contended 16-on-1 cycles/s: agent / node-redlock (the better of the two) | "
+               f"≥ 10× | {ratio(cont, node_cont)} (vs {node_cont_by or 'n/a'}) |")
+    for label, kind in (("sem-c64 agent", "semaphore (K=4)"), ("rw-c64 agent", "read hold")):
+        agent = us_per_cycle(rows.get(label), "agent_cpu_s_per_1k")
+        redis = us_per_cycle(rows.get(label), "redis_cpu_s_per_1k")
+        out.append(f"| uncontended C=64: {kind} agent CPU per cycle / the mutex's | ≤ 1.5× | "
+                   f"{ratio(agent, c64_agent)} ({cpu_us(agent)} vs {cpu_us(c64_agent)}; redis "
+                   f"{ratio(redis, c64_redis)}: {cpu_us(redis)} vs {cpu_us(c64_redis)}) |")
+    out.append(f"| idle agent (fresh, 5 masters): CPU, RSS, and the masters' CPU | near zero "
+               f"(was 0.12 % of a core, 12.5 MiB) | {idle_text(idle) or '(did not run)'} |")
     out.append(f"| contended 16-on-1 wait p99 (agent) | ≤ 5 ms | {us(wait99)} |")
     if hold:
         mib = hold.get("rss_hold_max_kib", 0) / 1024

@@ -2,21 +2,24 @@
 # The side-by-side benchmark of bench/README.md in one command: the agent (lw_bench), the raw
 # pipelined limit (lw_bench_raw) and node-redlock with and without ioredis auto-pipelining
 # (bench/node), in the same run on the same 5 fresh local masters, then the hold test, then a
-# results table with the ratios of issue 7's goals. Figures only: nothing here asserts a speed.
+# results table with the ratios of issue 21's goals (and issue 7's that still apply). Figures
+# only: nothing here asserts a speed.
 #
-#   bash bench/run.sh            # full run, about 3 minutes
+#   bash bench/run.sh            # full run, about 4 minutes
 #   bash bench/run.sh --smoke    # everything tiny (CI: keeps it compiling and working)
-#   bash bench/run.sh --kinds    # only the agent's 16-on-1 mutex, semaphore (K=4, 16 clients)
-#                                # and read-write (15 readers + 1 writer) parts, ~30 s
-# Every run measures the semaphore and read-write parts beside the mutex's 16-on-1 part, on
-# the same agent and masters, and prints their ratios to it.
+#   bash bench/run.sh --kinds    # only the agent's mutex, semaphore and read-write parts, ~50 s
+# Before its first request, the agent's idle cost is measured (CPU, RSS, what it costs the
+# masters). Every run measures the semaphore and read-write kinds beside the mutex, on the same
+# agent and masters, and prints their ratios to it: uncontended at C=64 (each client its own
+# resource: CPU per cycle), and contended on one resource (16 clients: a semaphore of K=4,
+# 15 readers + 1 writer). --kinds runs these six parts only (no idle, raw, node or hold part).
 #
 # LOCKWARDEN_BUILD_DIR   build directory to use (default build/; built with .ci/build.sh if
 #                        it is build/, else `cmake --build` of the needed targets)
 # LOCKWARDEN_BENCH_NO_BUILD=1  use the binaries as they are (the ctest registration does)
 # LOCKWARDEN_BENCH_OUT   where results.md and results.jsonl go (default <build>/bench-results)
-# BENCH_SECONDS, BENCH_WARMUP, HOLD_SESSIONS, HOLD_LOCKS, HOLD_TTL_MS, HOLD_SECONDS override
-# the shape sizes. BENCH_SEED seeds the node part's random choices (default 1; printed).
+# BENCH_SECONDS, BENCH_WARMUP, HOLD_SESSIONS, HOLD_LOCKS, HOLD_TTL_MS, HOLD_SECONDS and
+# IDLE_SECONDS override the shape sizes. BENCH_SEED seeds the node part's random choices (default 1; printed).
 #
 # Exit status: 0 when every part ran and no cycle failed; 1 otherwise (the table is printed
 # either way).
@@ -74,6 +77,7 @@ if ((smoke)); then
   seconds=${BENCH_SECONDS:-1} warmup=${BENCH_WARMUP:-0.2}
   hold_sessions=${HOLD_SESSIONS:-20} hold_locks=${HOLD_LOCKS:-10}
   hold_ttl=${HOLD_TTL_MS:-3000} hold_seconds=${HOLD_SECONDS:-4}
+  idle_seconds=${IDLE_SECONDS:-1}
   # min_ttl_ms must be at least twice node_timeout_ms (the agent checks it).
   agent_timing=(--node-timeout-ms 500 --min-ttl-ms 1000)
   own_wait=(--own-wait-ms 10000) hold_wait=(--wait-ms 10000)
@@ -81,6 +85,7 @@ else
   seconds=${BENCH_SECONDS:-5} warmup=${BENCH_WARMUP:-1}
   hold_sessions=${HOLD_SESSIONS:-1000} hold_locks=${HOLD_LOCKS:-100}
   hold_ttl=${HOLD_TTL_MS:-30000} hold_seconds=${HOLD_SECONDS:-30}
+  idle_seconds=${IDLE_SECONDS:-10}
   agent_timing=() own_wait=() hold_wait=()
 fi
 seed=${BENCH_SEED:-1}
@@ -96,6 +101,7 @@ start_masters
 hostports=$(printf '127.0.0.1:%s,' "${ports[@]}")
 hostports=${hostports%,}
 redis_pids=$(IFS=,; echo "${rpids[*]}")
+redis_ports=$(IFS=,; echo "${ports[*]}")
 
 # Starts a fresh agent on its own socket; sets agent and admin_port. Waits (60 s at most: an
 # ASan build on a loaded machine starts slowly) until it is ready; if it exited meanwhile (the
@@ -158,10 +164,15 @@ echo "lockwarden side-by-side bench: 5 local masters, $(nproc) cores, $build_typ
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $load_before"
 start_agent cycles
+# Idle: the cycles agent, ready (its readiness check is the only request it has served) and
+# asked nothing during the window; the masters' CPU and commands are what its health checks
+# cost them.
+((kinds_only)) || part "idle" python3 bench/idle_cost.py --agent-pid "$agent" \
+  --redis-pids "$redis_pids" --redis-ports "$redis_ports" --seconds "$idle_seconds"
 common=(--seconds "$seconds" --warmup-seconds "$warmup" --redis-pids "$redis_pids")
 # shape name, mode, clients
 shapes=("c1 uncontended 1" "c64 uncontended 64" "c16-on-1 contended 16" "mixed64 mixed 64")
-((kinds_only)) && shapes=("c16-on-1 contended 16")
+((kinds_only)) && shapes=("c64 uncontended 64" "c16-on-1 contended 16")
 for s in "${shapes[@]}"; do
   set -- $s
   shape=$1 mode=$2 clients=$3
@@ -175,8 +186,15 @@ for s in "${shapes[@]}"; do
   part "$shape node-autopipe" node "$node_dir/redlock_bench.mjs" --masters "$hostports" \
     --mode "$mode" --clients "$clients" "${common[@]}" --seed "$seed" --autopipeline
 done
-# The other kinds (issue 18), beside the mutex's c16-on-1 on the same agent: a semaphore of 4
-# permits with 16 clients, a read-write lock with 15 readers and 1 writer; one resource each.
+# The other kinds (issue 18) on the same agent. Uncontended, beside the mutex's c64: each of 64
+# clients its own semaphore of 4 permits (bench/semu/u<i>), or its own read-write lock, held
+# shared (bench/rwu/u<i>); what a cycle of each kind costs the agent and the masters.
+part "sem-c64 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode uncontended \
+  --clients 64 --permits 4 --prefix bench/semu/ "${common[@]}" "${own_wait[@]}"
+part "rw-c64 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode uncontended \
+  --clients 64 --shared-clients 64 --prefix bench/rwu/ "${common[@]}" "${own_wait[@]}"
+# Contended, beside the mutex's c16-on-1: a semaphore of 4 permits with 16 clients, a
+# read-write lock with 15 readers and 1 writer; one resource each.
 part "sem4-c16 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
   --clients 16 --permits 4 --prefix bench/sem/ "${common[@]}"
 part "rw15+1 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
