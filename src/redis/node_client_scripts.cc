@@ -3,6 +3,7 @@
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <spdlog/spdlog.h>
 
 #include <array>
 #include <charconv>
@@ -75,10 +76,10 @@ void NodeClient::RunKindScript(scripts::KindScript script, std::span<const std::
   constexpr size_t kWords = 16;  // more than any kind script takes
   std::array<std::string_view, kWords> key_views, arg_views;
   if (keys.size() > kWords || args.size() + 1 > kWords) {
-    Reply refused;
-    refused.kind = Reply::Kind::kError;
-    refused.text = "lockwarden: a kind script with more than 16 keys or arguments";
-    return handler(refused);  // a programming error: never sent
+    // A programming error (no kind script takes that many): never sent, answered unavailable.
+    spdlog::error("internal: a kind script with {} keys and {} arguments", keys.size(),
+                  args.size() + 1);
+    return FailSoon(std::move(handler));
   }
   for (size_t i = 0; i < keys.size(); ++i) key_views[i] = keys[i];
   arg_views[0] = value;
@@ -97,7 +98,11 @@ void NodeClient::Enqueue(Script script, std::initializer_list<std::string_view> 
 void NodeClient::Enqueue(size_t index, std::span<const std::string_view> keys,
                          std::span<const std::string_view> args, ReplyHandler handler) {
   redisAsyncContext* ac = conn_.context();
-  if (state_ != State::kReady || ac == nullptr) return FailSoon(std::move(handler));
+  // A context being torn down (its pending replies are being answered) takes no more.
+  if (state_ != State::kReady || ac == nullptr ||
+      (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) != 0) {
+    return FailSoon(std::move(handler));
+  }
   if (queued_.empty()) RequestWrite(ac);
   batch_.Add(index, keys, args);
   queued_.push_back({std::move(handler), CommandOf(index)});

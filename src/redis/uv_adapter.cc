@@ -57,6 +57,7 @@ struct Flusher {
   std::vector<Events*> queue;
   size_t users = 0;
   bool deferred = false;
+  int open_handles = 0;  // while closing: handles whose close callback has not run yet
 
   static void Run(uv_prepare_t* handle) {
     auto* self = static_cast<Flusher*>(handle->data);
@@ -92,7 +93,7 @@ thread_local std::unordered_map<uv_loop_t*, Flusher*> t_flushers;
 Flusher* AcquireFlusher(uv_loop_t* loop) {
   Flusher*& f = t_flushers[loop];
   if (f == nullptr) {
-    f = new Flusher{loop, {}, {}, {}, 0};
+    f = new Flusher{loop, {}, {}, {}, 0, false, 0};
     uv_prepare_init(loop, &f->prepare);
     uv_idle_init(loop, &f->idle);
     f->prepare.data = f;
@@ -105,9 +106,14 @@ Flusher* AcquireFlusher(uv_loop_t* loop) {
 void ReleaseFlusher(Flusher* f) {
   if (--f->users > 0) return;
   t_flushers.erase(f->loop);
-  uv_close(reinterpret_cast<uv_handle_t*>(&f->idle), nullptr);
-  uv_close(reinterpret_cast<uv_handle_t*>(&f->prepare),  // closed after idle: frees f
-           [](uv_handle_t* h) { delete static_cast<Flusher*>(h->data); });
+  // libuv gives no order between the two close callbacks: the last one frees f.
+  f->open_handles = 2;
+  const auto closed = [](uv_handle_t* h) {
+    auto* self = static_cast<Flusher*>(h->data);
+    if (--self->open_handles == 0) delete self;
+  };
+  uv_close(reinterpret_cast<uv_handle_t*>(&f->idle), closed);
+  uv_close(reinterpret_cast<uv_handle_t*>(&f->prepare), closed);
 }
 
 void OnPoll(uv_poll_t* handle, int status, int events) {
@@ -148,7 +154,7 @@ void DelRead(void* d) {
 }
 void AddWrite(void* d) {
   auto* p = static_cast<Events*>(d);
-  if (p->in_before) return;  // the write follows at once
+  if (p->context == nullptr || p->in_before) return;  // gone, or the write follows at once
   const bool connected = (p->context->c.flags & REDIS_CONNECTED) != 0;
   if (!connected || p->flushing) {
     // A connect in progress, or a write the kernel did not take whole: wait for writability.
