@@ -6,9 +6,11 @@
 //                [--seconds S] [--warmup-seconds W] [--ttl-ms T] [--wait-ms W]
 //                [--retry-delay-ms D] [--retry-jitter-ms J] [--prefix P] [--key-prefix lock:]
 //                [--hot-keys K] [--hot-share F] [--redis-pids P,...] [--label L] [--json FILE]
+//                [--claim set|script]
 //
-// A cycle is what the agent does for an uncontended acquire+release: SET key token NX PX ttl on
-// every master; once all have answered and a majority said OK, the agent's own release script
+// A cycle is what a Redlock client does for an uncontended acquire+release: SET key token NX PX
+// ttl on every master (--claim script: the agent's own exclusive-acquire script, which also
+// respects readers, as the agent sends it); once all have answered and a majority said OK, the agent's own release script
 // (src/redis/scripts.h, loaded with SCRIPT LOAD, called with EVALSHA and the same release
 // channel) on every master; once all have answered, the next cycle. An attempt without a
 // majority releases what it got and retries after retry_delay_ms + up to retry_jitter_ms until
@@ -31,6 +33,7 @@
 
 #include "cycle_load.h"
 #include "measure.h"
+#include "redis/kind_scripts.h"
 #include "redis/scripts.h"
 
 namespace lw::bench {
@@ -49,15 +52,18 @@ struct RawSettings {
   int64_t retry_jitter_ms = 10;
   std::string key_prefix = "lock:";
   std::string sha;  // of scripts::kDeleteIfHeld
+  // --claim script: the agent's own exclusive-acquire script (kind_scripts.h kClaimExclusive,
+  // which also respects readers) instead of SET NX PX; its SHA1, else "".
+  std::string claim_sha;
 };
 
-// Loads the release script on a master with a blocking connection; returns its SHA1.
-std::string LoadReleaseScript(const Master& m) {
+// Loads a script on a master with a blocking connection; returns its SHA1.
+std::string LoadScript(const Master& m, const char* body) {
   redisContext* c = redisConnect(m.host.c_str(), m.port);
   if (c == nullptr || c->err) {
     throw std::runtime_error("cannot connect to " + m.host + ":" + std::to_string(m.port));
   }
-  auto* r = static_cast<redisReply*>(redisCommand(c, "SCRIPT LOAD %s", scripts::kDeleteIfHeld));
+  auto* r = static_cast<redisReply*>(redisCommand(c, "SCRIPT LOAD %s", body));
   std::string sha =
       r != nullptr && r->type == REDIS_REPLY_STRING ? std::string(r->str, r->len) : "";
   freeReplyObject(r);
@@ -108,6 +114,16 @@ class RawClient {
     replies_ = oks_ = 0;
     releasing_ = false;
     const std::string ttl = std::to_string(s_.ttl_ms);
+    if (!s_.claim_sha.empty()) {  // KEYS: P R, readers, writer-waiting; ARGV as the agent's
+      const std::string readers = key_ + "\x1freaders", waiting = key_ + "\x1fwriter-waiting";
+      for (auto& m : masters_) {
+        redisAsyncCommand(m.ctx, OnReply, &slot_, "EVALSHA %b 3 %b %b %b %b %b 1000 %b 0",
+                          s_.claim_sha.data(), s_.claim_sha.size(), key_.data(), key_.size(),
+                          readers.data(), readers.size(), waiting.data(), waiting.size(),
+                          token_, size_t{40}, ttl.data(), ttl.size(), token_, size_t{40});
+      }
+      return;
+    }
     for (auto& m : masters_) {
       redisAsyncCommand(m.ctx, OnReply, &slot_, "SET %b %b NX PX %b", key_.data(), key_.size(),
                         token_, size_t{40}, ttl.data(), ttl.size());
@@ -129,7 +145,11 @@ class RawClient {
     const auto* r = static_cast<redisReply*>(reply);
     if (r == nullptr) return;  // disconnected: the loop ends without this client finishing
     ++self->replies_;
-    if (!self->releasing_ && r->type == REDIS_REPLY_STATUS) ++self->oks_;
+    // Taken: SET's +OK, or the claim script's integer (nil or an array when refused).
+    if (!self->releasing_ &&
+        (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_INTEGER)) {
+      ++self->oks_;
+    }
     if (self->releasing_ && r->type == REDIS_REPLY_ERROR) ++self->release_errors_;
     if (self->replies_ < static_cast<int>(self->masters_.size())) return;
     self->AllAnswered();
@@ -206,10 +226,13 @@ int Run(const Flags& f) {
     masters.push_back({hp.substr(0, colon), std::atoi(hp.c_str() + colon + 1), nullptr});
   }
   if (masters.empty()) throw std::invalid_argument("--masters is required");
+  const std::string claim = f.Str("claim", "set");
+  if (claim != "set" && claim != "script") throw std::invalid_argument("--claim set|script");
   for (const auto& m : masters) {
-    const std::string sha = LoadReleaseScript(m);
+    const std::string sha = LoadScript(m, scripts::kDeleteIfHeld);
     if (!s.sha.empty() && sha != s.sha) throw std::runtime_error("masters disagree on the SHA1");
     s.sha = sha;
+    if (claim == "script") s.claim_sha = LoadScript(m, scripts::kClaimExclusive);
   }
 
   uv_loop_t* loop = uv_default_loop();
@@ -262,7 +285,8 @@ int main(int argc, char** argv) {
     const lw::bench::Flags f(argc, argv,
                              {"masters", "mode", "clients", "seconds", "warmup-seconds", "ttl-ms",
                               "wait-ms", "retry-delay-ms", "retry-jitter-ms", "prefix",
-                              "key-prefix", "hot-keys", "hot-share", "redis-pids", "label", "json"},
+                              "key-prefix", "hot-keys", "hot-share", "redis-pids", "label", "json",
+                              "claim"},
                              {});
     return lw::bench::Run(f);
   } catch (const std::exception& e) {

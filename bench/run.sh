@@ -181,6 +181,10 @@ for s in "${shapes[@]}"; do
   ((kinds_only)) && continue
   part "$shape raw" "$raw" --masters "$hostports" --mode "$mode" --clients "$clients" \
     "${common[@]}"
+  # The raw loop again, claiming with the agent's own exclusive-acquire script (which also
+  # respects readers) instead of SET NX: the same commands the agent sends, with no agent.
+  [[ $mode == uncontended ]] && part "$shape raw-script" "$raw" --masters "$hostports" \
+    --mode "$mode" --clients "$clients" "${common[@]}" --claim script
   part "$shape node" node "$node_dir/redlock_bench.mjs" --masters "$hostports" --mode "$mode" \
     --clients "$clients" "${common[@]}" --seed "$seed"
   part "$shape node-autopipe" node "$node_dir/redlock_bench.mjs" --masters "$hostports" \
