@@ -48,11 +48,9 @@ void WriteNow(Events* p) {
 // Instead, a connected context with output is queued here, and a prepare handle (which libuv
 // runs once per loop turn, just before it polls) writes each queued context's whole buffer
 // with one write(2). Every command issued during a turn, by any number of requests, leaves in
-// that one write. (Holding the write one more non-blocking turn, to gather the next turn's
-// commands too, saved ~10 % of CPU per cycle at 64 clients but delayed a burst's commands
-// behind a whole turn of work: 100k acquires, 256 in flight, lost 0.2 % to the 50 ms node
-// timeout. A write leaves in the turn its commands were made.) Only a write the kernel could not finish (a full socket buffer) or a
-// connect in progress falls back to watching for writability.
+// that one write, in the turn the commands were made (never later: a burst's commands must
+// not wait behind another turn's work). Only a write the kernel could not finish (a full
+// socket buffer) or a connect in progress falls back to watching for writability.
 struct Flusher {
   uv_loop_t* loop;
   uv_prepare_t prepare;
