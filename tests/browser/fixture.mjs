@@ -8,8 +8,9 @@
 //   LOCKWARDEN_TEST_OUTPUT_DIR  screenshots, agent logs (default <repo>/build/test-output/browser)
 //
 // The safety checker (tests/safety) uses it too: masters that can be killed (-9), restarted on
-// the same port without persistence, paused (SIGSTOP) and resumed; agents that can be killed
-// and restarted on the same socket; spawnLogged/stopChild for its client processes.
+// the same port without persistence, paused (SIGSTOP) and resumed, given extra environment
+// (RedisCluster.start's envFor: the clock shim); agents that can be killed and restarted on the
+// same socket; spawnLogged/stopChild for its client processes.
 //   LOCKWARDEN_CHROMIUM         browser binary (default /usr/bin/chromium)
 
 import { spawn } from 'node:child_process';
@@ -200,8 +201,10 @@ export async function freePort() {
 // Redis masters
 
 class RedisMaster {
-  constructor(dir) {
+  // env: the redis-server process's environment, at every start and restart.
+  constructor(dir, env = process.env) {
     this.dir = dir;
+    this.env = env;
     this.port = 0;
     this.child = null;
   }
@@ -263,7 +266,7 @@ class RedisMaster {
       '--logfile', path.join(this.dir, 'redis.log'),
       '--protected-mode', 'no',
     ];
-    const child = await spawnLogged(argv, path.join(this.dir, 'redis.out'));
+    const child = await spawnLogged(argv, path.join(this.dir, 'redis.out'), this.env);
     // redis-server has no readiness event: probe until it answers as this very process (not
     // some other server that took the port).
     const end = Date.now() + START_TIMEOUT_MS;
@@ -303,12 +306,15 @@ export class RedisCluster {
     this.masters = [];
   }
 
-  static async start(n = 5) {
+  // options.envFor(i): extra environment variables for master i (merged over process.env),
+  // kept for its restarts; e.g. clock_shift.mjs's clockShiftEnv.
+  static async start(n = 5, { envFor } = {}) {
     const cluster = new RedisCluster();
     try {
       // One at a time: each picks a free port, and parallel picks could collide.
       for (let i = 0; i < n; i++) {
-        const master = new RedisMaster(makeTempDir('lw-browser-redis-'));
+        const env = envFor ? { ...process.env, ...envFor(i) } : process.env;
+        const master = new RedisMaster(makeTempDir('lw-browser-redis-'), env);
         cluster.masters.push(master);
         await master.start();
       }
