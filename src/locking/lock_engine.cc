@@ -395,7 +395,8 @@ Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& 
 void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRound& a,
                            Clock::time_point started, Clock::time_point valid_until,
                            std::optional<int64_t> fence) {
-  const int64_t validity_ms = MsLeft(valid_until, Clock::now());
+  const auto now = Clock::now();
+  const int64_t validity_ms = MsLeft(valid_until, now);
   if (validity_ms <= 0) {
     UndoAttempt(a, r, /*giving_up=*/true);
     FailHead(r, name, ValidityRanOutBeforeReply());
@@ -416,17 +417,17 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
   h.valid_until = valid_until;
   ScheduleHolder(name, h, RenewDelayMs(w.renew, w.history.ttl_ms, validity_ms));
   spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s){})", Quoted(name),
-                validity_ms, CeilMs(Clock::now() - w.requested), w.history.attempts,
+                validity_ms, CeilMs(now - w.requested), w.history.attempts,
                 fence ? ", fence " + std::to_string(*fence) : std::string());
-  AnswerGrant(w, name, h, validity_ms);
+  AnswerGrant(w, name, h, validity_ms, now);
   Pump(name);  // a semaphore's or a reader's next local waiter may contend too
 }
 
 void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h,
-                             int64_t validity_ms) {
-  const int64_t waited = CeilMs(Clock::now() - w.requested);
+                             int64_t validity_ms, Clock::time_point now) {
+  const int64_t waited = CeilMs(now - w.requested);
   const HoldMode mode = ModeOf(Find(name)->shape, h.shared);
-  stats_->grant_wait[mode].ObserveSeconds(Clock::now() - w.requested);
+  stats_->grant_wait[mode].ObserveSeconds(now - w.requested);
   Report(w, name, /*granted=*/true, ErrorCode::kInternal);
   // Answered now, never deferred: a deferred reply could follow a revoke or shutdown that
   // took the lock in between and tell the waiter it holds what it no longer does.

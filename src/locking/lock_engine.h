@@ -240,8 +240,12 @@ class LockEngine {
   void GrantHead(Resource& r, const std::string& name, const AttemptRound& a,
                  Clock::time_point started, Clock::time_point valid_until,
                  std::optional<int64_t> fence);
-  // Answers w with a grant of the lock r now holds for it; validity_ms > 0.
-  void AnswerGrant(Waiter& w, const std::string& name, const Holder& h, int64_t validity_ms);
+  // Answers w with a grant of the lock r now holds for it; validity_ms > 0, computed at `now`.
+  // waited_ms is counted to that same `now`: a client counts the validity from its request plus
+  // waited_ms, so the two must come from one reading of the clock, or a pause of the agent
+  // between two readings would lengthen the validity the client counts by that pause.
+  void AnswerGrant(Waiter& w, const std::string& name, const Holder& h, int64_t validity_ms,
+                   Clock::time_point now);
   // Refused at once (the engine's state is untouched): counted, reported, answered later.
   void Refuse(Failure failure, AcquireDone done);
   void FailHead(Resource& r, const std::string& name, Failure failure);

@@ -62,7 +62,7 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   h.valid_until = prev.valid_until;
   ScheduleHolder(name, h, HandOffDelayMs(w.renew, w.history.ttl_ms, c.left_ms));
   stats_->local_handoffs.Inc();
-  AnswerGrant(w, name, h, c.left_ms);
+  AnswerGrant(w, name, h, c.left_ms, now);
   return true;
 }
 
