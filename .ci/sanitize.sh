@@ -82,7 +82,7 @@ if [[ $mode == address ]]; then
   # Nor the language clients (ClientsTest: ~80 s of venvs, npm, Go and Maven builds and JVM
   # start-up): their own code is not instrumented, and the agent code they drive (every kind,
   # renewals, elections, detached leases, closes) runs here under the agent's own tests.
-  stacks='browser_ui|safety_short|AlertsE2E\..*|ClientsTest\..*'
+  stacks='browser_ui|safety_short|safety_clock_shift|safety_proxy|AlertsE2E\..*|ClientsTest\..*'
   integration=(-L integration -E "^(${stacks}|${slow//./\\.})$")
 else
   export TSAN_OPTIONS=$(options halt_on_error=1 "log_path=$reports/tsan" second_deadlock_stack=1 \

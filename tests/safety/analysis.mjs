@@ -4,9 +4,15 @@
 // read-write clients' records (mode "permit" with permits and permit, "shared" or "exclusive");
 // ops: the register's log (register.mjs); leaders: the candidates' terms and observed: the
 // observers' answers (candidate.mjs, checked in elections.mjs); every time is µs on
-// CLOCK_MONOTONIC. Each check returns {id, title, stats, violations: [{text, ...}]}.
+// CLOCK_MONOTONIC. Each check returns {id, title, stats, violations: [{text, t, kinds, property,
+// ...}]}: t is when it happened (µs; null: the whole run), kinds the lock kinds whose guarantee it
+// breaks and property which one (verdicts.mjs: EXCLUSION or ORDER; none: never excused by a
+// fault).
 
 import { checkElections, checkObservers } from './elections.mjs';
+import {
+  EXCLUSION, ORDER, exclusiveKinds, faultKinds, judge, mutexResources,
+} from './verdicts.mjs';
 import { groupBy, ms, sec, sweepOverlaps, windowEnd } from './windows.mjs';
 
 const who = (h, g) =>
@@ -27,7 +33,7 @@ export function checkFences(h) {
       acceptedWrites++;
       const prev = last.get(op.resource);
       if (prev && (op.fence < prev.fence || (op.fence === prev.fence && op.token !== prev.token))) {
-        violations.push({ kind: 'accepted-order', text: `${op.resource}: accepted fence ${op.fence} ` +
+        violations.push({ kind: 'accepted-order', t: op.t, kinds: ['fenced mutex'], property: ORDER, text: `${op.resource}: accepted fence ${op.fence} ` +
           `(${op.client}, t=${sec(h, op.t)} s) after fence ${prev.fence} (${prev.client}, t=${sec(h, prev.t)} s)` });
       }
       last.set(op.resource, op);
@@ -35,7 +41,8 @@ export function checkFences(h) {
     }
     const g = byToken.get(op.token);
     if (g && op.t < g.validity_end) {
-      violations.push({ kind: 'rejected-while-valid', text: `${op.resource}: write of ${who(h, g)} ` +
+      violations.push({ kind: 'rejected-while-valid', t: op.t, kinds: exclusiveKinds(g),
+        property: EXCLUSION, text: `${op.resource}: write of ${who(h, g)} ` +
         `rejected at ${sec(h, op.t)} s, ${ms(g.validity_end - op.t).toFixed(1)} ms before its validity ended` });
     }
   }
@@ -43,7 +50,8 @@ export function checkFences(h) {
     grants.sort((a, b) => a.t_granted - b.t_granted);
     for (let i = 1; i < grants.length; i++) {
       if (grants[i].fence <= grants[i - 1].fence) {
-        violations.push({ kind: 'grant-order', text: `${resource}: ${who(h, grants[i])} granted after ` +
+        violations.push({ kind: 'grant-order', t: grants[i].t_granted, kinds: ['fenced mutex'],
+          property: ORDER, text: `${resource}: ${who(h, grants[i])} granted after ` +
           `${who(h, grants[i - 1])}` });
       }
     }
@@ -59,7 +67,7 @@ export function checkExclusion(h) {
   const violations = [];
   for (const [resource, grants] of groupBy(h.grants, (g) => g.resource)) {
     sweepOverlaps(grants, (g, reach) => violations.push({
-      text: `${resource}: ${who(h, g)} granted while ${who(h, reach)} held it ` +
+      t: g.t_granted, kinds: exclusiveKinds(g, reach), property: EXCLUSION, text: `${resource}: ${who(h, g)} granted while ${who(h, reach)} held it ` +
         `(overlap ${ms(Math.min(windowEnd(reach), windowEnd(g)) - g.t_granted).toFixed(1)} ms)`,
       a: reach, b: g }));
   }
@@ -79,7 +87,8 @@ export function checkLostWrites(h) {
     const byClients = acked.get(resource) || 0;
     parts.push(`${resource}=${s.value}`);
     if (s.value !== s.accepted || s.value !== byClients) {
-      violations.push({ text: `${resource}: final value ${s.value}, writes acknowledged ` +
+      violations.push({ t: null, kinds: ['fenced mutex'], property: ORDER,
+        text: `${resource}: final value ${s.value}, writes acknowledged ` +
         `${s.accepted} (register) / ${byClients} (clients): ${s.accepted - s.value} lost` });
     }
   }
@@ -155,7 +164,8 @@ export function checkStaleWrites(h) {
     if (higher.length === 0) continue;
     exercised++;
     if (p.write_accepted) {
-      violations.push({ text: `${p.resource}: late write of ${p.client} (fence ${p.fence}) accepted at ` +
+      violations.push({ t: p.write_t, kinds: ['fenced mutex'], property: ORDER,
+        text: `${p.resource}: late write of ${p.client} (fence ${p.fence}) accepted at ` +
         `${sec(h, p.write_t)} s although fence ${higher.at(-1).fence} was accepted meanwhile` });
     }
   }
@@ -165,19 +175,22 @@ export function checkStaleWrites(h) {
 
 // Walks the holds of one resource in grant order, each against the holds whose windows are still
 // open when it starts (a window that ends exactly when another starts does not overlap it, as in
-// check 2). admits(open, g) returns null when g may join the open holds, else why not; each
-// refusal is a violation {text, hold, open}. Also returns the most holds open at once.
+// check 2). admits(open, g) returns null when g may join the open holds, else why not: a text
+// (a malformed grant, never excused by a fault) or {why, kinds} (a breach of those kinds'
+// exclusion). Each refusal is a violation {text, t, kinds, property, hold, open}. Also returns
+// the most holds open at once.
 function sweepHolds(h, resource, holds, admits) {
   const violations = [];
   let open = [];
   let peak = 0;
   for (const g of [...holds].sort((a, b) => a.t_granted - b.t_granted)) {
     open = open.filter((o) => windowEnd(o) > g.t_granted);
-    const why = admits(open, g);
-    if (why) {
+    const refusal = admits(open, g);
+    if (refusal) {
+      const { why, kinds } = typeof refusal === 'string' ? { why: refusal } : refusal;
       const others = open.map((o) => holder(h, o)).join('; ');
       violations.push({ text: `${resource}: ${holder(h, g)} granted while ${why}: ${others}`,
-        hold: g, open: [...open] });
+        t: g.t_granted, ...(kinds ? { kinds, property: EXCLUSION } : {}), hold: g, open: [...open] });
     }
     open.push(g);
     peak = Math.max(peak, open.length);
@@ -203,8 +216,9 @@ export function checkSemaphore(h) {
       if (g.permits !== k) return `its K is ${g.permits}, not ${k} as the others'`;
       if (!(g.permit >= 0 && g.permit < k)) return `its permit is outside 0..${k - 1}`;
       if (open.length === k - 1) atK++;
-      if (open.length >= k) return `${open.length} of ${k} permits were held`;
-      if (open.some((o) => o.permit === g.permit)) return `permit ${g.permit} was held`;
+      const kinds = ['semaphore'];
+      if (open.length >= k) return { why: `${open.length} of ${k} permits were held`, kinds };
+      if (open.some((o) => o.permit === g.permit)) return { why: `permit ${g.permit} was held`, kinds };
       return null;
     });
     violations.push(...v);
@@ -214,7 +228,8 @@ export function checkSemaphore(h) {
     stats: parts.join('; ') || 'no semaphore holds' };
 }
 
-// (7) Read-write locks: an exclusive hold is granted only while no other hold of its resource is
+// (7) Read-write locks, and the plain mutex (its holds are all exclusive; judged as the mutex
+// kind's, verdicts.mjs): an exclusive hold is granted only while no other hold of its resource is
 // open, and a shared one only while no exclusive one is. Windows as in check 2.
 export function checkReadWrite(h) {
   const violations = [];
@@ -222,11 +237,15 @@ export function checkReadWrite(h) {
   const holds = (h.holds ?? []).filter((g) => g.mode === 'shared' || g.mode === 'exclusive');
   for (const [resource, mine] of groupBy(holds, (g) => g.resource)) {
     let readersAtOnce = 0;
+    const own = mutexResources(h).has(resource) ? 'mutex' : 'read-write';
     const { violations: v } = sweepHolds(h, resource, mine, (open, g) => {
-      if (g.mode === 'exclusive') return open.length ? `${open.length} other hold(s) were open` : null;
-      const writers = open.filter((o) => o.mode === 'exclusive').length;
-      if (!writers) readersAtOnce = Math.max(readersAtOnce, open.length + 1);
-      return writers ? `a writer held it` : null;
+      const writers = open.filter((o) => o.mode === 'exclusive');
+      const kinds = [g.detached || writers.some((o) => o.detached) ? 'detached lease' : own];
+      if (g.mode === 'exclusive') {
+        return open.length ? { why: `${open.length} other hold(s) were open`, kinds } : null;
+      }
+      if (!writers.length) readersAtOnce = Math.max(readersAtOnce, open.length + 1);
+      return writers.length ? { why: 'a writer held it', kinds } : null;
     });
     violations.push(...v);
     const writes = mine.filter((g) => g.mode === 'exclusive').length;
@@ -237,22 +256,25 @@ export function checkReadWrite(h) {
     stats: parts.join('; ') || 'no read-write holds' };
 }
 
-// For each holder stopped past its validity (fault.stopped_hold): how many holds of its resource
+// For each holder stopped past its validity (fault.stopped_holds): how many holds of its resource
 // (terms of its election) other clients were granted after its validity ended and before it was
 // let go (taken_meanwhile: whether the fault was exercised). A figure: checks 6, 7 and 8 judge
 // those holds.
 export function countTakenMeanwhile(h) {
   const all = [...(h.holds ?? []), ...(h.leaders ?? []).map((l) => ({ ...l, resource: l.name }))];
-  for (const f of h.faults) {
-    const s = f.stopped_hold;
-    if (!s) continue;
+  for (const s of h.faults.flatMap((f) => f.stopped_holds ?? [])) {
     s.taken_meanwhile = all.filter((g) => g.resource === s.resource &&
-      g.token !== s.token && g.t_granted >= s.validity_end && g.t_granted < f.heal).length;
+      g.token !== s.token && g.t_granted >= s.validity_end && g.t_granted < s.woken).length;
   }
 }
 
+// Every check over the history; each violation judged against the fault it falls in
+// (verdicts.mjs: v.fault, v.expected), and each fault's figures per kind (f.kinds).
 export function analyze(h) {
   countTakenMeanwhile(h);
-  return [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h), checkStaleWrites(h),
-    checkSemaphore(h), checkReadWrite(h), checkElections(h), checkObservers(h)];
+  const checks = [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h),
+    checkStaleWrites(h), checkSemaphore(h), checkReadWrite(h), checkElections(h), checkObservers(h)];
+  judge(h, checks);
+  faultKinds(h, checks);
+  return checks;
 }

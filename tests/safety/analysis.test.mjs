@@ -228,11 +228,11 @@ describe('safety checks', () => {
     const h = cleanSemaphore();
     // c1's permit 1 (granted at 3 s, valid 1 s) stopped until 5 s: c4 took permit 1 at 4.01 s.
     const stopped = h.holds[4];
-    h.faults.push({ name: 'SIGSTOP one holder', target: 'c1', start: 3.1 * S, heal: 5 * S,
-      stopped_hold: { client: 'c1', resource: 's0', mode: 'permit', permit: 1,
-        token: stopped.token, validity_end: stopped.validity_end, release: 'not_held' } });
+    h.faults.push({ name: 'SIGSTOP holders', target: 'c1', start: 3.1 * S, heal: 5 * S,
+      stopped_holds: [{ client: 'c1', resource: 's0', mode: 'permit', permit: 1,
+        token: stopped.token, validity_end: stopped.validity_end, woken: 5 * S, release: 'not_held' }] });
     assert.deepEqual(failing(h), []);
-    assert.equal(h.faults[1].stopped_hold.taken_meanwhile, 1);
+    assert.equal(h.faults[1].stopped_holds[0].taken_meanwhile, 1);
   });
 
   it('(6) catch a K+1th holder of a semaphore, across agents', () => {
@@ -342,11 +342,11 @@ describe('safety checks', () => {
   it('count the terms others won while a leader was stopped past its validity', () => {
     const h = cleanElection();
     const l = h.leaders[2];
-    h.faults.push({ name: 'SIGSTOP one holder', target: 'ld2', start: 2.7 * S, heal: 11.6 * S,
-      stopped_hold: { client: 'ld2', resource: 'e0', mode: 'leader', term: 4, token: l.token,
-        validity_end: l.validity_end, release: 'ok' } });
+    h.faults.push({ name: 'SIGSTOP holders', target: 'ld2', start: 2.7 * S, heal: 11.6 * S,
+      stopped_holds: [{ client: 'ld2', resource: 'e0', mode: 'leader', term: 4, token: l.token,
+        validity_end: l.validity_end, woken: 11.6 * S, release: 'ok' }] });
     analyze(h);
-    assert.equal(h.faults[1].stopped_hold.taken_meanwhile, 1);
+    assert.equal(h.faults[1].stopped_holds[0].taken_meanwhile, 1);
     assert.equal(h.faults[1].holds_during, 2); // terms 3 and 5
   });
 

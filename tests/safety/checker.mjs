@@ -33,7 +33,10 @@ import {
   stopChild, waitUntil,
 } from '../browser/fixture.mjs';
 import { analyze } from './analysis.mjs';
+import { ClockShift, buildClockShift, clockShiftEnv } from './clock_shift.mjs';
+import { FaultProxy } from './fault_proxy.mjs';
 import { faultsFor, runFaults } from './faults.mjs';
+import { linkId } from './net_faults.mjs';
 import { FencedRegister, nowUs } from './register.mjs';
 import { summaryLines, writeHistory } from './report.mjs';
 import { pickSeed, subSeed } from './rng.mjs';
@@ -52,6 +55,8 @@ const { values: opts } = parseArgs({
     permits: { type: 'string', default: '3' },
     readers: { type: 'string', default: '6' },
     writers: { type: 'string', default: '2' },
+    // Clients of a plain (unfenced) mutex, m0.
+    'mutex-clients': { type: 'string', default: '4' },
     // The election workload: candidates campaigning for a few names, observers watching them.
     candidates: { type: 'string', default: '6' },
     observers: { type: 'string', default: '3' },
@@ -63,6 +68,8 @@ const { values: opts } = parseArgs({
     // An agent setting for this run, NAME=VALUE (e.g. node-timeout-ms=100); repeatable.
     'agent-arg': { type: 'string', multiple: true, default: [] },
     seed: { type: 'string' }, // overrides LOCKWARDEN_SAFETY_SEED
+    // Only the faults whose names contain one of these (comma-separated); default all.
+    faults: { type: 'string' },
   },
 });
 const mode = opts.long ? 'long' : 'short';
@@ -94,9 +101,9 @@ const cfg = {
   holdMaxMs: 2, // a random pause between read and write, so that holders overlap if they can
   masterDownMs: 100, // restarted empty while the locks it held are still valid
   agentDownMs: 1000,
-  faultGapMs: 5000, // plain traffic after each fault (> max_ttl: quarantines end in between)
+  faultGapMs: 3000, // plain traffic after each fault (> max_ttl: quarantines end in between)
   warmupMs: 4000,
-  shortCycles: Number(opts.cycles || 3),
+  shortCycles: Number(opts.cycles || 1),
   longGrants: Number(opts.grants || 100000),
   longSeconds: opts.seconds ? Number(opts.seconds) : null,
   minGrantsShort: 200,
@@ -105,6 +112,11 @@ const cfg = {
   // overlap, writers holding briefly and pausing between holds (with none paused, a waiting
   // writer's mark would keep the readers out most of the time).
   holdKinds: [
+    // A plain mutex without fences (the register clients' is fenced): what a client that
+    // ignores fences gets; holding up to 30% of its validity so that faults find it held.
+    // Never detached: the detached lease column has the register clients' and the writers'.
+    { kind: 'mutex', prefix: 'mx', clients: Number(opts['mutex-clients']), resource: 'm0',
+      acquire: {}, holdMaxMs: 50, holdShareMax: 0.3, idleMaxMs: 0, detachShare: 0 },
     { kind: 'semaphore', prefix: 'sem', clients: Number(opts['semaphore-clients']),
       resource: 's0', acquire: { permits: Number(opts.permits) }, holdMaxMs: 100,
       holdShareMax: 0.2, idleMaxMs: 0 },
@@ -130,6 +142,7 @@ const cfg = {
   minLeadersShort: 50, // when there are candidates
   minLeaderReadsShort: 20, // `leader` reads that named a leader, when there are observers
   stopHolders: opts['stop-holders'],
+  faultFilter: opts.faults ? opts.faults.split(',').map((x) => x.trim()).filter(Boolean) : null,
   seed,
 };
 // Grants should resume within max_ttl + 1 s of each heal (reported); beyond resumeFailMs without
@@ -157,6 +170,7 @@ for (const a of opts['agent-arg']) {
   agentSettings.set(a.slice(0, eq).replace(/^--/, ''), a.slice(eq + 1));
 }
 const agentArgs = [...agentSettings].flatMap(([k, v]) => [`--${k}`, v]);
+cfg.nodeTimeoutMs = Number(agentSettings.get('node-timeout-ms') ?? 50); // the agent's default
 
 // Client processes: spawned with their logs in outDir; exited() tells how each ended.
 async function startClients(agents, registerSocket) {
@@ -186,6 +200,7 @@ async function startClients(agents, registerSocket) {
       await spawn(clientScript, `${k.prefix}${j}`, agents[(j + 1) % agents.length], {
         ...common, resources: [k.resource], acquire: k.acquire, holdMaxMs: k.holdMaxMs,
         holdShareMax: k.holdShareMax, idleMaxMs: k.idleMaxMs,
+        detachShare: k.detachShare ?? common.detachShare,
       }, false);
     }
   }
@@ -222,11 +237,11 @@ function holdProblems(register, mastersStarted) {
     problems.push(`only ${named} leader reads named a leader (short mode wants >= ` +
       `${cfg.minLeaderReadsShort})`);
   }
-  const modes = { semaphore: 'permit', read: 'shared', write: 'exclusive' };
+  const modes = { mutex: 'exclusive', semaphore: 'permit', read: 'shared', write: 'exclusive' };
   for (const k of cfg.holdKinds) {
-    const n = holds.filter((g) => g.mode === modes[k.kind]).length;
+    const n = holds.filter((g) => g.mode === modes[k.kind] && g.resource === k.resource).length;
     if (k.clients > 0 && n < cfg.minHoldsShort) {
-      problems.push(`only ${n} ${modes[k.kind]} holds (short mode wants >= ${cfg.minHoldsShort})`);
+      problems.push(`only ${n} ${k.kind} holds (short mode wants >= ${cfg.minHoldsShort})`);
     }
   }
   return problems;
@@ -251,6 +266,7 @@ async function main() {
   const workDir = makeTempDir('lw-safety-');
   const register = new FencedRegister(path.join(workDir, 'register.sock'));
   let cluster = null;
+  let proxy = null;
   const agents = [];
   let clients = [];
   const problems = [];
@@ -259,11 +275,23 @@ async function main() {
       'or --seed)');
     say(`agent binary ${agentBinary}; output in ${outDir}`);
     await register.start();
+    // Every master's wall clock can be moved (clock_shift.c), and every agent reaches every
+    // master through the fault proxy, one link each (net_faults.mjs).
+    const shim = buildClockShift(workDir);
+    const clocks = Array.from({ length: cfg.masters },
+      (_, i) => new ClockShift(path.join(workDir, `clock-m${i}`)));
     const mastersStarted = nowUs();
-    cluster = await RedisCluster.start(cfg.masters);
+    cluster = await RedisCluster.start(cfg.masters,
+      { envFor: (i) => clockShiftEnv(shim, clocks[i].file) });
     say(`masters up: ${cluster.masters.map((m) => m.address).join(' ')}`);
+    const links = [];
+    for (let a = 0; a < cfg.agents; a++) {
+      cluster.masters.forEach((m, j) => links.push({ id: linkId(a, j), target: m.address }));
+    }
+    proxy = await FaultProxy.start({ links, logPath: path.join(outDir, 'proxy.log') });
     for (let i = 0; i < cfg.agents; i++) {
-      agents.push(await Agent.start(cluster, {
+      const urls = cluster.masters.map((_, j) => `redis://${proxy.address(linkId(i, j))}`);
+      agents.push(await Agent.start({ urls }, {
         token: false, label: `a${i}`, logDir: outDir, extraArgs: agentArgs,
       }));
     }
@@ -290,11 +318,11 @@ async function main() {
     // The holder stopped is a hold client or a candidate, the kinds in turn (sem0, rd0, ld0,
     // wr0, sem1, ...).
     const clientNames = clients.filter((c) => c.register).map((c) => c.name);
-    const kindOrder = ['sem', 'rd', 'ld', 'wr'];
+    const kindOrder = ['mx', 'sem', 'rd', 'ld', 'wr'];
     const holderNames = clients.map((c) => c.name).filter((n) => kindOrder.includes(n.replace(/\d+$/, '')))
       .sort((a, b) => Number(a.match(/\d+$/)) - Number(b.match(/\d+$/)) ||
         kindOrder.indexOf(a.replace(/\d+$/, '')) - kindOrder.indexOf(b.replace(/\d+$/, '')));
-    const ctx = { cluster, agents, register, cfg, say, clientNames, holderNames };
+    const ctx = { cluster, agents, register, cfg, say, clientNames, holderNames, proxy, clocks };
     const longDone = () => (cfg.longSeconds
       ? nowUs() - trafficStart >= cfg.longSeconds * 1e6
       : register.grants.length >= cfg.longGrants);
@@ -339,6 +367,7 @@ async function main() {
   } finally {
     for (const c of clients) await stopChild(c.child, 'SIGKILL');
     for (const a of agents) await a.stop();
+    if (proxy) await proxy.stop();
     if (cluster) await cluster.stop();
     await register.close();
     removeTempDir(workDir);

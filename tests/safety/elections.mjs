@@ -10,7 +10,13 @@
 // extend, from when the extend was sent. A window that ended before it began (the reply came
 // after its validity) is a leader that never led: it counts for nothing but its term.
 
+import { EXCLUSION, ORDER } from './verdicts.mjs';
 import { groupBy, ms, sec, sweepOverlaps, windowEnd } from './windows.mjs';
+
+// Violation tags (analysis.mjs): two leaders at once breaks the election's exclusion; a term out
+// of order, or an observer answered an older term, breaks its order (terms are its fences).
+const exclusion = (t) => ({ t, kinds: ['election'], property: EXCLUSION });
+const order = (t) => ({ t, kinds: ['election'], property: ORDER });
 
 const leads = (l) => windowEnd(l) > l.t_granted;
 const who = (h, l) => `${l.client}@${l.agent} term ${l.term} [${sec(h, l.t_granted)} s, ` +
@@ -31,7 +37,7 @@ export function checkElections(h) {
   const all = h.leaders ?? [];
   for (const [name, terms] of groupBy(all, (l) => l.name)) {
     const led = terms.filter(leads);
-    sweepOverlaps(led, (l, reach) => violations.push({ kind: 'two-leaders',
+    sweepOverlaps(led, (l, reach) => violations.push({ kind: 'two-leaders', ...exclusion(l.t_granted),
       text: `${name}: ${who(h, l)} elected while ${who(h, reach)} led ` +
         `(overlap ${ms(Math.min(windowEnd(reach), windowEnd(l)) - l.t_granted).toFixed(1)} ms)`,
       a: reach, b: l }));
@@ -39,7 +45,7 @@ export function checkElections(h) {
     for (const l of terms) {
       const other = byTerm.get(l.term);
       if (other && other.token !== l.token) {
-        violations.push({ kind: 'same-term', text: `${name}: ${who(h, l)} and ${who(h, other)} ` +
+        violations.push({ kind: 'same-term', ...order(l.t_granted), text: `${name}: ${who(h, l)} and ${who(h, other)} ` +
           'were both elected with that term', a: other, b: l });
       }
       byTerm.set(l.term, l);
@@ -53,7 +59,7 @@ export function checkElections(h) {
         if (!before || ends[j].term > before.term) before = ends[j];
       }
       if (before && l.term <= before.term) {
-        violations.push({ kind: 'term-order', text: `${name}: ${who(h, l)} elected after ` +
+        violations.push({ kind: 'term-order', ...order(l.t_granted), text: `${name}: ${who(h, l)} elected after ` +
           `${who(h, before)} had ended`, a: before, b: l });
       }
     }
@@ -110,7 +116,7 @@ export function checkObservers(h) {
     for (const o of answers) {
       if (!Number.isSafeInteger(o.term)) continue;
       if (high && o.term < high.term) {
-        violations.push({ kind: 'event-order', text: `${key.replace('\u0000', ' ')}: ${o.kind} ` +
+        violations.push({ kind: 'event-order', ...order(o.t_received), text: `${key.replace('\u0000', ' ')}: ${o.kind} ` +
           `term ${o.term} at ${sec(h, o.t_received)} s after term ${high.term} ` +
           `(${high.kind} at ${sec(h, high.t_received)} s)` });
       }
@@ -122,7 +128,7 @@ export function checkObservers(h) {
     if (o.error || !o.leader) continue;
     const elected = byTerm.get(`${o.name}\u0000${o.term}`);
     if (elected && elected.value !== o.value) {
-      violations.push({ kind: 'wrong-leader', text: `${o.name}: ${o.seq} ${o.kind} at ` +
+      violations.push({ kind: 'wrong-leader', ...order(o.t_received), text: `${o.name}: ${o.seq} ${o.kind} at ` +
         `${sec(h, o.t_received)} s named ${JSON.stringify(o.value)} with term ${o.term}, which ` +
         `${who(h, elected)} won as ${JSON.stringify(elected.value)}` });
     }
@@ -130,7 +136,7 @@ export function checkObservers(h) {
     if (!known.has(o.name)) known.set(o.name, knownTerms(h, o.name));
     const high = highestBefore(known.get(o.name), o.t_sent);
     if (o.term < high) {
-      violations.push({ kind: 'stale-read', text: `${o.name}: ${o.seq} ${o.kind} sent at ` +
+      violations.push({ kind: 'stale-read', ...order(o.t_sent), text: `${o.name}: ${o.seq} ${o.kind} sent at ` +
         `${sec(h, o.t_sent)} s named term ${o.term}; term ${high} was known elected before` });
     }
   }

@@ -143,7 +143,9 @@ class Connection {
     this.name = `${link.id} #${n}`;
     this.client = client;
     const [host, port] = link.target;
-    this.upstream = net.connect({ host, port, allowHalfOpen: true });
+    // No Nagle on either side: a small write waiting for the ACK of the one before would add a
+    // delayed-ACK wait to every pipelined command that no fault asked for.
+    this.upstream = net.connect({ host, port, allowHalfOpen: true, noDelay: true });
     this.up = new Pipe(this, 'up', client, this.upstream);
     this.down = new Pipe(this, 'down', this.upstream, client);
     this.closed = 0;
@@ -204,7 +206,8 @@ class Link {
     this.conns = new Set();
     this.accepted = 0;
     this.bytes = { up: 0, down: 0 };
-    this.server = net.createServer({ allowHalfOpen: true }, (sock) => this.accept(sock));
+    this.server = net.createServer({ allowHalfOpen: true, noDelay: true },
+      (sock) => this.accept(sock));
   }
 
   listen() {

@@ -9,9 +9,21 @@
 import { setTimeout as pause } from 'node:timers/promises';
 
 import { waitUntil } from '../browser/fixture.mjs';
+import { CLOCK_FAULTS, NETWORK_FAULTS, slowHolder } from './net_faults.mjs';
 import { nowUs } from './register.mjs';
 
 const N = (ctx) => ctx.cluster.masters.length;
+
+// One holder name of each kind (the name without its number), the round choosing which of each.
+function holdersOfEachKind(names, round) {
+  const byKind = new Map();
+  for (const n of names) {
+    const kind = n.replace(/\d+$/, '');
+    if (!byKind.has(kind)) byKind.set(kind, []);
+    byKind.get(kind).push(n);
+  }
+  return [...byKind.values()].map((list) => list[round % list.length]);
+}
 
 // kill -9 masters, keep them down for cfg.masterDownMs, restart them empty on the same ports.
 async function killMasters(ctx, indices) {
@@ -100,29 +112,57 @@ export const FAULTS = [
     },
   },
   {
-    // A semaphore holder, a leader, a reader or a writer (in turn, by the round) stopped inside
-    // its hold until 1 s after its validity ended: others take its permit or the lock meanwhile,
-    // and its late release must free nothing of theirs (checks 6 and 7 see the holds that
-    // follow). A leader's agent goes on renewing its hold while it is stopped: nobody else is
-    // elected, and the leader, woken past its validity, must stop leading (check 8).
-    name: 'SIGSTOP one holder',
+    // One holder of each kind at once (a semaphore holder, a reader, a leader and a writer; by
+    // the round, the kinds' clients in turn), each stopped inside its hold until 1 s after its
+    // validity ended: others take its permit or the lock meanwhile, and its late release must
+    // free nothing of theirs (checks 6 and 7 see the holds that follow). A leader's agent goes on
+    // renewing its hold while it is stopped: nobody else is elected, and the leader, woken past
+    // its validity, must stop leading (check 8).
+    name: 'SIGSTOP holders',
     applies: (ctx) => ctx.holderNames.length > 0 && ctx.cfg.stopHolders,
     run: async (ctx, round) => {
-      const target = ctx.holderNames[round % ctx.holderNames.length];
-      const { p, next: rec, fault } = await stopPastValidity(ctx, nowUs(), target,
-        (token) => ctx.register.holdOf(token), 'the hold record');
+      const armedAt = nowUs();
+      const targets = holdersOfEachKind(ctx.holderNames, round);
+      const stops = await Promise.all(targets.map((target) => stopPastValidity(ctx, armedAt, target,
+        (token) => ctx.register.holdOf(token), 'the hold record')));
+      const start = Math.min(...stops.map((x) => x.fault.start));
       return {
-        ...fault,
-        stopped_hold: { client: p.client, resource: p.resource, mode: rec.mode ?? 'leader',
-          permit: rec.permit, term: rec.term, token: p.token, validity_end: p.validityEndUs,
-          release: rec.release ?? rec.resign },
+        ...stops[0].fault, start, heal: Math.max(...stops.map((x) => x.fault.heal)),
+        target: stops.map((x) => x.fault.target).join(', '),
+        stopped_holds: stops.map(({ p, next: rec, fault }) => ({ client: p.client,
+          resource: p.resource, mode: rec.mode ?? 'leader', permit: rec.permit, term: rec.term,
+          token: p.token, validity_end: p.validityEndUs, woken: fault.heal,
+          release: rec.release ?? rec.resign })),
       };
+    },
+  },
+  ...CLOCK_FAULTS,
+  ...NETWORK_FAULTS,
+  {
+    // The round's agent stopped past the ttl while one of its clients holds a lock: it cannot
+    // renew, answer or hand anything over; every key it holds expires and other agents grant
+    // them. Its clients' windows end at their validity (the checks count no further).
+    name: 'SIGSTOP one agent',
+    run: async (ctx, round) => {
+      const agent = ctx.agents[round % ctx.agents.length];
+      const holder = await slowHolder(ctx, round);
+      const start = nowUs();
+      agent.child.kill('SIGSTOP');
+      try {
+        await pause(ctx.cfg.maxTtlMs + 1000);
+      } finally {
+        agent.child.kill('SIGCONT');
+      }
+      return { start, healing: nowUs(), heal: nowUs(),
+        target: `${agent.label}${holder ? ` (${holder} holding)` : ''}` };
     },
   },
 ];
 
-// The faults this run injects, in order: those whose applies(ctx) allows (default all).
-export const faultsFor = (ctx) => FAULTS.filter((f) => !f.applies || f.applies(ctx));
+// The faults this run injects, in order: those whose applies(ctx) allows (default all) and whose
+// names contain one of cfg.faultFilter's (when given).
+export const faultsFor = (ctx) => FAULTS.filter((f) => (!f.applies || f.applies(ctx)) &&
+  (!ctx.cfg.faultFilter || ctx.cfg.faultFilter.some((x) => f.name.includes(x))));
 
 // The first grant (any resource, any agent) after t: a record with t_granted >= t, or null.
 function grantAfter(register, t) {

@@ -39,7 +39,7 @@ export class FencedRegister {
     this.observed = []; // the observers' answers: observe replies, leader events, leader reads
     this.failures = new Map(); // acquire error code -> count
     this.clients = new Map(); // name -> {pid, agent, conn}
-    this.armed = null; // the armed client pause, see pauseNextRead
+    this.armed = new Set(); // the armed client pauses, see pauseNextRead
     this.onGrant = null; // called with each grant record as it arrives
     this.connections = new Set();
   }
@@ -130,36 +130,47 @@ export class FencedRegister {
     }
   }
 
-  // An armed pause that wants this read or holding message stops its client before the reply
-  // is sent: the pause lands inside the client's hold, whatever the scheduler does. The reply
-  // waits in the socket buffer.
+  // The first armed pause that wants this read or holding message stops its client before the
+  // reply is sent: the pause lands inside the client's hold, whatever the scheduler does. The
+  // reply waits in the socket buffer.
   stopIfArmed(msg, t) {
-    if (!this.armed || !this.armed.wants(msg)) return;
+    const armed = [...this.armed].find((a) => a.wants(msg));
+    if (!armed) return;
     const { pid } = this.clients.get(msg.client);
     process.kill(pid, 'SIGSTOP');
-    const armed = this.armed;
-    this.armed = null;
+    this.armed.delete(armed);
     armed.resolve({ client: msg.client, pid, t, resource: msg.resource, fence: msg.fence,
       token: msg.token, validityEndUs: msg.validity_end_us });
   }
 
-  // Arms a client pause: the next read or holding message (from a client accepted by
-  // pick(name)) SIGSTOPs that client before the reply is sent. Resolves with {client, pid, t, resource, fence, token,
-  // validityEndUs} once a client is stopped; rejects after timeoutMs without one.
+  // Arms a client pause (several may be armed at once): the next read or holding message from a
+  // client accepted by pick(name) SIGSTOPs that client before the reply is sent. Resolves with
+  // {client, pid, t, resource, fence, token, validityEndUs} once a client is stopped; rejects
+  // after timeoutMs without one.
   pauseNextRead(pick = () => true, timeoutMs = 10000) {
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.armed = null;
-        reject(new Error(`no client read within ${timeoutMs} ms to pause`));
-      }, timeoutMs);
-      this.armed = {
+      const armed = {
         wants: (msg) => pick(msg.client),
         resolve: (v) => {
           clearTimeout(timer);
           resolve(v);
         },
       };
+      const timer = setTimeout(() => {
+        this.armed.delete(armed);
+        reject(new Error(`no client read within ${timeoutMs} ms to pause`));
+      }, timeoutMs);
+      this.armed.add(armed);
     });
+  }
+
+  // Whether a register client is inside a hold right now: its last op is a read (it holds a
+  // grant, between its read and its write).
+  isHolding(client) {
+    for (let i = this.ops.length - 1; i >= 0; i--) {
+      if (this.ops[i].client === client) return this.ops[i].op === 'read';
+    }
+    return false;
   }
 
   // Tells every client to finish its current cycle and exit.

@@ -2,6 +2,8 @@
 
 import fs from 'node:fs';
 
+import { FENCES, KINDS, SAFE, faultTable } from './verdicts.mjs';
+
 const SHOWN_PER_CHECK = 5;
 
 function countBy(items, key) {
@@ -66,14 +68,14 @@ export function summaryLines(h, checks, problems, mode) {
   }
   out.push(`acquire failures: ${list(h.failures)}`);
   out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
-  out.push('    #  t start  down s  fault                 target                                   ' +
+  out.push(`    #  t start  down s  ${'fault'.padEnd(23)}  ${'target'.padEnd(40)} ` +
     'grants during  holds during  heal -> grant');
   h.faults.forEach((f, i) => {
     const t = ((f.start - h.t0) / 1e6).toFixed(1).padStart(7);
     const down = ((f.heal - f.start) / 1e6).toFixed(1).padStart(6);
     const resume = f.resume_ms === null ? 'none' : `${f.resume_ms.toFixed(0)} ms`;
     const target = f.error ? `FAILED: ${f.error}` : f.target;
-    out.push(`  ${String(i + 1).padStart(3)}  ${t}  ${down}  ${f.name.padEnd(20)}  ${target.padEnd(40)} ` +
+    out.push(`  ${String(i + 1).padStart(3)}  ${t}  ${down}  ${f.name.padEnd(23)}  ${target.padEnd(40)} ` +
       `${String(f.grants_during).padStart(13)}  ${String(f.holds_during ?? 0).padStart(12)}  ` +
       `${resume.padStart(13)}`);
     if (f.paused) {
@@ -82,31 +84,69 @@ export function summaryLines(h, checks, problems, mode) {
         `${p.write_accepted ? 'ACCEPTED' : 'rejected'}, ${p.higher_accepted_meanwhile} higher ` +
         `fence(s) accepted meanwhile`);
     }
-    if (f.stopped_hold) {
-      const s = f.stopped_hold;
+    for (const s of f.stopped_holds ?? []) {
       const what = s.mode === 'leader' ? `leader (term ${s.term}) of` : s.mode === 'permit'
         ? `permit ${s.permit} of` : `${s.mode} hold of`;
-      out.push(`${' '.repeat(40)}${what} ${s.resource} held past its validity; ` +
+      out.push(`${' '.repeat(40)}${s.client}: ${what} ${s.resource} held past its validity; ` +
         `${s.taken_meanwhile} hold(s) granted to others meanwhile; its release: ${s.release}`);
     }
   });
+  out.push(...tableLines(h));
   out.push('checks:');
   for (const c of checks) {
-    const status = c.violations.length ? `FAIL ${c.violations.length} violation(s)` : 'ok';
-    out.push(`  (${c.id}) ${c.title}: ${status}  [${c.stats}]`);
-    for (const v of c.violations.slice(0, SHOWN_PER_CHECK)) out.push(`        ${v.text}`);
+    const expected = c.violations.filter((v) => v.expected).length;
+    const unexpected = c.violations.length - expected;
+    const status = unexpected ? `FAIL ${unexpected} violation(s)` : 'ok';
+    const excused = expected ? `; ${expected} where the fault's verdict is not "safe" (see the table)` : '';
+    out.push(`  (${c.id}) ${c.title}: ${status}${excused}  [${c.stats}]`);
+    const shown = [...c.violations].sort((a, b) => a.expected - b.expected).slice(0, SHOWN_PER_CHECK);
+    for (const v of shown) {
+      const f = v.fault === null || v.fault === undefined ? 'no fault' : `fault ${v.fault + 1}`;
+      out.push(`        ${v.expected ? 'expected' : 'UNEXPECTED'} (${f}): ${v.text}`);
+    }
     if (c.violations.length > SHOWN_PER_CHECK) {
       out.push(`        ... and ${c.violations.length - SHOWN_PER_CHECK} more (see the history)`);
     }
   }
   for (const p of problems) out.push(`problem: ${p}`);
   const violations = checks.reduce((n, c) => n + c.violations.length, 0);
-  const pass = violations === 0 && problems.length === 0;
+  const unexpected = checks.reduce((n, c) => n + c.violations.filter((v) => !v.expected).length, 0);
+  const pass = unexpected === 0 && problems.length === 0;
   out.push(`RESULT: ${pass ? 'PASS' : 'FAIL'}: ${h.grants.length} grants, ${holds.length} holds, ` +
     `${leaders.length} leaders, ${detached.length} detached, ` +
     `${h.faults.length} faults, ` +
-    `${violations} violation(s), ${problems.length} problem(s)`);
+    `${unexpected} unexpected violation(s) (${violations - unexpected} expected), ` +
+    `${problems.length} problem(s)`);
   return { lines: out, pass };
+}
+
+const VERDICT_LETTER = { [SAFE]: 'S', [FENCES]: 'F' };
+
+// The fault x kind table: per fault name and kind, the verdict docs/safety.md states (S safe,
+// F safe with fences, N not safe), violations / records granted in the faults' reach (a "!"
+// after the violations: some were not allowed by the verdict), and the slowest time from a heal
+// to the kind's next grant ("-": the kind has no clients).
+function tableLines(h) {
+  const rows = faultTable(h);
+  if (!rows.length) return [];
+  const goal = h.cfg.resumeGoalMs ?? h.cfg.maxTtlMs + 1000;
+  const w = 19;
+  const out = [`fault x kind: verdict (S safe, F safe with fences, N not safe; docs/safety.md), ` +
+    `violations/grants in the faults' reach, slowest heal -> next grant (goal ${goal} ms; ` +
+    `* missed after some heal)`];
+  out.push(`  ${'fault'.padEnd(28)}${KINDS.map((k) => k.padEnd(w)).join('')}`);
+  for (const r of rows) {
+    const cells = KINDS.map((k) => {
+      const c = r.cells[k];
+      if (!c.grants && c.slowest_ms === null) return `${VERDICT_LETTER[c.verdict] ?? 'N'} -`.padEnd(w);
+      const slow = c.slowest_ms === null ? 'none' : `${(c.slowest_ms / 1000).toFixed(2)}s`;
+      const missed = c.met < c.healed ? '*' : '';
+      return (`${VERDICT_LETTER[c.verdict] ?? 'N'} ${c.violations}${c.unexpected ? '!' : ''}/` +
+        `${c.grants} ${slow}${missed}`).padEnd(w);
+    });
+    out.push(`  ${`${r.name} x${r.count}`.padEnd(28)}${cells.join('')}`);
+  }
+  return out;
 }
 
 // Writes the history as one JSON object, the big arrays one element per line, without building
