@@ -104,6 +104,7 @@ const cfg = {
   faultGapMs: 3000, // plain traffic after each fault (> max_ttl: quarantines end in between)
   warmupMs: 4000,
   shortCycles: Number(opts.cycles || 1),
+  // Long mode: until this many grants of every kind (register grants, holds, leaders).
   longGrants: Number(opts.grants || 100000),
   longSeconds: opts.seconds ? Number(opts.seconds) : null,
   minGrantsShort: 200,
@@ -247,6 +248,9 @@ function holdProblems(register, mastersStarted) {
   return problems;
 }
 
+// Grants of every kind so far: the register clients' grants, the holds, the leaders.
+const allGrants = (register) => register.grants.length + register.holds.length + register.leaders.length;
+
 // Progress every 10 s: grants so far, the rate over the last 10 s, failures.
 function startProgress(register) {
   let last = 0;
@@ -325,7 +329,7 @@ async function main() {
     const ctx = { cluster, agents, register, cfg, say, clientNames, holderNames, proxy, clocks };
     const longDone = () => (cfg.longSeconds
       ? nowUs() - trafficStart >= cfg.longSeconds * 1e6
-      : register.grants.length >= cfg.longGrants);
+      : allGrants(register) >= cfg.longGrants);
     const faults = await runFaults(ctx, (done) =>
       opts.long ? longDone() : done.length >= cfg.shortCycles * faultsFor(ctx).length);
     stopProgress();
@@ -347,8 +351,9 @@ async function main() {
       problems.push(`only ${register.grants.length} grants (short mode wants >= ${cfg.minGrantsShort})`);
     }
     problems.push(...holdProblems(register, mastersStarted));
-    if (mode === 'long' && !cfg.longSeconds && register.grants.length < cfg.longGrants) {
-      problems.push(`only ${register.grants.length} grants (long mode wants >= ${cfg.longGrants})`);
+    if (mode === 'long' && !cfg.longSeconds && allGrants(register) < cfg.longGrants) {
+      problems.push(`only ${allGrants(register)} grants of all kinds (long mode wants >= ` +
+        `${cfg.longGrants})`);
     }
     const h = {
       mode, cfg, t0, trafficStart, trafficEnd, firstGrantMs, faults,
