@@ -62,8 +62,8 @@ const { values: opts } = parseArgs({
     observers: { type: 'string', default: '3' },
     // The share of exclusive acquires (register clients', writers') made detached leases.
     'detach-share': { type: 'string', default: '0.25' },
-    // The SIGSTOP one holder fault (a semaphore, read or write holder stopped past its
-    // validity); on in both modes.
+    // The SIGSTOP holders fault (a mutex, semaphore, read and write holder and a leader, each
+    // stopped past its validity); on in both modes.
     'stop-holders': { type: 'boolean', default: true },
     // An agent setting for this run, NAME=VALUE (e.g. node-timeout-ms=100); repeatable.
     'agent-arg': { type: 'string', multiple: true, default: [] },
@@ -95,13 +95,15 @@ const cfg = {
   slowHoldShare: 0.8,
   ttlMinMs: 1000,
   ttlMaxMs: 2000,
-  maxTtlMs: 2000, // the agents' max_ttl_ms: also their restart quarantine
+  maxTtlMs: 2000, // the agents' max_ttl_ms (unless --agent-arg sets it): also their restart quarantine
   waitMs: 3000,
   minValidityLeftMs: 100, // a client with less left skips the write
   holdMaxMs: 2, // a random pause between read and write, so that holders overlap if they can
   masterDownMs: 100, // restarted empty while the locks it held are still valid
   agentDownMs: 1000,
-  faultGapMs: 3000, // plain traffic after each fault (> max_ttl: quarantines end in between)
+  // Plain traffic after each fault: max_ttl + 1 s (set below), so that quarantines end in between
+  // and every violation falls in the reach of one fault only (verdicts.mjs).
+  faultGapMs: null,
   warmupMs: 4000,
   shortCycles: Number(opts.cycles || 1),
   // Long mode: until this many grants of every kind (register grants, holds, leaders).
@@ -146,10 +148,6 @@ const cfg = {
   faultFilter: opts.faults ? opts.faults.split(',').map((x) => x.trim()).filter(Boolean) : null,
   seed,
 };
-// Grants should resume within max_ttl + 1 s of each heal (reported); beyond resumeFailMs without
-// one, the run fails: the goal itself in long mode, only a total lack of progress in short mode.
-cfg.resumeGoalMs = cfg.maxTtlMs + 1000;
-cfg.resumeFailMs = opts.long ? cfg.resumeGoalMs : RESUME_FAIL_FACTOR * cfg.resumeGoalMs;
 
 const t0 = nowUs();
 const say = (msg) => console.log(`[${((nowUs() - t0) / 1e6).toFixed(1).padStart(6)} s] ${msg}`);
@@ -172,6 +170,13 @@ for (const a of opts['agent-arg']) {
 }
 const agentArgs = [...agentSettings].flatMap(([k, v]) => [`--${k}`, v]);
 cfg.nodeTimeoutMs = Number(agentSettings.get('node-timeout-ms') ?? 50); // the agent's default
+cfg.maxTtlMs = Number(agentSettings.get('max-ttl-ms'));
+cfg.faultGapMs = cfg.maxTtlMs + 1000;
+// Grants should resume within max_ttl + 1 s of each heal (reported); beyond resumeFailMs without
+// one, the run fails: the goal itself in long mode, only a total lack of progress in short mode.
+cfg.resumeGoalMs = cfg.maxTtlMs + 1000;
+cfg.resumeFailMs = opts.long ? cfg.resumeGoalMs : RESUME_FAIL_FACTOR * cfg.resumeGoalMs;
+
 
 // Client processes: spawned with their logs in outDir; exited() tells how each ended.
 async function startClients(agents, registerSocket) {

@@ -112,7 +112,8 @@ export const FAULTS = [
     },
   },
   {
-    // One holder of each kind at once (a semaphore holder, a reader, a leader and a writer; by
+    // One holder of each kind at once (a plain mutex holder, a semaphore holder, a reader, a
+    // leader and a writer; by
     // the round, the kinds' clients in turn), each stopped inside its hold until 1 s after its
     // validity ended: others take its permit or the lock meanwhile, and its late release must
     // free nothing of theirs (checks 6 and 7 see the holds that follow). A leader's agent goes on
@@ -123,11 +124,17 @@ export const FAULTS = [
     run: async (ctx, round) => {
       const armedAt = nowUs();
       const targets = holdersOfEachKind(ctx.holderNames, round);
-      const stops = await Promise.all(targets.map((target) => stopPastValidity(ctx, armedAt, target,
-        (token) => ctx.register.holdOf(token), 'the hold record')));
+      // Every stop settles (each pause disarms itself on its timeout) before a failure is
+      // reported, so that none goes on into the next fault.
+      const settled = await Promise.allSettled(targets.map((target) => stopPastValidity(ctx,
+        armedAt, target, (token) => ctx.register.holdOf(token), 'the hold record')));
+      const failed = settled.find((x) => x.status === 'rejected');
+      if (failed) throw failed.reason;
+      const stops = settled.map((x) => x.value);
       const start = Math.min(...stops.map((x) => x.fault.start));
+      const heal = Math.max(...stops.map((x) => x.fault.heal));
       return {
-        ...stops[0].fault, start, heal: Math.max(...stops.map((x) => x.fault.heal)),
+        ...stops[0].fault, start, healing: heal, heal,
         target: stops.map((x) => x.fault.target).join(', '),
         stopped_holds: stops.map(({ p, next: rec, fault }) => ({ client: p.client,
           resource: p.resource, mode: rec.mode ?? 'leader', permit: rec.permit, term: rec.term,
@@ -147,7 +154,7 @@ export const FAULTS = [
       const agent = ctx.agents[round % ctx.agents.length];
       const holder = await slowHolder(ctx, round);
       const start = nowUs();
-      agent.child.kill('SIGSTOP');
+      if (!agent.child.kill('SIGSTOP')) throw new Error(`${agent.label} could not be stopped`);
       try {
         await pause(ctx.cfg.maxTtlMs + 1000);
       } finally {

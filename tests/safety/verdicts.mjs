@@ -1,6 +1,6 @@
 // What each lock kind keeps under each fault, as docs/safety.md's table states it, and how a run
 // compares with it (pure, no I/O). The table there and VERDICTS here must agree line by line
-// (analysis.test.mjs compares them).
+// (verdicts.test.mjs compares them).
 //
 // Every violation a check reports names the kinds whose guarantee it breaks and which property
 // (analysis.mjs): EXCLUSION (two holders at once: windows overlap) or ORDER (fences or terms out
@@ -25,10 +25,11 @@ export const UNSAFE = 'not safe';
 
 export const KINDS = ['mutex', 'fenced mutex', 'semaphore', 'read-write', 'election', 'detached lease'];
 
-// The kind an exclusion breach between the register clients' (fenced) grants breaks: a detached
-// lease's, else the fenced mutex's.
+// The kinds an exclusion breach between the register clients' (fenced) grants breaks: the fenced
+// mutex's, and the detached lease's too when one of them is a lease (a fenced one: both
+// verdicts must allow it).
 export const exclusiveKinds = (...grants) =>
-  [grants.some((g) => g.detached) ? 'detached lease' : 'fenced mutex'];
+  (grants.some((g) => g.detached) ? ['fenced mutex', 'detached lease'] : ['fenced mutex']);
 
 // The resources of the plain mutex's hold clients (checker.mjs holdKinds), whose holds check 7
 // judges as a mutex's, not a read-write lock's.
@@ -37,9 +38,13 @@ export const mutexResources = (h) =>
 
 const allSafe = Object.fromEntries(KINDS.map((k) => [k, SAFE]));
 // A clock jump forward on a master expires its keys early: a holder left with fewer than a
-// quorum of keys can be joined by another (on one master, when the holder had a bare quorum).
-const clockJump = { mutex: UNSAFE, 'fenced mutex': FENCES, semaphore: UNSAFE, 'read-write': UNSAFE,
-  election: FENCES, 'detached lease': UNSAFE };
+// quorum of keys can be joined by another. On one master, a plain holder with a bare quorum
+// (3 of 5); a fenced holder or a leader (granted on 4 of 5, renewed on at least 3) keeps 2 or
+// more, and a rival needs 4 free masters. On three masters, any plain holder, and a fenced one
+// left with at most one key; fences and terms stay in order (their counters have no ttl).
+const clockJumpOne = { mutex: UNSAFE, 'fenced mutex': SAFE, semaphore: UNSAFE,
+  'read-write': UNSAFE, election: SAFE, 'detached lease': UNSAFE };
+const clockJumpThree = { ...clockJumpOne, 'fenced mutex': FENCES, election: FENCES };
 
 // By fault name (faults.mjs).
 export const VERDICTS = {
@@ -49,8 +54,8 @@ export const VERDICTS = {
   'SIGSTOP one client': allSafe,
   'kill -9 one agent': allSafe,
   'SIGSTOP holders': allSafe,
-  'clock jump, one master': clockJump,
-  'clock jump, 3 masters': clockJump,
+  'clock jump, one master': clockJumpOne,
+  'clock jump, 3 masters': clockJumpThree,
   'delay > node timeout': allSafe,
   'delay > ttl': allSafe,
   'blackhole one master': allSafe,
