@@ -261,8 +261,9 @@ export function checkReadWrite(h) {
     });
     violations.push(...v);
     const writes = mine.filter((g) => g.mode === 'exclusive').length;
-    parts.push(`${resource}: ${mine.length - writes} shared, ${writes} exclusive, up to ` +
-      `${readersAtOnce} readers at once`);
+    parts.push(own === 'mutex' ? `${resource} (mutex): ${writes} holds`
+      : `${resource}: ${mine.length - writes} shared, ${writes} exclusive, up to ` +
+        `${readersAtOnce} readers at once`);
   }
   return { id: 7, title: 'an exclusive hold excludes every other hold', violations,
     stats: parts.join('; ') || 'no read-write holds' };

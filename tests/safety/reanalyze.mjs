@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+// Runs the checks again over a run's saved history (history.json) and prints the summary: to
+// judge an old run by the current checks and verdicts, or to study a violation without
+// repeating the run.
+//
+//   node tests/safety/reanalyze.mjs build/test-output/safety/history.json
+//
+// Exit status as the checker's: 0 pass, 1 a violation or a problem the run recorded.
+
+import fs from 'node:fs';
+
+import { analyze } from './analysis.mjs';
+import { summaryLines } from './report.mjs';
+
+const file = process.argv[2];
+if (!file) {
+  console.error('usage: node tests/safety/reanalyze.mjs HISTORY.json');
+  process.exit(2);
+}
+const { register_ops: ops, checks: _old, problems = [], ...h } = JSON.parse(fs.readFileSync(file, 'utf8'));
+h.ops = ops;
+const checks = analyze(h);
+const { lines, pass } = summaryLines(h, checks, problems, h.mode);
+console.log(lines.join('\n'));
+process.exit(pass ? 0 : 1);
