@@ -49,9 +49,12 @@ export function checkFences(h) {
   }
   // (b) Against the grants whose windows had ended before it was granted: two grants that
   // overlap (where a fault allows it) promise nothing about their order, only distinct fences.
+  // A grant received after its validity (an empty window: its agent was paused before writing
+  // it) held nothing and ends nothing: it was granted at the masters later than its window says.
   for (const [resource, grants] of groupBy(h.grants, (g) => g.resource)) {
     grants.sort((a, b) => a.t_granted - b.t_granted);
-    const ends = [...grants].sort((a, b) => windowEnd(a) - windowEnd(b));
+    const ends = grants.filter((g) => windowEnd(g) > g.t_granted)
+      .sort((a, b) => windowEnd(a) - windowEnd(b));
     const byFence = new Map();
     let j = 0;
     let before = null;

@@ -108,6 +108,12 @@ describe('fault x kind verdicts', () => {
     late.grants[1].validity_end = 12.5 * S;
     late.grants[1].t_exit = 12 * S;
     assert.ok(judged(late).some((x) => x.kind === 'grant-order' && !x.expected));
+    // A grant received after its validity ended (empty window) ends nothing: a later grant with
+    // a lower fence is no breach of order (its agent decided it after the pause, fence higher).
+    const empty = overlap(null, { fences: [3, 2] });
+    Object.assign(empty.grants[0], { t_granted: 11 * S, validity_end: 10.5 * S, t_exit: 11.1 * S });
+    empty.grants[1].t_granted = 10.6 * S;
+    assert.ok(!judged(empty).some((x) => x.kind === 'grant-order'), JSON.stringify(judged(empty)));
   });
 
   it('charge a detached lease\'s overlap to the detached lease column', () => {
