@@ -101,6 +101,9 @@ std::vector<AdminServer::Route> AdminServer::RouteTable() {
       {"GET", "/healthz", Access::kOpen, with_context(ServeHealth)},
       // 200 while a quorum of masters is usable (ReadinessOf), else 503.
       {"GET", "/readyz", Access::kOpen, with_context(ServeReadiness)},
+      // docs/runbooks.md, what the alert rules' runbook_url links into. The same in every
+      // agent, no state in it: open, like the page's files.
+      {"GET", "/runbooks", Access::kOpen, ServeRunbooks},
       // Everything the page shows.
       {"GET", "/api/v1/state", Access::kState,
        [this](const httplib::Request&, httplib::Response& res) { ServeState(res); }},

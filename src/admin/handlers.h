@@ -24,6 +24,8 @@ void ServeMetrics(const AdminContext& ctx, const httplib::Request& req, httplib:
 void ServeHealth(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 void ServeReadiness(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
 void ServeLeaks(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res);
+// The runbooks page (runbooks_page.h), with the page's security headers.
+void ServeRunbooks(const httplib::Request& req, httplib::Response& res);
 // One file of the page, with its ETag and the page's security headers.
 void ServeAsset(const WebAsset& asset, const httplib::Request& req, httplib::Response& res);
 

@@ -3,6 +3,7 @@
 
 #include "admin/answers.h"
 #include "admin/handlers.h"
+#include "admin/runbooks_page.h"
 
 namespace lw {
 
@@ -59,6 +60,11 @@ void PageHeaders(httplib::Response& res) {
 }
 
 }  // namespace
+
+void ServeRunbooks(const httplib::Request&, httplib::Response& res) {
+  PageHeaders(res);
+  res.set_content(RunbooksPage(), "text/html; charset=utf-8");
+}
 
 void ServeAsset(const WebAsset& asset, const httplib::Request& req, httplib::Response& res) {
   PageHeaders(res);

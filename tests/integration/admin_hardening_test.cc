@@ -201,24 +201,6 @@ int RawGetStatus(const std::string& host, int port, const std::string& path,
   return answer.starts_with("HTTP/1.1 ") ? std::stoi(answer.substr(9, 3)) : 0;
 }
 
-// An agent whose admin listener is `host:<a port that was free a moment ago>`: started again
-// on a fresh port when another process took that one before the agent could bind it.
-std::unique_ptr<AgentProcess> AgentOnFreePort(const RedisCluster& cluster, const std::string& host,
-                                              std::vector<std::string> extra_args, int* port) {
-  for (int attempt = 1;; ++attempt) {
-    *port = PickFreePort();
-    std::vector<std::string> args = {"--admin-listen", host + ":" + std::to_string(*port)};
-    args.insert(args.end(), extra_args.begin(), extra_args.end());
-    try {
-      return std::make_unique<AgentProcess>(cluster, args);
-    } catch (const std::runtime_error& e) {
-      const bool port_taken =
-          std::string_view(e.what()).find("admin_listen: cannot bind") != std::string_view::npos;
-      if (!port_taken || attempt == 5) throw;
-    }
-  }
-}
-
 // ----------------------------------------------------------------------------- who may read
 
 class BeyondLoopbackTest : public ::testing::Test {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -254,5 +255,21 @@ int AgentProcess::WaitExit(milliseconds deadline) {
 std::string AgentProcess::Log() const { return ReadFile(log_path_); }
 
 lw::client::Client AgentProcess::Connect() const { return lw::client::Client(socket_path_); }
+
+std::unique_ptr<AgentProcess> AgentOnFreePort(const RedisCluster& cluster, const std::string& host,
+                                              std::vector<std::string> extra_args, int* port) {
+  for (int attempt = 1;; ++attempt) {
+    *port = PickFreePort();
+    std::vector<std::string> args = {"--admin-listen", host + ":" + std::to_string(*port)};
+    args.insert(args.end(), extra_args.begin(), extra_args.end());
+    try {
+      return std::make_unique<AgentProcess>(cluster, args);
+    } catch (const std::runtime_error& e) {
+      const bool port_taken =
+          std::string_view(e.what()).find("admin_listen: cannot bind") != std::string_view::npos;
+      if (!port_taken || attempt == kAdminBindAttempts) throw;
+    }
+  }
+}
 
 }  // namespace lw::test

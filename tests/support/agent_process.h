@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -93,5 +94,11 @@ class AgentProcess {
   int exit_status_ = -1;  // valid once reaped_
   bool reaped_ = false;
 };
+
+// An agent whose admin listener is `host:<a port that was free a moment ago>` (`--admin-listen`
+// ahead of extra_args), that port stored in *port: started again on a fresh port, a few times,
+// when another process took that one before the agent could bind it.
+std::unique_ptr<AgentProcess> AgentOnFreePort(const RedisCluster& cluster, const std::string& host,
+                                              std::vector<std::string> extra_args, int* port);
 
 }  // namespace lw::test
