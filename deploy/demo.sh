@@ -228,6 +228,7 @@ cat <<BANNER
   operator page http://127.0.0.1:$admin_port/
                 admin token for its actions: $admin_token
   admin HTTP    http://127.0.0.1:$admin_port/metrics  /readyz  /api/v1/state  /api/v1/leaks
+                /runbooks (what the alerts' runbook links open)
                 (leak scanner every 10 s)
 BANNER
 if ((with_prometheus)); then

@@ -9,14 +9,17 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "support/agent_process.h"
+#include "support/http.h"
 #include "support/prometheus_process.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
@@ -81,6 +84,27 @@ void ReportFired(const PrometheusProcess& prom, const std::string& alert,
   ::testing::Test::RecordProperty(alert + "_fire_ms", static_cast<int>(ms));
 }
 
+// The annotation `name` of the first active instance of `alert` (GET /api/v1/alerts), "" if
+// there is none.
+std::string AlertAnnotation(const PrometheusProcess& prom, const std::string& alert,
+                            const std::string& name) {
+  const json alerts = prom.ApiGet("/api/v1/alerts");
+  for (const auto& a : alerts["data"]["alerts"]) {
+    if (a["labels"].value("alertname", "") == alert) return a["annotations"].value(name, "");
+  }
+  return "";
+}
+
+// Follows a runbook_url to an agent on 127.0.0.1: true when the page there answers 200 and has
+// an element with the URL's anchor as its id.
+bool RunbookOpens(const std::string& url) {
+  static const std::regex kUrl(R"(^http://127\.0\.0\.1:(\d+)(/[^#]*)#(.+)$)");
+  std::smatch m;
+  if (!std::regex_match(url, m, kUrl)) return false;
+  const HttpResult page = HttpGet(std::stoi(m.str(1)), m.str(2));
+  return page.status == 200 && page.body.find("id=\"" + m.str(3) + "\"") != std::string::npos;
+}
+
 // Every alert the tests rely on is loaded, and every rule's last evaluation succeeded: a rule
 // whose evaluation errors (e.g. a many-to-many match) never fires, and says so only here.
 void ExpectRulesHealthy(const PrometheusProcess& prom) {
@@ -103,12 +127,15 @@ void ExpectRulesHealthy(const PrometheusProcess& prom) {
 }
 
 // Five masters, an agent scanning every second (with `agent_args` too), and Prometheus
-// scraping it; ready once the target is up and a scan pass over every master has been scraped,
-// with nothing firing yet.
+// scraping it (with `external_labels`); ready once the target is up and a scan pass over every
+// master has been scraped, with nothing firing yet.
 struct Stack {
-  explicit Stack(std::vector<std::string> agent_args)
+  using Labels = std::map<std::string, std::string>;
+
+  Stack(std::vector<std::string> agent_args, const Labels& external_labels)
       : agent(cluster, WithScanEverySecond(std::move(agent_args))),
-        prom({"127.0.0.1:" + std::to_string(agent.admin_port())}, RulesFile(), kForOverride) {}
+        prom({"127.0.0.1:" + std::to_string(agent.admin_port())}, RulesFile(), kForOverride,
+             external_labels) {}
 
   static std::vector<std::string> WithScanEverySecond(std::vector<std::string> args) {
     args.insert(args.begin(), {"--scan-interval-ms", "1000"});
@@ -119,9 +146,10 @@ struct Stack {
   AgentProcess agent;
   PrometheusProcess prom;
 
-  static std::unique_ptr<Stack> Start(std::vector<std::string> agent_args = {}) {
+  static std::unique_ptr<Stack> Start(std::vector<std::string> agent_args = {},
+                                      const Labels& external_labels = {}) {
     const auto t0 = SteadyClock::now();
-    auto s = std::make_unique<Stack>(std::move(agent_args));
+    auto s = std::make_unique<Stack>(std::move(agent_args), external_labels);
     EXPECT_TRUE(s->prom.WaitTargetsUp(kSetupDeadline)) << s->prom.LogTail();
     EXPECT_TRUE(Poll(
         [&] {
@@ -227,6 +255,12 @@ TEST(AlertsE2E, OneMasterDownFiresMasterDown) {
   ReportFired(s->prom, "LockwardenMasterDown", t0);
   EXPECT_EQ(FiringMasters(s->prom, "LockwardenMasterDown"),
             std::vector<std::string>{MasterLabel(s->cluster, 2)});
+  // No external label: the runbook link is the agent's own /runbooks (its `instance`), and it
+  // opens at the alert's section.
+  const std::string url = AlertAnnotation(s->prom, "LockwardenMasterDown", "runbook_url");
+  EXPECT_EQ(url, "http://127.0.0.1:" + std::to_string(s->agent.admin_port()) +
+                     "/runbooks#lockwardenmasterdown");
+  EXPECT_TRUE(RunbookOpens(url)) << url;
   // 4 of 5 up, quorum 3: margin 1. Neither quorum alert may fire nor even be pending.
   EXPECT_EQ(s->prom.QueryValue("lockwarden_quorum_margin"), 1.0);
   for (const auto& state : {s->prom.FiringAlerts(), s->prom.PendingAlerts()}) {
@@ -234,6 +268,18 @@ TEST(AlertsE2E, OneMasterDownFiresMasterDown) {
     EXPECT_FALSE(Contains(state, "LockwardenQuorumAtRisk")) << Join(state);
   }
   ExpectRulesHealthy(s->prom);
+}
+
+// The operator sets the runbooks' URL once, as an external label of Prometheus: every link
+// starts with it.
+TEST(AlertsE2E, RunbookUrlFollowsTheExternalLabel) {
+  auto s = Stack::Start({}, {{"lockwarden_runbooks", "https://runbooks.example/lockwarden"}});
+  s->cluster.Kill(2);
+  ASSERT_TRUE(s->prom.WaitFiring("LockwardenMasterDown", kFireDeadline))
+      << Join(s->prom.FiringAlerts()) << "\n"
+      << s->prom.LogTail();
+  EXPECT_EQ(AlertAnnotation(s->prom, "LockwardenMasterDown", "runbook_url"),
+            "https://runbooks.example/lockwarden#lockwardenmasterdown");
 }
 
 TEST(AlertsE2E, ThreeMastersDownFiresQuorumLost) {

@@ -69,14 +69,17 @@ std::string UrlEncode(const std::string& s) {
 }  // namespace
 
 PrometheusProcess::PrometheusProcess(const std::vector<std::string>& targets,
-                                     const std::string& rules_file,
-                                     const std::string& for_override) {
+                                     const std::string& rules_file, const std::string& for_override,
+                                     const std::map<std::string, std::string>& external_labels) {
   dir_ = MakeTempDir("lw-prometheus-");
   log_path_ = dir_ + "/prometheus.log";
   try {
     WriteFile(dir_ + "/rules.yml", ShortenFor(ReadFileOrThrow(rules_file), for_override), 0644);
     std::string config =
         "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n";
+    if (!external_labels.empty()) config += "  external_labels:\n";
+    for (const auto& [name, value] : external_labels)
+      config += "    " + name + ": '" + value + "'\n";
     config += "rule_files:\n  - " + dir_ + "/rules.yml\n";
     config += "scrape_configs:\n  - job_name: lockwarden\n    static_configs:\n";
     config += "      - targets:\n";

@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -19,13 +20,15 @@ class PrometheusProcess {
   using Ms = std::chrono::milliseconds;
 
   // Writes a config with job_name "lockwarden" (scrape_interval 1s, scrape_timeout 1s,
-  // evaluation_interval 1s) scraping `targets` ("host:port", path /metrics) and a copy of
+  // evaluation_interval 1s, global.external_labels `external_labels`) scraping `targets`
+  // ("host:port", path /metrics) and a copy of
   // `rules_file` in which every line matching `^\s*for:\s*\S+` gets the duration
   // `for_override`; starts prometheus on a free 127.0.0.1 port and waits (up to 20 s) until
   // GET /-/ready answers 200. Retries on a fresh port if the process exits early (port taken).
   // Throws std::runtime_error with the log tail on failure (process killed, dir removed).
   PrometheusProcess(const std::vector<std::string>& targets, const std::string& rules_file,
-                    const std::string& for_override = "2s");
+                    const std::string& for_override = "2s",
+                    const std::map<std::string, std::string>& external_labels = {});
   // SIGTERM, up to 5 s for a clean exit, then SIGKILL; reaps the process and removes the dir.
   ~PrometheusProcess();
   PrometheusProcess(const PrometheusProcess&) = delete;
