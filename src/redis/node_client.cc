@@ -97,10 +97,7 @@ void NodeClient::HandleReply(std::unique_ptr<Pending> pending, Reply reply) {
     if (reply.kind == Reply::Kind::kDisconnected) {
       ReportError(NodeError::kDisconnected);
     } else {
-      const auto latency = Clock::now() - pending->sent_at;
-      latency_.Add(latency);
-      stats_.latency[pending->command].ObserveSeconds(latency);
-      if (reply.kind == Reply::Kind::kError) ReportError(NodeError::kErrorReply);
+      Answered(pending->command, Clock::now() - pending->sent_at, reply);
     }
   }
   pending->handler(reply);
@@ -305,6 +302,13 @@ bool NodeClient::votes_count() const {
 void NodeClient::ReportError(NodeError kind) {
   ++errors_;
   stats_.errors[kind].Inc();
+}
+
+void NodeClient::Answered(NodeCommand command, Clock::duration latency, const Reply& reply) {
+  latency_.Add(latency);
+  stats_.latency.ObserveSeconds(latency);
+  stats_.requests[command].Inc();
+  if (reply.kind == Reply::Kind::kError) ReportError(NodeError::kErrorReply);
 }
 
 void NodeClient::SendInternal(std::initializer_list<std::string_view> args, ReplyHandler handler,

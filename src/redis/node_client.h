@@ -123,6 +123,8 @@ class NodeClient final : public Node, Connection::Listener {
   void Quarantine(const QuarantineVerdict& verdict, Clock::time_point now);
   void EndQuarantineIfOver(Clock::time_point now);
   void ReportError(NodeError kind);
+  // Counts one answer of `command` that took `latency` (an error reply counts as an error too).
+  void Answered(NodeCommand command, Clock::duration latency, const Reply& reply);
   // Lock scripts (node_client_scripts.cc).
   static const char* ScriptBody(size_t index);  // index < kScripts, or kBatchScript
   void Enqueue(Script script, std::initializer_list<std::string_view> keys,

@@ -171,9 +171,7 @@ void NodeClient::AnswerBatch(std::unique_ptr<Pending> p, const redisReply* r) {
     if (own.kind == Reply::Kind::kDisconnected) {
       ReportError(NodeError::kDisconnected);
     } else {
-      latency_.Add(latency);
-      stats_.latency[p->calls[i].command].ObserveSeconds(latency);
-      if (own.kind == Reply::Kind::kError) ReportError(NodeError::kErrorReply);
+      Answered(p->calls[i].command, latency, own);
     }
     p->calls[i].handler(own);
   }

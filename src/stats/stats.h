@@ -37,6 +37,15 @@ using Registry = prometheus::Registry;
 using Labels = std::map<std::string, std::string>;
 using Buckets = prometheus::Histogram::BucketBoundaries;
 
+// Geometric bucket bounds: first * 2^(k / per_octave) for k = 0, 1, ... up to and including the
+// first bound >= last, each rounded to 4 significant digits (so `le` labels stay short). With
+// ratio r = 2^(1 / per_octave) between neighbours, histogram_quantile's estimate of any quantile
+// whose true value lies in (first, last] is off by less than r - 1 of it: the estimate and the
+// true sample quantile fall in one bucket (a, b], and b - a < (r - 1) * a (docs/metrics.md,
+// "Buckets"). 8 per octave: r = 1.0905, the rounding keeps every ratio under 1.092.
+// Throws std::invalid_argument unless 0 < first <= last and per_octave >= 1.
+Buckets ExponentialBuckets(double first, int per_octave, double last);
+
 inline double Seconds(std::chrono::nanoseconds d) {
   return std::chrono::duration<double>(d).count();
 }

@@ -33,10 +33,11 @@ bool ParseSample(const std::string& line, std::string& name, Labels& labels, dou
   return true;
 }
 
-}  // namespace
-
-std::optional<double> Sample(const std::string& exposition, const std::string& name,
-                             const Labels& labels) {
+// Calls `found` with the labels and value of each sample named `name` whose labels include every
+// pair of `labels`, in exposition order, until it returns false.
+template <class F>
+void ForEachSample(const std::string& exposition, const std::string& name, const Labels& labels,
+                   F found) {
   std::istringstream in(exposition);
   std::string line, sample_name;
   Labels sample_labels;
@@ -48,9 +49,30 @@ std::optional<double> Sample(const std::string& exposition, const std::string& n
       auto it = sample_labels.find(k);
       match = match && it != sample_labels.end() && it->second == v;
     }
-    if (match) return value;
+    if (match && !found(sample_labels, value)) return;
   }
-  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<double> Sample(const std::string& exposition, const std::string& name,
+                             const Labels& labels) {
+  std::optional<double> first;
+  ForEachSample(exposition, name, labels, [&](const Labels&, double value) {
+    first = value;
+    return false;
+  });
+  return first;
+}
+
+std::vector<CumulativeBucket> HistogramBuckets(const std::string& exposition,
+                                               const std::string& family, const Labels& labels) {
+  std::vector<CumulativeBucket> buckets;
+  ForEachSample(exposition, family + "_bucket", labels, [&](const Labels& l, double value) {
+    buckets.push_back({std::stod(l.at("le")), value});  // strtod reads "+Inf"
+    return true;
+  });
+  return buckets;
 }
 
 std::string ScrapeMetrics(int admin_port) {

@@ -4,6 +4,9 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "support/quantiles.h"
 
 namespace lw::test {
 
@@ -13,6 +16,12 @@ using Labels = std::map<std::string, std::string>;
 // (nullopt if there is none). Parses the text format line by line.
 std::optional<double> Sample(const std::string& exposition, const std::string& name,
                              const Labels& labels = {});
+
+// The `<family>_bucket` samples whose labels include every pair of `labels`, as one histogram's
+// cumulative buckets (le from each sample's `le`), in exposition order; empty if there are none.
+std::vector<CumulativeBucket> HistogramBuckets(const std::string& exposition,
+                                               const std::string& family,
+                                               const Labels& labels = {});
 
 // GET /metrics from the agent's admin port ("" if it does not answer 200).
 std::string ScrapeMetrics(int admin_port);

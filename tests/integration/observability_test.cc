@@ -81,9 +81,13 @@ TEST_F(MetricsTest, CountsWhatHappenedAndPassesPromtool) {
   EXPECT_EQ(
       Sample(m, "lockwarden_failures_total", {{"op", "request"}, {"reason", "bad_request"}}), 1);
   for (int i = 0; i < cluster_.size(); ++i) {
-    // 6 granted SETs reached every master (plus none refused: all were free).
-    EXPECT_GE(Sample(m, "lockwarden_master_request_duration_seconds_count",
+    // 6 granted claims reached every master (plus none refused: all were free), each timed.
+    EXPECT_GE(Sample(m, "lockwarden_master_requests_total",
                      {{"master", Master(cluster_, i)}, {"command", "claim_exclusive"}})
+                  .value_or(0),
+              6);
+    EXPECT_GE(Sample(m, "lockwarden_master_request_duration_seconds_count",
+                     {{"master", Master(cluster_, i)}})
                   .value_or(0),
               6);
     EXPECT_EQ(Sample(m, "lockwarden_master_up", {{"master", Master(cluster_, i)}}), 1);
