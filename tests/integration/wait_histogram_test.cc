@@ -11,7 +11,9 @@
 // the agent's true quantile share a bucket whose bounds differ by under 9.2%. Hence, for every
 // workload: estimate <= 1.1 x client quantile (or <= the first bound, when the agent's quantile
 // is below it). Below, the estimate is compared with the agent's own waited_ms (rounded up to
-// whole ms, so minus 1 ms); with the client only where transit is negligible (~1 s waits).
+// whole ms, so minus 1 ms), which bounds the agent's true waits from below; the comparison
+// with the client's quantiles below that is printed, never asserted: it depends on the
+// transit between the agent and the client, which a loaded machine can stretch.
 
 #include <gtest/gtest.h>
 
@@ -94,11 +96,9 @@ std::vector<CumulativeBucket> Between(const std::vector<CumulativeBucket>& befor
 }
 
 // Prints and checks p50, p90 and p99 of one histogram's observations during a workload against
-// the workload's waits (see the file comment). seconds_long: waits of about a second, where
-// transit is negligible and the estimate must also be >= 0.9 x the client's quantile.
+// the workload's waits (see the file comment).
 void Judge(const std::string& workload, const std::string& family,
-           const std::vector<CumulativeBucket>& observed, const Waits& waits,
-           bool seconds_long) {
+           const std::vector<CumulativeBucket>& observed, const Waits& waits) {
   ASSERT_FALSE(observed.empty()) << family;
   ASSERT_EQ(observed.back().count, static_cast<double>(waits.client_s().size()))
       << workload << ": " << family << " observed other acquires than the workload's";
@@ -114,18 +114,13 @@ void Judge(const std::string& workload, const std::string& family,
     const std::string what = workload + " " + family + " p" + std::to_string(q * 100);
     EXPECT_LE(estimate, std::max(1.1 * client, first_bound)) << what;
     EXPECT_GE(estimate, 0.9 * (reported - 0.001)) << what;
-    if (seconds_long) {
-      EXPECT_GE(estimate, 0.9 * client) << what;
-    }
   }
 }
 
 void JudgeBoth(const std::string& workload, const WaitHistograms& before,
-               const WaitHistograms& after, const Waits& waits, bool seconds_long = false) {
-  Judge(workload, "acquire_wait{outcome=acquired}", Between(before.acquire, after.acquire), waits,
-        seconds_long);
-  Judge(workload, "grant_wait{mode=exclusive}", Between(before.grant, after.grant), waits,
-        seconds_long);
+               const WaitHistograms& after, const Waits& waits) {
+  Judge(workload, "acquire_wait{outcome=acquired}", Between(before.acquire, after.acquire), waits);
+  Judge(workload, "grant_wait{mode=exclusive}", Between(before.grant, after.grant), waits);
 }
 
 // One holder takes `resource` and keeps it `holder_hold` after `waiters` clients have sent
@@ -212,7 +207,7 @@ TEST(WaitHistogramTest, QuantilesTrackWhatClientsMeasured) {
     Waits waits;
     const WaitHistograms before = ScrapeWaits(port);
     QueueBehindHolder(agent, "slow", 5, milliseconds(1200), milliseconds(0), waits);
-    JudgeBoth("behind a 1.2 s hold", before, ScrapeWaits(port), waits, /*seconds_long=*/true);
+    JudgeBoth("behind a 1.2 s hold", before, ScrapeWaits(port), waits);
   }
 
   // The same arithmetic as Prometheus itself: a real server scraping the agent, now idle,
