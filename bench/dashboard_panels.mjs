@@ -4,7 +4,7 @@
 // lw_bench's 16-on-1 contended load (16 clients, one resource) for --seconds; then every
 // histogram panel of dashboards/lockwarden.json is evaluated over the load's window and printed
 // beside what the clients measured (lw_bench's acquire latency p50/p90/p99), and Prometheus's own
-// graph page is screenshotted with the wait quantile panels' expressions (headless Chromium).
+// graph page is screenshotted with the wait and hold panels' expressions (headless Chromium).
 //
 //   node bench/dashboard_panels.mjs [--binary build/lockwarden] [--bench build/bench/lw_bench]
 //        [--seconds 30] [--clients 16] [--out build/dashboard-panels] [--label NAME]
@@ -75,6 +75,7 @@ function histogramPanels(windowS) {
         if (!/_seconds_bucket/.test(t.expr ?? '') || !/histogram_quantile/.test(t.expr)) continue;
         const expr = t.expr.replaceAll('$__rate_interval', `${windowS}s`)
           .replaceAll('job=~"$job"', 'job="lockwarden"').replaceAll('instance=~"$instance"', 'instance=~".+"');
+        if (expr.includes('$')) throw new Error(`a Grafana variable left in ${expr}`);
         panels.push({ title: p.title, legend: t.legendFormat ?? '', expr });
       }
     }
@@ -129,19 +130,22 @@ async function main() {
     }
     fs.writeFileSync(path.join(opts.out, `panels-${label}.json`),
       `${JSON.stringify({ label, bench: b, client, rows }, null, 1)}\n`);
-    // Prometheus's graph page with the wait quantiles the dashboard shows (p50, p90, p99).
-    const waits = histogramPanels(windowS).filter((p) => /acquire_wait_seconds_bucket/.test(p.expr));
-    // The graph page's own time format (UTC): 'YYYY-MM-DD HH:mm:ss'.
-    const end = encodeURIComponent(new Date(t1 * 1000 + 3000).toISOString().slice(0, 19).replace('T', ' '));
-    const qs = waits.map((p, i) => `g${i}.expr=${encodeURIComponent(p.expr.replace(`[${windowS}s]`, '[5s]'))}` +
-      `&g${i}.tab=0&g${i}.range_input=${Math.ceil(t1 - t0) + 10}s&g${i}.end_input=${end}` +
+    // Prometheus's graph page with the wait and hold panels' expressions (every panel but the
+    // masters'), each over 5 s windows. Its end field takes whole minutes (UTC): the graph ends
+    // at the next whole minute and starts before the load did.
+    const shown = histogramPanels(windowS).filter((p) => !/master_request/.test(p.expr));
+    const endMs = Math.ceil((t1 * 1000 + 1000) / 60000) * 60000;
+    const end = encodeURIComponent(new Date(endMs).toISOString().slice(0, 16).replace('T', ' '));
+    const rangeS = Math.ceil(endMs / 1000 - t0) + 5;
+    const qs = shown.map((p, i) => `g${i}.expr=${encodeURIComponent(p.expr.replace(`[${windowS}s]`, '[5s]'))}` +
+      `&g${i}.tab=0&g${i}.range_input=${rangeS}s&g${i}.end_input=${end}` +
       `&g${i}.moment_input=${end}`).join('&');
     const browser = await launchBrowser();
     try {
-      const page = await browser.newPage({ viewport: { width: 1400, height: 1800 } });
+      const page = await browser.newPage({ viewport: { width: 1400, height: 3600 } });
       await page.goto(`${prom.url}/graph?${qs}`, { waitUntil: 'networkidle' });
       await page.waitForTimeout(1500); // the charts draw after their data arrived
-      const png = path.join(opts.out, `wait-panels-${label}.png`);
+      const png = path.join(opts.out, `panels-${label}.png`);
       await page.screenshot({ path: png, fullPage: true });
       console.log(`screenshot: ${png}`);
     } finally {
