@@ -19,8 +19,9 @@ Histogram::Histogram(Registry& r, const std::string& name, const std::string& he
     : h_(&prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(labels, buckets)) {}
 
 Buckets ExponentialBuckets(double first, int per_octave, double last) {
-  if (!(first > 0) || !(last >= first) || per_octave < 1) {
-    throw std::invalid_argument("ExponentialBuckets: need 0 < first <= last and per_octave >= 1");
+  if (!(first > 0) || !(last >= first) || !std::isfinite(last) || per_octave < 1) {
+    throw std::invalid_argument(
+        "ExponentialBuckets: need 0 < first <= last < inf and per_octave >= 1");
   }
   Buckets bounds;
   for (int k = 0;; ++k) {

@@ -42,7 +42,7 @@ using Buckets = prometheus::Histogram::BucketBoundaries;
 // ratio r = 2^(1 / per_octave) between neighbours, histogram_quantile's estimate of any quantile
 // whose true value lies in (first, last] is off by less than r - 1 of it: the estimate and the
 // true sample quantile fall in one bucket (a, b], and b - a < (r - 1) * a (docs/metrics.md,
-// "Buckets"). 8 per octave: r = 1.0905, the rounding keeps every ratio under 1.092.
+// "Buckets"). 8 per octave: r = 1.0905, the rounding keeps every ratio at most 1.0914.
 // Throws std::invalid_argument unless 0 < first <= last and per_octave >= 1.
 Buckets ExponentialBuckets(double first, int per_octave, double last);
 
