@@ -56,6 +56,7 @@ std::variant<SessionId, Failure> LockService::OwnerFor(SessionId sid, const std:
 }
 
 void LockService::FillHolder(LockView& lock) const {
+  lock.detached = IsLeaseSession(lock.session);
   const DetachedLease* lease = lock.detached ? leases_.OfHold(lock.hold) : nullptr;
   lock.holder = lease != nullptr ? lease->creator : PeerOf(lock.session);
 }

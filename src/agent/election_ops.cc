@@ -23,8 +23,10 @@ std::optional<protocol::LeaderView> ViewOf(const LeaderReading& reading) {
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRequest& op) {
   if (options_.elections == nullptr) return Fail(sid, id, "campaign", NoElections());
-  AcquireKind kind{LockShape{LockKind::kElection}, false, 0,
-                   options_.elections->CandidatePayload(op.value, PeerOf(sid).pid)};
+  AcquireKind kind{.shape = LockShape{LockKind::kElection},
+                   .shared = false,
+                   .hold_as = 0,
+                   .payload = options_.elections->CandidatePayload(op.value, PeerOf(sid).pid)};
   engine_.Acquire(
       sid, op.name, op.ttl_ms, op.wait_ms, /*renew=*/true,
       [this, sid, id, name = op.name](const std::variant<Grant, Failure>& result) {

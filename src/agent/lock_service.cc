@@ -67,8 +67,11 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
         Fail(sid, id, "acquire", f);
       },
       op.fence,
-      AcquireKind{op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits} : LockShape{},
-                  op.shared, op.detach ? LeaseSessionOf(s.ids.uid) : 0, {}});
+      AcquireKind{.shape = op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits}
+                                          : LockShape{},
+                  .shared = op.shared,
+                  .hold_as = op.detach ? LeaseSessionOf(s.ids.uid) : 0,
+                  .payload = {}});
 }
 
 template <>

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "core/lock_kind.h"
 #include "core/session_id.h"
 
 namespace lw {
@@ -49,12 +50,12 @@ struct Holder {
   // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
   // expiry on the masters may still change, so the lock is not handed over locally.
   uint16_t extends_in_flight = 0;
-  // Its part of the resource: a semaphore's permit (-1 otherwise); a shared (read) hold.
-  int16_t permit = -1;
-  bool shared = false;
-  bool detached = false;  // held by a session no connection closes (AcquireKind::hold_as)
-  // An election's leader: its stored record on the masters (core/election_record.h).
-  std::unique_ptr<std::string> record;
+  // Which part of the resource it occupies (its kind's mode, and an index such as a permit).
+  HoldMode mode = HoldMode::kExclusive;
+  int16_t part = -1;
+  bool kept = false;  // left on the masters at Shutdown (AcquireKind::hold_as)
+  // What its kind keeps beside the hold on the masters (an election's record); null: nothing.
+  std::unique_ptr<std::string> note;
 
   // The key's value on the masters.
   std::string LeaseValue() const { return lease ? lease->str() : token.str(); }

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/election_record.h"
 #include "core/redlock_math.h"
 #include "core/unix_time.h"
 #include "core/token.h"
@@ -47,6 +46,7 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
       rounds_(loop, std::move(nodes), options_.node_timeout_ms, stats_, options_.value_prefix),
       fence_quorum_(options_.fence_quorum > 0 ? options_.fence_quorum
                                               : FenceQuorumSize(rounds_.size())),
+      table_(options_.key_prefix, options_.fence_prefix, options_.value_prefix),
       rng_(std::random_device{}()),
       deadlines_(loop, [this](uint64_t serial, const std::string& name) { OnDeadline(serial, name); }),
       defer_(loop) {}
@@ -66,42 +66,20 @@ void LockEngine::Defer(std::function<void()> fn) {
 // Not stored per resource: at 100k held locks a second copy of every name is ~6 MiB.
 std::string LockEngine::KeyOf(const std::string& name) const { return options_.key_prefix + name; }
 
-HoldPlace LockEngine::PlaceOf(const std::string& name, const Resource& r, bool shared,
-                              int permit) const {
-  return {options_.key_prefix, options_.fence_prefix, name, r.shape, ModeOf(r.shape, shared),
-          permit};
-}
-
-HoldPlace LockEngine::PlaceOf(const std::string& name, const Resource& r, const Holder& h) const {
-  HoldPlace p = PlaceOf(name, r, h.shared, h.permit);
-  if (h.record) p.record = *h.record;
+HoldPlace LockEngine::PlaceOf(const AttemptRound& a, const Resource& r) const {
+  HoldPlace p = table_.PlaceOf(a.name, r, a.mode, a.part);
+  p.record = a.note;
   return p;
 }
 
-LockEngine::Resource* LockEngine::Find(const std::string& name) {
-  auto it = resources_.find(name);
-  return it == resources_.end() ? nullptr : it->second.get();
-}
-
-const LockEngine::Resource* LockEngine::Find(const std::string& name) const {
-  auto it = resources_.find(name);
-  return it == resources_.end() ? nullptr : it->second.get();
-}
-
-Holder* LockEngine::FindHolder(const std::string& name, const std::string& token) {
-  Resource* r = Find(name);
-  if (r == nullptr) return nullptr;
-  for (auto& h : r->holders) {
-    if (h->token == token) return h.get();
-  }
-  return nullptr;
-}
-
-Holder* LockEngine::HolderWithSerial(Resource& r, uint64_t serial) {
-  for (auto& h : r.holders) {
-    if (h->serial == serial) return h.get();
-  }
-  return nullptr;
+AttemptCall LockEngine::CallOf(const AttemptRound& a, const Resource& r,
+                               const HoldPlace& place) const {
+  const Waiter& w = r.waiters.front();
+  // A sign that a waiter waits lives a few retry delays: each attempt refreshes it.
+  const int64_t waiting_ttl_ms = std::max<int64_t>(
+      1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
+  return {place,  a.token, a.waiter_id, a.attempt, w.history.ttl_ms,
+          w.history.fence ? fence_quorum_ : 0, waiting_ttl_ms, options_.value_prefix};
 }
 
 void LockEngine::Refuse(Failure failure, AcquireDone done) {
@@ -126,37 +104,29 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
       return Refuse(TooManyQueued(queued), std::move(done));
     }
   }
-  auto& slot = resources_[name];
-  if (!slot) {
-    slot = std::make_unique<Resource>();
-    slot->shape = kind.shape;
-  }
+  Resource& r = table_.Add(name, kind.shape);
   Waiter w;
   w.id = next_waiter_id_++;
   w.session = session;
   w.renew = renew;
-  w.shared = kind.shared && kind.shape.kind == LockKind::kMutex;
+  w.mode = r.kind().ModeAsked(kind.shared);
   w.hold_as = kind.hold_as;
-  w.record_payload = std::move(kind.record_payload);
+  w.payload = std::move(kind.payload);
   w.history.ttl_ms = ttl_ms;
   w.history.wait_ms = wait_ms;
-  w.history.fence = fence || kind.shape.kind == LockKind::kElection;  // the term
+  w.history.fence = fence || r.kind().AlwaysFenced();
   w.requested = Clock::now();
   w.deadline = w.requested + std::chrono::milliseconds(wait_ms);
   w.done = std::move(done);
   SetDeadline(w.id, name, w.deadline);
-  slot->waiters.Push(std::move(w));
-  ++sessions_[session].waiting[name];
+  r.waiters.Push(std::move(w));
+  table_.Queued(session, name);
   Pump(name);
 }
 
 bool LockEngine::FrontMayContend(const Resource& r) const {
-  if (r.holders.empty()) return true;
-  if (r.shape.kind == LockKind::kSemaphore) {
-    return static_cast<int>(r.holders.size()) < r.shape.permits;
-  }
-  // Readers share with readers; an exclusive acquire waits for everything held here to go.
-  return r.waiters.front().shared && r.holders.front()->shared;
+  return r.holders.empty() ||
+         r.kind().MayContendBeside(r.shape, r.waiters.front().mode, r.holders);
 }
 
 void LockEngine::Pump(const std::string& name) {
@@ -172,42 +142,21 @@ void LockEngine::Pump(const std::string& name) {
   StartAttempt(name);
 }
 
-int LockEngine::ChoosePermit(Resource& r) {
-  const int k = r.shape.permits;
-  std::vector<bool> mine(static_cast<size_t>(k), false);
-  for (const auto& h : r.holders) mine[static_cast<size_t>(h->permit)] = true;
-  if (r.permit_hint >= 0 && r.permit_hint < k && !mine[static_cast<size_t>(r.permit_hint)]) {
-    return std::exchange(r.permit_hint, -1);
-  }
-  r.permit_hint = -1;
-  // Start at a random permit so that agents spread over them.
-  std::uniform_int_distribution<int> start(0, k - 1);
-  const int first = start(rng_);
-  for (int i = 0; i < k; ++i) {
-    const int p = (first + i) % k;
-    if (!mine[static_cast<size_t>(p)]) return p;
-  }
-  return first;  // unreachable: FrontMayContend leaves a permit free
-}
-
 void LockEngine::StartAttempt(const std::string& name) {
   Resource& r = *Find(name);
   Waiter& w = r.waiters.front();
   w.in_attempt = true;
   ++w.history.attempts;
   r.attempt_in_flight = true;
-  AttemptRound a{name, w.id, NewToken(),
-                 r.shape.kind == LockKind::kSemaphore ? ChoosePermit(r) : -1, w.shared, w.mark,
-                 std::string()};
-  if (a.mark.empty() && !w.shared && r.shape.kind == LockKind::kMutex) {
-    // The first attempt's value names the waiter: no other hold ever has it.
-    a.mark = w.mark = options_.value_prefix + a.token;
-  }
-  const int64_t waiting_ttl_ms = std::max<int64_t>(
-      1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
-  RoundRequest req = AcquireRound(PlaceOf(name, r, w.shared, a.permit), a.token,
-                                  w.history.ttl_ms, w.history.fence ? fence_quorum_ : 0,
-                                  waiting_ttl_ms, w.mark, w.history.attempts > 1);
+  const AttemptRound a{name,
+                       w.id,
+                       NewToken(),
+                       w.mode,
+                       r.kind().ChoosePart(r.shape, r.kind_state, r.holders, rng_),
+                       w.history.attempts,
+                       std::string()};
+  const HoldPlace place = PlaceOf(a, r);
+  RoundRequest req = r.kind().AcquireRound(CallOf(a, r, place), r.kind_state);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
     OnAttempt(a, res, res.started, res.max_fence, /*fence_written=*/false);
   });
@@ -217,54 +166,15 @@ void LockEngine::WriteFence(const AttemptRound& a, Clock::time_point started, in
   Resource& r = *Find(a.name);
   r.attempt_in_flight = true;
   r.waiters.front().in_attempt = true;
-  HoldPlace place = PlaceOf(a.name, r, a.shared, a.permit);
-  RoundRequest req;
   AttemptRound b = a;
-  if (r.shape.kind == LockKind::kElection) {
-    b.record = StoredRecord(options_.value_prefix + a.token,
-                            {fence, UnixMsNow(), r.waiters.front().record_payload});
-    place.record = b.record;
-    req = FenceRecordRound(place, a.token, fence, fence_quorum_);
-  } else {
-    req = FencePhase2(FencedKeysOf(place), a.token, fence, fence_quorum_);
-  }
+  const HoldPlace place = PlaceOf(a, r);
+  RoundRequest req = r.kind().FenceRound(CallOf(a, r, place), fence, UnixMsNow(),
+                                         r.waiters.front().payload, &b.note);
   rounds_.Run(std::move(req), [this, b = std::move(b), started, fence](const RoundResult& res) {
     CountFenceWrite(*stats_, res, b.name, fence);
     OnAttempt(b, res, started, fence, /*fence_written=*/true);
   });
 }
-
-namespace {
-
-// Why masters refused a kind's attempt, for the failure text.
-std::string RefusalText(const KindRefusals& r, int k) {
-  if (r.writer > 0) return "a writer holds it on " + std::to_string(r.writer) + " master(s)";
-  if (r.readers > 0) return "readers hold it on " + std::to_string(r.readers) + " master(s)";
-  if (r.writer_waiting > 0) {
-    return "a writer waits (new readers are refused) on " + std::to_string(r.writer_waiting) +
-           " master(s)";
-  }
-  if (r.taken > 0) return "all " + std::to_string(k) + " permits were held";
-  return "";
-}
-
-// The permit most masters reported free, and how many did; {-1, 0} when none.
-std::pair<int, int> BestFreePermit(const KindRefusals& r) {
-  std::pair<int, int> best{-1, 0};
-  for (size_t i = 0; i < r.free_permits.size(); ++i) {
-    if (r.free_permits[i] > best.second) best = {static_cast<int>(i), r.free_permits[i]};
-  }
-  return best;
-}
-
-// A value found at a resource's base key, as a kind for people.
-std::string FoundKind(const std::string& value) {
-  const auto shape = ShapeOfMarker(value);
-  if (value == "readers") return "a lock with shared holders on a master";
-  return shape ? shape->WithArticle() + " on a master" : "a lock held exclusively on a master";
-}
-
-}  // namespace
 
 void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
                            Clock::time_point started, int64_t fence, bool fence_written) {
@@ -281,8 +191,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   w.in_attempt = false;
   w.history.last_tally = tally;
   w.history.last_in_fence_phase = fence_written;
-  w.history.last_refusal = RefusalText(res.refusals, r->shape.permits);
-  w.marked = w.marked || res.refusals.readers > 0;
+  r->kind().Heard(res, r->kind_state, w.id);
   const auto now = Clock::now();
   const int64_t validity =
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
@@ -292,32 +201,25 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
       WriteFence(a, started, NextFence(fence));
       return;
     }
-    r->quick_retries = 0;
     // validity is what is left as of now (ttl - elapsed - drift): count it from here.
     GrantHead(*r, name, a, started, now + std::chrono::milliseconds(validity),
               w.history.fence ? std::optional<int64_t>(fence) : std::nullopt);
     return;
   }
   const int64_t remaining = CeilMs(w.deadline - now);
-  const bool mismatch = res.refusals.foreign.has_value();
-  // A semaphore's masters named a permit free on a quorum of them: try it at once, even with
-  // no wait left (a free permit is not a holder to wait for), a few times in a row at most so
-  // that a race for it never spins.
-  const auto [permit, votes] = BestFreePermit(res.refusals);
-  r->permit_hint = permit;
-  const bool quick = !w.cancelled && !shutting_down_ && !mismatch && permit >= 0 &&
-                     votes >= rounds_.quorum() && r->quick_retries < 3;
-  const bool giving_up =
-      !quick && (w.cancelled || shutting_down_ || mismatch || w.expired || remaining <= 0);
+  const RefusalReading reading =
+      r->kind().Refused(res, r->shape, r->kind_state, w.id, rounds_.quorum(),
+                        /*may_retry_now=*/!w.cancelled && !shutting_down_);
+  w.history.last_refusal = reading.why;
+  const bool giving_up = !reading.retry_now && (w.cancelled || shutting_down_ ||
+                                                reading.foreign || w.expired || remaining <= 0);
   // Undo on every master, including those that said no or did not answer in time: a late
   // "OK" is undone too, because the DEL is queued behind the SET on the same connection.
   UndoAttempt(a, *r, giving_up);
-  if (quick) {
-    ++r->quick_retries;
+  if (reading.retry_now) {
     StartAttempt(name);
     return;
   }
-  r->quick_retries = 0;
   if (w.cancelled) {
     deadlines_.Erase(w.id);
     r->waiters.PopFront();
@@ -328,9 +230,8 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
     FailHead(*r, name, ShuttingDown(/*retry_hint=*/false));
     return;
   }
-  if (mismatch) {
-    FailHead(*r, name,
-             KindMismatch(name, r->shape.WithArticle(), FoundKind(*res.refusals.foreign)));
+  if (reading.foreign) {
+    FailHead(*r, name, KindMismatch(name, r->shape.WithArticle(), *reading.foreign));
     return;
   }
   if (w.expired || remaining <= 0) {
@@ -340,10 +241,11 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   RetryLater(*r, name, w, remaining);
 }
 
-void LockEngine::UndoAttempt(const AttemptRound& a, const Resource& r, bool giving_up) {
-  HoldPlace place = PlaceOf(a.name, r, a.shared, a.permit);
-  place.record = a.record;
-  ReleaseEverywhere(ReleaseRound(place, a.token, giving_up ? a.mark : std::string()));
+void LockEngine::UndoAttempt(const AttemptRound& a, Resource& r, bool giving_up) {
+  const HoldPlace place = PlaceOf(a, r);
+  // The front waiter may be gone: the call is built from the attempt alone.
+  const AttemptCall call{place, a.token, a.waiter_id, a.attempt, 0, 0, 0, options_.value_prefix};
+  ReleaseEverywhere(r.kind().UndoRound(call, r.kind_state, giving_up));
 }
 
 void LockEngine::RetryLater(Resource& r, const std::string& name, const Waiter& w,
@@ -376,20 +278,19 @@ bool LockEngine::ReleasedElsewhere(const std::string& key) {
   return true;
 }
 
-Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& w) {
+Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& w,
+                            HoldMode mode, int part) {
   auto h = std::make_unique<Holder>();
   h->serial = w.id;  // its wait deadline is replaced by the holder's
   h->session = w.hold_as != 0 ? w.hold_as : w.session;
-  h->detached = w.hold_as != 0;
+  h->kept = w.hold_as != 0;
   h->ttl_ms = w.history.ttl_ms;
   h->renew = w.renew;
-  h->shared = w.shared;
-  stats_->holds[ModeOf(r.shape, h->shared)].Inc();
-  r.holders.push_back(std::move(h));
-  ++holders_;
+  h->mode = mode;
+  h->part = static_cast<int16_t>(part);
+  stats_->holds[mode].Inc();
   ForgetWaiter(w.session, name);
-  sessions_[r.holders.back()->session].held.push_back(name);
-  return *r.holders.back();
+  return table_.Install(r, name, std::move(h));
 }
 
 void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRound& a,
@@ -402,17 +303,15 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
     FailHead(r, name, ValidityRanOutBeforeReply());
     return;
   }
-  Waiter w = r.waiters.PopFront();
-  if (w.marked) {
-    // Masters that refused an earlier attempt (or this one) keep the mark: nobody waits now.
-    ReleaseEverywhere(DeleteRound(WriterWaitingKey(options_.key_prefix, name),
-                                  w.mark.substr(options_.value_prefix.size())));
+  const HoldPlace place = PlaceOf(a, r);
+  if (auto cleanup = r.kind().Granted(CallOf(a, r, place), r.kind_state)) {
+    ReleaseEverywhere(std::move(*cleanup));
   }
-  Holder& h = Install(r, name, w);
+  Waiter w = r.waiters.PopFront();
+  Holder& h = Install(r, name, w, a.mode, a.part);
   h.token = FixedToken(a.token);
-  h.permit = static_cast<int16_t>(a.permit);
   h.fence = fence;
-  if (!a.record.empty()) h.record = std::make_unique<std::string>(a.record);
+  if (!a.note.empty()) h.note = std::make_unique<std::string>(a.note);
   h.acquired = started;
   h.valid_until = valid_until;
   ScheduleHolder(name, h, RenewDelayMs(w.renew, w.history.ttl_ms, validity_ms));
@@ -420,18 +319,17 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
                 validity_ms, CeilMs(now - w.requested), w.history.attempts,
                 fence ? ", fence " + std::to_string(*fence) : std::string());
   AnswerGrant(w, name, h, validity_ms, now);
-  Pump(name);  // a semaphore's or a reader's next local waiter may contend too
+  Pump(name);  // the next local waiter may contend beside it, if its kind allows
 }
 
 void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h,
                              int64_t validity_ms, Clock::time_point now) {
   const int64_t waited = CeilMs(now - w.requested);
-  const HoldMode mode = ModeOf(Find(name)->shape, h.shared);
-  stats_->grant_wait[mode].ObserveSeconds(now - w.requested);
+  stats_->grant_wait[h.mode].ObserveSeconds(now - w.requested);
   Report(w, name, /*granted=*/true, ErrorCode::kInternal);
   // Answered now, never deferred: a deferred reply could follow a revoke or shutdown that
   // took the lock in between and tell the waiter it holds what it no longer does.
-  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.permit, mode, h.serial});
+  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.part, h.mode, h.serial});
 }
 
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {

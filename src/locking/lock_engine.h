@@ -17,19 +17,17 @@
 //   quorum in both phases and validity left after both (docs/safety.md has the argument).
 // - Restart quarantine: a master whose Node::votes_count() is false does not count toward
 //   acquire or extend quorum (Rounds applies it); it still gets every command.
-// - Kinds (core/lock_kind.h, locking/claims.h): a resource is a lock (exclusive holds, and
-//   shared ones: a read-write lock) or a semaphore of K permits, as its first acquire here
-//   says; an acquire naming the other kind (or another K) gets kind_mismatch. Every hold is
-//   claimed with Redlock like a mutex; locally, the FIFO head contends while what is held here
-//   leaves room for it (fewer than K permits; only readers for a reader; nothing for an
-//   exclusive acquire), so an exclusive acquire queued here is never overtaken by a later
-//   reader.
+// - Kinds (locking/kinds/kind.h): a resource's shape (its first acquire here says it) picks
+//   the Kind the engine asks the kind's questions: which part an acquire takes, whether the
+//   FIFO front may contend beside what is held here, which rounds an attempt, a grant, an
+//   extend and a release send, and what a refusal means. An acquire naming another shape gets
+//   kind_mismatch. The engine names no kind.
 // - Locks belong to a session; CloseSession releases all of them at once.
 // - A grant's validity is decided here, once, as its callback is called: the time left of
 //   valid_until then. A lock whose validity ran out before it could be answered is released
 //   everywhere and the acquire fails with no_quorum (ValidityRanOutBeforeReply).
 //
-// The parts, each in its own file: Rounds (one command to every master, votes counted),
+// The parts, each in its own file: ResourceTable (the books and the views), Rounds (one command to every master, votes counted),
 // WaitQueue (FIFO per resource), ResourceDeadlines (wait and hold deadlines), RenewalSlots
 // (renewal timing and backlog), fencing (the two phases), MayHandOff (local hand-off),
 // failure_text (every failure message), EngineStats (what is counted), EngineEvents (what is
@@ -58,13 +56,14 @@
 #include "core/result.h"
 #include "core/session_id.h"
 #include "core/lock_kind.h"
-#include "locking/claims.h"
 #include "locking/deadline_queue.h"
 #include "locking/engine_events.h"
 #include "locking/engine_stats.h"
 #include "locking/fencing.h"
 #include "locking/holder.h"
+#include "locking/kinds/kind.h"
 #include "locking/renewal.h"
+#include "locking/resource_table.h"
 #include "locking/rounds.h"
 #include "locking/waiters.h"
 #include "redis/node.h"
@@ -99,21 +98,6 @@ struct Extension {
   int64_t validity_ms;
 };
 
-// What an acquire asks for beyond an exclusive hold: the resource's shape, and for a lock
-// whether this is a shared (read) hold.
-struct AcquireKind {
-  LockShape shape;
-  bool shared = false;
-  // Once granted, the hold belongs to this session rather than the acquiring one (0: the
-  // acquiring one). A detached lease is held by a session no connection closes; the waiter
-  // still belongs to the acquiring session (closing it drops the wait). Such holds are left on
-  // the masters at Shutdown (they end by release or ttl, not with the agent).
-  SessionId hold_as = 0;
-  // An election (shape.kind kElection, fenced): what the leader's record says of it
-  // (core/election_record.h); written with the term in the fence's phase 2.
-  std::string record_payload;
-};
-
 using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
 using ReleaseDone = std::function<void(const std::optional<Failure>&)>;
 
@@ -132,30 +116,31 @@ class LockEngine {
                ReleaseDone done);
   void Extend(SessionId session, const std::string& resource, const std::string& token,
               int64_t ttl_ms, ExtendDone done);
-  std::vector<HeldLock> HeldBy(SessionId session) const;
+  std::vector<HeldLock> HeldBy(SessionId session) const { return table_.HeldBy(session); }
   // Locks the session holds plus acquires it has queued: what it could hold at once.
-  size_t Commitments(SessionId session) const;
+  size_t Commitments(SessionId session) const { return table_.Commitments(session); }
   // Every lock held through this engine, longest-held first.
-  std::vector<LockView> AllLocks() const;
+  std::vector<LockView> AllLocks() const { return table_.AllLocks(); }
   // The `limit` longest-held locks, longest-held first: linear in the locks held, so that a
   // bounded report stays cheap with 100k locks (AllLocks sorts them all).
-  std::vector<LockView> OldestLocks(size_t limit) const;
+  std::vector<LockView> OldestLocks(size_t limit) const { return table_.OldestLocks(limit); }
   // {Redis key, value on the masters} of every lock held (value_prefix + the key's token; for
   // the leak scanner and the presence probe, which compare it with what a key holds; never
   // shown to anyone).
-  std::vector<std::pair<std::string, std::string>> HeldGrants() const;
+  std::vector<std::pair<std::string, std::string>> HeldGrants() const {
+    return table_.HeldGrants();
+  }
   // The `limit` longest-waiting acquires queued here, longest waiting first (so the first is
   // the oldest wait); waiters whose session closed or whose wait ran out (an attempt still in
   // flight) are not listed. Linear in the resources known, plus a partial sort of the waiters.
-  std::vector<WaiterView> AllWaiters(size_t limit) const;
+  std::vector<WaiterView> AllWaiters(size_t limit) const { return table_.AllWaiters(limit); }
 
   // The session is gone: release its locks on all masters now and drop its waiters
   // (their callbacks are not called).
   void CloseSession(SessionId session);
 
-  // An operator takes the lock away from its holders (every hold of a semaphore or read-write
-  // lock): their keys are deleted on every master (with their tokens), each holder is told
-  // `lost` with reason "revoked", and the next local waiter gets its turn. `done` gets the
+  // An operator takes the lock away from its holders (every hold of it): their keys are
+  // deleted on every master (with their tokens), each holder is told `lost` with reason "revoked", and the next local waiter gets its turn. `done` gets the
   // (first) holder's session and how many masters confirmed the delete, or nullopt when nobody
   // holds `resource` through this engine.
   struct Revocation {
@@ -165,9 +150,8 @@ class LockEngine {
   };
   using RevokeDone = std::function<void(const std::optional<Revocation>&)>;
   void Revoke(const std::string& resource, RevokeDone done);
-  // The same for one hold, only if the hold `key` names (a mutex's key, a permit's, a writer's,
-  // or the readers set) is held through this engine with exactly `value` on the masters
-  // (value_prefix + its token): a revoke decided elsewhere, by the value read from the masters,
+  // The same for one hold, only if the hold `key` names (Kind::HoldKey) is held through this
+  // engine with exactly `value` on the masters (value_prefix + its token): a revoke decided elsewhere, by the value read from the masters,
   // never takes a lock granted again since. nullopt: no such grant (not held, another grant, or
   // a key outside key_prefix).
   void RevokeGrant(const std::string& key, const std::string& value, RevokeDone done);
@@ -184,46 +168,33 @@ class LockEngine {
   int quorum() const { return rounds_.quorum(); }
   int fence_quorum() const { return fence_quorum_; }
   std::vector<NodeStatus> NodeStatuses() const;
-  size_t locks_held() const { return holders_; }
+  size_t locks_held() const { return table_.holds(); }
   // Acquire requests queued across all resources (each resource's contender included).
-  size_t waiters() const;
+  size_t waiters() const { return table_.waiters(); }
   EngineStats& stats() { return *stats_; }
 
  private:
-  struct Resource {
-    LockShape shape;
-    // A lock has one exclusive holder or any number of shared ones; a semaphore at most K (one
-    // per permit).
-    std::vector<std::unique_ptr<Holder>> holders;
-    WaitQueue waiters;  // only the front contends on Redis
-    std::unique_ptr<Timer> retry_timer;
-    bool attempt_in_flight = false;
-    bool watched = false;  // release announcements of this key are being listened to
-    int permit_hint = -1;  // semaphores: a permit the masters last reported free
-    int quick_retries = 0;  // semaphores: attempts retried at once on such a report
-  };
   // What a round of an acquire attempt is for.
   struct AttemptRound {
     std::string name;
     uint64_t waiter_id;
     std::string token;
-    int permit = -1;
-    bool shared = false;
-    std::string mark;  // the waiter's writer-waiting mark (exclusive acquires)
-    std::string record;  // an election's stored record, from its phase 2 on
+    HoldMode mode;
+    int part = -1;
+    int attempt = 1;
+    std::string note;  // what the kind wrote beside the hold (phase 2 on), Holder::note
   };
 
   std::string KeyOf(const std::string& name) const;  // the resource's base key
-  // Where a hold of `name` (of shape r.shape) lives: the holder's part, or a waiter's.
-  HoldPlace PlaceOf(const std::string& name, const Resource& r, bool shared, int permit) const;
-  HoldPlace PlaceOf(const std::string& name, const Resource& r, const Holder& h) const;
-  Resource* Find(const std::string& name);
-  const Resource* Find(const std::string& name) const;
-  Holder* FindHolder(const std::string& name, const std::string& token);
-  static Holder* HolderWithSerial(Resource& r, uint64_t serial);
-  // May the front waiter contend, given what is held here? (claims.h: FIFO with room.)
+  // The call a kind gets for attempt `a` of r's front (place refers to a and r).
+  AttemptCall CallOf(const AttemptRound& a, const Resource& r, const HoldPlace& place) const;
+  HoldPlace PlaceOf(const AttemptRound& a, const Resource& r) const;
+  Resource* Find(const std::string& name) { return table_.Find(name); }
+  Holder* FindHolder(const std::string& name, const std::string& token) {
+    return table_.FindHolder(name, token);
+  }
+  // May the front waiter contend, given what is held here? (FIFO with room, as its kind says.)
   bool FrontMayContend(const Resource& r) const;
-  int ChoosePermit(Resource& r);
 
   // ---- acquire (lock_engine.cc)
   void Pump(const std::string& name);
@@ -232,8 +203,8 @@ class LockEngine {
   void OnAttempt(const AttemptRound& a, const RoundResult& res, Clock::time_point started,
                  int64_t fence, bool fence_written);
   void WriteFence(const AttemptRound& a, Clock::time_point started, int64_t fence);
-  // An attempt's hold undone on every master (a writer giving up also drops its waiting mark).
-  void UndoAttempt(const AttemptRound& a, const Resource& r, bool giving_up);
+  // An attempt's hold undone on every master (giving_up: as its kind undoes a last attempt).
+  void UndoAttempt(const AttemptRound& a, Resource& r, bool giving_up);
   // delay_ms: -1 for the usual jittered retry delay.
   void RetryLater(Resource& r, const std::string& name, const Waiter& w, int64_t remaining_ms,
                   int64_t delay_ms = -1);
@@ -253,7 +224,7 @@ class LockEngine {
   // Counts an answered acquire and reports it (EngineEvents); code: a refusal's.
   void Report(const Waiter& w, const std::string& name, bool granted, ErrorCode code);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
-  Holder& Install(Resource& r, const std::string& name, const Waiter& w);
+  Holder& Install(Resource& r, const std::string& name, const Waiter& w, HoldMode mode, int part);
 
   // ---- held locks (lock_engine_held.cc)
   // Release with a local waiter next in line: it takes over the masters' key as it is, with
@@ -281,9 +252,7 @@ class LockEngine {
   void RevokeHeld(Resource& r, const std::string& name, std::vector<const Holder*> holds,
                   RevokeDone done);
 
-  // ---- sessions, shutdown, views (lock_engine_sessions.cc)
-  LockView ViewOf(const std::string& name, const Resource& r, const Holder& h,
-                  Clock::time_point now) const;
+  // ---- sessions, shutdown (lock_engine_sessions.cc)
   void ForgetWaiter(SessionId session, const std::string& name);
   void MaybeErase(const std::string& name);
   void MaybeFinishShutdown();
@@ -296,9 +265,7 @@ class LockEngine {
   EngineEvents* events_;
   Rounds rounds_;
   int fence_quorum_;
-  std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
-  std::unordered_map<SessionId, SessionIndex> sessions_;
-  size_t holders_ = 0;
+  ResourceTable table_;
   uint64_t next_waiter_id_ = 1;
   std::mt19937_64 rng_;
   ResourceDeadlines deadlines_;

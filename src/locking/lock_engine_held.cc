@@ -26,7 +26,7 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
     Pump(name);
     return;
   }
-  rounds_.Run(ReleaseRound(PlaceOf(name, r, *holder), holder->LeaseValue()),
+  rounds_.Run(r.kind().ReleaseRound(table_.PlaceOf(name, r, *holder), holder->LeaseValue()),
               [this, done = std::move(done)](const RoundResult&) {
                 done(std::nullopt);
                 MaybeFinishShutdown();
@@ -46,18 +46,17 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   c.left_ms = MsLeft(prev.valid_until, now);
   if (!r.waiters.empty()) {
     const Waiter& next = r.waiters.front();
-    // Only into the same part: a reader's hold to a reader, a writer's to a writer.
-    c.next_waiting = !next.cancelled && !next.in_attempt && next.shared == prev.shared;
+    // Only into the same part of the resource (the same mode).
+    c.next_waiting = !next.cancelled && !next.in_attempt && next.mode == prev.mode;
     c.next_fenced = next.history.fence;
     c.next_ttl_ms = next.history.ttl_ms;
   }
   if (!MayHandOff(c)) return false;
   Waiter w = r.waiters.PopFront();
   if (r.retry_timer) r.retry_timer->Stop();
-  Holder& h = Install(r, name, w);
+  Holder& h = Install(r, name, w, prev.mode, prev.part);
   h.token = FixedToken(NewToken());
   h.lease = std::make_unique<FixedToken>(prev.lease ? *prev.lease : prev.token);
-  h.permit = prev.permit;
   h.acquired = now;
   h.valid_until = prev.valid_until;
   ScheduleHolder(name, h, HandOffDelayMs(w.renew, w.history.ttl_ms, c.left_ms));
@@ -91,7 +90,9 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
 void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
                            ExtendDone done, int64_t timeout_ms) {
   Holder* holder = FindHolder(name, token);  // callers hold it: non-null
-  RoundRequest req = ExtendRound(PlaceOf(name, *Find(name), *holder), holder->LeaseValue(), ttl_ms);
+  const Resource& r = *Find(name);
+  RoundRequest req =
+      r.kind().ExtendRound(table_.PlaceOf(name, r, *holder), holder->LeaseValue(), ttl_ms);
   req.timeout_ms = timeout_ms;
   ++holder->extends_in_flight;
   rounds_.Run(std::move(req),
@@ -137,7 +138,7 @@ void LockEngine::SetDeadline(uint64_t serial, const std::string& name, Clock::ti
 void LockEngine::OnDeadline(uint64_t serial, const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr) return;
-  if (const Holder* h = HolderWithSerial(*r, serial)) {
+  if (const Holder* h = ResourceTable::WithSerial(*r, serial)) {
     const std::string token = h->token.str();  // a copy: the holder may go while it runs
     OnHolderTimer(name, token);
   } else {
@@ -170,7 +171,7 @@ void LockEngine::OnHolderTimer(const std::string& name, const std::string& token
 void LockEngine::DrainRenewals() {
   renewals_.Drain([this](const std::string& name, uint64_t serial) {
     Resource* r = Find(name);
-    const Holder* h = r == nullptr ? nullptr : HolderWithSerial(*r, serial);
+    const Holder* h = r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
     if (h == nullptr || h->renewing) return;
     OnHolderTimer(name, h->token.str());  // renews now, or reports the loss
   });
@@ -250,7 +251,7 @@ void LockEngine::RevokeGrant(const std::string& key, const std::string& value, R
   if (r != nullptr) {
     for (const auto& h : r->holders) {
       if (options_.value_prefix + h->LeaseValue() == value &&
-          HoldKey(PlaceOf(part->resource, *r, *h)) == key) {
+          r->kind().HoldKey(table_.PlaceOf(part->resource, *r, *h)) == key) {
         match = h.get();
       }
     }
@@ -280,7 +281,7 @@ void LockEngine::RevokeHeld(Resource& r, const std::string& name,
     auto h = TakeHolder(r, name, held);
     spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
     stats_->LockLost(LossReason::kRevoked);
-    rounds_.Run(ReleaseRound(PlaceOf(name, r, *h), h->LeaseValue()),
+    rounds_.Run(r.kind().ReleaseRound(table_.PlaceOf(name, r, *h), h->LeaseValue()),
                 [this, tally](const RoundResult& res) {
                   tally->deleted = std::max(tally->deleted, res.tally.yes());
                   if (--tally->left == 0) {
@@ -295,21 +296,15 @@ void LockEngine::RevokeHeld(Resource& r, const std::string& name,
 
 std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& name,
                                                const Holder* which) {
-  auto it = std::find_if(r.holders.begin(), r.holders.end(),
-                         [which](const auto& h) { return h.get() == which; });
-  auto h = std::move(*it);
-  r.holders.erase(it);
-  --holders_;
-  stats_->holds[ModeOf(r.shape, h->shared)].Dec();
+  auto h = table_.Take(r, name, which);
+  stats_->holds[h->mode].Dec();
   deadlines_.Erase(h->serial);
   stats_->hold.ObserveSeconds(Clock::now() - h->acquired);
-  auto s = sessions_.find(h->session);
-  if (s != sessions_.end()) s->second.Dropped(name);
   return h;
 }
 
 void LockEngine::ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h) {
-  ReleaseEverywhere(ReleaseRound(PlaceOf(name, r, h), h.LeaseValue()));
+  ReleaseEverywhere(r.kind().ReleaseRound(table_.PlaceOf(name, r, h), h.LeaseValue()));
 }
 
 void LockEngine::ReleaseEverywhere(RoundRequest release) {

@@ -41,13 +41,9 @@ struct Waiter {
   uint64_t id = 0;
   SessionId session = 0;
   bool renew = false;
-  bool shared = false;  // a shared (read) hold
-  SessionId hold_as = 0;       // AcquireKind::hold_as
-  std::string record_payload;  // AcquireKind::record_payload
-  // An exclusive acquire's writer-waiting mark (its first attempt's value, the same for all its
-  // attempts); "" until its first attempt.
-  std::string mark;
-  bool marked = false;  // some master refused it because readers hold: its mark may be there
+  HoldMode mode = HoldMode::kExclusive;  // the part it asks for (Kind::ModeAsked)
+  SessionId hold_as = 0;  // AcquireKind::hold_as
+  std::string payload;    // AcquireKind::payload
   Clock::time_point requested, deadline;
   AcquireDone done;
   bool in_attempt = false;

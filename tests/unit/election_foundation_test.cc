@@ -54,58 +54,6 @@ TEST(ElectionKeysTest, TheRecordKeyReadsBackAsTheLeaderPart) {
   EXPECT_EQ(NameOf(LockKind::kElection), "election");
 }
 
-struct Place {
-  std::string prefix = "lock:", fence_prefix = "fence:", name = "jobs";
-  HoldPlace At(std::string_view record = {}) const {
-    HoldPlace p{prefix, fence_prefix, name, LockShape{LockKind::kElection}};
-    p.record = record;
-    return p;
-  }
-};
-
-TEST(ElectionRoundsTest, AcquireIsTheExclusiveClaimOnTheBaseKey) {
-  const Place place;
-  const RoundRequest req = AcquireRound(place.At(), "tok", 5000, 2, 1000, "");
-  EXPECT_EQ(req.script, scripts::KindScript::kClaimExclusive);
-  EXPECT_EQ(req.key, "lock:jobs");
-  ASSERT_EQ(req.keys.size(), 4u);
-  EXPECT_EQ(req.keys[3], "fence:jobs");
-  EXPECT_EQ(req.needed, 2);
-}
-
-TEST(ElectionRoundsTest, PhaseTwoWritesTheFenceAndTheRecordWhereTheHoldIs) {
-  const Place place;
-  const RoundRequest req = FenceRecordRound(place.At("v\x1f" "3\x1f" "9\x1f{}"), "tok", 3, 2);
-  EXPECT_EQ(req.op, RoundOp::kKindFence);
-  EXPECT_EQ(req.script, scripts::KindScript::kFenceRecord);
-  EXPECT_THAT(req.keys, ElementsAre("lock:jobs", "fence:jobs", LeaderKey("lock:", "jobs")));
-  ASSERT_EQ(req.args.size(), 3u);
-  EXPECT_EQ(req.args[0], "3");
-  EXPECT_EQ(req.args[1], "v\x1f" "3\x1f" "9\x1f{}");
-  EXPECT_EQ(req.args[2], scripts::ReleaseChannel("lock:jobs"));
-  EXPECT_EQ(req.needed, 2);
-}
-
-TEST(ElectionRoundsTest, ExtendKeepsTheRecordAtLeastAsLongAsTheHold) {
-  const Place place;
-  const RoundRequest req = ExtendRound(place.At("rec"), "tok", 6000);
-  EXPECT_EQ(req.op, RoundOp::kKindExtend);
-  EXPECT_EQ(req.script, scripts::KindScript::kExtendPermit);
-  // kExtendPermit extends KEYS[2] if it holds the value, and KEYS[1] to at least as long.
-  EXPECT_THAT(req.keys, ElementsAre(LeaderKey("lock:", "jobs"), "lock:jobs"));
-  EXPECT_THAT(req.args, ElementsAre("6000"));
-}
-
-TEST(ElectionRoundsTest, ReleaseDropsOnlyThisLeadersRecordAndAnnounces) {
-  const Place place;
-  const RoundRequest req = ReleaseRound(place.At("rec"), "tok");
-  EXPECT_EQ(req.op, RoundOp::kKindRelease);
-  EXPECT_EQ(req.script, scripts::KindScript::kReleasePart);
-  EXPECT_THAT(req.keys, ElementsAre("lock:jobs", LeaderKey("lock:", "jobs")));
-  EXPECT_THAT(req.args, ElementsAre(scripts::ReleaseChannel("lock:jobs"), "rec"));
-  EXPECT_TRUE(req.wait_all);
-}
-
 TEST(ElectionRoundsTest, TheReadAsksEveryMasterForTheRecordBesideTheHold) {
   const RoundRequest req = ReadRecordRound("lock:", "jobs");
   EXPECT_EQ(req.op, RoundOp::kKindRead);

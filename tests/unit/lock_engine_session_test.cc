@@ -143,7 +143,7 @@ TEST_F(LockEngineTest, AHoldGrantedAsAnotherSessionOutlivesTheAcquiringOne) {
         ++calls;
         if (const auto* g = std::get_if<Grant>(&r)) token = g->token;
       },
-      false, AcquireKind{LockShape{}, false, kOwner, {}});
+      false, AcquireKind{.shape = LockShape{}, .shared = false, .hold_as = kOwner, .payload = {}});
   ASSERT_TRUE(RunUntil([&] { return calls > 0; }));
   ASSERT_FALSE(token.empty());
   EXPECT_TRUE(engine_->HeldBy(1).empty());
@@ -161,7 +161,7 @@ TEST_F(LockEngineTest, AHoldGrantedAsAnotherSessionOutlivesTheAcquiringOne) {
   engine_->Acquire(
       2, "kept", 10000, 0, false,
       [&](const std::variant<Grant, Failure>& r) { calls += std::holds_alternative<Grant>(r); },
-      false, AcquireKind{LockShape{}, false, kOwner, {}});
+      false, AcquireKind{.shape = LockShape{}, .shared = false, .hold_as = kOwner, .payload = {}});
   ASSERT_TRUE(RunUntil([&] { return calls > 1; }));
   EXPECT_EQ(acquires_.size(), before);
   ReleaseRecord* right = Release(kOwner, "lease", token);

@@ -1,5 +1,4 @@
-// Lock kinds: the key layout read back, markers, the rounds each hold sends, and the acquire
-// fields of the wire (pure logic; the scripts themselves run against real masters in
+// Lock kinds: the key layout read back, markers, and the acquire fields of the wire (pure logic; the scripts themselves run against real masters in
 // tests/integration/kinds_test.cc).
 
 #include <gmock/gmock.h>
@@ -9,7 +8,6 @@
 
 #include "core/election_record.h"
 #include "core/lock_kind.h"
-#include "locking/claims.h"
 #include "protocol/messages.h"
 
 namespace lw {
@@ -67,56 +65,6 @@ TEST(LockKindTest, MarkersNameTheirSemaphoreAndNothingElse) {
   EXPECT_FALSE(ShapeOfMarker("lockwarden:semaphore:0"));
   EXPECT_FALSE(ShapeOfMarker("lockwarden:semaphore:1025"));
   EXPECT_FALSE(ShapeOfMarker("lockwarden:semaphore:4x"));
-}
-
-class ClaimsTest : public ::testing::Test {
- protected:
-  HoldPlace Place(LockShape shape, bool shared, int permit = -1) const {
-    return {prefix_, fence_prefix_, name_, shape, ModeOf(shape, shared), permit};
-  }
-  const std::string prefix_ = "lock:";
-  const std::string fence_prefix_ = "fence:";
-  const std::string name_ = "r";
-};
-
-TEST_F(ClaimsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMark) {
-  const RoundRequest req = AcquireRound(Place({}, false), "t", 5000, 0, 1200, "agent:m");
-  EXPECT_EQ(req.op, RoundOp::kKindAcquire);
-  EXPECT_EQ(req.script, scripts::KindScript::kClaimExclusive);
-  EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
-  EXPECT_THAT(req.args, ElementsAre("5000", "1200", "agent:m", "1"));
-  EXPECT_EQ(AcquireRound(Place({}, false), "t", 5000, 0, 1200, "agent:m", false).args.back(), "0");
-  const RoundRequest fenced = AcquireRound(Place({}, false), "t", 5000, 4, 1200, "agent:m");
-  EXPECT_EQ(fenced.keys.back(), "fence:r");
-  EXPECT_EQ(fenced.needed, 4);
-}
-
-TEST_F(ClaimsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
-  const RoundRequest req =
-      AcquireRound(Place({LockKind::kSemaphore, 4}, false, 2), "t", 5000, 3, 1200, "");
-  EXPECT_EQ(req.script, scripts::KindScript::kClaimPermit);
-  EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1fpermit:2", "lock:r\x1freaders",
-                                    "fence:r\x1fpermit:2"));
-  EXPECT_THAT(req.args,
-              ElementsAre("5000", "lockwarden:semaphore:4", "4", "2", "lock:r\x1fpermit:"));
-  EXPECT_EQ(FencedKeysOf(Place({LockKind::kSemaphore, 4}, false, 2)).fence_key,
-            "fence:r\x1fpermit:2");
-}
-
-TEST_F(ClaimsTest, ReleasesAnnounceOnTheBaseKeyAndDropAMarkOnlyWhenGivingUp) {
-  const RoundRequest plain = ReleaseRound(Place({}, false), "t");
-  EXPECT_EQ(plain.op, RoundOp::kDeleteIfHeld) << "a mutex's release stays the plain script";
-  const RoundRequest giving_up = ReleaseRound(Place({}, false), "t", "agent:m");
-  EXPECT_EQ(giving_up.script, scripts::KindScript::kReleasePart);
-  EXPECT_THAT(giving_up.keys, ElementsAre("lock:r", "lock:r\x1fwriter-waiting"));
-  EXPECT_THAT(giving_up.args, ElementsAre("lockwarden:released:lock:r", "agent:m"));
-  const RoundRequest reader = ReleaseRound(Place({}, true), "t");
-  EXPECT_EQ(reader.script, scripts::KindScript::kReleaseShared);
-  EXPECT_THAT(reader.args, ElementsAre("lockwarden:released:lock:r"));
-  EXPECT_TRUE(reader.wait_all);
-  const RoundRequest extend = ExtendRound(Place({}, true), "t", 9000);
-  EXPECT_EQ(extend.script, scripts::KindScript::kExtendShared);
-  EXPECT_THAT(extend.keys, ElementsAre("lock:r\x1freaders"));
 }
 
 protocol::AcquireRequest DecodeAcquireLine(const std::string& fields) {

@@ -1,0 +1,101 @@
+// The lock kind: exclusive holds and shared (read) holds (docs/safety.md, "Read-write locks").
+#include <utility>
+
+#include "locking/kinds/kinds.h"
+#include "redis/scripts.h"
+
+namespace lw::kinds {
+namespace {
+
+// The writer-waiting mark of the exclusive acquire contending now: its first attempt's value,
+// the same for all its attempts, so that every master holds at most one mark of it.
+struct WriterMark : KindState {
+  uint64_t waiter = 0;
+  std::string mark;
+  bool marked = false;  // a master refused it because readers hold: its mark may be there
+};
+
+WriterMark* MarkOf(const KindSlot& state, uint64_t waiter) {
+  auto* m = static_cast<WriterMark*>(state.get());
+  return m != nullptr && m->waiter == waiter ? m : nullptr;
+}
+
+}  // namespace
+
+HoldMode ReadWrite::ModeAsked(bool shared) const {
+  return shared ? HoldMode::kShared : HoldMode::kExclusive;
+}
+
+bool ReadWrite::MayContendBeside(const LockShape& /*shape*/, HoldMode mode,
+                                 const Holders& held) const {
+  // Readers share with readers; an exclusive acquire waits for everything held here to go.
+  return mode == HoldMode::kShared && held.front()->mode == HoldMode::kShared;
+}
+
+std::string ReadWrite::HoldKey(const HoldPlace& p) const {
+  return p.mode == HoldMode::kShared ? ReadersKey(p.key_prefix, p.name) : BaseKey(p);
+}
+
+RoundRequest ReadWrite::AcquireRound(const AttemptCall& a, KindSlot& state) const {
+  const HoldPlace& p = a.place;
+  if (p.mode == HoldMode::kShared) {
+    RoundRequest req = KindRound(
+        RoundOp::kKindAcquire, scripts::KindScript::kClaimShared, a.token,
+        {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name)},
+        {std::to_string(a.ttl_ms)});
+    return Finish(std::move(req), a, HoldKey(p), p.fence_prefix + p.name);
+  }
+  if (MarkOf(state, a.waiter) == nullptr) {
+    auto m = std::make_unique<WriterMark>();
+    m->waiter = a.waiter;
+    m->mark = a.value_prefix + a.token;  // no other hold ever has this value
+    state = std::move(m);
+  }
+  return ClaimExclusive(a, MarkOf(state, a.waiter)->mark, a.attempt > 1);
+}
+
+void ReadWrite::Heard(const RoundResult& res, KindSlot& state, uint64_t waiter) const {
+  if (WriterMark* m = MarkOf(state, waiter)) m->marked = m->marked || res.refusals.readers > 0;
+}
+
+RoundRequest ReadWrite::UndoRound(const AttemptCall& a, const KindSlot& state,
+                                  bool giving_up) const {
+  const WriterMark* m = MarkOf(state, a.waiter);
+  if (a.place.mode == HoldMode::kShared || !giving_up || m == nullptr) {
+    return ReleaseRound(a.place, a.token);
+  }
+  // Giving up also drops its mark, where it is still this waiter's.
+  return ReleasePart(a.place, a.token, BaseKey(a.place),
+                     WriterWaitingKey(a.place.key_prefix, a.place.name), m->mark);
+}
+
+std::optional<RoundRequest> ReadWrite::Granted(const AttemptCall& a, KindSlot& state) const {
+  const WriterMark* m = MarkOf(state, a.waiter);
+  if (m == nullptr || !m->marked) return std::nullopt;
+  // Masters that refused an earlier attempt (or this one) keep the mark: nobody waits now.
+  RoundRequest drop = DeleteRound(WriterWaitingKey(a.place.key_prefix, a.place.name),
+                                  m->mark.substr(a.value_prefix.size()));
+  state.reset();
+  return drop;
+}
+
+RoundRequest ReadWrite::ExtendRound(const HoldPlace& p, const std::string& token,
+                                    int64_t ttl_ms) const {
+  if (p.mode != HoldMode::kShared) return Kind::ExtendRound(p, token, ttl_ms);
+  RoundRequest req = KindRound(RoundOp::kKindExtend, scripts::KindScript::kExtendShared, token,
+                               {HoldKey(p)}, {std::to_string(ttl_ms)});
+  req.key = HoldKey(p);
+  req.ttl_ms = ttl_ms;
+  return req;
+}
+
+RoundRequest ReadWrite::ReleaseRound(const HoldPlace& p, const std::string& token) const {
+  if (p.mode != HoldMode::kShared) return Kind::ReleaseRound(p, token);
+  RoundRequest req = KindRound(RoundOp::kKindRelease, scripts::KindScript::kReleaseShared, token,
+                               {HoldKey(p)}, {scripts::ReleaseChannel(BaseKey(p))});
+  req.key = HoldKey(p);
+  req.wait_all = true;
+  return req;
+}
+
+}  // namespace lw::kinds

@@ -1,0 +1,234 @@
+#include "locking/resource_table.h"
+
+#include <algorithm>
+
+namespace lw {
+
+ResourceTable::ResourceTable(std::string key_prefix, std::string fence_prefix,
+                             std::string value_prefix)
+    : key_prefix_(std::move(key_prefix)),
+      fence_prefix_(std::move(fence_prefix)),
+      value_prefix_(std::move(value_prefix)) {}
+
+Resource* ResourceTable::Find(const std::string& name) {
+  auto it = resources_.find(name);
+  return it == resources_.end() ? nullptr : it->second.get();
+}
+
+const Resource* ResourceTable::Find(const std::string& name) const {
+  auto it = resources_.find(name);
+  return it == resources_.end() ? nullptr : it->second.get();
+}
+
+Resource& ResourceTable::Add(const std::string& name, const LockShape& shape) {
+  auto& slot = resources_[name];
+  if (!slot) {
+    slot = std::make_unique<Resource>();
+    slot->shape = shape;
+  }
+  return *slot;
+}
+
+Holder* ResourceTable::FindHolder(const std::string& name, const std::string& token) {
+  Resource* r = Find(name);
+  if (r == nullptr) return nullptr;
+  for (auto& h : r->holders) {
+    if (h->token == token) return h.get();
+  }
+  return nullptr;
+}
+
+Holder* ResourceTable::WithSerial(Resource& r, uint64_t serial) {
+  for (auto& h : r.holders) {
+    if (h->serial == serial) return h.get();
+  }
+  return nullptr;
+}
+
+HoldPlace ResourceTable::PlaceOf(const std::string& name, const Resource& r, HoldMode mode,
+                                 int part) const {
+  return {key_prefix_, fence_prefix_, name, r.shape, mode, part};
+}
+
+HoldPlace ResourceTable::PlaceOf(const std::string& name, const Resource& r,
+                                 const Holder& h) const {
+  HoldPlace p = PlaceOf(name, r, h.mode, h.part);
+  if (h.note) p.record = *h.note;
+  return p;
+}
+
+void ResourceTable::Unqueued(SessionId session, const std::string& name) {
+  auto it = sessions_.find(session);
+  if (it != sessions_.end()) it->second.Forget(name);
+}
+
+Holder& ResourceTable::Install(Resource& r, const std::string& name, std::unique_ptr<Holder> h) {
+  sessions_[h->session].held.push_back(name);
+  r.holders.push_back(std::move(h));
+  ++holds_;
+  return *r.holders.back();
+}
+
+std::unique_ptr<Holder> ResourceTable::Take(Resource& r, const std::string& name,
+                                            const Holder* which) {
+  auto it = std::find_if(r.holders.begin(), r.holders.end(),
+                         [which](const auto& h) { return h.get() == which; });
+  auto h = std::move(*it);
+  r.holders.erase(it);
+  --holds_;
+  auto s = sessions_.find(h->session);
+  if (s != sessions_.end()) s->second.Dropped(name);
+  return h;
+}
+
+SessionIndex ResourceTable::CloseSession(SessionId session) {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return {};
+  SessionIndex index = std::move(it->second);
+  sessions_.erase(it);
+  return index;
+}
+
+void ResourceTable::ForgetHeldLists() {
+  for (auto& [id, index] : sessions_) index.held.clear();
+}
+
+// ---- views
+
+std::vector<HeldLock> ResourceTable::HeldBy(SessionId session) const {
+  std::vector<HeldLock> out;
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return out;
+  const auto now = Clock::now();
+  std::vector<std::string> names = it->second.held;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  for (const auto& name : names) {
+    const Resource& r = *resources_.at(name);
+    for (const auto& h : r.holders) {
+      if (h->session != session) continue;
+      out.push_back({name, h->token.str(), std::max<int64_t>(0, CeilMs(h->valid_until - now)),
+                     h->renew, h->mode, r.shape.permits, h->part, r.shape.kind});
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const HeldLock& a, const HeldLock& b) { return a.resource < b.resource; });
+  return out;
+}
+
+size_t ResourceTable::Commitments(SessionId session) const {
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return 0;
+  size_t n = it->second.held.size();
+  for (const auto& [name, count] : it->second.waiting) n += static_cast<size_t>(count);
+  return n;
+}
+
+namespace {
+
+bool LongerHeld(const LockView& a, const LockView& b) {
+  return a.held_ms != b.held_ms ? a.held_ms > b.held_ms : a.resource < b.resource;
+}
+
+}  // namespace
+
+LockView ResourceTable::ViewOf(const std::string& name, const Resource& r, const Holder& h,
+                               Clock::time_point now) const {
+  LockView v{name,     h.session, CeilMs(now - h.acquired),
+             std::max<int64_t>(0, CeilMs(h.valid_until - now)),
+             h.renew,  static_cast<int>(r.waiters.size()), h.ttl_ms,
+             r.kind().HoldKey(PlaceOf(name, r, h)), h.fence, Peer{}};
+  v.mode = h.mode;
+  v.kind = r.shape.kind;
+  v.permits = r.shape.permits;
+  v.permit = h.part;
+  v.holds = static_cast<int>(r.holders.size());
+  v.hold = h.serial;
+  r.kind().Describe(h, v);
+  return v;
+}
+
+std::vector<LockView> ResourceTable::AllLocks() const {
+  std::vector<LockView> out;
+  const auto now = Clock::now();
+  for (const auto& [name, r] : resources_) {
+    for (const auto& h : r->holders) out.push_back(ViewOf(name, *r, *h, now));
+  }
+  std::sort(out.begin(), out.end(), LongerHeld);
+  return out;
+}
+
+std::vector<LockView> ResourceTable::OldestLocks(size_t limit) const {
+  // Select on {acquired, entry} first: building a view (two strings) per held lock would cost
+  // more than the selection itself.
+  struct Entry {
+    Clock::time_point acquired;
+    const decltype(resources_)::value_type* resource;
+    const Holder* holder;
+  };
+  std::vector<Entry> held;
+  held.reserve(holds_);
+  for (const auto& entry : resources_) {
+    for (const auto& h : entry.second->holders) held.push_back({h->acquired, &entry, h.get()});
+  }
+  const auto earlier = [](const Entry& a, const Entry& b) {
+    if (a.acquired != b.acquired) return a.acquired < b.acquired;
+    if (a.resource->first != b.resource->first) return a.resource->first < b.resource->first;
+    return a.holder->serial < b.holder->serial;
+  };
+  if (held.size() > limit) {
+    std::nth_element(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(limit), held.end(),
+                     earlier);
+    held.resize(limit);
+  }
+  std::vector<LockView> out;
+  out.reserve(held.size());
+  const auto now = Clock::now();
+  for (const Entry& e : held) {
+    out.push_back(ViewOf(e.resource->first, *e.resource->second, *e.holder, now));
+  }
+  std::sort(out.begin(), out.end(), LongerHeld);
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ResourceTable::HeldGrants() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, r] : resources_) {
+    for (const auto& h : r->holders) {
+      out.emplace_back(r->kind().HoldKey(PlaceOf(name, *r, *h)), value_prefix_ + h->LeaseValue());
+    }
+  }
+  return out;
+}
+
+std::vector<WaiterView> ResourceTable::AllWaiters(size_t limit) const {
+  std::vector<std::pair<const Waiter*, const std::string*>> waiting;
+  for (const auto& [name, r] : resources_) {
+    r->waiters.ForEachWaiting([&, &name = name](const Waiter& w) { waiting.emplace_back(&w, &name); });
+  }
+  const auto earlier = [](const auto& a, const auto& b) {
+    return a.first->requested != b.first->requested ? a.first->requested < b.first->requested
+                                                    : a.first->id < b.first->id;
+  };
+  const size_t n = std::min(limit, waiting.size());
+  std::partial_sort(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(n),
+                    waiting.end(), earlier);
+  std::vector<WaiterView> out;
+  out.reserve(n);
+  const auto now = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    const Waiter& w = *waiting[i].first;
+    const LockShape& shape = resources_.at(*waiting[i].second)->shape;
+    out.push_back({*waiting[i].second, w.session, CeilMs(now - w.requested), w.history.wait_ms,
+                   Peer{}, w.mode, shape.permits});
+  }
+  return out;
+}
+
+size_t ResourceTable::waiters() const {
+  size_t n = 0;
+  for (const auto& [name, r] : resources_) n += r->waiters.size();
+  return n;
+}
+
+}  // namespace lw

@@ -1,0 +1,95 @@
+#pragma once
+// ResourceTable: the lock state the engine keeps, by resource and by session, and the views of
+// it (what is held, queued, by whom). The engine decides; this keeps the books: each resource's
+// shape, holds, FIFO queue and kind state, and each session's index of what it holds and
+// awaits (for Commitments and CloseSession). Pure bookkeeping: no I/O, loop thread only.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/lock_view.h"
+#include "core/session_id.h"
+#include "locking/claims.h"
+#include "locking/holder.h"
+#include "locking/kinds/kind.h"
+#include "locking/waiters.h"
+#include "redis/timer.h"
+
+namespace lw {
+
+struct Resource {
+  LockShape shape;
+  // What its kind allows: one exclusive holder or any number of shared ones, K permits...
+  Holders holders;
+  WaitQueue waiters;  // only the front contends on Redis
+  std::unique_ptr<Timer> retry_timer;
+  bool attempt_in_flight = false;
+  bool watched = false;  // release announcements of this key are being listened to
+  KindSlot kind_state;   // its kind's, created by the kind on first use
+
+  const Kind& kind() const { return KindOf(shape); }
+  bool idle() const {
+    return holders.empty() && waiters.empty() && !attempt_in_flight &&
+           !(retry_timer && retry_timer->active());
+  }
+};
+
+class ResourceTable {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Prefixes: where holds live on the masters (EngineOptions).
+  ResourceTable(std::string key_prefix, std::string fence_prefix, std::string value_prefix);
+
+  Resource* Find(const std::string& name);
+  const Resource* Find(const std::string& name) const;
+  Resource& Add(const std::string& name, const LockShape& shape);
+  void Erase(const std::string& name) { resources_.erase(name); }
+  Holder* FindHolder(const std::string& name, const std::string& token);
+  static Holder* WithSerial(Resource& r, uint64_t serial);
+  template <class Visit>  // visit(name, Resource&) for every resource
+  void ForEach(Visit&& visit) {
+    for (auto& [name, r] : resources_) visit(name, *r);
+  }
+
+  // Where a hold of `name` lives: a part of r (mode, index), or the holder's.
+  HoldPlace PlaceOf(const std::string& name, const Resource& r, HoldMode mode, int part) const;
+  HoldPlace PlaceOf(const std::string& name, const Resource& r, const Holder& h) const;
+  const std::string& key_prefix() const { return key_prefix_; }
+  const std::string& value_prefix() const { return value_prefix_; }
+
+  // ---- sessions
+  void Queued(SessionId session, const std::string& name) { ++sessions_[session].waiting[name]; }
+  void Unqueued(SessionId session, const std::string& name);
+  Holder& Install(Resource& r, const std::string& name, std::unique_ptr<Holder> h);
+  std::unique_ptr<Holder> Take(Resource& r, const std::string& name, const Holder* which);
+  // The session's index, removed (an empty one when it has none).
+  SessionIndex CloseSession(SessionId session);
+  // Drops every session's list of holds (everything is about to be taken).
+  void ForgetHeldLists();
+
+  // ---- views
+  std::vector<HeldLock> HeldBy(SessionId session) const;
+  size_t Commitments(SessionId session) const;
+  std::vector<LockView> AllLocks() const;
+  std::vector<LockView> OldestLocks(size_t limit) const;
+  std::vector<std::pair<std::string, std::string>> HeldGrants() const;
+  std::vector<WaiterView> AllWaiters(size_t limit) const;
+  size_t waiters() const;
+  size_t holds() const { return holds_; }
+
+ private:
+  LockView ViewOf(const std::string& name, const Resource& r, const Holder& h,
+                  Clock::time_point now) const;
+
+  std::string key_prefix_, fence_prefix_, value_prefix_;
+  std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
+  std::unordered_map<SessionId, SessionIndex> sessions_;
+  size_t holds_ = 0;
+};
+
+}  // namespace lw

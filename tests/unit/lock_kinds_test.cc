@@ -1,0 +1,260 @@
+// Each lock kind as the engine asks it (locking/kinds/kind.h): which part an acquire takes, who
+// may contend beside what is held, which rounds an attempt, a grant, an extend and a release
+// send, and what a refusal means. Pure: the scripts themselves run against real masters in
+// tests/integration/kinds_test.cc, and the engine's use of the kinds against fake masters in
+// lock_engine_kinds_test.cc.
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+#include <string>
+
+#include "core/election_record.h"
+#include "locking/kinds/kind.h"
+#include "redis/scripts.h"
+
+namespace lw {
+namespace {
+
+using ::testing::ElementsAre;
+
+const LockShape kLock{};
+const LockShape kFour{LockKind::kSemaphore, 4};
+const LockShape kElection{LockKind::kElection};
+
+class KindsTest : public ::testing::Test {
+ protected:
+  HoldPlace Place(LockShape shape, HoldMode mode, int part = -1,
+                  std::string_view record = {}) const {
+    HoldPlace p{prefix_, fence_prefix_, name_, shape, mode, part};
+    p.record = record;
+    return p;
+  }
+  AttemptCall Call(const HoldPlace& p, uint64_t waiter = 7, int attempt = 1,
+                   int fence_needed = 0) const {
+    return {p, token_, waiter, attempt, 5000, fence_needed, 1200, value_prefix_};
+  }
+  static Holders HeldAs(std::initializer_list<std::pair<HoldMode, int>> parts) {
+    Holders out;
+    for (const auto& [mode, part] : parts) {
+      out.push_back(std::make_unique<Holder>());
+      out.back()->mode = mode;
+      out.back()->part = static_cast<int16_t>(part);
+    }
+    return out;
+  }
+  static RoundResult Refusal(KindRefusals r) {
+    RoundResult res{VoteTally(5, 3), {}, -1, 0, std::move(r), {}, {}};
+    return res;
+  }
+
+  const std::string prefix_ = "lock:";
+  const std::string fence_prefix_ = "fence:";
+  const std::string name_ = "r";
+  const std::string token_ = "t";
+  const std::string value_prefix_ = "agent:";
+};
+
+// ---- the queue
+
+TEST_F(KindsTest, EachKindSaysWhichPartAnAcquireTakes) {
+  EXPECT_EQ(KindOf(kLock).ModeAsked(false), HoldMode::kExclusive);
+  EXPECT_EQ(KindOf(kLock).ModeAsked(true), HoldMode::kShared);
+  EXPECT_EQ(KindOf(kFour).ModeAsked(true), HoldMode::kPermit);
+  EXPECT_EQ(KindOf(kElection).ModeAsked(true), HoldMode::kExclusive);
+  EXPECT_TRUE(KindOf(kElection).AlwaysFenced());
+  EXPECT_FALSE(KindOf(kLock).AlwaysFenced());
+  EXPECT_FALSE(KindOf(kFour).AlwaysFenced());
+}
+
+TEST_F(KindsTest, ReadersShareWithReadersAndAWriterWaitsForEveryone) {
+  const Kind& k = KindOf(kLock);
+  EXPECT_TRUE(k.MayContendBeside(kLock, HoldMode::kShared, HeldAs({{HoldMode::kShared, -1}})));
+  EXPECT_FALSE(k.MayContendBeside(kLock, HoldMode::kExclusive, HeldAs({{HoldMode::kShared, -1}})));
+  EXPECT_FALSE(k.MayContendBeside(kLock, HoldMode::kShared, HeldAs({{HoldMode::kExclusive, -1}})));
+  EXPECT_FALSE(
+      KindOf(kElection).MayContendBeside(kElection, HoldMode::kExclusive,
+                                         HeldAs({{HoldMode::kExclusive, -1}})));
+}
+
+TEST_F(KindsTest, ASemaphoreLetsItsFrontContendWhileAPermitIsFreeHere) {
+  const Kind& k = KindOf(kFour);
+  EXPECT_TRUE(k.MayContendBeside(kFour, HoldMode::kPermit,
+                                 HeldAs({{HoldMode::kPermit, 0}, {HoldMode::kPermit, 1},
+                                         {HoldMode::kPermit, 2}})));
+  EXPECT_FALSE(k.MayContendBeside(kFour, HoldMode::kPermit,
+                                  HeldAs({{HoldMode::kPermit, 0}, {HoldMode::kPermit, 1},
+                                          {HoldMode::kPermit, 2}, {HoldMode::kPermit, 3}})));
+}
+
+TEST_F(KindsTest, APermitIsChosenAmongThoseNotHeldHereAndAFreeOneReportedIsTriedFirst) {
+  const Kind& k = KindOf(kFour);
+  KindSlot state;
+  std::mt19937_64 rng(1);
+  const Holders held = HeldAs({{HoldMode::kPermit, 0}, {HoldMode::kPermit, 2}});
+  for (int i = 0; i < 20; ++i) {
+    const int p = k.ChoosePart(kFour, state, held, rng);
+    EXPECT_TRUE(p == 1 || p == 3) << p;
+  }
+  KindRefusals r;
+  r.free_permits = {0, 0, 0, 3};  // permit 3 free on 3 masters
+  const RefusalReading reading = k.Refused(Refusal(r), kFour, state, 7, 3, true);
+  EXPECT_TRUE(reading.retry_now);
+  EXPECT_EQ(k.ChoosePart(kFour, state, held, rng), 3);
+  EXPECT_EQ(KindOf(kLock).ChoosePart(kLock, state, held, rng), -1);
+}
+
+TEST_F(KindsTest, ASemaphoreRetriesAFreePermitAtOnceOnlyAFewTimesInARow) {
+  const Kind& k = KindOf(kFour);
+  KindSlot state;
+  KindRefusals r;
+  r.free_permits = {3, 0, 0, 0};
+  int quick = 0;
+  while (k.Refused(Refusal(r), kFour, state, 7, 3, true).retry_now && quick < 10) ++quick;
+  EXPECT_EQ(quick, 3);
+  EXPECT_TRUE(k.Refused(Refusal(r), kFour, state, 7, 3, true).retry_now) << "the count restarts";
+  EXPECT_FALSE(k.Refused(Refusal(r), kFour, state, 7, 3, false).retry_now)
+      << "not when the engine may not retry";
+  r.free_permits = {2, 0, 0, 0};
+  EXPECT_FALSE(k.Refused(Refusal(r), kFour, state, 7, 3, true).retry_now) << "below quorum";
+}
+
+TEST_F(KindsTest, RefusalsSayWhyAndNameAResourceOfAnotherKind) {
+  KindSlot state;
+  KindRefusals writer;
+  writer.writer = 2;
+  EXPECT_EQ(KindOf(kLock).Refused(Refusal(writer), kLock, state, 7, 3, true).why,
+            "a writer holds it on 2 master(s)");
+  KindRefusals taken;
+  taken.taken = 3;
+  EXPECT_EQ(KindOf(kFour).Refused(Refusal(taken), kFour, state, 7, 3, true).why,
+            "all 4 permits were held");
+  KindRefusals foreign;
+  foreign.foreign = kFour.Marker();
+  const RefusalReading reading = KindOf(kLock).Refused(Refusal(foreign), kLock, state, 7, 3, true);
+  ASSERT_TRUE(reading.foreign);
+  EXPECT_EQ(*reading.foreign, "a semaphore of 4 permits on a master");
+  EXPECT_FALSE(reading.retry_now);
+}
+
+// ---- rounds
+
+TEST_F(KindsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMarkUntilGranted) {
+  const Kind& k = KindOf(kLock);
+  KindSlot state;
+  const HoldPlace p = Place(kLock, HoldMode::kExclusive);
+  const RoundRequest first = k.AcquireRound(Call(p), state);
+  EXPECT_EQ(first.script, scripts::KindScript::kClaimExclusive);
+  EXPECT_THAT(first.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
+  EXPECT_THAT(first.args, ElementsAre("5000", "1200", "agent:t", "0"));
+  // Later attempts of the same waiter keep its first mark, and say a master may hold it.
+  const std::string later_token = "u";
+  const AttemptCall later{p, later_token, 7, 2, 5000, 4, 1200, value_prefix_};
+  const RoundRequest fenced = k.AcquireRound(later, state);
+  EXPECT_THAT(fenced.args, ElementsAre("5000", "1200", "agent:t", "1"));
+  EXPECT_EQ(fenced.keys.back(), "fence:r");
+  EXPECT_EQ(fenced.needed, 4);
+  EXPECT_FALSE(k.Granted(later, state)) << "no master refused it for readers: no mark to drop";
+  // Readers refused it somewhere: its grant drops the mark, and giving up drops it too.
+  KindRefusals readers;
+  readers.readers = 1;
+  k.Heard(Refusal(readers), state, 7);
+  const RoundRequest undo = k.UndoRound(later, state, /*giving_up=*/true);
+  EXPECT_EQ(undo.script, scripts::KindScript::kReleasePart);
+  EXPECT_THAT(undo.args, ElementsAre("lockwarden:released:lock:r", "agent:t"));
+  EXPECT_EQ(k.UndoRound(later, state, /*giving_up=*/false).op, RoundOp::kDeleteIfHeld);
+  const auto drop = k.Granted(later, state);
+  ASSERT_TRUE(drop);
+  EXPECT_EQ(drop->key, "lock:r\x1fwriter-waiting");
+  EXPECT_EQ(drop->token, "t");
+  // The next waiter gets a mark of its own.
+  EXPECT_THAT(k.AcquireRound(Call(p, 8), state).args, ElementsAre("5000", "1200", "agent:t", "0"));
+  EXPECT_FALSE(k.Granted(Call(p, 8), state));
+}
+
+TEST_F(KindsTest, ReadHoldsLiveInTheReadersSet) {
+  const Kind& k = KindOf(kLock);
+  KindSlot state;
+  const HoldPlace p = Place(kLock, HoldMode::kShared);
+  EXPECT_EQ(k.HoldKey(p), "lock:r\x1freaders");
+  EXPECT_EQ(k.AcquireRound(Call(p), state).script, scripts::KindScript::kClaimShared);
+  const RoundRequest release = k.ReleaseRound(p, "t");
+  EXPECT_EQ(release.script, scripts::KindScript::kReleaseShared);
+  EXPECT_THAT(release.args, ElementsAre("lockwarden:released:lock:r"));
+  EXPECT_TRUE(release.wait_all);
+  const RoundRequest extend = k.ExtendRound(p, "t", 9000);
+  EXPECT_EQ(extend.script, scripts::KindScript::kExtendShared);
+  EXPECT_THAT(extend.keys, ElementsAre("lock:r\x1freaders"));
+  EXPECT_EQ(k.ReleaseRound(Place(kLock, HoldMode::kExclusive), "t").op, RoundOp::kDeleteIfHeld)
+      << "a mutex's release stays the plain compare-and-delete";
+  EXPECT_EQ(k.ExtendRound(Place(kLock, HoldMode::kExclusive), "t", 9000).op,
+            RoundOp::kExtendIfHeld);
+}
+
+TEST_F(KindsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
+  const Kind& k = KindOf(kFour);
+  KindSlot state;
+  const HoldPlace p = Place(kFour, HoldMode::kPermit, 2);
+  const RoundRequest req = k.AcquireRound(Call(p, 7, 1, 3), state);
+  EXPECT_EQ(req.script, scripts::KindScript::kClaimPermit);
+  EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1fpermit:2", "lock:r\x1freaders",
+                                    "fence:r\x1fpermit:2"));
+  EXPECT_THAT(req.args,
+              ElementsAre("5000", "lockwarden:semaphore:4", "4", "2", "lock:r\x1fpermit:"));
+  std::string note = "x";
+  const RoundRequest phase2 = k.FenceRound(Call(p, 7, 1, 3), 9, 0, "", &note);
+  EXPECT_EQ(phase2.op, RoundOp::kRaiseFenceIfHeld);
+  EXPECT_EQ(phase2.key, "lock:r\x1fpermit:2");
+  EXPECT_EQ(phase2.fence_key, "fence:r\x1fpermit:2");
+  EXPECT_EQ(note, "") << "a permit keeps nothing beside its hold";
+  EXPECT_EQ(k.ReleaseRound(p, "t").script, scripts::KindScript::kReleasePart);
+  EXPECT_THAT(k.ExtendRound(p, "t", 100).keys, ElementsAre("lock:r", "lock:r\x1fpermit:2"));
+}
+
+TEST_F(KindsTest, AnElectionsPhaseTwoWritesTheTermAndTheRecordWhereTheHoldIs) {
+  const Kind& k = KindOf(kElection);
+  KindSlot state;
+  const HoldPlace p = Place(kElection, HoldMode::kExclusive);
+  const RoundRequest acquire = k.AcquireRound(Call(p, 7, 1, 2), state);
+  EXPECT_EQ(acquire.script, scripts::KindScript::kClaimExclusive);
+  EXPECT_EQ(acquire.args[2], "") << "an election leaves no writer-waiting mark";
+  EXPECT_EQ(acquire.keys.back(), "fence:r");
+  std::string note;
+  const RoundRequest req = k.FenceRound(Call(p, 7, 1, 2), 3, 9, "{}", &note);
+  EXPECT_EQ(note, StoredRecord("agent:t", {3, 9, "{}"}));
+  EXPECT_EQ(req.script, scripts::KindScript::kFenceRecord);
+  EXPECT_THAT(req.keys, ElementsAre("lock:r", "fence:r", LeaderKey("lock:", "r")));
+  EXPECT_THAT(req.args, ElementsAre("3", note, scripts::ReleaseChannel("lock:r")));
+  EXPECT_EQ(req.needed, 2);
+}
+
+TEST_F(KindsTest, AnElectionsRecordLivesAsLongAsItsHoldAndGoesOnlyWithThisLeader) {
+  const Kind& k = KindOf(kElection);
+  const RoundRequest extend = k.ExtendRound(Place(kElection, HoldMode::kExclusive, -1, "rec"),
+                                            "t", 6000);
+  EXPECT_EQ(extend.script, scripts::KindScript::kExtendPermit);
+  // kExtendPermit extends KEYS[2] if it holds the value, and KEYS[1] to at least as long.
+  EXPECT_THAT(extend.keys, ElementsAre(LeaderKey("lock:", "r"), "lock:r"));
+  const RoundRequest release = k.ReleaseRound(Place(kElection, HoldMode::kExclusive, -1, "rec"),
+                                              "t");
+  EXPECT_EQ(release.script, scripts::KindScript::kReleasePart);
+  EXPECT_THAT(release.keys, ElementsAre("lock:r", LeaderKey("lock:", "r")));
+  EXPECT_THAT(release.args, ElementsAre(scripts::ReleaseChannel("lock:r"), "rec"));
+}
+
+TEST_F(KindsTest, AViewOfALeaderCarriesItsRecord) {
+  Holder h;
+  h.note = std::make_unique<std::string>(StoredRecord("agent:t", {3, 9, R"({"v":1})"}));
+  LockView view;
+  KindOf(kElection).Describe(h, view);
+  ASSERT_TRUE(view.election);
+  EXPECT_EQ(view.election->term, 3);
+  LockView plain;
+  KindOf(kLock).Describe(h, plain);
+  EXPECT_FALSE(plain.election);
+}
+
+}  // namespace
+}  // namespace lw
