@@ -176,7 +176,7 @@ void Agent::PublishSnapshot() {
   if (snapshots_.DetailWanted()) {
     s->detailed = true;
     s->locks = service_->Locks();
-    for (auto& grant : engine_->HeldGrants()) s->held_grants.insert(std::move(grant));
+    for (auto& grant : engine_->books().HeldGrants()) s->held_grants.insert(std::move(grant));
   }
   s->sessions = server_.session_count();
   s->waiters = engine_->waiters();

@@ -13,7 +13,7 @@ std::optional<Failure> LockService::LeaseLimit(const SessionState& s) {
   for (const auto& [id, other] : sessions_) {
     if (other.ids.uid == s.ids.uid) awaited += other.detaching;
   }
-  auto refusal = LeaseLimitRefusal(s.ids.uid, engine_.Commitments(LeaseSessionOf(s.ids.uid)),
+  auto refusal = LeaseLimitRefusal(s.ids.uid, engine_.books().Commitments(LeaseSessionOf(s.ids.uid)),
                                    awaited, options_.max_locks);
   if (refusal) stats_.limit_refusals[Limit::kDetachedPerUid].Inc();
   return refusal;

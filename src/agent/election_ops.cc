@@ -52,7 +52,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRe
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::ResignRequest& op) {
   // resign ends a leadership, never a lock's hold that happens to have the name and token.
-  for (const HeldLock& held : engine_.HeldBy(sid)) {
+  for (const HeldLock& held : engine_.books().HeldBy(sid)) {
     if (held.resource == op.name && held.token == op.token &&
         held.kind != LockKind::kElection) {
       return Fail(sid, id, "resign",

@@ -41,7 +41,7 @@ bool LockService::Idle(SessionId session) const {
   auto it = sessions_.find(session);
   if (it != sessions_.end() && it->second.inflight > 0) return false;
   if (options_.elections != nullptr && options_.elections->Observing(session)) return false;
-  return engine_.Commitments(session) == 0;  // holds or awaits no lock
+  return engine_.books().Commitments(session) == 0;  // holds or awaits no lock
 }
 
 // The op table's handlers: one per request type.
@@ -121,7 +121,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequ
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::HeldRequest&) {
-  Answer(sid, protocol::EncodeHeld(id, engine_.HeldBy(sid)));
+  Answer(sid, protocol::EncodeHeld(id, engine_.books().HeldBy(sid)));
 }
 
 template <>
@@ -200,7 +200,7 @@ std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
                    "uid " + std::to_string(s.peer.uid) + " may not lock this resource: no "
                    "access rule of the agent allows it"};
   }
-  if (options_.max_locks > 0 && engine_.Commitments(sid) >= options_.max_locks) {
+  if (options_.max_locks > 0 && engine_.books().Commitments(sid) >= options_.max_locks) {
     stats_.limit_refusals[Limit::kLocksPerSession].Inc();
     return Failure{ErrorCode::kTooMany,
                    "this connection holds or awaits " + std::to_string(options_.max_locks) +
@@ -253,19 +253,19 @@ std::string LockService::Describe(SessionId session) const {
 }
 
 std::vector<LockView> LockService::Locks() const {
-  std::vector<LockView> locks = engine_.AllLocks();
+  std::vector<LockView> locks = engine_.books().AllLocks();
   for (LockView& l : locks) FillHolder(l);
   return locks;
 }
 
 std::vector<LockView> LockService::OldestLocks(size_t limit) const {
-  std::vector<LockView> locks = engine_.OldestLocks(limit);
+  std::vector<LockView> locks = engine_.books().OldestLocks(limit);
   for (LockView& l : locks) FillHolder(l);
   return locks;
 }
 
 std::vector<WaiterView> LockService::Waiters(size_t limit) const {
-  std::vector<WaiterView> waiters = engine_.AllWaiters(limit);
+  std::vector<WaiterView> waiters = engine_.books().AllWaiters(limit);
   for (WaiterView& w : waiters) w.peer = PeerOf(w.session);
   return waiters;
 }

@@ -53,16 +53,6 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
 
 LockEngine::~LockEngine() = default;
 
-void LockEngine::Defer(std::function<void()> fn) {
-  deferred_.push_back(std::move(fn));
-  if (defer_.active()) return;
-  defer_.Start(0, [this] {
-    auto batch = std::move(deferred_);
-    deferred_.clear();
-    for (auto& f : batch) f();
-  });
-}
-
 // Not stored per resource: at 100k held locks a second copy of every name is ~6 MiB.
 std::string LockEngine::KeyOf(const std::string& name) const { return options_.key_prefix + name; }
 

@@ -27,11 +27,11 @@
 //   valid_until then. A lock whose validity ran out before it could be answered is released
 //   everywhere and the acquire fails with no_quorum (ValidityRanOutBeforeReply).
 //
-// The parts, each in its own file: ResourceTable (the books and the views), Rounds (one command to every master, votes counted),
-// WaitQueue (FIFO per resource), ResourceDeadlines (wait and hold deadlines), RenewalSlots
-// (renewal timing and backlog), fencing (the two phases), MayHandOff (local hand-off),
-// failure_text (every failure message), EngineStats (what is counted), EngineEvents (what is
-// reported).
+// The parts, each in its own file: ResourceTable (the books and the views), Rounds (one
+// command to every master, votes counted), WaitQueue (FIFO per resource), ResourceDeadlines
+// (wait and hold deadlines), RenewalSlots (renewal timing and backlog), fencing (the two
+// phases), MayHandOff (local hand-off), failure_text (every failure message), EngineStats (what
+// is counted), EngineEvents (what is reported), EngineOptions (what it is told).
 //
 // Nothing here is thread-safe: every call must come from the loop thread. Callbacks are
 // never invoked synchronously from inside the call that takes them, and must not destroy
@@ -57,6 +57,7 @@
 #include "core/session_id.h"
 #include "core/lock_kind.h"
 #include "locking/deadline_queue.h"
+#include "locking/engine_options.h"
 #include "locking/engine_events.h"
 #include "locking/engine_stats.h"
 #include "locking/fencing.h"
@@ -71,35 +72,6 @@
 #include "redis/timer.h"
 
 namespace lw {
-
-struct EngineOptions {
-  std::string key_prefix = kDefaultKeyPrefix;
-  std::string fence_prefix = kDefaultFencePrefix;
-  int fence_quorum = 0;  // masters confirming both phases of a fenced grant; 0: FenceQuorumSize
-  double drift_factor = kDefaultDriftFactor;
-  int64_t node_timeout_ms = kDefaultNodeTimeoutMs;
-  int64_t retry_delay_ms = kDefaultRetryDelayMs;
-  int64_t retry_jitter_ms = kDefaultRetryJitterMs;
-  EngineEvents* events = nullptr;  // not owned; null: nothing reported
-  // Not owned; null: the engine counts into its own EngineStats on a private registry
-  // (labelled with the masters' NodeStatus::addr), which nothing exports.
-  EngineStats* stats = nullptr;
-  // Not owned; null: waiters for a key held elsewhere only retry on their timer.
-  ReleaseWatch* release_watch = nullptr;
-  // What every value this engine stores on the masters starts with (the agent's "<agent id>:",
-  // fleet::LockValue): a key holds value_prefix + token. Clients only ever see the token.
-  std::string value_prefix;
-  // Queued acquires of one resource (its contender included) beyond which Acquire fails with
-  // too_many; 0: no bound.
-  size_t max_waiters_per_resource = 0;
-};
-
-struct Extension {
-  int64_t validity_ms;
-};
-
-using ExtendDone = std::function<void(const std::variant<Extension, Failure>&)>;
-using ReleaseDone = std::function<void(const std::optional<Failure>&)>;
 
 class LockEngine {
  public:
@@ -116,24 +88,8 @@ class LockEngine {
                ReleaseDone done);
   void Extend(SessionId session, const std::string& resource, const std::string& token,
               int64_t ttl_ms, ExtendDone done);
-  std::vector<HeldLock> HeldBy(SessionId session) const { return table_.HeldBy(session); }
-  // Locks the session holds plus acquires it has queued: what it could hold at once.
-  size_t Commitments(SessionId session) const { return table_.Commitments(session); }
-  // Every lock held through this engine, longest-held first.
-  std::vector<LockView> AllLocks() const { return table_.AllLocks(); }
-  // The `limit` longest-held locks, longest-held first: linear in the locks held, so that a
-  // bounded report stays cheap with 100k locks (AllLocks sorts them all).
-  std::vector<LockView> OldestLocks(size_t limit) const { return table_.OldestLocks(limit); }
-  // {Redis key, value on the masters} of every lock held (value_prefix + the key's token; for
-  // the leak scanner and the presence probe, which compare it with what a key holds; never
-  // shown to anyone).
-  std::vector<std::pair<std::string, std::string>> HeldGrants() const {
-    return table_.HeldGrants();
-  }
-  // The `limit` longest-waiting acquires queued here, longest waiting first (so the first is
-  // the oldest wait); waiters whose session closed or whose wait ran out (an attempt still in
-  // flight) are not listed. Linear in the resources known, plus a partial sort of the waiters.
-  std::vector<WaiterView> AllWaiters(size_t limit) const { return table_.AllWaiters(limit); }
+  // What is held and queued here, by resource and by session, and the views of it.
+  const ResourceTable& books() const { return table_; }
 
   // The session is gone: release its locks on all masters now and drop its waiters
   // (their callbacks are not called).
@@ -272,9 +228,8 @@ class LockEngine {
   bool shutting_down_ = false;
   RenewalSlots renewals_;
   std::function<void()> shutdown_done_;
-  Timer defer_;  // runs callbacks that must not be synchronous
-  std::vector<std::function<void()>> deferred_;
-  void Defer(std::function<void()> fn);
+  DeferQueue defer_;  // runs callbacks that must not be synchronous
+  void Defer(std::function<void()> fn) { defer_.Push(std::move(fn)); }
 };
 
 }  // namespace lw

@@ -73,12 +73,24 @@ class ResourceTable {
   void ForgetHeldLists();
 
   // ---- views
+  // The session's holds, by resource (with their tokens: for the session itself).
   std::vector<HeldLock> HeldBy(SessionId session) const;
+  // Locks the session holds plus acquires it has queued: what it could hold at once.
   size_t Commitments(SessionId session) const;
+  // Every lock held through this engine, longest-held first.
   std::vector<LockView> AllLocks() const;
+  // The `limit` longest-held locks, longest-held first: linear in the locks held, so that a
+  // bounded report stays cheap with 100k locks (AllLocks sorts them all).
   std::vector<LockView> OldestLocks(size_t limit) const;
+  // {Redis key, value on the masters} of every lock held (value_prefix + the key's token; for
+  // the leak scanner and the presence probe, which compare it with what a key holds; never
+  // shown to anyone).
   std::vector<std::pair<std::string, std::string>> HeldGrants() const;
+  // The `limit` longest-waiting acquires queued here, longest waiting first (so the first is
+  // the oldest wait); waiters whose session closed or whose wait ran out (an attempt still in
+  // flight) are not listed. Linear in the resources known, plus a partial sort of the waiters.
   std::vector<WaiterView> AllWaiters(size_t limit) const;
+  // Acquire requests queued across all resources (each resource's contender included).
   size_t waiters() const;
   size_t holds() const { return holds_; }
 

@@ -55,4 +55,14 @@ bool Timer::active() const {
   return uv_is_active(reinterpret_cast<const uv_handle_t*>(&handle_->timer)) != 0;
 }
 
+void DeferQueue::Push(std::function<void()> fn) {
+  pending_.push_back(std::move(fn));
+  if (timer_.active()) return;
+  timer_.Start(0, [this] {
+    auto batch = std::move(pending_);
+    pending_.clear();
+    for (auto& f : batch) f();
+  });
+}
+
 }  // namespace lw

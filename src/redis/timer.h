@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace lw {
 
@@ -27,6 +28,18 @@ class Timer {
 
  private:
   Handle* handle_;
+};
+
+// Callbacks run together on a later loop turn, in the order pushed (never from inside Push):
+// for answers that must not be given synchronously by the call that takes them.
+class DeferQueue {
+ public:
+  explicit DeferQueue(uv_loop_t* loop) : timer_(loop) {}
+  void Push(std::function<void()> fn);
+
+ private:
+  Timer timer_;
+  std::vector<std::function<void()>> pending_;
 };
 
 }  // namespace lw

@@ -243,7 +243,8 @@ class LockEngineTest : public LoopTest {
   }
 
   AcquireRecord* Acquire(SessionId session, const std::string& resource, int64_t ttl_ms,
-                         int64_t wait_ms, bool renew = false, bool fence = false) {
+                         int64_t wait_ms, bool renew = false, bool fence = false,
+                         AcquireKind kind = {}) {
     AcquireRecord* rec = &acquires_.emplace_back();
     rec->session = session;
     engine_->Acquire(
@@ -254,7 +255,7 @@ class LockEngineTest : public LoopTest {
           rec->at = Clock::now();
           if (std::holds_alternative<Grant>(r)) grant_order_.push_back(rec->session);
         },
-        fence);
+        fence, std::move(kind));
     return rec;
   }
 

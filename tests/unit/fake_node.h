@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "redis/node.h"
+#include "redis/scripts.h"
 
 namespace lw::fake {
 
@@ -38,10 +40,12 @@ class FakeNode : public Node {
   using Clock = std::chrono::steady_clock;
 
   // An exclusive acquire's script (kClaimExclusive) is recorded as kSet (or kSetReadFence when
-  // fenced) and answered as the script does (integer 0 / the counter, nil); the release script
-  // of an exclusive acquire giving up (kReleasePart) as kDelete. The fake keeps no readers or
-  // permits: any other kind script is kKindScript, answered kUnavailable (those kinds are tested
-  // against real masters).
+  // fenced) and answered as the script does (integer 0 / the counter, nil, or {'readers'} with
+  // the writer-waiting mark left); a kReleasePart as kDelete (that also drops its second key
+  // where it holds the mark or record given). The other kind scripts (shared holds, permits,
+  // their extends and releases, an election's phase 2) are kKindScript, answered as
+  // redis/kind_scripts.h does, over strings and readers sets with expiries; others
+  // kUnavailable. Command::script, keys and args keep what a script was sent.
   enum class Op { kSet, kDelete, kExtend, kSetReadFence, kRaiseFence, kKindScript };
 
   struct Command {
@@ -54,6 +58,8 @@ class FakeNode : public Node {
     uint64_t seq = 0;            // global send order across all nodes sharing the counter
     std::optional<Reply> reply;  // set once the reply was delivered
     std::optional<Clock::time_point> replied;
+    scripts::KindScript script = scripts::KindScript::kCount;  // kind scripts only
+    std::vector<std::string> keys, args;  // args[0]: the value
   };
 
   FakeNode(uv_loop_t* loop, int index, uint64_t* seq_counter)
@@ -112,6 +118,7 @@ class FakeNode : public Node {
   void Forget() {
     data_.clear();
     counters_.clear();
+    sets_.clear();
   }
   // The token holding key now, if any (expired keys do not count).
   std::optional<std::string> Holder(const std::string& key) const {
@@ -154,17 +161,26 @@ class FakeNode : public Node {
                      ReplyHandler handler) override {
     std::vector<std::string> args = {std::string(value)};
     args.insert(args.end(), rest.begin(), rest.end());
+    std::vector<std::string> key_list(keys.begin(), keys.end());
     if (script == scripts::KindScript::kClaimExclusive) {
       const bool fenced = keys.size() > 3;
       Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys[0], args.at(0),
               std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string());
-      return;
-    }
-    if (script == scripts::KindScript::kReleasePart) {
+    } else if (script == scripts::KindScript::kReleasePart) {
       Enqueue(Op::kDelete, keys[0], args.at(0), 0, std::move(handler));
-      return;
+    } else {
+      Enqueue(Op::kKindScript, keys[0], args.at(0), 0, std::move(handler));
     }
-    Enqueue(Op::kKindScript, keys[0], args.at(0), 0, std::move(handler));
+    log_.back().script = script;
+    log_.back().keys = std::move(key_list);
+    log_.back().args = std::move(args);
+  }
+  // The live members of a readers set (expired ones dropped).
+  size_t Readers(const std::string& key) {
+    auto it = sets_.find(key);
+    if (it == sets_.end()) return 0;
+    std::erase_if(it->second, [now = Clock::now()](const auto& m) { return m.second <= now; });
+    return it->second.size();
   }
   bool votes_count() const override { return !quarantined_; }
   NodeStatus status() const override {
@@ -192,7 +208,7 @@ class FakeNode : public Node {
                ReplyHandler handler, const std::string& fence_key = {}) {
     const auto now = Clock::now();
     log_.push_back(Command{op, key, token, ttl_ms, fence_key, now, ++*seq_counter_, std::nullopt,
-                           std::nullopt});
+                           std::nullopt, scripts::KindScript::kCount, {}, {}});
     if (timer_ == nullptr) return;  // closed: never answers
     Pending p{log_.size() - 1, std::move(handler), mode_ == Mode::kHold, mode_ == Mode::kFail,
               now + std::chrono::milliseconds(mode_ == Mode::kDelay ? delay_ms_ : 0)};
@@ -237,8 +253,126 @@ class FakeNode : public Node {
     return r;
   }
 
+  static Reply Int(int64_t v) {
+    Reply r;
+    r.kind = Reply::Kind::kInteger;
+    r.integer = v;
+    return r;
+  }
+  static Reply Array(std::vector<std::string> texts, std::vector<int64_t> numbers = {}) {
+    Reply r;
+    r.kind = Reply::Kind::kArray;
+    for (auto& t : texts) {
+      Reply e;
+      e.kind = Reply::Kind::kString;
+      e.text = std::move(t);
+      r.elements.push_back(std::move(e));
+    }
+    for (int64_t n : numbers) r.elements.push_back(Int(n));
+    return r;
+  }
+  // The live entry at key, or null (an expired one is dropped).
+  Entry* Live(const std::string& key, Clock::time_point now) {
+    auto it = data_.find(key);
+    if (it == data_.end()) return nullptr;
+    if (it->second.expiry <= now) {
+      data_.erase(it);
+      return nullptr;
+    }
+    return &it->second;
+  }
+  void SetAtLeast(const std::string& key, const std::string& value, Clock::time_point until,
+                  Clock::time_point now) {
+    Entry* e = Live(key, now);
+    if (e == nullptr) {
+      data_[key] = Entry{value, until};
+    } else if (e->expiry < until) {
+      e->expiry = until;
+    }
+  }
+
+  // The kind scripts the fake models (Op::kKindScript), as redis/kind_scripts.h answers them.
+  Reply ApplyKindScript(const Command& c, Clock::time_point now) {
+    const auto& k = c.keys;
+    const auto& a = c.args;
+    switch (c.script) {
+      case scripts::KindScript::kClaimShared: {
+        if (const Entry* m = Live(k[0], now)) {
+          return m->token.starts_with("lockwarden:semaphore:") ? Array({"kind", m->token})
+                                                               : Array({"writer"});
+        }
+        if (Live(k[2], now)) return Array({"writer-waiting"});
+        sets_[k[1]][a[0]] = now + std::chrono::milliseconds(std::stoll(a[1]));
+        return Int(k.size() > 3 ? Counter(k[3]).value_or(0) : 0);
+      }
+      case scripts::KindScript::kClaimPermit: {
+        const Entry* m = Live(k[0], now);
+        if (m != nullptr && m->token != a[2]) return Array({"kind", m->token});
+        if (Readers(k[2]) > 0) return Array({"kind", "readers"});
+        if (Live(k[1], now)) {
+          const int64_t n = std::stoll(a[3]), start = std::stoll(a[4]);
+          std::vector<int64_t> free;
+          for (int64_t i = 1; i < n && free.size() < 8; ++i) {
+            const int64_t j = (start + i) % n;
+            if (!Live(a[5] + std::to_string(j), now)) free.push_back(j);
+          }
+          return Array({"taken"}, free);
+        }
+        const auto until = now + std::chrono::milliseconds(std::stoll(a[1]));
+        data_[k[1]] = Entry{a[0], until};
+        SetAtLeast(k[0], a[2], until, now);
+        return Int(k.size() > 3 ? Counter(k[3]).value_or(0) : 0);
+      }
+      case scripts::KindScript::kExtendShared: {
+        auto set = sets_.find(k[0]);
+        if (Readers(k[0]) == 0 || !set->second.contains(a[0])) return Int(0);
+        set->second[a[0]] = now + std::chrono::milliseconds(std::stoll(a[1]));
+        return Int(1);
+      }
+      case scripts::KindScript::kExtendPermit: {
+        Entry* e = Live(k[1], now);
+        if (e == nullptr || e->token != a[0]) return Int(0);
+        e->expiry = now + std::chrono::milliseconds(std::stoll(a[1]));
+        if (Entry* first = Live(k[0], now); first != nullptr && first->expiry < e->expiry) {
+          first->expiry = e->expiry;
+        }
+        return Int(1);
+      }
+      case scripts::KindScript::kReleaseShared: {
+        Readers(k[0]);
+        auto set = sets_.find(k[0]);
+        return Int(set != sets_.end() && set->second.erase(a[0]) > 0 ? 1 : 0);
+      }
+      case scripts::KindScript::kFenceRecord: {
+        const Entry* e = Live(k[0], now);
+        if (e == nullptr || e->token != a[0]) return Int(0);
+        if (Counter(k[1]).value_or(0) >= std::stoll(a[1])) return Int(-1);
+        counters_[k[1]] = std::stoll(a[1]);
+        data_[k[2]] = Entry{a[2], e->expiry};
+        return Int(1);
+      }
+      default:
+        return Unavailable();
+    }
+  }
+
   Reply Apply(const Command& c, Clock::time_point now) {
-    if (c.op == Op::kKindScript) return Unavailable();
+    if (c.op == Op::kKindScript) return ApplyKindScript(c, now);
+    if ((c.op == Op::kSet || c.op == Op::kSetReadFence) && c.keys.size() >= 3 &&
+        Readers(c.keys[1]) > 0) {
+      // Readers hold it: the exclusive claim leaves its mark (if none or its own) and is refused.
+      const Entry* w = Live(c.keys[2], now);
+      const std::string& mark = c.args.at(3);
+      if (!mark.empty() && (w == nullptr || w->token == mark)) {
+        data_[c.keys[2]] = Entry{mark, now + std::chrono::milliseconds(std::stoll(c.args.at(2)))};
+      }
+      return Array({"readers"});
+    }
+    if (c.op == Op::kDelete && c.keys.size() >= 2 && c.args.size() >= 3 && !c.args[2].empty()) {
+      if (const Entry* second = Live(c.keys[1], now); second && second->token == c.args[2]) {
+        data_.erase(c.keys[1]);
+      }
+    }
     auto it = data_.find(c.key);
     if (it != data_.end() && it->second.expiry <= now) {
       data_.erase(it);
@@ -291,6 +425,13 @@ class FakeNode : public Node {
       case Op::kKindScript:
         break;  // answered above
     }
+    if ((c.op == Op::kSet || c.op == Op::kSetReadFence) && r.kind == Reply::Kind::kInteger &&
+        c.args.size() >= 5 && c.args[4] != "0") {
+      // Taken: its own mark, if an earlier attempt left it, goes.
+      if (const Entry* w = Live(c.keys[2], now); w != nullptr && w->token == c.args[3]) {
+        data_.erase(c.keys[2]);
+      }
+    }
     return r;
   }
 
@@ -303,6 +444,8 @@ class FakeNode : public Node {
   std::vector<Command> log_;
   std::unordered_map<std::string, Entry> data_;
   std::unordered_map<std::string, int64_t> counters_;
+  // Readers sets: member -> its expiry.
+  std::unordered_map<std::string, std::map<std::string, Clock::time_point>> sets_;
   bool quarantined_ = false;
 };
 

@@ -33,7 +33,7 @@ TEST_F(LockEngineTest, GrantsWithFiveHealthyMasters) {
     EXPECT_EQ(c.ttl_ms, 10000);
     EXPECT_EQ(n->Holder(Key("res")), g.token);
   }
-  auto held = engine_->HeldBy(1);
+  auto held = engine_->books().HeldBy(1);
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(held[0].resource, "res");
   EXPECT_EQ(held[0].token, g.token);
@@ -63,7 +63,7 @@ TEST_F(LockEngineTest, GrantsAtQuorumWithoutWaitingForSilentMasters) {
     ASSERT_EQ(n->log().size(), 1u) << "node " << n->index();
     EXPECT_EQ(n->log()[0].token, a->grant().token);
   }
-  EXPECT_EQ(engine_->HeldBy(1).size(), 1u);
+  EXPECT_EQ(engine_->books().HeldBy(1).size(), 1u);
 }
 
 // 3.
@@ -95,7 +95,7 @@ TEST_F(LockEngineTest, LateYesAfterNodeTimeoutNeverCounts) {
     EXPECT_EQ(sets[0].reply->kind, Reply::Kind::kInteger) << "the late answer was a yes";
   }
   EXPECT_EQ(a->calls, 1);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   EXPECT_EQ(engine_->locks_held(), 0u);
   for (const auto& n : nodes_) EXPECT_EQ(n->Holder(Key("res")), std::nullopt) << n->index();
 }
@@ -111,7 +111,7 @@ TEST_F(LockEngineTest, DelayedYesAfterNodeTimeoutNeverCounts) {
   ExpectDeletedEverywhere(Key("res"), token);
   ASSERT_TRUE(RunUntilQuiet());
   EXPECT_EQ(a->calls, 1);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   for (const auto& n : nodes_) EXPECT_EQ(n->Holder(Key("res")), std::nullopt) << n->index();
 }
 
@@ -144,7 +144,7 @@ TEST_F(LockEngineTest, NonPositiveValidityIsNotGranted) {
   ExpectDeletedEverywhere(Key("res"), token);
   ASSERT_TRUE(RunUntilQuiet());
   EXPECT_EQ(a->calls, 1);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   EXPECT_EQ(engine_->locks_held(), 0u);
   EXPECT_TRUE(lost_.empty());
 }
@@ -190,7 +190,7 @@ TEST_F(LockEngineTest, ContendedLockRetriesWithFreshTokensUntilWaitEnds) {
   }
   for (int i = 0; i < 3; ++i) EXPECT_EQ(node(i).Holder(Key("res")), "other-owner");
   for (int i = 3; i < 5; ++i) EXPECT_EQ(node(i).Holder(Key("res")), std::nullopt);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
 }
 
 // 6.

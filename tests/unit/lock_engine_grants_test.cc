@@ -43,7 +43,7 @@ TEST_F(LockEngineGrantsTest, EveryValueOnTheMastersIsThePrefixedTokenAndClientsS
   for (const auto& n : nodes_) {
     EXPECT_EQ(n->Holder(Key("res")), kPrefix + token) << "node " << n->index();
   }
-  EXPECT_EQ(engine_->HeldGrants(),
+  EXPECT_EQ(engine_->books().HeldGrants(),
             (std::vector<std::pair<std::string, std::string>>{{Key("res"), kPrefix + token}}));
   AcquireRecord* renewed = Acquire(2, "other", 10'000, 0);
   ASSERT_TRUE(RunUntil([renewed] { return renewed->calls > 0; }));
@@ -63,7 +63,7 @@ TEST_F(LockEngineGrantsTest, AllWaitersListsLongestWaitingFirstWithoutCancelledO
   MakeEngine();
   Hold(1, "a");
   Hold(1, "b");
-  EXPECT_TRUE(engine_->AllWaiters(10).empty());
+  EXPECT_TRUE(engine_->books().AllWaiters(10).empty());
   Acquire(2, "a", 10'000, 5'000);
   RunFor(5);
   Acquire(3, "b", 7'000, 6'000);
@@ -71,7 +71,7 @@ TEST_F(LockEngineGrantsTest, AllWaitersListsLongestWaitingFirstWithoutCancelledO
   Acquire(4, "a", 10'000, 4'000);
   RunFor(5);
 
-  std::vector<WaiterView> all = engine_->AllWaiters(10);
+  std::vector<WaiterView> all = engine_->books().AllWaiters(10);
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].session, 2u);
   EXPECT_EQ(all[0].resource, "a");
@@ -85,12 +85,12 @@ TEST_F(LockEngineGrantsTest, AllWaitersListsLongestWaitingFirstWithoutCancelledO
   EXPECT_GE(all[0].waited_ms, 10) << "two loop pauses of 5 ms at least";
   EXPECT_EQ(all[0].peer.pid, -1) << "peers are the agent's to fill";
 
-  const std::vector<WaiterView> first = engine_->AllWaiters(1);
+  const std::vector<WaiterView> first = engine_->books().AllWaiters(1);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].session, 2u) << "the bound keeps the longest waiting";
 
   engine_->CloseSession(2);
-  all = engine_->AllWaiters(10);
+  all = engine_->books().AllWaiters(10);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].session, 3u);
   EXPECT_EQ(all[1].session, 4u);
@@ -102,7 +102,7 @@ TEST_F(LockEngineGrantsTest, OldestLocksKeepsTheLongestHeldInTheOrderOfAllLocks)
     Hold(1, "r" + std::to_string(i));
     RunFor(3);  // acquisition times apart
   }
-  const std::vector<LockView> two = engine_->OldestLocks(2);
+  const std::vector<LockView> two = engine_->books().OldestLocks(2);
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].resource, "r0");
   EXPECT_EQ(two[1].resource, "r1");
@@ -110,11 +110,11 @@ TEST_F(LockEngineGrantsTest, OldestLocksKeepsTheLongestHeldInTheOrderOfAllLocks)
   EXPECT_GE(two[0].held_ms, two[1].held_ms);
 
   std::vector<std::string> all, oldest;
-  for (const LockView& l : engine_->AllLocks()) all.push_back(l.resource);
-  for (const LockView& l : engine_->OldestLocks(100)) oldest.push_back(l.resource);
+  for (const LockView& l : engine_->books().AllLocks()) all.push_back(l.resource);
+  for (const LockView& l : engine_->books().OldestLocks(100)) oldest.push_back(l.resource);
   EXPECT_EQ(oldest, all) << "a bound above the count lists every lock, as AllLocks does";
   EXPECT_EQ(all, (std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5"}));
-  EXPECT_TRUE(engine_->OldestLocks(0).empty());
+  EXPECT_TRUE(engine_->books().OldestLocks(0).empty());
 }
 
 TEST_F(LockEngineGrantsTest, RevokeGrantWithTheHoldersValueRevokesAndTheNextWaiterGoes) {
@@ -133,7 +133,7 @@ TEST_F(LockEngineGrantsTest, RevokeGrantWithTheHoldersValueRevokesAndTheNextWait
   EXPECT_EQ(lost_[0].reason, "revoked");
   EXPECT_EQ(stats_.locks_lost[LossReason::kRevoked].Value(), 1);
   ASSERT_TRUE(next->granted()) << next->Describe();
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
 }
 
 TEST_F(LockEngineGrantsTest, RevokeGrantWithAnotherValueOrKeyDoesNothing) {
@@ -152,8 +152,8 @@ TEST_F(LockEngineGrantsTest, RevokeGrantWithAnotherValueOrKeyDoesNothing) {
   }
   EXPECT_EQ(TotalCommands(), commands) << "nothing was sent to the masters";
   EXPECT_TRUE(lost_.empty());
-  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
-  EXPECT_EQ(engine_->HeldBy(1)[0].token, token);
+  ASSERT_EQ(engine_->books().HeldBy(1).size(), 1u);
+  EXPECT_EQ(engine_->books().HeldBy(1)[0].token, token);
 
   // The second copy of an order (one per master) finds the grant gone.
   RevokeRecord* first = RevokeGrant(Key("res"), kPrefix + token);

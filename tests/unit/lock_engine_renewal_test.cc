@@ -30,8 +30,8 @@ TEST_F(LockEngineTest, ExtendCountsOnlyWithQuorum) {
     EXPECT_EQ(ext[0].token, t1);
     EXPECT_EQ(ext[0].ttl_ms, 30000);
   }
-  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
-  EXPECT_GT(engine_->HeldBy(1)[0].validity_ms, 10000) << "the new validity applies";
+  ASSERT_EQ(engine_->books().HeldBy(1).size(), 1u);
+  EXPECT_GT(engine_->books().HeldBy(1)[0].validity_ms, 10000) << "the new validity applies";
 
   // Two confirmations are not enough, whether the other three fail (after the two yes
   // votes came in) or never answer at all.
@@ -44,8 +44,8 @@ TEST_F(LockEngineTest, ExtendCountsOnlyWithQuorum) {
   ASSERT_TRUE(RunUntil([e3] { return e3->calls > 0; }));
   EXPECT_TRUE(e3->failed(ErrorCode::kNoQuorum));
   EXPECT_EQ(node(0).Count(Op::kExtend), 3u);
-  ASSERT_EQ(engine_->HeldBy(1).size(), 1u) << "a failed extension does not drop the lock";
-  EXPECT_EQ(engine_->HeldBy(1)[0].token, t1);
+  ASSERT_EQ(engine_->books().HeldBy(1).size(), 1u) << "a failed extension does not drop the lock";
+  EXPECT_EQ(engine_->books().HeldBy(1)[0].token, t1);
   for (const auto& n : nodes_) EXPECT_EQ(n->Count(Op::kDelete), 0u) << n->index();
 
   ExtendRecord* bad = Extend(1, "res", std::string(40, 'f'), 5000);
@@ -71,8 +71,8 @@ TEST_F(LockEngineTest, HeldByValidityAgreesWithTheGrant) {
   AcquireRecord* a = Acquire(1, "res", 10000, 0);
   ASSERT_TRUE(RunUntil(
       [&] {
-        if (a->calls > 0 && !held_at_grant && !engine_->HeldBy(1).empty()) {
-          held_at_grant = engine_->HeldBy(1)[0].validity_ms;
+        if (a->calls > 0 && !held_at_grant && !engine_->books().HeldBy(1).empty()) {
+          held_at_grant = engine_->books().HeldBy(1)[0].validity_ms;
         }
         return a->calls > 0;
       },
@@ -113,7 +113,7 @@ TEST_F(LockEngineTest, ExtendWithinTheGrantedValiditySucceeds) {
   EXPECT_TRUE(e->extended()) << (e->result && std::holds_alternative<Failure>(*e->result)
                                      ? std::get<Failure>(*e->result).message
                                      : std::string("?"));
-  EXPECT_EQ(engine_->HeldBy(1).size(), 1u) << "the lock was dropped";
+  EXPECT_EQ(engine_->books().HeldBy(1).size(), 1u) << "the lock was dropped";
   EXPECT_EQ(node(0).Count(Op::kDelete), 0u);
 }
 
@@ -136,8 +136,8 @@ TEST_F(LockEngineTest, RenewedLockIsExtendedUntilMastersStopThenReportedLost) {
     EXPECT_EQ(c.token, token);
     EXPECT_EQ(c.ttl_ms, kTtlMs);
   }
-  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
-  EXPECT_TRUE(engine_->HeldBy(1)[0].renew);
+  ASSERT_EQ(engine_->books().HeldBy(1).size(), 1u);
+  EXPECT_TRUE(engine_->books().HeldBy(1)[0].renew);
   for (const auto& n : nodes_) {
     EXPECT_EQ(n->Holder(Key("res")), token) << "kept alive on master " << n->index();
   }
@@ -166,7 +166,7 @@ TEST_F(LockEngineTest, RenewedLockIsExtendedUntilMastersStopThenReportedLost) {
   EXPECT_GE(after_ok, kTtlMs * 2 / 3) << "declared lost while clearly still valid";
   EXPECT_LT(after_ok, 2 * kTtlMs) << "lost long after the validity ran out";
 
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   EXPECT_EQ(engine_->locks_held(), 0u);
   RunFor(100);
   EXPECT_EQ(lost_.size(), 1u) << "a loss is reported once";
@@ -193,7 +193,7 @@ TEST_F(LockEngineTest, NonRenewedLockExpiresAndTheNextWaiterGetsIt) {
   EXPECT_EQ(lost.reason, "expired");
   EXPECT_GE(MsBetween(start, lost.at), validity - 1) << "not before the validity ran out";
   EXPECT_LT(MsBetween(start, lost.at), validity + 2 * kTtlMs) << "long after the validity";
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   EXPECT_EQ(node(0).Count(Op::kExtend), 0u) << "a lock without renew is never extended";
 
   ASSERT_TRUE(RunUntil([a2] { return a2->calls > 0; }));
@@ -209,7 +209,7 @@ TEST_F(LockEngineTest, NonRenewedLockExpiresAndTheNextWaiterGetsIt) {
     // client counting its validity from the reply's arrival keeps that margin.
     for (const auto& del : n->Commands(Op::kDelete)) EXPECT_NE(del.token, a1->grant().token);
   }
-  ASSERT_EQ(engine_->HeldBy(2).size(), 1u);
+  ASSERT_EQ(engine_->books().HeldBy(2).size(), 1u);
   EXPECT_EQ(lost_.size(), 1u);
 }
 TEST_F(LockEngineTest, QuarantinedMastersDoNotCountTowardExtendQuorum) {
@@ -220,7 +220,7 @@ TEST_F(LockEngineTest, QuarantinedMastersDoNotCountTowardExtendQuorum) {
   ASSERT_TRUE(RunUntil([e] { return e->calls > 0; }));
   ASSERT_TRUE(e->failed(ErrorCode::kNoQuorum));
   EXPECT_THAT(std::get<Failure>(*e->result).message, HasSubstr("3 master(s) are in restart quarantine"));
-  EXPECT_EQ(engine_->HeldBy(1).size(), 1u) << "still valid: the lock is kept";
+  EXPECT_EQ(engine_->books().HeldBy(1).size(), 1u) << "still valid: the lock is kept";
 }
 
 }  // namespace

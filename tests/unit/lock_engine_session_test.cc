@@ -30,7 +30,7 @@ TEST_F(LockEngineTest, CloseSessionReleasesLocksAndDropsWaitersSilently) {
     EXPECT_EQ(sets[1], s2_waits_a->grant().token);
     EXPECT_LT(IndexOf(*n, Op::kDelete, ta), IndexOf(*n, Op::kSet, sets[1]));
   }
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
 
   RunFor(300);  // well past the dropped waiter's wait_ms
   EXPECT_EQ(s1_waits_c->calls, 0) << "a closed session's waiters are not called back";
@@ -73,7 +73,7 @@ TEST_F(LockEngineTest, CloseSessionDuringAttemptUndoesTheWinAndHandsOver) {
     EXPECT_EQ(n->Holder(Key("res")), t2);
   }
   EXPECT_EQ(a1->calls, 0);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   EXPECT_EQ(engine_->locks_held(), 1u);
   EXPECT_TRUE(lost_.empty());
 }
@@ -104,7 +104,7 @@ TEST_F(LockEngineTest, ShutdownFailsWaitersReleasesLocksThenCallsDone) {
     EXPECT_EQ(n->Holder(Key("a")), std::nullopt);
     EXPECT_EQ(n->Holder(Key("b")), std::nullopt);
   }
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
 
   const size_t sent = TotalCommands();
   AcquireRecord* late = Acquire(4, "c", 10000, 1000);
@@ -146,8 +146,8 @@ TEST_F(LockEngineTest, AHoldGrantedAsAnotherSessionOutlivesTheAcquiringOne) {
       false, AcquireKind{.shape = LockShape{}, .shared = false, .hold_as = kOwner, .payload = {}});
   ASSERT_TRUE(RunUntil([&] { return calls > 0; }));
   ASSERT_FALSE(token.empty());
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
-  ASSERT_EQ(engine_->HeldBy(kOwner).size(), 1u);
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
+  ASSERT_EQ(engine_->books().HeldBy(kOwner).size(), 1u);
   engine_->CloseSession(1);
   ASSERT_TRUE(RunUntilQuiet());
   EXPECT_EQ(node(0).Holder(Key("lease")), token) << "closing the acquiring session keeps it";

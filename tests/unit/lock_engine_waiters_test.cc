@@ -70,9 +70,9 @@ TEST_F(LockEngineTest, ReleaseHandsTheKeyToTheNextLocalWaiterWithoutARoundTrip) 
     EXPECT_EQ(n->log().size(), before) << "node " << n->index() << ": nothing sent";
     EXPECT_EQ(n->Holder(Key("res")), t1);
   }
-  ASSERT_EQ(engine_->HeldBy(2).size(), 1u);
-  EXPECT_EQ(engine_->HeldBy(2)[0].token, t2);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  ASSERT_EQ(engine_->books().HeldBy(2).size(), 1u);
+  EXPECT_EQ(engine_->books().HeldBy(2)[0].token, t2);
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
   ReleaseRecord* stale = Release(1, "res", t1);
   ASSERT_TRUE(RunUntil([&] { return stale->calls > 0; }));
   ASSERT_TRUE(stale->failure.has_value());
@@ -185,8 +185,8 @@ TEST_F(LockEngineTest, LocalWaiterTimesOutWithoutRedisTraffic) {
   EXPECT_GE(MsBetween(start, behind->at), 150 - 1);
   EXPECT_LT(MsBetween(start, behind->at), 30000) << "at its wait_ms, long before the holder's end";
   EXPECT_EQ(TotalCommands(), 5u) << "only session 1's SET was ever sent";
-  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
-  EXPECT_EQ(engine_->HeldBy(1)[0].token, t1);
+  ASSERT_EQ(engine_->books().HeldBy(1).size(), 1u);
+  EXPECT_EQ(engine_->books().HeldBy(1)[0].token, t1);
 }
 
 // 9.
@@ -217,9 +217,9 @@ TEST_F(LockEngineTest, ReleaseDeletesEverywhereBeforeTheNextWaiterSets) {
     EXPECT_EQ(n->Holder(Key("res")), t2);
   }
   EXPECT_EQ(r->calls, 1);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
-  ASSERT_EQ(engine_->HeldBy(2).size(), 1u);
-  EXPECT_EQ(engine_->HeldBy(2)[0].token, t2);
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
+  ASSERT_EQ(engine_->books().HeldBy(2).size(), 1u);
+  EXPECT_EQ(engine_->books().HeldBy(2)[0].token, t2);
 }
 
 // 10.
@@ -240,13 +240,13 @@ TEST_F(LockEngineTest, ReleaseWithWrongTokenOrSessionIsNotHeld) {
   }
   RunFor(20);
   EXPECT_EQ(TotalCommands(), 5u) << "nothing may be sent for a refused release";
-  ASSERT_EQ(engine_->HeldBy(1).size(), 1u);
-  EXPECT_EQ(engine_->HeldBy(1)[0].token, t1);
+  ASSERT_EQ(engine_->books().HeldBy(1).size(), 1u);
+  EXPECT_EQ(engine_->books().HeldBy(1)[0].token, t1);
 
   ReleaseRecord* ok = Release(1, "res", t1);
   ASSERT_TRUE(RunUntil([ok] { return ok->calls > 0; }));
   EXPECT_EQ(ok->failure, std::nullopt);
-  EXPECT_TRUE(engine_->HeldBy(1).empty());
+  EXPECT_TRUE(engine_->books().HeldBy(1).empty());
 }
 
 }  // namespace
