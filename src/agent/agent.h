@@ -65,8 +65,6 @@ class Agent final : private EngineEvents {
   bool Start();
 
  private:
-  static ServerOptions TransportOptions(const Config& cfg, const SocketAccess& socket);
-
   // Loop thread: the state other threads may read, and the state gauges.
   void PublishSnapshot();
 
