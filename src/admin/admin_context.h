@@ -13,7 +13,6 @@
 
 #include "admin/admin_stats.h"
 #include "admin/views.h"
-#include "agent/snapshot.h"
 #include "config/config.h"
 #include "core/defaults.h"
 #include "fleet/reader.h"
@@ -21,6 +20,7 @@
 #include "fleet/revoke.h"
 #include "observe/metrics.h"
 #include "observe/recent.h"
+#include "observe/snapshot.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
 

@@ -12,12 +12,12 @@
 #include <string>
 #include <variant>
 
-#include "agent/snapshot.h"
 #include "core/election_record.h"
 #include "core/result.h"
 #include "fleet/records.h"
 #include "fleet/revoke.h"
 #include "fleet/view.h"
+#include "observe/snapshot.h"
 
 namespace lw {
 

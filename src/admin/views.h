@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "agent/snapshot.h"
 #include "core/defaults.h"
 #include "core/result.h"
 #include "observe/recent.h"
+#include "observe/snapshot.h"
 #include "scan/leak_scanner.h"
 #include "scan/presence_probe.h"
 

@@ -7,6 +7,7 @@
 #include <variant>
 
 #include "agent/detached_leases.h"
+#include "agent/options_from_config.h"
 #include "core/redlock_math.h"
 
 namespace lw {
@@ -19,7 +20,6 @@ std::vector<std::string> MasterNames(const Config& cfg) {
   for (const auto& m : cfg.masters) names.push_back(m.Display());
   return names;
 }
-
 
 }  // namespace
 
@@ -35,7 +35,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
                 UnixMsNow),
       request_stats_(metrics_.registry()),
       election_stats_(metrics_.registry()),
-      server_(loop, TransportOptions(cfg, host.socket), request_stats_),
+      server_(loop, ServerOptionsFrom(cfg, host.socket), request_stats_),
       engine_stats_(metrics_.registry(), MasterNames(cfg)),
       snapshot_timer_(loop),
       commands_(loop),
@@ -49,14 +49,9 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   for (size_t i = 0; i < cfg.masters.size(); ++i) {
     const std::string name = cfg.masters[i].Display();
     node_stats_.push_back(std::make_unique<NodeStats>(metrics_.registry(), name));
-    NodeClientOptions node_options;
-    node_options.connect_timeout_ms = cfg.connect_timeout_ms;
-    node_options.reconnect_max_backoff_ms = cfg.reconnect_max_backoff_ms;
-    node_options.health_interval_ms = cfg.health_interval_ms;
+    NodeClientOptions node_options = NodeClientOptionsFrom(cfg);
     node_options.stats = node_stats_.back().get();
     node_options.events = &activity_.Node(i, name);
-    node_options.max_ttl_ms = cfg.max_ttl_ms;
-    node_options.restart_quarantine = cfg.restart_quarantine;
     nodes_.push_back(std::make_unique<NodeClient>(loop, cfg.masters[i], node_options));
     raw.push_back(nodes_.back().get());
   }
@@ -64,33 +59,19 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   // election's announced change has its observers' leader read again. The engine and the
   // elections do not exist yet: the handler looks them up when an announcement arrives.
   release_watch_ = std::make_unique<ReleaseSubscribers>(
-      loop, cfg.masters,
-      SubscriberOptions{cfg.connect_timeout_ms, cfg.reconnect_max_backoff_ms},
+      loop, cfg.masters, SubscriberOptionsFrom(cfg),
       [this](const std::string& key) {
         if (engine_) engine_->ReleasedElsewhere(key);
         if (elections_) elections_->Announced(key);
       });
   fleet_ = std::make_unique<FleetMember>(cfg, metrics_, started_unix_ms_);
-  EngineOptions engine_options;
-  engine_options.key_prefix = cfg.key_prefix;
+  EngineOptions engine_options = EngineOptionsFrom(cfg);
   engine_options.value_prefix = fleet_->value_prefix();
-  engine_options.fence_prefix = cfg.fence_prefix;
-  engine_options.fence_quorum = static_cast<int>(cfg.fence_quorum);
-  engine_options.drift_factor = cfg.drift_factor;
-  engine_options.node_timeout_ms = cfg.node_timeout_ms;
-  engine_options.retry_delay_ms = cfg.retry_delay_ms;
-  engine_options.retry_jitter_ms = cfg.retry_jitter_ms;
   engine_options.events = this;
   engine_options.stats = &engine_stats_;
   engine_options.release_watch = release_watch_.get();
-  engine_options.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
   engine_ = std::make_unique<LockEngine>(loop, raw, engine_options);
-  ElectionOptions election_options;
-  election_options.key_prefix = cfg.key_prefix;
-  election_options.node_timeout_ms = cfg.node_timeout_ms;
-  election_options.poll_ms = cfg.election_poll_ms;
-  election_options.max_observed_per_session =
-      static_cast<size_t>(cfg.max_observations_per_session);
+  ElectionOptions election_options = ElectionOptionsFrom(cfg);
   election_options.watch = release_watch_.get();
   election_options.stats = &election_stats_;
   election_options.agent_id = fleet_->record().id;
@@ -98,11 +79,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   elections_ = std::make_unique<Elections>(
       loop, raw, std::move(election_options),
       [this](SessionId session, std::string line) { server_.Send(session, std::move(line)); });
-  ServiceOptions service_options;
-  service_options.limits = {cfg.min_ttl_ms, cfg.max_ttl_ms, cfg.default_ttl_ms, cfg.max_wait_ms};
-  service_options.max_inflight = static_cast<size_t>(cfg.max_inflight_per_session);
-  service_options.max_locks = static_cast<size_t>(cfg.max_locks_per_session);
-  service_options.access = std::move(host.policy);
+  ServiceOptions service_options = ServiceOptionsFrom(cfg, std::move(host.policy));
   service_options.elections = elections_.get();
   service_ = std::make_unique<LockService>(server_, *engine_, std::move(service_options),
                                            request_stats_);
@@ -151,15 +128,6 @@ bool Agent::Start() {
                nodes_.size(), engine_->quorum());
   systemd_.Start(cfg_.socket_path);  // READY=1 follows from a snapshot with a usable quorum
   return true;
-}
-
-ServerOptions Agent::TransportOptions(const Config& cfg, const SocketAccess& socket) {
-  ServerOptions o;
-  o.socket_path = cfg.socket_path;
-  o.limits = {static_cast<size_t>(cfg.max_connections), cfg.idle_timeout_ms,
-              static_cast<size_t>(cfg.max_unsent_bytes), static_cast<size_t>(cfg.max_line_bytes)};
-  o.socket_access = socket;
-  return o;
 }
 
 void Agent::PublishSnapshot() {
@@ -253,13 +221,11 @@ void Agent::AcquireFailed(SessionId session, std::string_view resource, ErrorCod
 std::optional<std::string> Agent::StartAdmin() {
   auto listen = std::get<std::optional<ListenAddress>>(ParseListenAddress(cfg_.admin_listen));
   if (!listen) return std::nullopt;  // "off"
-  AdminContext ctx;
+  AdminContext ctx = AdminContextFrom(cfg_);
   ctx.metrics = &metrics_;
   ctx.stats = std::make_unique<AdminStats>(metrics_.registry());
   ctx.snapshots = &snapshots_;
   ctx.scanner = scanner_.get();
-  ctx.masters = cfg_.masters;
-  ctx.max_ttl_ms = cfg_.max_ttl_ms;
   ctx.token = admin_token_;
   ctx.events = &events_;
   ctx.history = [this] { return activity_.HistoryPoints(UnixMsNow()); };
@@ -268,10 +234,6 @@ std::optional<std::string> Agent::StartAdmin() {
   ctx.presence = presence_.get();
   ctx.agent = {LOCKWARDEN_VERSION, static_cast<int>(getpid()), started_unix_ms_,
                cfg_.socket_path};
-  ctx.stuck_after_ms = cfg_.stuck_after_ms;
-  ctx.max_connections = cfg_.admin_max_connections;
-  ctx.http_timeout = std::chrono::milliseconds(cfg_.admin_timeout_ms);
-  ctx.max_body_bytes = cfg_.admin_max_body_bytes;
   ctx.revoke = [this](const std::string& resource, std::chrono::milliseconds timeout) {
     return RevokeFromOtherThread(resource, timeout);
   };

@@ -24,7 +24,6 @@
 #include "agent/loop_commands.h"
 #include "agent/request_stats.h"
 #include "agent/server.h"
-#include "agent/snapshot.h"
 #include "agent/systemd_notify.h"
 #include "config/config.h"
 #include "core/access.h"
@@ -35,6 +34,7 @@
 #include "observe/activity.h"
 #include "observe/metrics.h"
 #include "observe/recent.h"
+#include "observe/snapshot.h"
 #include "redis/node_client.h"
 #include "redis/node_stats.h"
 #include "redis/release_subscribers.h"
@@ -65,8 +65,6 @@ class Agent final : private EngineEvents {
   bool Start();
 
  private:
-  static ServerOptions TransportOptions(const Config& cfg, const SocketAccess& socket);
-
   // Loop thread: the state other threads may read, and the state gauges.
   void PublishSnapshot();
 

@@ -5,6 +5,7 @@
 
 #include <climits>
 
+#include "agent/options_from_config.h"
 #include "core/quote.h"
 #include "core/unix_time.h"
 
@@ -19,17 +20,6 @@ std::string HostName() {
   return name;
 }
 
-fleet::SafetySettings SafetySettingsOf(const Config& cfg) {
-  fleet::SafetySettings s;
-  s.key_prefix = cfg.key_prefix;
-  s.max_ttl_ms = cfg.max_ttl_ms;
-  s.drift_factor = cfg.drift_factor;
-  s.restart_quarantine = cfg.restart_quarantine;
-  s.fence_prefix = cfg.fence_prefix;
-  s.fence_quorum = cfg.fence_quorum;
-  return s;
-}
-
 fleet::AgentRecord RecordOf(const Config& cfg, int64_t started_unix_ms) {
   fleet::AgentRecord r;
   r.id = fleet::NewAgentId();
@@ -39,7 +29,7 @@ fleet::AgentRecord RecordOf(const Config& cfg, int64_t started_unix_ms) {
   r.version = LOCKWARDEN_VERSION;
   r.started_unix_ms = started_unix_ms;
   r.heartbeat_ttl_ms = cfg.heartbeat_ttl_ms;
-  r.settings = SafetySettingsOf(cfg);
+  r.settings = fleet::SafetySettingsFrom(cfg);
   return r;
 }
 
@@ -53,15 +43,7 @@ FleetMember::FleetMember(const Config& cfg, Metrics& metrics, int64_t started_un
     : cfg_(cfg), record_(RecordOf(cfg, started_unix_ms)) {
   if (cfg.heartbeat_ttl_ms <= 0) return;
   stats_ = std::make_unique<fleet::FleetStats>(metrics.registry());
-  fleet::ReaderSettings rs;
-  rs.masters = cfg.masters;
-  rs.key_prefix = cfg.key_prefix;
-  rs.stuck_after_ms = cfg.stuck_after_ms;
-  rs.refresh = std::chrono::milliseconds(cfg.fleet_refresh_ms);
-  rs.batch = cfg.scan_batch;
-  rs.keys_per_second = cfg.scan_keys_per_second;
-  rs.connect_timeout = std::chrono::milliseconds(cfg.connect_timeout_ms);
-  reader_ = std::make_unique<fleet::FleetReader>(std::move(rs), stats_.get());
+  reader_ = std::make_unique<fleet::FleetReader>(fleet::ReaderSettingsFrom(cfg), stats_.get());
   // Registered before the admin server serves /metrics; the presence exists from Start on.
   metrics.AddConditional(stats_->totals_registry, [this] {
     const fleet::FleetPresence* presence = running_.load();
@@ -77,11 +59,8 @@ FleetMember::~FleetMember() {
 void FleetMember::Start(std::string admin_url, fleet::FleetPresence::ReportFn report) {
   record_.admin_url = std::move(admin_url);
   if (!enabled() || presence_) return;
-  fleet::PresenceSettings ps;
-  ps.masters = cfg_.masters;
+  fleet::PresenceSettings ps = fleet::PresenceSettingsFrom(cfg_);
   ps.record = record_;
-  ps.heartbeat_ttl = std::chrono::milliseconds(cfg_.heartbeat_ttl_ms);
-  ps.connect_timeout = std::chrono::milliseconds(cfg_.connect_timeout_ms);
   // Each heartbeat asks the loop for the report; the reporter also keeps the reader fresh (it
   // exports the fleet totals), the others read only when asked.
   presence_ = std::make_unique<fleet::FleetPresence>(

@@ -19,7 +19,7 @@
 #include <string>
 #include <string_view>
 
-#include "agent/snapshot.h"
+#include "observe/snapshot.h"
 #include "redis/timer.h"
 
 namespace lw {

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "admin/views.h"
+#include "agent/options_from_config.h"
 #include "cli/commands.h"
 #include "scan/leak_scanner.h"
 

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <map>
 
-#include "config/config.h"
 #include "core/redlock_math.h"
 #include "core/unix_time.h"
 #include "redis/blocking_connection.h"
@@ -262,19 +261,6 @@ void Dedupe(std::vector<Finding>& findings) {
 }
 
 }  // namespace
-
-ScanSettings ScanSettingsFrom(const Config& config) {
-  ScanSettings settings;
-  settings.masters = config.masters;
-  settings.key_prefix = config.key_prefix;
-  settings.fence_prefix = config.fence_prefix;
-  settings.extra_patterns = config.scan_patterns;
-  settings.max_ttl_ms = config.max_ttl_ms;
-  settings.batch = config.scan_batch;
-  settings.keys_per_second = config.scan_keys_per_second;
-  settings.connect_timeout = std::chrono::milliseconds(config.connect_timeout_ms);
-  return settings;
-}
 
 FindingCounts ScanReport::CountsFor(size_t master) const {
   FindingCounts counts;

@@ -30,8 +30,6 @@
 
 namespace lw {
 
-struct Config;
-
 struct ScanSettings {
   std::vector<MasterAddress> masters;
   std::string key_prefix = kDefaultKeyPrefix;
@@ -45,9 +43,6 @@ struct ScanSettings {
   std::chrono::milliseconds connect_timeout{kDefaultConnectTimeoutMs};
   std::chrono::milliseconds command_timeout{2000};
 };
-
-// The scanner's settings from the agent's configuration.
-ScanSettings ScanSettingsFrom(const Config& config);
 
 struct MasterPass {
   std::string master;  // host:port

@@ -62,7 +62,11 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
     -DLOCKWARDEN_FUZZ=ON -DLOCKWARDEN_TESTS=OFF >/dev/null
 fi
 build_args=()
-for t in "${targets[@]}"; do build_args+=(--target "$t"); done
+for t in "${targets[@]}"; do
+  build_args+=(--target "$t")
+  # A target's dictionary printer (tests/fuzz/<name>_dict.cc), when it has one.
+  if [[ -f tests/fuzz/${t%_fuzz}_dict.cc ]]; then build_args+=(--target "${t%_fuzz}_dict"); fi
+done
 echo "fuzz: building ${targets[*]}"
 if ! cmake --build $build --parallel "$(nproc)" "${build_args[@]}" >$build/build.log 2>&1; then
   tail -40 $build/build.log
@@ -107,7 +111,14 @@ for t in "${targets[@]}"; do
   cp "$seeds_dir"/* "$dir/corpus/"
   seeds=$(find "$dir/corpus" -type f | wc -l)
   common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
-  [[ -f tests/fuzz/$name.dict ]] && common+=(-dict="tests/fuzz/$name.dict")
+  # The dictionary: what <name>_dict prints from the sources (config: the setting keys of
+  # Settings()), then tests/fuzz/<name>.dict; the same commit gives the same dictionary.
+  dict=tests/fuzz/$name.dict
+  if [[ -x $build/tests/fuzz/${name}_dict ]]; then
+    { run_target "$build/tests/fuzz/${name}_dict"; cat "$dict"; } >"$dir/$name.dict"
+    dict=$dir/$name.dict
+  fi
+  [[ -f $dict ]] && common+=(-dict="$dict")
 
   # 1. Replay: every seed once, by name, so a regression input that fails is named.
   echo

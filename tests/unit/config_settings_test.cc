@@ -5,11 +5,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "config/config.h"
@@ -44,29 +46,104 @@ TEST(ConfigDefaults, NoMasterSaysHowToGiveOne) {
 }
 
 TEST(ConfigSettings, OneEntryPerFieldWithUnitAndDefault) {
-  std::string keys;
   for (const SettingInfo& s : Settings()) {
-    keys += s.key + " ";
     EXPECT_THAT(s.help, HasSubstr("default")) << s.key;
     if (s.key.ends_with("_ms")) {
       EXPECT_THAT(s.help, HasSubstr("ms")) << s.key;
     }
   }
-  EXPECT_EQ(keys,
-            "socket_path masters key_prefix fence_prefix fence_quorum restart_quarantine "
-            "min_ttl_ms max_ttl_ms default_ttl_ms max_wait_ms "
-            "node_timeout_ms connect_timeout_ms drift_factor retry_delay_ms retry_jitter_ms "
-            "reconnect_max_backoff_ms health_interval_ms election_poll_ms shutdown_grace_ms log_level "
-            "max_line_bytes max_connections max_inflight_per_session max_locks_per_session "
-            "max_waiters_per_resource max_observations_per_session idle_timeout_ms max_unsent_bytes socket_mode "
-            "socket_owner socket_group access redis_user redis_password_file redis_password "
-            "admin_listen admin_token_file stuck_after_ms admin_max_connections "
-            "admin_timeout_ms admin_max_body_bytes agent_name heartbeat_ttl_ms share_cmdline "
-            "fleet_refresh_ms admin_url scan_interval_ms "
-            "scan_keys_per_second scan_batch scan_patterns ");
   EXPECT_THAT(Settings()[10].help, HasSubstr("default 50"));
   EXPECT_THAT(Settings()[12].help, HasSubstr("0.01"));
   EXPECT_THAT(Settings()[5].help, HasSubstr("default true"));
+}
+
+TEST(ConfigSettings, KeysAndTheirNamesAreDistinct) {
+  std::set<std::string> keys, env_vars, flags;
+  for (const SettingInfo& s : Settings()) {
+    EXPECT_TRUE(keys.insert(s.key).second) << s.key;
+    EXPECT_TRUE(env_vars.insert(EnvVarFor(s.key)).second) << s.key;
+    EXPECT_TRUE(flags.insert(FlagFor(s.key)).second) << s.key;
+    EXPECT_FALSE(s.key.empty());
+    for (char c : s.key) EXPECT_TRUE(std::islower(c) || std::isdigit(c) || c == '_') << s.key;
+  }
+}
+
+// Each row of the settings table in docs/configuration.md (the table headed "| TOML key |"):
+// "| `key` | `ENV` ... | `--flag` ... |".
+struct DocumentedSetting {
+  std::string env_column;
+  std::string flag_column;
+};
+
+std::map<std::string, DocumentedSetting> DocumentedSettings() {
+  // This file is tests/unit/ of the source tree (compilers name it by its absolute path).
+  const std::filesystem::path doc =
+      std::filesystem::path(__FILE__).parent_path() / "../../docs/configuration.md";
+  std::ifstream in(doc);
+  EXPECT_TRUE(in) << doc << " not found";
+  std::map<std::string, DocumentedSetting> rows;
+  std::string line;
+  while (std::getline(in, line) && !line.starts_with("| TOML key |")) {
+  }
+  while (std::getline(in, line) && line.starts_with("|")) {
+    if (!line.starts_with("| `")) continue;  // the header's rule
+    std::vector<std::string> cells;
+    for (size_t start = 1, bar; (bar = line.find(" |", start)) != std::string::npos;
+         start = bar + 2) {
+      cells.push_back(line.substr(start + 1, bar - start - 1));
+    }
+    if (cells.size() < 3) continue;
+    const std::string key = cells[0].substr(1, cells[0].find('`', 1) - 1);
+    rows[key] = {cells[1], cells[2]};
+  }
+  return rows;
+}
+
+// The documented table and Settings() name the same settings, each with its env var and flag:
+// a new row is documented, and a key is never renamed or dropped without the table saying so.
+TEST(ConfigSettings, EveryRowIsDocumentedWithItsNames) {
+  std::map<std::string, DocumentedSetting> documented = DocumentedSettings();
+  for (const SettingInfo& s : Settings()) {
+    auto it = documented.find(s.key);
+    if (it == documented.end()) {
+      ADD_FAILURE() << s.key << " has no row in the table of docs/configuration.md";
+      continue;
+    }
+    EXPECT_THAT(it->second.env_column, StartsWith("`" + EnvVarFor(s.key) + "`")) << s.key;
+    if (s.refused_as_flag) {
+      EXPECT_THAT(it->second.flag_column, HasSubstr("is refused")) << s.key;
+    } else {
+      EXPECT_THAT(it->second.flag_column, StartsWith("`" + FlagFor(s.key) + "`")) << s.key;
+    }
+    documented.erase(it);
+  }
+  for (const auto& [key, row] : documented) {
+    ADD_FAILURE() << "docs/configuration.md documents " << key << ", which is no setting";
+  }
+}
+
+// Every row is read from the TOML file, the environment and the command line: a value of the
+// wrong shape is refused naming the setting and its source, never as an unknown setting.
+class ConfigEverySource : public ConfigFileTest {};
+
+TEST_F(ConfigEverySource, EveryRowIsReadFromEachSource) {
+  for (const SettingInfo& s : Settings()) {
+    ConfigSources env = WithMasterFlag();
+    env.env[EnvVarFor(s.key)] = std::string(1, '\x01');
+    ConfigSources flag = WithMasterFlag();
+    flag.flags[s.key] = {std::string(1, '\x01')};
+    ConfigSources toml = WithMasterFlag();
+    toml.toml_path = Write("every.toml", s.key + " = { table = 1 }\n");
+    const std::vector<std::pair<std::string, ConfigSources>> sources = {
+        {EnvVarFor(s.key), env}, {FlagFor(s.key), flag}, {"every.toml", toml}};
+    for (const auto& [source, given] : sources) {
+      const auto loaded = LoadConfig(given);
+      const auto* error = std::get_if<std::string>(&loaded);
+      if (error == nullptr) continue;  // a string setting may take any text
+      EXPECT_THAT(*error, Not(HasSubstr("unknown"))) << s.key << " from " << source;
+      EXPECT_THAT(*error, StartsWith(s.key)) << s.key << " from " << source;
+    }
+  }
 }
 
 TEST(ConfigSettings, BooleansFromEverySource) {
