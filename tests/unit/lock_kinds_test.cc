@@ -24,7 +24,7 @@ const LockShape kLock{};
 const LockShape kFour{LockKind::kSemaphore, 4};
 const LockShape kElection{LockKind::kElection};
 
-class KindsTest : public ::testing::Test {
+class LockKindsTest : public ::testing::Test {
  protected:
   HoldPlace Place(LockShape shape, HoldMode mode, int part = -1,
                   std::string_view record = {}) const {
@@ -59,7 +59,7 @@ class KindsTest : public ::testing::Test {
 
 // ---- the queue
 
-TEST_F(KindsTest, EachKindSaysWhichPartAnAcquireTakes) {
+TEST_F(LockKindsTest, EachKindSaysWhichPartAnAcquireTakes) {
   EXPECT_EQ(KindOf(kLock).ModeAsked(false), HoldMode::kExclusive);
   EXPECT_EQ(KindOf(kLock).ModeAsked(true), HoldMode::kShared);
   EXPECT_EQ(KindOf(kFour).ModeAsked(true), HoldMode::kPermit);
@@ -69,7 +69,7 @@ TEST_F(KindsTest, EachKindSaysWhichPartAnAcquireTakes) {
   EXPECT_FALSE(KindOf(kFour).AlwaysFenced());
 }
 
-TEST_F(KindsTest, ReadersShareWithReadersAndAWriterWaitsForEveryone) {
+TEST_F(LockKindsTest, ReadersShareWithReadersAndAWriterWaitsForEveryone) {
   const Kind& k = KindOf(kLock);
   EXPECT_TRUE(k.MayContendBeside(kLock, HoldMode::kShared, HeldAs({{HoldMode::kShared, -1}})));
   EXPECT_FALSE(k.MayContendBeside(kLock, HoldMode::kExclusive, HeldAs({{HoldMode::kShared, -1}})));
@@ -79,7 +79,7 @@ TEST_F(KindsTest, ReadersShareWithReadersAndAWriterWaitsForEveryone) {
                                          HeldAs({{HoldMode::kExclusive, -1}})));
 }
 
-TEST_F(KindsTest, ASemaphoreLetsItsFrontContendWhileAPermitIsFreeHere) {
+TEST_F(LockKindsTest, ASemaphoreLetsItsFrontContendWhileAPermitIsFreeHere) {
   const Kind& k = KindOf(kFour);
   EXPECT_TRUE(k.MayContendBeside(kFour, HoldMode::kPermit,
                                  HeldAs({{HoldMode::kPermit, 0}, {HoldMode::kPermit, 1},
@@ -89,7 +89,7 @@ TEST_F(KindsTest, ASemaphoreLetsItsFrontContendWhileAPermitIsFreeHere) {
                                           {HoldMode::kPermit, 2}, {HoldMode::kPermit, 3}})));
 }
 
-TEST_F(KindsTest, APermitIsChosenAmongThoseNotHeldHereAndAFreeOneReportedIsTriedFirst) {
+TEST_F(LockKindsTest, APermitIsChosenAmongThoseNotHeldHereAndAFreeOneReportedIsTriedFirst) {
   const Kind& k = KindOf(kFour);
   KindSlot state;
   std::mt19937_64 rng(1);
@@ -106,7 +106,7 @@ TEST_F(KindsTest, APermitIsChosenAmongThoseNotHeldHereAndAFreeOneReportedIsTried
   EXPECT_EQ(KindOf(kLock).ChoosePart(kLock, state, held, rng), -1);
 }
 
-TEST_F(KindsTest, ASemaphoreRetriesAFreePermitAtOnceOnlyAFewTimesInARow) {
+TEST_F(LockKindsTest, ASemaphoreRetriesAFreePermitAtOnceOnlyAFewTimesInARow) {
   const Kind& k = KindOf(kFour);
   KindSlot state;
   KindRefusals r;
@@ -121,7 +121,7 @@ TEST_F(KindsTest, ASemaphoreRetriesAFreePermitAtOnceOnlyAFewTimesInARow) {
   EXPECT_FALSE(k.Refused(Refusal(r), kFour, state, 7, 3, true).retry_now) << "below quorum";
 }
 
-TEST_F(KindsTest, RefusalsSayWhyAndNameAResourceOfAnotherKind) {
+TEST_F(LockKindsTest, RefusalsSayWhyAndNameAResourceOfAnotherKind) {
   KindSlot state;
   KindRefusals writer;
   writer.writer = 2;
@@ -141,7 +141,7 @@ TEST_F(KindsTest, RefusalsSayWhyAndNameAResourceOfAnotherKind) {
 
 // ---- rounds
 
-TEST_F(KindsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMarkUntilGranted) {
+TEST_F(LockKindsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMarkUntilGranted) {
   const Kind& k = KindOf(kLock);
   KindSlot state;
   const HoldPlace p = Place(kLock, HoldMode::kExclusive);
@@ -174,7 +174,7 @@ TEST_F(KindsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMarkUntilGranted) {
   EXPECT_FALSE(k.Granted(Call(p, 8), state));
 }
 
-TEST_F(KindsTest, ReadHoldsLiveInTheReadersSet) {
+TEST_F(LockKindsTest, ReadHoldsLiveInTheReadersSet) {
   const Kind& k = KindOf(kLock);
   KindSlot state;
   const HoldPlace p = Place(kLock, HoldMode::kShared);
@@ -193,7 +193,7 @@ TEST_F(KindsTest, ReadHoldsLiveInTheReadersSet) {
             RoundOp::kExtendIfHeld);
 }
 
-TEST_F(KindsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
+TEST_F(LockKindsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
   const Kind& k = KindOf(kFour);
   KindSlot state;
   const HoldPlace p = Place(kFour, HoldMode::kPermit, 2);
@@ -213,7 +213,7 @@ TEST_F(KindsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
   EXPECT_THAT(k.ExtendRound(p, "t", 100).keys, ElementsAre("lock:r", "lock:r\x1fpermit:2"));
 }
 
-TEST_F(KindsTest, AnElectionsPhaseTwoWritesTheTermAndTheRecordWhereTheHoldIs) {
+TEST_F(LockKindsTest, AnElectionsPhaseTwoWritesTheTermAndTheRecordWhereTheHoldIs) {
   const Kind& k = KindOf(kElection);
   KindSlot state;
   const HoldPlace p = Place(kElection, HoldMode::kExclusive);
@@ -230,7 +230,7 @@ TEST_F(KindsTest, AnElectionsPhaseTwoWritesTheTermAndTheRecordWhereTheHoldIs) {
   EXPECT_EQ(req.needed, 2);
 }
 
-TEST_F(KindsTest, AnElectionsRecordLivesAsLongAsItsHoldAndGoesOnlyWithThisLeader) {
+TEST_F(LockKindsTest, AnElectionsRecordLivesAsLongAsItsHoldAndGoesOnlyWithThisLeader) {
   const Kind& k = KindOf(kElection);
   const RoundRequest extend = k.ExtendRound(Place(kElection, HoldMode::kExclusive, -1, "rec"),
                                             "t", 6000);
@@ -244,7 +244,7 @@ TEST_F(KindsTest, AnElectionsRecordLivesAsLongAsItsHoldAndGoesOnlyWithThisLeader
   EXPECT_THAT(release.args, ElementsAre(scripts::ReleaseChannel("lock:r"), "rec"));
 }
 
-TEST_F(KindsTest, AViewOfALeaderCarriesItsRecord) {
+TEST_F(LockKindsTest, AViewOfALeaderCarriesItsRecord) {
   Holder h;
   h.note = std::make_unique<std::string>(StoredRecord("agent:t", {3, 9, R"({"v":1})"}));
   LockView view;
