@@ -3,20 +3,27 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "agent/lock_service.h"
 #include "core/quote.h"
 
 namespace lw {
 
 std::optional<Failure> LockService::LeaseLimit(const SessionState& s) {
-  size_t awaited = 0;
-  for (const auto& [id, other] : sessions_) {
-    if (other.ids.uid == s.ids.uid) awaited += other.detaching;
-  }
+  const auto pending = detaching_by_uid_.find(s.ids.uid);
+  const size_t awaited = pending == detaching_by_uid_.end() ? 0 : pending->second;
   auto refusal = LeaseLimitRefusal(s.ids.uid, engine_.books().Commitments(LeaseSessionOf(s.ids.uid)),
                                    awaited, options_.max_locks);
   if (refusal) stats_.limit_refusals[Limit::kDetachedPerUid].Inc();
   return refusal;
+}
+
+void LockService::Undetaching(uid_t uid, size_t n) {
+  auto it = detaching_by_uid_.find(uid);
+  if (it == detaching_by_uid_.end() || n == 0) return;
+  it->second -= std::min(it->second, n);
+  if (it->second == 0) detaching_by_uid_.erase(it);
 }
 
 void LockService::LeaseAnswered(SessionId sid, const std::string& resource,
@@ -24,7 +31,10 @@ void LockService::LeaseAnswered(SessionId sid, const std::string& resource,
   auto it = sessions_.find(sid);
   if (it == sessions_.end()) return;  // answered at shutdown after its connection closed
   SessionState& s = it->second;
-  if (s.detaching > 0) --s.detaching;
+  if (s.detaching > 0) {
+    --s.detaching;
+    Undetaching(s.ids.uid, 1);
+  }
   const auto* g = std::get_if<Grant>(&result);
   if (g == nullptr) return;
   leases_.Add({resource, g->token, g->hold, LeaseSessionOf(s.ids.uid), s.peer});

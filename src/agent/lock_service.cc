@@ -34,7 +34,10 @@ void LockService::Opened(SessionId session, const Peer& peer, const std::vector<
 void LockService::Closed(SessionId session) {
   if (options_.elections != nullptr) options_.elections->CloseSession(session);
   engine_.CloseSession(session);
-  sessions_.erase(session);
+  auto it = sessions_.find(session);
+  if (it == sessions_.end()) return;
+  Undetaching(it->second.ids.uid, it->second.detaching);
+  sessions_.erase(it);
 }
 
 bool LockService::Idle(SessionId session) const {
@@ -49,7 +52,10 @@ bool LockService::Idle(SessionId session) const {
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
   SessionState& s = sessions_.at(sid);  // Line found it
-  if (op.detach) ++s.detaching;
+  if (op.detach) {
+    ++s.detaching;
+    ++detaching_by_uid_[s.ids.uid];
+  }
   engine_.Acquire(
       sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
       [this, sid, id, resource = op.resource,

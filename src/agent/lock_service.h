@@ -90,8 +90,11 @@ class LockService final : public SessionHandler {
   void Handle(SessionId sid, const Id& id, const Request& op);
 
   // ---- detached leases (agent/detached_ops.cc)
-  // A detached acquire refused by its uid's limit (counted), or nullopt.
+  // A detached acquire refused by its uid's limit (counted), or nullopt. Constant time: the
+  // uid's unanswered detached acquires are counted in detaching_by_uid_.
   std::optional<Failure> LeaseLimit(const SessionState& s);
+  // n of uid's detached acquires were answered or dropped.
+  void Undetaching(uid_t uid, size_t n);
   // A detached acquire of the session was answered: its creator is recorded when granted.
   void LeaseAnswered(SessionId sid, const std::string& resource,
                      const std::variant<Grant, Failure>& result);
@@ -107,6 +110,8 @@ class LockService final : public SessionHandler {
   ServiceOptions options_;
   RequestStats& stats_;
   std::unordered_map<SessionId, SessionState> sessions_;
+  // Detached acquires not answered yet, by uid (the sum of its sessions' `detaching`).
+  std::unordered_map<uid_t, size_t> detaching_by_uid_;
   DetachedLeases leases_;
 };
 

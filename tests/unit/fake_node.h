@@ -43,7 +43,7 @@ class FakeNode : public Node {
   // fenced) and answered as the script does (integer 0 / the counter, nil, or {'readers'} with
   // the writer-waiting mark left); a kReleasePart as kDelete (that also drops its second key
   // where it holds the mark or record given). The other kind scripts (shared holds, permits,
-  // their extends and releases, an election's phase 2) are kKindScript, answered as
+  // their extends and releases, an election's phase 2 and record read) are kKindScript, answered as
   // redis/kind_scripts.h does, over strings and readers sets with expiries; others
   // kUnavailable. Command::script, keys and args keep what a script was sent.
   enum class Op { kSet, kDelete, kExtend, kSetReadFence, kRaiseFence, kKindScript };
@@ -350,6 +350,19 @@ class FakeNode : public Node {
         counters_[k[1]] = std::stoll(a[1]);
         data_[k[2]] = Entry{a[2], e->expiry};
         return Int(1);
+      }
+      case scripts::KindScript::kReadRecord: {
+        const Entry* record = Live(k[1], now);
+        const Entry* holder = Live(k[0], now);
+        Reply r;
+        r.kind = Reply::Kind::kNil;
+        if (record == nullptr || holder == nullptr ||
+            !record->token.starts_with(holder->token + '\x1f')) {
+          return r;
+        }
+        r.kind = Reply::Kind::kString;
+        r.text = record->token.substr(holder->token.size() + 1);
+        return r;
       }
       default:
         return Unavailable();
