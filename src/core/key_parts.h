@@ -24,20 +24,20 @@ enum class PartValue : uint8_t {
 
 // Which of a part's values are holds.
 enum class PartHolds : uint8_t {
-  kEvery,          // each value is one hold
-  kUnlessMarker,   // each value but a semaphore's marker (ShapeOfMarker)
-  kNone,           // a mark or a description of the hold beside it: expires with it, never
-                   // revoked by itself
+  kEvery,         // each value is one hold
+  kUnlessMarker,  // each value but a semaphore's marker (ShapeOfMarker)
+  kNone,          // a mark or a description of the hold beside it: expires with it, never
+                  // revoked by itself
 };
 
 // How one hold is removed from a master. Every removal compares first, so a hold granted
 // again with another value is untouched, and announces the release on the resource's channel.
 enum class PartRemoval : uint8_t {
-  kNone,             // not a hold
-  kDeleteWithRecord, // DEL of the key when it holds the value; first, DEL of the election's
-                     // leader record (P R US "leader") when the record names that value
-  kDeleteIfValue,    // DEL of the key when it holds the value
-  kRemoveMember,     // ZREM of the member
+  kNone,              // not a hold
+  kDeleteWithRecord,  // DEL of the key when it holds the value; first, DEL of the election's
+                      // leader record (P R US "leader") when the record names that value
+  kDeleteIfValue,     // DEL of the key when it holds the value
+  kRemoveMember,      // ZREM of the member
 };
 
 struct KeyPartRow {

@@ -41,7 +41,8 @@ std::vector<KeyPart> PartsToRead(const RevokeRequest& req, int permits) {
   if (req.permit) parts.push_back({req.resource, Part::kPermit, *req.permit});
   if (req.hold.empty()) return parts;
   parts.push_back({req.resource, Part::kReaders});
-  for (int i = 0; i < permits && !req.permit; ++i) parts.push_back({req.resource, Part::kPermit, i});
+  for (int i = 0; i < permits && !req.permit; ++i)
+    parts.push_back({req.resource, Part::kPermit, i});
   return parts;
 }
 
@@ -154,8 +155,8 @@ int Publish(MasterLinks& links, const std::string& agent_id, const RevokeOrder& 
 }
 
 // Waits up to `wait` for `hold` to leave a quorum of masters; true when it did.
-bool AwaitGone(MasterLinks& links, const RevokeRequest& req, const KeyPart& part,
-               const Hold& hold, int quorum) {
+bool AwaitGone(MasterLinks& links, const RevokeRequest& req, const KeyPart& part, const Hold& hold,
+               int quorum) {
   const auto deadline = SteadyClock::now() + req.wait;
   while (true) {
     if (Holding(links, part, hold) < quorum) return true;

@@ -24,7 +24,8 @@ constexpr milliseconds kAwait{30'000};
 
 fleet::RevokeRequest RevokeOf(const RedisCluster& cluster, const std::string& resource) {
   fleet::RevokeRequest req;
-  for (int i = 0; i < cluster.size(); ++i) req.masters.push_back({"127.0.0.1", cluster.port(i), "", ""});
+  for (int i = 0; i < cluster.size(); ++i)
+    req.masters.push_back({"127.0.0.1", cluster.port(i), "", ""});
   req.key_prefix = "lock:";
   req.resource = resource;
   req.by = "test";
@@ -40,7 +41,8 @@ TEST(FleetRevokeElectionTest, ALeaderWhoseAgentIsGoneLosesItsHoldAndItsRecordOnE
   const std::string record = LeaderKey("lock:", "jobs");
   ASSERT_TRUE(Eventually([&] { return cluster.CountWithKey(record) == 3; }, kAwait))
       << "the leader's record is written on every master";
-  const std::string id = fleet::AgentOfValue(cluster.Get(0, KeyOf("jobs")).value_or("")).value_or("");
+  const std::string id =
+      fleet::AgentOfValue(cluster.Get(0, KeyOf("jobs")).value_or("")).value_or("");
   ASSERT_FALSE(id.empty());
 
   // The leader's agent dies and nobody listens on its revoke channel any more: the revoke

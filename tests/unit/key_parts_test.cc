@@ -1,11 +1,12 @@
 // The table of key parts (core/key_parts.h): how each part of a resource's state is read,
 // checked and removed, as the words the scanner, the probe, the fleet reader and revoke send.
 
+#include "core/key_parts.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "core/election_record.h"
-#include "core/key_parts.h"
 
 namespace lw {
 namespace {
@@ -43,9 +44,9 @@ TEST(KeyPartsTest, KeysReadBackToTheirRow) {
   // A part this version does not know is read as a string.
   EXPECT_EQ(RowToRead("lock:", "lock:x\x1fsomething-new").part, Part::kBase);
   EXPECT_EQ(RowToRead("", ReadersKey("lock:", "cfg")).part, Part::kReaders);
-  for (const std::string& key : {std::string("lock:cfg"), PermitKey("lock:", "pool", 3),
-                                ReadersKey("lock:", "cfg"), WriterWaitingKey("lock:", "cfg"),
-                                LeaderKey("lock:", "jobs")}) {
+  for (const std::string& key :
+       {std::string("lock:cfg"), PermitKey("lock:", "pool", 3), ReadersKey("lock:", "cfg"),
+        WriterWaitingKey("lock:", "cfg"), LeaderKey("lock:", "jobs")}) {
     EXPECT_EQ(KeyOfPart("lock:", *ParseLockKey("lock:", key)), key);
   }
 }
@@ -88,8 +89,8 @@ TEST(KeyPartsTest, ABaseKeyIsRemovedWithTheLeaderRecordThatNamesIt) {
   EXPECT_EQ(removal->script, RemovalScript::kDeleteWithRecord);
   EXPECT_THAT(removal->keys, ElementsAre("lock:jobs", LeaderKey("lock:", "jobs")));
   EXPECT_THAT(removal->args, ElementsAre("a:t1", "ch"));
-  EXPECT_THAT(EvalTail(*removal), ElementsAre("2", "lock:jobs", LeaderKey("lock:", "jobs"),
-                                              "a:t1", "ch"));
+  EXPECT_THAT(EvalTail(*removal),
+              ElementsAre("2", "lock:jobs", LeaderKey("lock:", "jobs"), "a:t1", "ch"));
 }
 
 TEST(KeyPartsTest, APermitIsComparedAndDeletedAndAReaderRemovedAsAMember) {
@@ -106,8 +107,8 @@ TEST(KeyPartsTest, APermitIsComparedAndDeletedAndAReaderRemovedAsAMember) {
 }
 
 TEST(KeyPartsTest, MarksAndRecordsAreNeverRemovedByThemselves) {
-  EXPECT_FALSE(RemovalOf("lock:", *ParseLockKey("lock:", WriterWaitingKey("lock:", "cfg")), "a",
-                         "ch"));
+  EXPECT_FALSE(
+      RemovalOf("lock:", *ParseLockKey("lock:", WriterWaitingKey("lock:", "cfg")), "a", "ch"));
   EXPECT_FALSE(RemovalOf("lock:", *ParseLockKey("lock:", LeaderKey("lock:", "jobs")), "a", "ch"));
 }
 
