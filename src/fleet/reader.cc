@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/key_parts.h"
 #include "core/redlock_math.h"
 #include "core/scan_pace.h"
 #include "core/unix_time.h"
@@ -116,22 +117,18 @@ class MasterReader {
     return "";
   }
 
-  // GET + PTTL of each key; a readers set is read with ZRANGE WITHSCORES instead of GET (at
-  // most kMaxReaders members) and the master's TIME once per batch, to tell each reader's
-  // validity from its score.
+  // Each key's ListCommand with scores (core/key_parts.h: GET, or ZRANGE WITHSCORES of a
+  // readers set, at most kMaxReaders members) + PTTL, and the master's TIME once per batch
+  // when a readers set is among them, to tell each reader's validity from its score.
   bool ReadCopies(const std::vector<Reply>& keys, MasterRead& out, std::string& error) {
     std::vector<Command> commands;
     bool readers = false;
     std::vector<bool> is_readers;
     for (const Reply& k : keys) {
-      const std::optional<KeyPart> part = ParseLockKey(settings_.key_prefix, k.text);
-      is_readers.push_back(part && part->part == KeyPart::Part::kReaders);
-      if (is_readers.back()) {
-        commands.push_back({"ZRANGE", k.text, "0", std::to_string(kMaxReaders - 1), "WITHSCORES"});
-        readers = true;
-      } else {
-        commands.push_back({"GET", k.text});
-      }
+      const KeyPartRow& row = RowToRead(settings_.key_prefix, k.text);
+      is_readers.push_back(row.value == PartValue::kMembers);
+      readers = readers || is_readers.back();
+      commands.push_back(ListCommand(row, k.text, kMaxReaders, /*scores=*/true));
       commands.push_back({"PTTL", k.text});
     }
     if (readers) commands.push_back({"TIME"});

@@ -4,7 +4,7 @@
 #include <set>
 #include <thread>
 
-#include "core/lock_kind.h"
+#include "core/key_parts.h"
 #include "core/redlock_math.h"
 #include "fleet/master_links.h"
 #include "redis/kind_scripts.h"
@@ -33,16 +33,25 @@ struct HoldsRead {
   bool agent_listed = false;
 };
 
-// The keys of `req`'s resource to read on each master: the base key, the readers set when a
+// The parts of `req`'s resource to read on each master: the base key, the readers set when a
 // hold id is asked for, and the permit asked for (or, for a hold id, every permit of K).
+std::vector<KeyPart> PartsToRead(const RevokeRequest& req, int permits) {
+  using Part = KeyPart::Part;
+  std::vector<KeyPart> parts = {{req.resource, Part::kBase}};
+  if (req.permit) parts.push_back({req.resource, Part::kPermit, *req.permit});
+  if (req.hold.empty()) return parts;
+  parts.push_back({req.resource, Part::kReaders});
+  for (int i = 0; i < permits && !req.permit; ++i)
+    parts.push_back({req.resource, Part::kPermit, i});
+  return parts;
+}
+
+// Each part's ListCommand (members without scores: a revoke names a reader by its value).
 std::vector<Command> ReadCommands(const RevokeRequest& req, int permits) {
-  std::vector<Command> commands = {{"GET", req.key_prefix + req.resource}};
-  if (req.permit) commands.push_back({"GET", PermitKey(req.key_prefix, req.resource, *req.permit)});
-  if (req.hold.empty()) return commands;
-  commands.push_back({"ZRANGE", ReadersKey(req.key_prefix, req.resource), "0",
-                      std::to_string(kMaxReadersSought - 1)});
-  for (int i = 0; i < permits && !req.permit; ++i) {
-    commands.push_back({"GET", PermitKey(req.key_prefix, req.resource, i)});
+  std::vector<Command> commands;
+  for (const KeyPart& part : PartsToRead(req, permits)) {
+    commands.push_back(ListCommand(RowOf(part.part), KeyOfPart(req.key_prefix, part),
+                                   kMaxReadersSought, /*scores=*/false));
   }
   return commands;
 }
@@ -79,7 +88,7 @@ HoldsRead ReadHolds(MasterLinks& links, const RevokeRequest& req) {
     std::set<Hold> here;
     AddHolds(commands, rs, here);
     for (const Hold& h : here) {
-      if (!ShapeOfMarker(h.second)) ++read.masters[h];
+      if (IsHold(RowToRead(req.key_prefix, h.first), h.second)) ++read.masters[h];
     }
   }
   return read;
@@ -106,22 +115,17 @@ std::optional<Hold> Target(const RevokeRequest& req, const HoldsRead& read, int 
   return best;
 }
 
-bool IsReaders(const RevokeRequest& req, const std::string& key) {
-  return key == ReadersKey(req.key_prefix, req.resource);
-}
-
-// Masters still showing `hold` (GET of its key, or ZSCORE of a reader).
-int Holding(MasterLinks& links, const RevokeRequest& req, const Hold& hold) {
-  const bool reader = IsReaders(req, hold.first);
-  const Command command = reader ? Command{"ZSCORE", hold.first, hold.second}
-                                 : Command{"GET", hold.first};
+// Masters still showing `hold`, in `part` (its CheckCommand).
+int Holding(MasterLinks& links, const KeyPart& part, const Hold& hold) {
+  const KeyPartRow& row = RowOf(part.part);
+  const Command command = CheckCommand(row, hold.first, hold.second);
   int n = 0;
   for (size_t i = 0; i < links.size(); ++i) {
     auto replies = links.Pipeline(i, {command});
     if (std::holds_alternative<std::string>(replies)) continue;
     const Reply& r = std::get<std::vector<Reply>>(replies)[0];
     if (r.kind != Reply::Kind::kString) continue;
-    n += reader || r.text == hold.second ? 1 : 0;
+    n += CheckAnswerHolds(row, r.text, hold.second) ? 1 : 0;
   }
   return n;
 }
@@ -151,23 +155,37 @@ int Publish(MasterLinks& links, const std::string& agent_id, const RevokeOrder& 
 }
 
 // Waits up to `wait` for `hold` to leave a quorum of masters; true when it did.
-bool AwaitGone(MasterLinks& links, const RevokeRequest& req, const Hold& hold, int quorum) {
+bool AwaitGone(MasterLinks& links, const RevokeRequest& req, const KeyPart& part, const Hold& hold,
+               int quorum) {
   const auto deadline = SteadyClock::now() + req.wait;
   while (true) {
-    if (Holding(links, req, hold) < quorum) return true;
+    if (Holding(links, part, hold) < quorum) return true;
     if (SteadyClock::now() >= deadline) return false;
     std::this_thread::sleep_for(kRecheckEvery);
   }
 }
 
-// Compare-and-remove with the release announcement on the resource's channel, on every
-// master: a reader's member with ZREM, any other key with DEL. Masters that removed it.
-int RemoveEverywhere(MasterLinks& links, const RevokeRequest& req, const Hold& hold) {
-  const std::string channel = scripts::ReleaseChannel(req.key_prefix + req.resource);
-  const Command command =
-      IsReaders(req, hold.first)
-          ? Command{"EVAL", scripts::kReleaseShared, "1", hold.first, hold.second, channel}
-          : Command{"EVAL", scripts::kDeleteIfHeld, "1", hold.first, hold.second, channel};
+const char* ScriptText(RemovalScript script) {
+  switch (script) {
+    case RemovalScript::kDeleteIfHeld:
+      return scripts::kDeleteIfHeld;
+    case RemovalScript::kDeleteWithRecord:
+      return scripts::kDeleteWithRecord;
+    case RemovalScript::kReleaseShared:
+      return scripts::kReleaseShared;
+  }
+  return scripts::kDeleteIfHeld;
+}
+
+// The part's removal (core/key_parts.h RemovalOf) with the release announcement on the
+// resource's channel, on every master. Masters that removed it.
+int RemoveEverywhere(MasterLinks& links, const RevokeRequest& req, const KeyPart& part,
+                     const Hold& hold) {
+  const std::optional<RemovalCommand> removal = RemovalOf(
+      req.key_prefix, part, hold.second, scripts::ReleaseChannel(req.key_prefix + req.resource));
+  if (!removal) return 0;
+  Command command = {"EVAL", ScriptText(removal->script)};
+  for (std::string& word : EvalTail(*removal)) command.push_back(std::move(word));
   int deleted = 0;
   for (size_t i = 0; i < links.size(); ++i) {
     auto replies = links.Pipeline(i, {command});
@@ -212,23 +230,22 @@ RevokeResult RevokeInFleet(const RevokeRequest& request) {
     result.how = RevokeResult::How::kNotHeld;
     return result;
   }
-  if (const std::optional<KeyPart> part = ParseLockKey(request.key_prefix, hold->first)) {
-    result.mode = part->part == KeyPart::Part::kPermit    ? HoldMode::kPermit
-                  : part->part == KeyPart::Part::kReaders ? HoldMode::kShared
-                                                          : HoldMode::kExclusive;
-    result.permit = part->permit;
-  }
+  // Every key read was built from a part of the resource (PartsToRead).
+  const KeyPart part =
+      ParseLockKey(request.key_prefix, hold->first).value_or(KeyPart{request.resource});
+  result.mode = RowOf(part.part).mode;
+  result.permit = part.permit;
   if (const std::optional<std::string> agent = AgentOfValue(hold->second)) {
     result.agent_id = *agent;
     if (Listed(links, *agent)) {
       result.receivers = Publish(links, *agent, {hold->first, hold->second, request.by});
     }
-    if (result.receivers > 0 && AwaitGone(links, request, *hold, quorum)) {
+    if (result.receivers > 0 && AwaitGone(links, request, part, *hold, quorum)) {
       result.how = RevokeResult::How::kByHolderAgent;
       return result;
     }
   }
-  result.deleted = RemoveEverywhere(links, request, *hold);
+  result.deleted = RemoveEverywhere(links, request, part, *hold);
   result.how = RevokeResult::How::kDeleted;
   return result;
 }

@@ -9,8 +9,10 @@
 //   announcement on the resource's channel, so the next waiter anywhere tries at once). We wait
 //   up to `wait` for the hold to be gone from a quorum;
 // - nobody received the order (the agent is gone, or not subscribed), or the hold is still
-//   there when the wait ends: it is compare-and-removed with the value read on every master (a
-//   key: DEL if it holds the value; a reader: ZREM of the member), announcing the release.
+//   there when the wait ends: it is compare-and-removed with the value read on every master as
+//   its part's row says (core/key_parts.h: a key: DEL if it holds the value, and for P R also
+//   the election's leader record that names the value; a reader: ZREM of the member),
+//   announcing the release.
 // The value compared is the one read at the start: a hold granted again meanwhile is untouched.
 
 #include <chrono>

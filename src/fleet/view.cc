@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "core/duration.h"
+#include "core/key_parts.h"
 #include "core/redlock_math.h"
 
 namespace lw::fleet {
@@ -181,17 +182,6 @@ std::map<std::pair<std::string, std::string>, Group> GroupCopies(const ViewInput
   return groups;
 }
 
-HoldMode ModeOf(KeyPart::Part part) {
-  switch (part) {
-    case KeyPart::Part::kPermit:
-      return HoldMode::kPermit;
-    case KeyPart::Part::kReaders:
-      return HoldMode::kShared;
-    default:
-      return HoldMode::kExclusive;
-  }
-}
-
 // How long a quorum still holds the key: the quorum-th largest PTTL (the largest when short).
 int64_t Validity(std::vector<int64_t> pttls, int quorum) {
   std::sort(pttls.begin(), pttls.end(), std::greater<>());
@@ -259,7 +249,7 @@ std::vector<FleetLock> LockRows(const ViewInputs& in, const Registry& reg, int q
     row.value = key_value.second;
     row.hold_id = HoldId(row.value);
     row.resource = group.part.resource;
-    row.mode = ModeOf(group.part.part);
+    row.mode = RowOf(group.part.part).mode;
     row.permit = group.part.permit;
     row.masters = group.masters;
     std::sort(row.masters.begin(), row.masters.end());

@@ -29,6 +29,18 @@ inline constexpr const char* kDeleteIfHeld =
     "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1 "
     "else return 0 end";
 
+// An exclusive hold at P R that may be an election's leader (kind_scripts.h kFenceRecord). KEYS:
+// P R, its leader record (P R US "leader"). ARGV: value, release channel ("": announce
+// nothing). The record goes first when it names the value (it starts with value US); then P R
+// as kDeleteIfHeld: 1 = P R held the value and was deleted.
+inline constexpr const char* kDeleteWithRecord =
+    "local r = redis.call('get', KEYS[2]) "
+    "if r and string.sub(r, 1, #ARGV[1] + 1) == ARGV[1] .. '\\31' then "
+    "redis.call('del', KEYS[2]) end "
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "redis.call('del', KEYS[1]) "
+    "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1";
+
 // KEYS[1] lock key; ARGV[1] token, ARGV[2] ttl in ms.
 inline constexpr const char* kExtendIfHeld =
     "if redis.call('get', KEYS[1]) == ARGV[1] then "

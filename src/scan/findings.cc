@@ -5,7 +5,7 @@
 #include <map>
 #include <tuple>
 
-#include "core/lock_kind.h"
+#include "core/key_parts.h"
 
 namespace lw {
 
@@ -18,12 +18,6 @@ std::optional<FindingKind> ClassifyTtl(int64_t pttl, bool is_lock_key, int64_t m
   if (pttl == -1) return FindingKind::kNoTtl;
   if (is_lock_key && pttl > max_ttl_ms) return FindingKind::kTtlAboveMax;
   return std::nullopt;
-}
-
-LockKeyRead ReadOfLockKey(std::string_view key_prefix, std::string_view key) {
-  const std::optional<KeyPart> part = ParseLockKey(key_prefix, key);
-  return part && part->part == KeyPart::Part::kReaders ? LockKeyRead::kReaders
-                                                       : LockKeyRead::kValue;
 }
 
 namespace {
@@ -59,28 +53,19 @@ std::optional<int64_t> MasterNowMs(const Reply& time) {
 std::vector<LockCopy> HoldsOf(std::string_view key_prefix, size_t master, const std::string& key,
                               const Reply& value, int64_t pttl, int64_t now_ms) {
   std::vector<LockCopy> out;
-  const std::optional<KeyPart> part = ParseLockKey(key_prefix, key);
-  if (!part || pttl < 0) return out;
-  switch (part->part) {
-    case KeyPart::Part::kBase:
-      if (value.kind == Reply::Kind::kString && !ShapeOfMarker(value.text)) {
-        out.push_back({master, key, value.text, pttl});
-      }
-      break;
-    case KeyPart::Part::kPermit:
-      if (value.kind == Reply::Kind::kString) out.push_back({master, key, value.text, pttl});
-      break;
-    case KeyPart::Part::kReaders:
-      if (value.kind != Reply::Kind::kArray) break;
-      for (size_t i = 0; i + 1 < value.elements.size(); i += 2) {
-        const std::optional<int64_t> expiry = ScoreMs(value.elements[i + 1].text);
-        if (!expiry || *expiry <= now_ms) continue;
-        out.push_back({master, key, value.elements[i].text, std::min(*expiry - now_ms, pttl)});
-      }
-      break;
-    case KeyPart::Part::kWriterWaiting:
-    case KeyPart::Part::kLeader:  // an election's record: its hold is P R
-      break;
+  const KeyPartRow* row = RowOfKey(key_prefix, key);
+  if (row == nullptr || pttl < 0 || row->holds == PartHolds::kNone) return out;
+  if (row->value == PartValue::kString) {
+    if (value.kind == Reply::Kind::kString && IsHold(*row, value.text)) {
+      out.push_back({master, key, value.text, pttl});
+    }
+    return out;
+  }
+  if (value.kind != Reply::Kind::kArray) return out;
+  for (size_t i = 0; i + 1 < value.elements.size(); i += 2) {
+    const std::optional<int64_t> expiry = ScoreMs(value.elements[i + 1].text);
+    if (!expiry || *expiry <= now_ms) continue;
+    out.push_back({master, key, value.elements[i].text, std::min(*expiry - now_ms, pttl)});
   }
   return out;
 }
@@ -111,7 +96,7 @@ std::vector<Finding> PartialLeftovers(const std::vector<LockCopy>& copies, int q
       f.key = c->key;
       f.kind = FindingKind::kPartial;
       f.ttl_ms = c->ttl_ms;
-      f.redis_type = ReadOfLockKey("", c->key) == LockKeyRead::kReaders ? "zset" : "string";
+      f.redis_type = RedisTypeOf(RowToRead("", c->key));
       f.copies = static_cast<int>(held.size());
       out.push_back(std::move(f));
     }

@@ -52,15 +52,12 @@ struct LockCopy {
 };
 using LiveGrants = std::set<std::pair<std::string, std::string>>;  // {key, token}
 
-// How the scanner reads a lock key (core/lock_kind.h has the shapes): a readers set is a ZSET
-// (ZRANGE WITHSCORES: each member is a read hold), every other lock key a string (GET).
-// A readers set has at most kMaxReadersRead members read per pass.
-enum class LockKeyRead { kValue, kReaders };
+// Members of one readers set read per pass (core/key_parts.h ListCommand).
 inline constexpr int64_t kMaxReadersRead = 1000;
-LockKeyRead ReadOfLockKey(std::string_view key_prefix, std::string_view key);
 
 // The holds one lock key's read shows on master `master`, for the partial check. `value` is
-// the GET reply (kValue) or the ZRANGE WITHSCORES reply (kReaders); `pttl` the key's PTTL;
+// the reply of the key's ListCommand with scores (core/key_parts.h: GET, or ZRANGE WITHSCORES
+// of a readers set); `pttl` the key's PTTL;
 // `now_ms` the master's clock (TIME), against which a reader's score (its expiry) is read.
 // - a mutex's key or a permit's: one copy with its value, when it has a TTL;
 // - a readers set: one copy per reader not yet expired, ttl_ms its score - now_ms (at most

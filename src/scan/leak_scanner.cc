@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 
+#include "core/key_parts.h"
 #include "core/redlock_math.h"
 #include "core/unix_time.h"
 #include "redis/blocking_connection.h"
@@ -35,9 +36,10 @@ struct KeyRead {
   std::vector<LockCopy> holds;
 };
 
-// PTTL of every key; for keys under key_prefix also GET, or ZRANGE WITHSCORES for a readers
-// set (never GET: a ZSET answers WRONGTYPE), and the master's TIME once when a readers set is
-// among them. One pipeline; an error text when the master could not be read.
+// PTTL of every key; for keys under key_prefix also their part's ListCommand with scores
+// (core/key_parts.h: GET, or ZRANGE WITHSCORES of a readers set), and the master's TIME once
+// when a readers set is among them. One pipeline; an error text when the master could not be
+// read.
 std::variant<std::vector<KeyRead>, std::string> ReadKeys(BlockingConnection& conn, size_t master,
                                                          const std::string& key_prefix,
                                                          const std::vector<std::string>& keys) {
@@ -46,13 +48,9 @@ std::variant<std::vector<KeyRead>, std::string> ReadKeys(BlockingConnection& con
   for (const std::string& key : keys) {
     commands.push_back({"PTTL", key});
     if (!key.starts_with(key_prefix)) continue;
-    if (ReadOfLockKey(key_prefix, key) == LockKeyRead::kReaders) {
-      commands.push_back(
-          {"ZRANGE", key, "0", std::to_string(kMaxReadersRead - 1), "WITHSCORES"});
-      readers = true;
-    } else {
-      commands.push_back({"GET", key});
-    }
+    const KeyPartRow& row = RowToRead(key_prefix, key);
+    commands.push_back(ListCommand(row, key, kMaxReadersRead, /*scores=*/true));
+    readers = readers || row.value == PartValue::kMembers;
   }
   if (readers) commands.push_back({"TIME"});
   auto replies = conn.Pipeline(commands);

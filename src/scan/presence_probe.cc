@@ -8,7 +8,7 @@
 #include <optional>
 #include <unordered_set>
 
-#include "core/lock_kind.h"
+#include "core/key_parts.h"
 #include "core/unix_time.h"
 #include "redis/blocking_connection.h"
 
@@ -33,43 +33,32 @@ std::string_view PresenceName(KeyPresence p) {
   return "unknown";
 }
 
-KeyPresence ClassifyPresence(const Reply& reply, const std::string& token) {
+namespace {
+
+KeyPresence Classify(const KeyPartRow& row, const Reply& reply, const std::string& token) {
   switch (reply.kind) {
     case Reply::Kind::kString:
-      return reply.text == token ? KeyPresence::kHeld : KeyPresence::kOther;
+      return CheckAnswerHolds(row, reply.text, token) ? KeyPresence::kHeld : KeyPresence::kOther;
     case Reply::Kind::kNil:
       return KeyPresence::kMissing;
     default:
       return KeyPresence::kUnknown;
   }
-}
-
-namespace {
-
-bool IsReadersKey(const std::string& key) {
-  // Any prefix: the separator never occurs in a resource name.
-  const std::optional<KeyPart> part = ParseLockKey("", key);
-  return part && part->part == KeyPart::Part::kReaders;
 }
 
 }  // namespace
 
+KeyPresence ClassifyPresence(const Reply& reply, const std::string& token) {
+  return Classify(RowOf(KeyPart::Part::kBase), reply, token);
+}
+
 Command PresenceCommand(const std::string& key, const std::string& token) {
-  if (IsReadersKey(key)) return {"ZSCORE", key, token};
-  return {"GET", key};
+  return CheckCommand(RowToRead("", key), key, token);
 }
 
 KeyPresence ClassifyPresenceOf(const std::string& key, const Reply& reply,
                                const std::string& token) {
-  if (!IsReadersKey(key)) return ClassifyPresence(reply, token);
-  switch (reply.kind) {
-    case Reply::Kind::kString:
-      return KeyPresence::kHeld;
-    case Reply::Kind::kNil:
-      return KeyPresence::kMissing;
-    default:
-      return KeyPresence::kUnknown;
-  }
+  return Classify(RowToRead("", key), reply, token);
 }
 
 GrantList GrantsForRound(const GrantList& grants, size_t max, bool* capped) {

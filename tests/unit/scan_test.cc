@@ -120,14 +120,6 @@ Reply ScanReadersReply(std::initializer_list<std::pair<const char*, const char*>
   return r;
 }
 
-TEST(ReadOfLockKey, OnlyAReadersSetIsReadAsASortedSet) {
-  EXPECT_EQ(ReadOfLockKey("lock:", ReadersKey("lock:", "cfg")), LockKeyRead::kReaders);
-  EXPECT_EQ(ReadOfLockKey("lock:", "lock:cfg"), LockKeyRead::kValue);
-  EXPECT_EQ(ReadOfLockKey("lock:", PermitKey("lock:", "pool", 3)), LockKeyRead::kValue);
-  EXPECT_EQ(ReadOfLockKey("lock:", WriterWaitingKey("lock:", "cfg")), LockKeyRead::kValue);
-  EXPECT_EQ(ReadOfLockKey("lock:", "lock:x\x1fsomething-new"), LockKeyRead::kValue);
-}
-
 TEST(HoldsOf, AMutexKeyAndAPermitAreHolds) {
   auto base = HoldsOf("lock:", 1, "lock:db", ScanStringReply("a:t1"), 4000, 0);
   ASSERT_EQ(base.size(), 1u);
