@@ -2,8 +2,7 @@
 // LockEngine: Redlock across N masters, for many local sessions, on one event-loop thread.
 //
 // - Acquire: waiters for a resource queue FIFO inside this agent; only the head contends on
-//   Redis (SET NX PX, in a script that also respects readers, with a fresh token on all
-//   masters at once). A round is granted with a quorum of yes votes and validity =
+//   Redis (SET NX PX, in its kind's script, with a fresh token on all masters at once). A round is granted with a quorum of yes votes and validity =
 //   ttl - elapsed - drift > 0; otherwise the token is deleted on every master and the head
 //   retries after a jittered delay until wait_ms ends.
 // - Release: compare-and-delete everywhere; the next local waiter starts at once (its SET

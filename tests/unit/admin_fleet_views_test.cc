@@ -30,7 +30,7 @@ fleet::FleetAgent Agent(const std::string& id, const std::string& name) {
   return a;
 }
 
-fleet::FleetWaiter Waiter(const std::string& agent_id, const std::string& name,
+fleet::FleetWaiter WaiterAt(const std::string& agent_id, const std::string& name,
                           const std::string& resource, int64_t waited_ms) {
   fleet::FleetWaiter w;
   w.agent_id = agent_id;
@@ -85,7 +85,7 @@ fleet::FleetView SampleView() {
   job.quorum = true;
   job.validity_ms = 25'000;
   job.held_ms = 5'000;
-  job.waiters = {Waiter(kAgentA, "alpha", "fleet:job", 1'500)};
+  job.waiters = {WaiterAt(kAgentA, "alpha", "fleet:job", 1'500)};
 
   fleet::FleetLock old;
   old.resource = "fleet:old";
@@ -99,7 +99,7 @@ fleet::FleetView SampleView() {
   old.stuck_reason = "held longer than 5m 00s";
 
   v.locks = {old, job};
-  v.waiting_unheld = {Waiter(kAgentA, "alpha", "fleet:next", 800)};
+  v.waiting_unheld = {WaiterAt(kAgentA, "alpha", "fleet:next", 800)};
   v.keys = 2;
   return v;
 }

@@ -11,7 +11,7 @@
 namespace lw::engine_test {
 namespace {
 
-AcquireKind Campaign(std::string payload) {
+AcquireKind CampaignFor(std::string payload) {
   return {.shape = LockShape{LockKind::kElection}, .shared = false, .hold_as = 0,
           .payload = std::move(payload)};
 }
@@ -39,7 +39,7 @@ class ElectionsTest : public LockEngineTest {
     return out.value_or(LeaderReading{});
   }
   AcquireRecord* Lead(SessionId session, const std::string& name, const std::string& payload) {
-    AcquireRecord* rec = Acquire(session, name, 10000, 3000, false, false, Campaign(payload));
+    AcquireRecord* rec = Acquire(session, name, 10000, 3000, false, false, CampaignFor(payload));
     EXPECT_TRUE(RunUntil([rec] { return rec->calls > 0; }));
     EXPECT_TRUE(rec->granted()) << rec->Describe();
     return rec;
@@ -86,7 +86,7 @@ TEST_F(ElectionsTest, ObserversGetTheFirstReadingAndThenEachChangeInTermOrder) {
   EXPECT_EQ(std::get<LeaderReading>(*answer).record.term, 1);
   EXPECT_TRUE(elections_->Observing(7));
 
-  AcquireRecord* second = Acquire(2, "jobs", 10000, 3000, false, false, Campaign("{}"));
+  AcquireRecord* second = Acquire(2, "jobs", 10000, 3000, false, false, CampaignFor("{}"));
   Release(1, "jobs", first->grant().token);
   ASSERT_TRUE(RunUntil([second] { return second->calls > 0; }));
   ASSERT_TRUE(second->granted()) << second->Describe();
