@@ -1,6 +1,6 @@
 #pragma once
 // Fencing: the two rounds of a fenced acquire (docs/safety.md has the argument).
-//   Phase 1 is the acquire round with a fence key (claims.h AcquireRound): one script per
+//   Phase 1 is the acquire round with a fence key (Kind::AcquireRound): one script per
 //   master takes the hold and reads the fence counter.
 //   Phase 2 writes NextFence(highest counter read) back, in one script that writes only where
 //   the key still holds the acquire's token.
