@@ -9,6 +9,7 @@
 #                                  # tests of the threaded parts (admin server, scanner,
 #                                  # presence probe, subscriber)
 #   bash .ci/sanitize.sh address -R Fault   # extra arguments go to both ctest runs
+#   bash .ci/sanitize.sh thread --build-only  # builds, runs nothing (tests/run.sh's prebuild)
 #
 # Every process writes its sanitizer reports to build-<x>/sanitizer-reports/<tool>.<pid>
 # (log_path), so a report from an agent or CLI that a test spawned, whose output the fixture
@@ -20,6 +21,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 mode=${1:-}
 shift || true
+build_only=0
+if [[ ${1:-} == --build-only ]]; then build_only=1; shift; fi
 case "$mode" in
   address) build=build-asan ;;
   thread) build=build-tsan ;;
@@ -45,6 +48,7 @@ if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" \
   echo "sanitize: build failed (full log: $build/build.log)" >&2
   exit 1
 fi
+if ((build_only)); then echo "sanitize: built $build/"; exit 0; fi
 
 reports=$PWD/$build/sanitizer-reports
 rm -rf "$reports"

@@ -70,6 +70,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   engine_options.events = this;
   engine_options.stats = &engine_stats_;
   engine_options.release_watch = release_watch_.get();
+  engine_options.sessions = &sessions_;
   engine_ = std::make_unique<LockEngine>(loop, raw, engine_options);
   ElectionOptions election_options = ElectionOptionsFrom(cfg);
   election_options.watch = release_watch_.get();
@@ -77,12 +78,12 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   election_options.agent_id = fleet_->record().id;
   election_options.host = fleet_->record().host;
   elections_ = std::make_unique<Elections>(
-      loop, raw, std::move(election_options),
+      loop, raw, sessions_, std::move(election_options),
       [this](SessionId session, std::string line) { server_.Send(session, std::move(line)); });
   ServiceOptions service_options = ServiceOptionsFrom(cfg, std::move(host.policy));
   service_options.elections = elections_.get();
-  service_ = std::make_unique<LockService>(server_, *engine_, std::move(service_options),
-                                           request_stats_);
+  service_ = std::make_unique<LockService>(server_, sessions_, *engine_,
+                                           std::move(service_options), request_stats_);
 }
 
 Agent::~Agent() {

@@ -27,6 +27,7 @@
 #include "agent/systemd_notify.h"
 #include "config/config.h"
 #include "core/access.h"
+#include "core/client_session.h"
 #include "core/unix_time.h"
 #include "locking/engine_events.h"
 #include "locking/engine_stats.h"
@@ -113,6 +114,8 @@ class Agent final : private EngineEvents {
   RequestStats request_stats_;
   ElectionStats election_stats_;
   Server server_;  // the socket transport; service_ serves its sessions
+  // Every client session's state: the engine, elections and service keep theirs in it.
+  SessionTable sessions_;
   EngineStats engine_stats_;  // on metrics_'s registry
   std::vector<std::unique_ptr<NodeStats>> node_stats_;  // by master, on metrics_.registry()
   std::unique_ptr<ScanStats> scan_stats_;  // null while the scanner is off

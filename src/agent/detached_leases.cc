@@ -4,6 +4,8 @@
 
 namespace lw {
 
+Peer LeasePeer(uid_t uid) { return Peer{-1, static_cast<int>(uid), -1, ""}; }
+
 void DetachedLeases::Add(DetachedLease lease) {
   by_token_[{lease.resource, lease.token}] = lease.hold;
   const uint64_t hold = lease.hold;

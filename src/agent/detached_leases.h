@@ -4,10 +4,7 @@
 // connection ever has, so closing the creating connection leaves it held; it ends when released
 // by its token, when its ttl runs out, or when an operator revokes it. This agent remembers who
 // created each one (DetachedLeases) for the views and for deciding who may release or extend it
-// (LeaseRefusal). Pure logic: no I/O, loop thread only.
-//
-// Lease sessions: kLeaseSessionBit | uid. Connection session ids count up from 1 and never reach
-// bit 63, so the two never meet, and the uid is read back from a lease session's id.
+// (LeaseRefusal). Lease sessions: core/session_id.h. Pure logic: no I/O, loop thread only.
 
 #include <sys/types.h>
 
@@ -26,15 +23,8 @@
 
 namespace lw {
 
-inline constexpr SessionId kLeaseSessionBit = SessionId{1} << 63;
-
-// The session that holds the detached leases of `uid`.
-inline SessionId LeaseSessionOf(uid_t uid) { return kLeaseSessionBit | SessionId{uid}; }
-inline bool IsLeaseSession(SessionId session) { return (session & kLeaseSessionBit) != 0; }
-// The uid whose detached leases `session` holds (IsLeaseSession(session) must be true).
-inline uid_t UidOfLeaseSession(SessionId session) {
-  return static_cast<uid_t>(session & ~kLeaseSessionBit);
-}
+// Who a lease session (core/session_id.h) is: uid's, with no process.
+Peer LeasePeer(uid_t uid);
 
 // One detached lease as it was created.
 struct DetachedLease {

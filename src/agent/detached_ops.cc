@@ -10,27 +10,32 @@
 
 namespace lw {
 
-std::optional<Failure> LockService::LeaseLimit(const SessionState& s) {
-  const auto pending = detaching_by_uid_.find(s.ids.uid);
-  const size_t awaited = pending == detaching_by_uid_.end() ? 0 : pending->second;
-  auto refusal = LeaseLimitRefusal(s.ids.uid, engine_.books().Commitments(LeaseSessionOf(s.ids.uid)),
-                                   awaited, options_.max_locks);
+ClientSession& LockService::LeaseSession(uid_t uid) {
+  ClientSession& lease = sessions_.Open(LeaseSessionOf(uid));
+  lease.peer = LeasePeer(uid);
+  lease.ids.uid = uid;
+  return lease;
+}
+
+std::optional<Failure> LockService::LeaseLimit(const ClientSession& s) {
+  const ClientSession* lease = sessions_.Find(LeaseSessionOf(s.ids.uid));
+  const size_t held = lease == nullptr ? 0 : lease->locks.commitments();
+  const size_t awaited = lease == nullptr ? 0 : lease->detaching;
+  auto refusal = LeaseLimitRefusal(s.ids.uid, held, awaited, options_.max_locks);
   if (refusal) stats_.limit_refusals[Limit::kDetachedPerUid].Inc();
   return refusal;
 }
 
 void LockService::Undetaching(uid_t uid, size_t n) {
-  auto it = detaching_by_uid_.find(uid);
-  if (it == detaching_by_uid_.end() || n == 0) return;
-  it->second -= std::min(it->second, n);
-  if (it->second == 0) detaching_by_uid_.erase(it);
+  ClientSession* lease = sessions_.Find(LeaseSessionOf(uid));
+  if (lease != nullptr) lease->detaching -= std::min(lease->detaching, n);
 }
 
 void LockService::LeaseAnswered(SessionId sid, const std::string& resource,
                                 const std::variant<Grant, Failure>& result) {
-  auto it = sessions_.find(sid);
-  if (it == sessions_.end()) return;  // answered at shutdown after its connection closed
-  SessionState& s = it->second;
+  ClientSession* found = sessions_.Find(sid);
+  if (found == nullptr) return;  // answered at shutdown after its connection closed
+  ClientSession& s = *found;
   if (s.detaching > 0) {
     --s.detaching;
     Undetaching(s.ids.uid, 1);
@@ -48,7 +53,7 @@ std::variant<SessionId, Failure> LockService::OwnerFor(SessionId sid, const std:
                                                        std::string_view op) {
   const DetachedLease* lease = leases_.Find(resource, token);
   if (lease == nullptr) return sid;
-  SessionState& s = sessions_.at(sid);  // Line found it
+  ClientSession& s = *sessions_.Find(sid);  // Line found it
   auto refusal = LeaseRefusal(s.ids, *lease, options_.access, op);
   if (!refusal) return lease->session;
   // One warning per session, as for acquire.

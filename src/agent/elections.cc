@@ -15,9 +15,10 @@ std::optional<protocol::LeaderView> ViewOf(const std::optional<ElectionRecord>& 
 
 }  // namespace
 
-Elections::Elections(uv_loop_t* loop, std::vector<Node*> nodes, ElectionOptions options,
-                     Push push)
+Elections::Elections(uv_loop_t* loop, std::vector<Node*> nodes, SessionTable& sessions,
+                     ElectionOptions options, Push push)
     : loop_(loop),
+      sessions_(sessions),
       options_(std::move(options)),
       push_(std::move(push)),
       rounds_(loop, std::move(nodes), options_.node_timeout_ms) {}
@@ -57,7 +58,7 @@ Failure Elections::Undecided(const LeaderReading& reading) const {
 std::optional<Failure> Elections::Observe(SessionId session, const std::string& name,
                                           ObserveDone done) {
   if (stopped_) return Failure{ErrorCode::kShuttingDown, "the agent is stopping"};
-  auto& names = observed_by_[session];
+  std::set<std::string>& names = sessions_.Open(session).observed;
   if (names.count(name) == 0 && names.size() >= options_.max_observed_per_session) {
     return Failure{ErrorCode::kTooMany,
                    "this connection observes " + std::to_string(names.size()) +
@@ -86,8 +87,8 @@ std::optional<Failure> Elections::Observe(SessionId session, const std::string& 
 }
 
 bool Elections::Unobserve(SessionId session, const std::string& name) {
-  auto by = observed_by_.find(session);
-  if (by == observed_by_.end() || by->second.count(name) == 0) return false;
+  const ClientSession* s = sessions_.Find(session);
+  if (s == nullptr || s->observed.count(name) == 0) return false;
   std::vector<ObserveDone> waiting;
   if (auto it = watched_.find(name); it != watched_.end()) {
     if (auto o = it->second.observers.find(session); o != it->second.observers.end()) {
@@ -102,12 +103,10 @@ bool Elections::Unobserve(SessionId session, const std::string& name) {
   return true;
 }
 
-bool Elections::Observing(SessionId session) const { return observed_by_.count(session) != 0; }
-
 void Elections::CloseSession(SessionId session) {
-  auto by = observed_by_.find(session);
-  if (by == observed_by_.end()) return;
-  const std::set<std::string> names = by->second;
+  const ClientSession* s = sessions_.Find(session);
+  if (s == nullptr) return;
+  const std::set<std::string> names = s->observed;
   for (const auto& name : names) Drop(session, name);
 }
 
@@ -124,7 +123,7 @@ void Elections::Stop() {
     if (options_.watch != nullptr) options_.watch->Unwatch(options_.key_prefix + name);
   }
   watched_.clear();
-  observed_by_.clear();
+  sessions_.ForEach([](ClientSession& s) { s.observed.clear(); });
   if (options_.stats != nullptr) options_.stats->observed.Set(0);
 }
 
@@ -189,10 +188,7 @@ void Elections::OnRead(const std::string& name, uint64_t watched_id, uint64_t se
 }
 
 void Elections::Drop(SessionId session, const std::string& name) {
-  if (auto by = observed_by_.find(session); by != observed_by_.end()) {
-    by->second.erase(name);
-    if (by->second.empty()) observed_by_.erase(by);
-  }
+  if (ClientSession* s = sessions_.Find(session)) s->observed.erase(name);
   auto it = watched_.find(name);
   if (it == watched_.end()) return;
   it->second.observers.erase(session);

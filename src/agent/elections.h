@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "agent/election_stats.h"
+#include "core/client_session.h"
 #include "core/defaults.h"
 #include "core/leadership.h"
 #include "core/result.h"
@@ -57,8 +58,10 @@ class Elections {
   using ObserveDone = std::function<void(const std::variant<LeaderReading, Failure>& result)>;
 
   // nodes: not owned, must outlive this (and stop before it is destroyed, failing reads in
-  // flight into it).
-  Elections(uv_loop_t* loop, std::vector<Node*> nodes, ElectionOptions options, Push push);
+  // flight into it). sessions: not owned, must outlive this; each session's observed names
+  // are kept in its object (ClientSession::observed).
+  Elections(uv_loop_t* loop, std::vector<Node*> nodes, SessionTable& sessions,
+            ElectionOptions options, Push push);
   ~Elections();
   Elections(const Elections&) = delete;
   Elections& operator=(const Elections&) = delete;
@@ -80,7 +83,6 @@ class Elections {
   std::optional<Failure> Observe(SessionId session, const std::string& name, ObserveDone done);
   // False when the session did not observe `name`.
   bool Unobserve(SessionId session, const std::string& name);
-  bool Observing(SessionId session) const;
   // The session is gone: its observations end (an unanswered observe is not answered).
   void CloseSession(SessionId session);
 
@@ -114,11 +116,11 @@ class Elections {
   void Drop(SessionId session, const std::string& name);
 
   uv_loop_t* loop_;
+  SessionTable& sessions_;
   ElectionOptions options_;
   Push push_;
   Rounds rounds_;
   std::unordered_map<std::string, Watched> watched_;                    // by name
-  std::unordered_map<SessionId, std::set<std::string>> observed_by_;  // names by session
   uint64_t next_watched_id_ = 1;
   bool stopped_ = false;
 };

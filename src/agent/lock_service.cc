@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cassert>
 #include <utility>
 #include <variant>
 
@@ -21,40 +22,44 @@ const std::string* LockTaken(const protocol::Op& op) {
 
 }  // namespace
 
-LockService::LockService(Server& transport, LockEngine& engine, ServiceOptions options,
-                         RequestStats& stats)
-    : transport_(transport), engine_(engine), options_(std::move(options)), stats_(stats) {}
+LockService::LockService(SessionWriter& transport, SessionTable& sessions, LockEngine& engine,
+                         ServiceOptions options, RequestStats& stats)
+    : transport_(transport),
+      sessions_(sessions),
+      engine_(engine),
+      options_(std::move(options)),
+      stats_(stats) {
+  assert(&engine_.books().sessions() == &sessions_ && "the engine keeps books elsewhere");
+}
 
 void LockService::Opened(SessionId session, const Peer& peer, const std::vector<gid_t>& groups) {
-  SessionState& s = sessions_[session];
+  ClientSession& s = sessions_.Open(session);
   s.peer = peer;
   s.ids = PeerIds{static_cast<uid_t>(peer.uid), static_cast<gid_t>(peer.gid), groups};
 }
 
 void LockService::Closed(SessionId session) {
+  const ClientSession* s = sessions_.Find(session);
+  if (s == nullptr) return;
+  Undetaching(s->ids.uid, s->detaching);
   if (options_.elections != nullptr) options_.elections->CloseSession(session);
   engine_.CloseSession(session);
-  auto it = sessions_.find(session);
-  if (it == sessions_.end()) return;
-  Undetaching(it->second.ids.uid, it->second.detaching);
-  sessions_.erase(it);
+  sessions_.Erase(session);
 }
 
 bool LockService::Idle(SessionId session) const {
-  auto it = sessions_.find(session);
-  if (it != sessions_.end() && it->second.inflight > 0) return false;
-  if (options_.elections != nullptr && options_.elections->Observing(session)) return false;
-  return engine_.books().Commitments(session) == 0;  // holds or awaits no lock
+  const ClientSession* s = sessions_.Find(session);
+  return s == nullptr || s->idle();
 }
 
 // The op table's handlers: one per request type.
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
-  SessionState& s = sessions_.at(sid);  // Line found it
+  ClientSession& s = *sessions_.Find(sid);  // Line found it
   if (op.detach) {
     ++s.detaching;
-    ++detaching_by_uid_[s.ids.uid];
+    ++LeaseSession(s.ids.uid).detaching;
   }
   engine_.Acquire(
       sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
@@ -151,9 +156,9 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::LocksReque
 }
 
 void LockService::Line(SessionId sid, std::string_view line) {
-  auto it = sessions_.find(sid);
-  if (it == sessions_.end()) return;
-  SessionState& s = it->second;
+  ClientSession* found = sessions_.Find(sid);
+  if (found == nullptr) return;
+  ClientSession& s = *found;
   // The hot ops' decoder first: it declines whatever it is not certain of, and the strict
   // decoder then gives every error and every other request.
   auto hot = protocol::DecodeHotRequest(line, options_.limits);
@@ -169,7 +174,7 @@ void LockService::Line(SessionId sid, std::string_view line) {
   auto& request = std::get<protocol::Request>(decoded);
   const std::string_view op = protocol::OpName(request.op);
   stats_.Received(op);
-  if (auto refusal = Refusal(sid, s, request)) {
+  if (auto refusal = Refusal(s, request)) {
     stats_.Failed(op, refusal->code);
     transport_.Send(sid, protocol::EncodeError(request.id, refusal->code, refusal->message));
     return;
@@ -178,8 +183,7 @@ void LockService::Line(SessionId sid, std::string_view line) {
   std::visit([&](const auto& decoded_op) { Handle(sid, request.id, decoded_op); }, request.op);
 }
 
-std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
-                                            const protocol::Request& request) {
+std::optional<Failure> LockService::Refusal(ClientSession& s, const protocol::Request& request) {
   if (options_.max_inflight > 0 && s.inflight >= options_.max_inflight) {
     stats_.limit_refusals[Limit::kInflight].Inc();
     return Failure{ErrorCode::kTooMany,
@@ -197,16 +201,16 @@ std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
       spdlog::warn("access denied: pid {} uid {} gid {} may not lock {} (no access rule "
                    "allows it; further refusals of session {} are logged at debug)",
                    s.peer.pid, s.peer.uid, s.peer.gid, nlohmann::json(*resource).dump(),
-                   sid);
+                   s.id);
     } else {
-      spdlog::debug("access denied: session {} may not lock {}", sid,
+      spdlog::debug("access denied: session {} may not lock {}", s.id,
                     nlohmann::json(*resource).dump());
     }
     return Failure{ErrorCode::kForbidden,
                    "uid " + std::to_string(s.peer.uid) + " may not lock this resource: no "
                    "access rule of the agent allows it"};
   }
-  if (options_.max_locks > 0 && engine_.books().Commitments(sid) >= options_.max_locks) {
+  if (options_.max_locks > 0 && s.locks.commitments() >= options_.max_locks) {
     stats_.limit_refusals[Limit::kLocksPerSession].Inc();
     return Failure{ErrorCode::kTooMany,
                    "this connection holds or awaits " + std::to_string(options_.max_locks) +
@@ -217,9 +221,9 @@ std::optional<Failure> LockService::Refusal(SessionId sid, SessionState& s,
 }
 
 void LockService::Answer(SessionId sid, std::string line) {
-  auto it = sessions_.find(sid);
-  if (it == sessions_.end()) return;
-  if (it->second.inflight > 0) --it->second.inflight;
+  ClientSession* s = sessions_.Find(sid);
+  if (s == nullptr) return;
+  if (s->inflight > 0) --s->inflight;
   transport_.Send(sid, std::move(line));
 }
 
@@ -234,17 +238,15 @@ void LockService::NotifyLost(SessionId session, const std::string& resource,
   if (IsLeaseSession(session)) {
     leases_.Drop(resource, token);
     stats_.detached_leases.Set(static_cast<double>(leases_.size()));
-  } else if (sessions_.count(session) != 0) {
+  } else if (sessions_.Find(session) != nullptr) {
     transport_.Send(session, protocol::EncodeLost(resource, token, reason));
   }
 }
 
 Peer LockService::PeerOf(SessionId session) const {
-  if (IsLeaseSession(session)) {
-    return Peer{-1, static_cast<int>(UidOfLeaseSession(session)), -1, ""};
-  }
-  auto it = sessions_.find(session);
-  return it == sessions_.end() ? Peer{} : it->second.peer;
+  if (const ClientSession* s = sessions_.Find(session)) return s->peer;
+  if (IsLeaseSession(session)) return LeasePeer(UidOfLeaseSession(session));
+  return Peer{};
 }
 
 std::string LockService::Describe(SessionId session) const {

@@ -1,8 +1,10 @@
 #pragma once
 // LockService: what the agent does with a request line. Decodes it (protocol/), refuses what a
 // client limit or an access rule forbids, and runs the op's handler against the LockEngine; the
-// reply goes back through the transport (Server). It owns per-session request state (peer,
-// requests in flight); the engine owns per-session lock state. Loop thread only.
+// reply goes back through the transport (Server). A session's state is its ClientSession
+// (core/client_session.h): this service opens and erases a connection's, counts its requests
+// in flight and detached acquires in it; the engine and elections keep their parts of it
+// there too. Loop thread only.
 //
 // The op table: protocol/messages.h lists every op once, as the alternatives of the Op variant
 // (each request type carries its wire name and fields; the decoder's table derives from it);
@@ -22,12 +24,15 @@
 #include "agent/request_stats.h"
 #include "agent/server.h"
 #include "core/access.h"
+#include "core/client_session.h"
 #include "core/lock_view.h"
 #include "core/result.h"
 #include "locking/lock_engine.h"
 #include "protocol/messages.h"
 
 namespace lw {
+
+class Elections;
 
 struct ServiceOptions {
   protocol::Limits limits;  // what the decoder accepts
@@ -39,12 +44,12 @@ struct ServiceOptions {
   Elections* elections = nullptr;
 };
 
-class Elections;
-
 class LockService final : public SessionHandler {
  public:
-  // transport, engine and stats: not owned, must outlive the service.
-  LockService(Server& transport, LockEngine& engine, ServiceOptions options, RequestStats& stats);
+  // transport, sessions, engine and stats: not owned, must outlive the service. The engine
+  // keeps its books in the same sessions (EngineOptions::sessions).
+  LockService(SessionWriter& transport, SessionTable& sessions, LockEngine& engine,
+              ServiceOptions options, RequestStats& stats);
 
   // SessionHandler
   void Opened(SessionId session, const Peer& peer, const std::vector<gid_t>& groups) override;
@@ -70,16 +75,9 @@ class LockService final : public SessionHandler {
   std::vector<WaiterView> Waiters(size_t limit) const;
 
  private:
-  struct SessionState {
-    Peer peer;
-    PeerIds ids;
-    size_t inflight = 0;          // requests read but not yet answered
-    bool denied_logged = false;   // an access refusal was logged for this session already
-    size_t detaching = 0;         // its detached acquires not yet answered
-  };
   using Id = nlohmann::json;
 
-  std::optional<Failure> Refusal(SessionId sid, SessionState& s, const protocol::Request& request);
+  std::optional<Failure> Refusal(ClientSession& s, const protocol::Request& request);
   // Answers one request of the session (it is no longer in flight).
   void Answer(SessionId sid, std::string line);
   void Fail(SessionId sid, const Id& id, std::string_view op, const Failure& failure);
@@ -91,8 +89,10 @@ class LockService final : public SessionHandler {
 
   // ---- detached leases (agent/detached_ops.cc)
   // A detached acquire refused by its uid's limit (counted), or nullopt. Constant time: the
-  // uid's unanswered detached acquires are counted in detaching_by_uid_.
-  std::optional<Failure> LeaseLimit(const SessionState& s);
+  // uid's lease session counts its leases and its unanswered detached acquires.
+  std::optional<Failure> LeaseLimit(const ClientSession& s);
+  // The lease session of uid (core/session_id.h), opened on first use.
+  ClientSession& LeaseSession(uid_t uid);
   // n of uid's detached acquires were answered or dropped.
   void Undetaching(uid_t uid, size_t n);
   // A detached acquire of the session was answered: its creator is recorded when granted.
@@ -105,13 +105,11 @@ class LockService final : public SessionHandler {
                                             const std::string& token, std::string_view op);
   void FillHolder(LockView& lock) const;
 
-  Server& transport_;
+  SessionWriter& transport_;
+  SessionTable& sessions_;
   LockEngine& engine_;
   ServiceOptions options_;
   RequestStats& stats_;
-  std::unordered_map<SessionId, SessionState> sessions_;
-  // Detached acquires not answered yet, by uid (the sum of its sessions' `detaching`).
-  std::unordered_map<uid_t, size_t> detaching_by_uid_;
   DetachedLeases leases_;
 };
 

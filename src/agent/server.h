@@ -34,6 +34,14 @@ class SessionHandler {
   virtual bool Idle(SessionId session) const = 0;
 };
 
+// Where the service's lines for a session go (the transport; loop thread).
+class SessionWriter {
+ public:
+  virtual ~SessionWriter() = default;
+  // Queues one complete line for the session; dropped if it is gone or closing.
+  virtual void Send(SessionId session, std::string line) = 0;
+};
+
 // Bounds on what one client can make the transport hold (0: no bound).
 struct TransportLimits {
   size_t max_connections = 0;
@@ -55,7 +63,7 @@ struct ServerOptions {
   SocketAccess socket_access;
 };
 
-class Server {
+class Server final : public SessionWriter {
  public:
   // stats: not owned, must outlive the server.
   Server(uv_loop_t* loop, ServerOptions options, RequestStats& stats);
@@ -67,8 +75,7 @@ class Server {
   // to `handler` (not owned; must outlive the sessions). Returns a human error on failure.
   std::optional<std::string> Listen(SessionHandler& handler);
 
-  // Queues one complete line for the session; dropped if it is gone or closing.
-  void Send(SessionId session, std::string line);
+  void Send(SessionId session, std::string line) override;
 
   // Stops accepting and removes the socket file; sessions stay open so that in-flight
   // requests still get their (shutting_down) replies. CloseSessions ends them.

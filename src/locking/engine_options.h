@@ -9,6 +9,7 @@
 #include <string>
 #include <variant>
 
+#include "core/client_session.h"
 #include "core/defaults.h"
 #include "core/result.h"
 #include "locking/engine_events.h"
@@ -37,6 +38,10 @@ struct EngineOptions {
   // Queued acquires of one resource (its contender included) beyond which Acquire fails with
   // too_many; 0: no bound.
   size_t max_waiters_per_resource = 0;
+  // The agent's sessions, where the engine keeps what each holds and awaits. Not owned; null:
+  // the engine keeps its own (sessions it is handed are then created on first use and dropped
+  // by CloseSession).
+  SessionTable* sessions = nullptr;
 };
 
 struct Extension {

@@ -11,7 +11,7 @@ void LockEngine::ForgetWaiter(SessionId session, const std::string& name) {
 }
 
 void LockEngine::CloseSession(SessionId session) {
-  SessionIndex index = table_.CloseSession(session);
+  SessionLocks index = table_.CloseSession(session);
   std::vector<std::string> touched;
   for (const auto& name : index.held) {
     Resource* r = Find(name);

@@ -1,14 +1,17 @@
 #include "locking/resource_table.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace lw {
 
 ResourceTable::ResourceTable(std::string key_prefix, std::string fence_prefix,
-                             std::string value_prefix)
+                             std::string value_prefix, SessionTable* sessions)
     : key_prefix_(std::move(key_prefix)),
       fence_prefix_(std::move(fence_prefix)),
-      value_prefix_(std::move(value_prefix)) {}
+      value_prefix_(std::move(value_prefix)),
+      own_sessions_(sessions != nullptr ? nullptr : std::make_unique<SessionTable>()),
+      sessions_(sessions != nullptr ? *sessions : *own_sessions_) {}
 
 Resource* ResourceTable::Find(const std::string& name) {
   auto it = resources_.find(name);
@@ -58,12 +61,11 @@ HoldPlace ResourceTable::PlaceOf(const std::string& name, const Resource& r,
 }
 
 void ResourceTable::Unqueued(SessionId session, const std::string& name) {
-  auto it = sessions_.find(session);
-  if (it != sessions_.end()) it->second.Forget(name);
+  if (ClientSession* s = sessions_.Find(session)) s->locks.Forget(name);
 }
 
 Holder& ResourceTable::Install(Resource& r, const std::string& name, std::unique_ptr<Holder> h) {
-  sessions_[h->session].held.push_back(name);
+  sessions_.Open(h->session).locks.held.push_back(name);
   r.holders.push_back(std::move(h));
   ++holds_;
   return *r.holders.back();
@@ -76,31 +78,30 @@ std::unique_ptr<Holder> ResourceTable::Take(Resource& r, const std::string& name
   auto h = std::move(*it);
   r.holders.erase(it);
   --holds_;
-  auto s = sessions_.find(h->session);
-  if (s != sessions_.end()) s->second.Dropped(name);
+  if (ClientSession* s = sessions_.Find(h->session)) s->locks.Dropped(name);
   return h;
 }
 
-SessionIndex ResourceTable::CloseSession(SessionId session) {
-  auto it = sessions_.find(session);
-  if (it == sessions_.end()) return {};
-  SessionIndex index = std::move(it->second);
-  sessions_.erase(it);
-  return index;
+SessionLocks ResourceTable::CloseSession(SessionId session) {
+  ClientSession* s = sessions_.Find(session);
+  if (s == nullptr) return {};
+  SessionLocks locks = std::exchange(s->locks, {});
+  if (own_sessions_) sessions_.Erase(session);
+  return locks;
 }
 
 void ResourceTable::ForgetHeldLists() {
-  for (auto& [id, index] : sessions_) index.held.clear();
+  sessions_.ForEach([](ClientSession& s) { s.locks.held.clear(); });
 }
 
 // ---- views
 
 std::vector<HeldLock> ResourceTable::HeldBy(SessionId session) const {
   std::vector<HeldLock> out;
-  auto it = sessions_.find(session);
-  if (it == sessions_.end()) return out;
+  const ClientSession* s = sessions_.Find(session);
+  if (s == nullptr) return out;
   const auto now = Clock::now();
-  std::vector<std::string> names = it->second.held;
+  std::vector<std::string> names = s->locks.held;
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   for (const auto& name : names) {
@@ -117,11 +118,8 @@ std::vector<HeldLock> ResourceTable::HeldBy(SessionId session) const {
 }
 
 size_t ResourceTable::Commitments(SessionId session) const {
-  auto it = sessions_.find(session);
-  if (it == sessions_.end()) return 0;
-  size_t n = it->second.held.size();
-  for (const auto& [name, count] : it->second.waiting) n += static_cast<size_t>(count);
-  return n;
+  const ClientSession* s = sessions_.Find(session);
+  return s == nullptr ? 0 : s->locks.commitments();
 }
 
 namespace {

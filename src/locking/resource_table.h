@@ -1,8 +1,9 @@
 #pragma once
 // ResourceTable: the lock state the engine keeps, by resource and by session, and the views of
 // it (what is held, queued, by whom). The engine decides; this keeps the books: each resource's
-// shape, holds, FIFO queue and kind state, and each session's index of what it holds and
-// awaits (for Commitments and CloseSession). Pure bookkeeping: no I/O, loop thread only.
+// shape, holds, FIFO queue and kind state, and in each session's object (core/client_session.h)
+// what it holds and awaits (for Commitments and CloseSession). Pure bookkeeping: no I/O, loop
+// thread only.
 
 #include <cstdint>
 #include <memory>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/client_session.h"
 #include "core/lock_view.h"
 #include "core/session_id.h"
 #include "locking/claims.h"
@@ -42,8 +44,10 @@ class ResourceTable {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // Prefixes: where holds live on the masters (EngineOptions).
-  ResourceTable(std::string key_prefix, std::string fence_prefix, std::string value_prefix);
+  // Prefixes: where holds live on the masters (EngineOptions). sessions: not owned, must
+  // outlive the table (EngineOptions::sessions); null: the table keeps its own.
+  ResourceTable(std::string key_prefix, std::string fence_prefix, std::string value_prefix,
+                SessionTable* sessions);
 
   Resource* Find(const std::string& name);
   const Resource* Find(const std::string& name) const;
@@ -63,12 +67,17 @@ class ResourceTable {
   const std::string& value_prefix() const { return value_prefix_; }
 
   // ---- sessions
-  void Queued(SessionId session, const std::string& name) { ++sessions_[session].waiting[name]; }
+  SessionTable& sessions() { return sessions_; }
+  const SessionTable& sessions() const { return sessions_; }
+  void Queued(SessionId session, const std::string& name) {
+    ++sessions_.Open(session).locks.waiting[name];
+  }
   void Unqueued(SessionId session, const std::string& name);
   Holder& Install(Resource& r, const std::string& name, std::unique_ptr<Holder> h);
   std::unique_ptr<Holder> Take(Resource& r, const std::string& name, const Holder* which);
-  // The session's index, removed (an empty one when it has none).
-  SessionIndex CloseSession(SessionId session);
+  // What the session holds and awaits, taken from it (nothing when it has no object). The
+  // object stays for its owner to erase (LockService::Closed), unless the table keeps its own.
+  SessionLocks CloseSession(SessionId session);
   // Drops every session's list of holds (everything is about to be taken).
   void ForgetHeldLists();
 
@@ -100,7 +109,8 @@ class ResourceTable {
 
   std::string key_prefix_, fence_prefix_, value_prefix_;
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
-  std::unordered_map<SessionId, SessionIndex> sessions_;
+  std::unique_ptr<SessionTable> own_sessions_;  // null when given one
+  SessionTable& sessions_;
   size_t holds_ = 0;
 };
 

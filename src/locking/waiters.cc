@@ -64,17 +64,4 @@ void WaitQueue::CancelAll(const std::function<void(Waiter&)>& visit) {
   }
 }
 
-void SessionIndex::Forget(const std::string& name) {
-  auto w = waiting.find(name);
-  if (w != waiting.end() && --w->second <= 0) waiting.erase(w);
-}
-
-void SessionIndex::Dropped(const std::string& name) {
-  auto pos = std::find(held.begin(), held.end(), name);
-  if (pos != held.end()) {
-    *pos = std::move(held.back());
-    held.pop_back();
-  }
-}
-
 }  // namespace lw

@@ -91,16 +91,4 @@ class WaitQueue {
   std::list<Waiter> waiters_;
 };
 
-// What one session has queued and holds, for Commitments and CloseSession.
-struct SessionIndex {
-  // Names of the locks it holds, unordered. A vector, not a set: at 100k held locks a set
-  // node per lock is ~5 MiB more; removal scans one session's list (at most
-  // max_locks_per_session names).
-  std::vector<std::string> held;
-  std::map<std::string, int> waiting;  // resource -> number of queued requests
-
-  void Forget(const std::string& name);  // one of its waiters for `name` is gone
-  void Dropped(const std::string& name);  // it no longer holds `name`
-};
-
 }  // namespace lw

@@ -9,6 +9,9 @@
 #       so it passes or fails the same way every time. It never depends on the clock, except
 #       that one input running over 10 s counts as a hang.
 #
+#   bash tests/fuzz/run.sh --build-only [target...]
+#       Builds the targets and runs nothing (tests/run.sh's prebuild).
+#
 #   bash tests/fuzz/run.sh --explore SECONDS [--seed N] [--merge] [target...]
 #       Exploration, NOT part of the gate: a random seed (printed; --seed repeats a run), bounded
 #       by time. A failure prints the input and the command that adds it to the seed corpus as a
@@ -28,7 +31,7 @@ usage() {
   echo "       bash tests/fuzz/run.sh --explore SECONDS [--seed N] [--merge] [target...]" >&2
   exit 64
 }
-explore=0 seconds=0 merge=0
+explore=0 seconds=0 merge=0 build_only=0
 seed=${LOCKWARDEN_FUZZ_SEED:-1}
 runs=${LOCKWARDEN_FUZZ_RUNS:-40000}
 targets=()
@@ -37,6 +40,7 @@ while (($#)); do
     --explore) explore=1; seconds=${2:-}; shift 2 || usage ;;
     --seed) seed=${2:-}; explicit_seed=1; shift 2 || usage ;;
     --merge) merge=1; shift ;;
+    --build-only) build_only=1; shift ;;
     -*) usage ;;
     *) targets+=("$1"); shift ;;
   esac
@@ -76,6 +80,7 @@ fi
 for t in "${targets[@]}"; do
   [[ -x $build/tests/fuzz/$t ]] || { echo "fuzz: $t did not build" >&2; exit 1; }
 done
+if ((build_only)); then echo "fuzz: built ${targets[*]}"; exit 0; fi
 
 # One of libFuzzer's final "stat::<name>: <value>" lines of the log in $dir.
 final_stat() { grep -E "^stat::$1:" "$dir/fuzz.log" | awk '{print $2}' | tail -1; }

@@ -29,7 +29,7 @@ class ElectionsTest : public LockEngineTest {
     o.max_observed_per_session = max_observed;
     o.stats = &election_stats_;
     elections_ = std::make_unique<Elections>(
-        &loop_, NodePtrs(), o,
+        &loop_, NodePtrs(), sessions_, o,
         [this](SessionId s, std::string line) { pushed_.emplace_back(s, std::move(line)); });
   }
   LeaderReading ReadNow(const std::string& name) {
@@ -55,6 +55,7 @@ class ElectionsTest : public LockEngineTest {
 
   stats::Registry election_registry_;
   ElectionStats election_stats_{election_registry_};
+  SessionTable sessions_;  // outlives elections_, which keeps observations in it
   std::unique_ptr<Elections> elections_;
   std::vector<std::pair<SessionId, std::string>> pushed_;
 };
@@ -84,7 +85,8 @@ TEST_F(ElectionsTest, ObserversGetTheFirstReadingAndThenEachChangeInTermOrder) {
   ASSERT_TRUE(RunUntil([&] { return answer.has_value(); }));
   ASSERT_TRUE(std::holds_alternative<LeaderReading>(*answer));
   EXPECT_EQ(std::get<LeaderReading>(*answer).record.term, 1);
-  EXPECT_TRUE(elections_->Observing(7));
+  ASSERT_NE(sessions_.Find(7), nullptr);
+  EXPECT_FALSE(sessions_.Find(7)->idle()) << "an observing session is never idle";
 
   AcquireRecord* second = Acquire(2, "jobs", 10000, 3000, false, false, CampaignFor("{}"));
   Release(1, "jobs", first->grant().token);
@@ -111,7 +113,8 @@ TEST_F(ElectionsTest, ObservationsAreBoundedPerSessionAndEndWithIt) {
   EXPECT_FALSE(elections_->Unobserve(7, "a"));
   ASSERT_FALSE(elections_->Observe(7, "b", [](const auto&) {}));
   elections_->CloseSession(7);
-  EXPECT_FALSE(elections_->Observing(7));
+  EXPECT_FALSE(elections_->Unobserve(7, "b")) << "closing the session ended its observation";
+  EXPECT_TRUE(sessions_.Find(7)->idle());
 }
 
 }  // namespace
