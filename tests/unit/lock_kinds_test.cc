@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <algorithm>
 #include <random>
+#include <set>
 #include <string>
 
 #include "core/election_record.h"
+#include "core/key_parts.h"
 #include "locking/kinds/kind.h"
 #include "redis/scripts.h"
 
@@ -254,6 +257,46 @@ TEST_F(LockKindsTest, AViewOfALeaderCarriesItsRecord) {
   LockView plain;
   KindOf(kLock).Describe(h, plain);
   EXPECT_FALSE(plain.election);
+}
+
+// The engine's release and the key-parts table (core/key_parts.h, which the scanner, the probe,
+// the fleet reader and revoke go by) agree: every hold a kind takes is released from a part
+// the table says holds holds of that mode, and removed with what the table says (an
+// election's base key with its leader record); and every part the table removes is one some
+// kind's hold is released from.
+TEST_F(LockKindsTest, EveryReleaseRemovesAPartTheKeyPartsTableRemovesTheSameWay) {
+  struct HoldCase {
+    LockShape shape;
+    HoldMode mode;
+    int part;
+  };
+  const HoldCase holds[] = {{kLock, HoldMode::kExclusive, -1},
+                            {kLock, HoldMode::kShared, -1},
+                            {kFour, HoldMode::kPermit, 2},
+                            {kElection, HoldMode::kExclusive, -1}};
+  std::set<KeyPart::Part> released;
+  for (const HoldCase& c : holds) {
+    const HoldPlace place = Place(c.shape, c.mode, c.part, "rec");
+    const RoundRequest release = KindOf(c.shape).ReleaseRound(place, "t");
+    const std::string what =
+        std::string(NameOf(c.shape.kind)) + "/" + std::string(NameOf(c.mode));
+    const KeyPartRow* row = RowOfKey(prefix_, release.key);
+    ASSERT_NE(row, nullptr) << what << ": " << release.key;
+    EXPECT_NE(row->removal, PartRemoval::kNone) << what;
+    EXPECT_EQ(row->mode, c.mode) << what;
+    EXPECT_EQ(release.key, KindOf(c.shape).HoldKey(place)) << what;
+    const bool with_record = c.shape.kind == LockKind::kElection;
+    EXPECT_EQ(std::count(release.keys.begin(), release.keys.end(), LeaderKey(prefix_, name_)),
+              with_record ? 1 : 0)
+        << what;
+    if (with_record) {
+      EXPECT_EQ(row->removal, PartRemoval::kDeleteWithRecord);
+    }
+    released.insert(row->part);
+  }
+  for (const KeyPartRow& row : KeyPartRows()) {
+    EXPECT_EQ(released.count(row.part), row.removal == PartRemoval::kNone ? 0u : 1u) << row.name;
+  }
 }
 
 }  // namespace
