@@ -239,7 +239,8 @@ def start_agent(procs, run_dir, binary, name, ports, settings):
 
 class Client:
     """One connection looping acquire -> hold -> release. Records (reply time, figure):
-    grants with waited_ms, timeouts with the ms from send to reply, other failures by code."""
+    grants with waited_ms, timeouts with the ms from send to reply, other failures by code
+    (pushed events such as `lost` among them)."""
 
     def __init__(self, name, agent, sock):
         self.name, self.agent, self.sock_path = name, agent, sock
@@ -263,7 +264,10 @@ class Client:
                     if not line:
                         raise ConnectionError("agent closed the connection")
                     reply = json.loads(line)
-                    if reply.get("id") == rid:
+                    if "event" in reply:  # e.g. lost: counted with the errors
+                        self.errors.append((time.monotonic(), f"event:{reply['event']}:"
+                                            f"{reply.get('reason')}"))
+                    elif reply.get("id") == rid:
                         return reply
 
             while not stop.is_set():
