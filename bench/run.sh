@@ -8,11 +8,15 @@
 #   bash bench/run.sh            # full run, about 4 minutes
 #   bash bench/run.sh --smoke    # everything tiny (CI: keeps it compiling and working)
 #   bash bench/run.sh --kinds    # only the agent's mutex, semaphore and read-write parts, ~50 s
+#   bash bench/run.sh --fairness [ARGS]  # only bench/fairness.py (issue 34), ~1 min; ARGS go to it
 # Before its first request, the agent's idle cost is measured (CPU, RSS, what it costs the
 # masters). Every run measures the semaphore and read-write kinds beside the mutex, on the same
 # agent and masters, and prints their ratios to it: uncontended at C=64 (each client its own
 # resource: CPU per cycle), and contended on one resource (16 clients: a semaphore of K=4,
 # 15 readers + 1 writer). --kinds runs these six parts only (no idle, raw, node or hold part).
+# --fairness runs only the fairness part (3 masters, 3 agents; bench/fairness.py, which starts
+# its own): it needs only the agent binary, and writes <out>/fairness.jsonl (BENCH_SECONDS and
+# BENCH_WARMUP apply).
 #
 # LOCKWARDEN_BUILD_DIR   build directory to use (default build/; built with .ci/build.sh if
 #                        it is build/, else `cmake --build` of the needed targets)
@@ -33,17 +37,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-smoke=0 kinds_only=0
+smoke=0 kinds_only=0 fairness=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
   --kinds) kinds_only=1 ;;
+  --fairness) fairness=1; shift ;;  # the arguments after it are bench/fairness.py's
   '') ;;
-  *) echo "usage: bash bench/run.sh [--smoke | --kinds]" >&2; exit 64 ;;
+  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --fairness [ARGS]]" >&2; exit 64 ;;
 esac
 
 build=${LOCKWARDEN_BUILD_DIR:-build}
 build=$(cd "$(dirname "$build")" && echo "$PWD/$(basename "$build")")
 targets=(lockwarden lw_bench lw_bench_raw)
+((fairness)) && targets=(lockwarden)
 if [[ -z ${LOCKWARDEN_BENCH_NO_BUILD:-} ]]; then
   if [[ $build == "$root/build" ]]; then
     bash .ci/build.sh "${targets[@]}"
@@ -54,6 +60,12 @@ if [[ -z ${LOCKWARDEN_BENCH_NO_BUILD:-} ]]; then
   fi
 fi
 bin=$build/lockwarden
+if ((fairness)); then
+  [[ -x $bin ]] || { echo "bench/run.sh: $bin missing; build first" >&2; exit 1; }
+  exec python3 bench/fairness.py --agent-bin "$bin" \
+    --out "${LOCKWARDEN_BENCH_OUT:-$build/bench-results}/fairness.jsonl" \
+    ${BENCH_SECONDS:+--seconds "$BENCH_SECONDS"} ${BENCH_WARMUP:+--warmup "$BENCH_WARMUP"} "$@"
+fi
 bench=$build/bench/lw_bench
 raw=$build/bench/lw_bench_raw
 for b in "$bin" "$bench" "$raw"; do
