@@ -118,7 +118,7 @@ async function candidateTerm() {
   const tGranted = nowUs();
   if (!reply.ok) {
     send({ type: 'failure', error: `campaign ${reply.error}`, message: reply.message,
-      resource: election, t: tGranted });
+      resource: election, t_requested: tRequested, t: tGranted });
     if (reply.error === 'bad_request') refused('a campaign', reply);
     if (reply.error !== 'timeout') await pause(randInt(10, 50));
     return;

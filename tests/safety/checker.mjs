@@ -178,7 +178,12 @@ cfg.resumeGoalMs = cfg.maxTtlMs + 1000;
 cfg.resumeFailMs = opts.long ? cfg.resumeGoalMs : RESUME_FAIL_FACTOR * cfg.resumeGoalMs;
 
 
-// Client processes: spawned with their logs in outDir; exited() tells how each ended.
+// The lock kind each hold client's kind contends as (fairness.mjs WAIT_KINDS).
+const CONTENDS_AS = { mutex: 'mutex', semaphore: 'semaphore', read: 'read-write shared',
+  write: 'read-write exclusive' };
+
+// Client processes: spawned with their logs in outDir; exited() tells how each ended. Each that
+// contends for locks has contends: {kind, resources, wait_ms} (observers have none).
 async function startClients(agents, registerSocket) {
   const clients = [];
   const common = {
@@ -186,11 +191,13 @@ async function startClients(agents, registerSocket) {
     minValidityLeftMs: cfg.minValidityLeftMs, holdMaxMs: cfg.holdMaxMs,
     detachShare: cfg.detachShare,
   };
-  const spawn = async (script, name, agent, config, register) => {
+  const spawn = async (script, name, agent, config, register, kind) => {
     const argv = [process.execPath, script, name, agent.label, agent.socketPath, registerSocket,
       JSON.stringify({ ...config, seed: subSeed(cfg.seed, `client ${name}`) })];
     const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
-    clients.push({ name, agent: agent.label, child, register });
+    const contends = kind
+      ? { kind, resources: config.resources ?? config.names, wait_ms: config.waitMs } : null;
+    clients.push({ name, agent: agent.label, child, register, contends });
   };
   for (let i = 0; i < cfg.clients; i++) {
     const agent = agents[i % agents.length];
@@ -199,7 +206,7 @@ async function startClients(agents, registerSocket) {
       ...common,
       resources: slow ? cfg.slowResources : cfg.fastResources,
       holdShareMax: slow ? cfg.slowHoldShare : 0,
-    }, true);
+    }, true, 'fenced mutex');
   }
   for (const k of cfg.holdKinds) {
     for (let j = 0; j < k.clients; j++) {
@@ -207,13 +214,13 @@ async function startClients(agents, registerSocket) {
         ...common, resources: [k.resource], acquire: k.acquire, holdMaxMs: k.holdMaxMs,
         holdShareMax: k.holdShareMax, idleMaxMs: k.idleMaxMs,
         detachShare: k.detachShare ?? common.detachShare,
-      }, false);
+      }, false, CONTENDS_AS[k.kind]);
     }
   }
   const e = cfg.elections;
   for (let j = 0; j < e.candidates; j++) {
     await spawn(candidateScript, `ld${j}`, agents[(j + 2) % agents.length],
-      { ...e, role: 'candidate' }, false);
+      { ...e, role: 'candidate' }, false, 'election');
   }
   // Observers watch the candidates' names: none without candidates.
   for (let j = 0; j < (e.candidates > 0 ? Math.min(e.observers, agents.length) : 0); j++) {
@@ -365,7 +372,9 @@ async function main() {
       failures: Object.fromEntries(register.failures),
       resources: Object.fromEntries(register.resources),
       grants: register.grants, holds: register.holds, ops: register.ops,
-      leaders: register.leaders, observed: register.observed,
+      leaders: register.leaders, observed: register.observed, failed: register.failed,
+      roster: clients.filter((c) => c.contends)
+        .map((c) => ({ name: c.name, agent: c.agent, ...c.contends })),
     };
     const checks = analyze(h);
     const { lines, pass } = summaryLines(h, checks, problems, mode);

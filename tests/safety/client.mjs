@@ -108,7 +108,8 @@ async function acquireOrReport(conn, resource, ttlMs) {
     }
     return got;
   }
-  send({ type: 'failure', error: got.error, message: got.message, resource, t: nowUs() });
+  send({ type: 'failure', error: got.error, message: got.message, resource,
+    t_requested: got.tRequested, t: nowUs() });
   // Refusals that no fault explains: the run is wrong, not the lock.
   if (got.error === 'bad_request' || got.error === 'kind_mismatch') {
     console.error(`${name}: the agent refused the request (${got.error}): ${got.message}`);

@@ -1,6 +1,8 @@
 // The faults the checker injects while the clients run. Each records when it started and when
 // it was healed (µs on CLOCK_MONOTONIC, as every other time of the run): the checker reports how
-// soon after each heal grants resumed (goal: max_ttl + 1 s).
+// soon after each heal grants resumed (goal: max_ttl + 1 s). A fault aimed at agents names them
+// (agents: their labels): their clients cannot be granted meanwhile (the fairness check, 10,
+// does not count that time against them).
 //
 // ctx: {cluster, agents, register, cfg, say, clientNames, holderNames, proxy, clocks}. round:
 // which cycle this is, to rotate the targets. Every master, agent and register client targeted
@@ -110,7 +112,7 @@ export const FAULTS = [
       await pause(ctx.cfg.agentDownMs);
       const healing = nowUs();
       await agent.restart();
-      return { start, healing, heal: nowUs(), target: agent.label };
+      return { start, healing, heal: nowUs(), target: agent.label, agents: [agent.label] };
     },
   },
   {
@@ -165,7 +167,7 @@ export const FAULTS = [
       } finally {
         agent.child.kill('SIGCONT');
       }
-      return { start, healing: nowUs(), heal: nowUs(),
+      return { start, healing: nowUs(), heal: nowUs(), agents: [agent.label],
         target: `${agent.label}${holder ? ` (${holder} holding)` : ''}` };
     },
   },

@@ -1,5 +1,5 @@
 // The faults between agents and masters and in the masters' clocks (faults.mjs runs them with
-// the others; the same record shape: start, heal, target).
+// the others; the same record shape: start, heal, target, and agents for one aimed at an agent).
 //
 // ctx.proxy: the fault proxy every agent reaches every master through (fault_proxy.mjs), one
 // link per agent and master, named linkId(agent, master). ctx.clocks: per master its wall-clock
@@ -138,7 +138,8 @@ export const NETWORK_FAULTS = [
       const a = round % ctx.agents.length;
       const m = mastersOf(ctx, round + 2, 3);
       return netFault(ctx, m.map((j) => linkId(a, j)), { mode: 'hold', direction: 'both' },
-        pastTtl(ctx), `${ctx.agents[a].label} from ${addresses(ctx, m)}`);
+        pastTtl(ctx), `${ctx.agents[a].label} from ${addresses(ctx, m)}`)
+        .then((rec) => ({ ...rec, agents: [ctx.agents[a].label] }));
     },
   },
 ];

@@ -16,7 +16,8 @@
 //        → {"id":3,"ok":true}   a hold client holds, or a candidate leads (where an armed
 //                                pause can stop it)
 //   {"op":"record", ...}   a finished grant or hold, a leader's term or an observer's answer
-//                          (candidate.mjs), or a failed acquire (see client.mjs), no reply
+//                          (candidate.mjs), or a failed acquire or campaign ({error, resource,
+//                          t_requested, t}; a failed connect: {error: "connect", t}), no reply
 // Register → client: {"event":"stop"} (finish the current cycle, then exit).
 //
 // Every op is logged with the register's monotonic clock (µs, CLOCK_MONOTONIC, the same clock
@@ -38,6 +39,7 @@ export class FencedRegister {
     this.leaders = []; // records of finished terms, as the candidates sent them
     this.observed = []; // the observers' answers: observe replies, leader events, leader reads
     this.failures = new Map(); // acquire error code -> count
+    this.failed = []; // the failed acquires' records, as the clients sent them
     this.clients = new Map(); // name -> {pid, agent, conn}
     this.armed = new Set(); // the armed client pauses, see pauseNextRead
     this.onGrant = null; // called with each grant record as it arrives
@@ -95,6 +97,7 @@ export class FencedRegister {
           this.observed.push(msg);
         } else if (msg.type === 'failure') {
           this.failures.set(msg.error, (this.failures.get(msg.error) || 0) + 1);
+          this.failed.push(msg);
         }
         return;
       case 'read': {

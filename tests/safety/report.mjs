@@ -154,11 +154,11 @@ function tableLines(h) {
 export function writeHistory(file, h, checks, problems) {
   const fd = fs.openSync(file, 'w');
   const put = (s) => fs.writeSync(fd, s);
-  const { grants, holds = [], leaders = [], observed = [], ops, ...rest } = h;
+  const { grants, holds = [], leaders = [], observed = [], failed = [], ops, ...rest } = h;
   const head = { ...rest, checks, problems };
   put(JSON.stringify(head, null, 1).replace(/\n}$/, ',\n'));
   const arrays = [['grants', grants], ['holds', holds], ['leaders', leaders], ['observed', observed],
-    ['register_ops', ops]];
+    ['failed', failed], ['register_ops', ops]];
   arrays.forEach(([name, items], k) => {
     put(` "${name}": [\n`);
     items.forEach((item, i) => put(`  ${JSON.stringify(item)}${i + 1 < items.length ? ',' : ''}\n`));
