@@ -3,17 +3,20 @@
 // grants: the fenced-register clients' records (client.mjs); holds: the semaphore and
 // read-write clients' records (mode "permit" with permits and permit, "shared" or "exclusive");
 // ops: the register's log (register.mjs); leaders: the candidates' terms and observed: the
-// observers' answers (candidate.mjs, checked in elections.mjs); every time is µs on
+// observers' answers (candidate.mjs, checked in elections.mjs); roster and failed: the
+// contending clients and their failed acquires (fairness.mjs, check 10); every time is µs on
 // CLOCK_MONOTONIC. Each check returns {id, title, stats, violations: [{text, t, kinds, property,
 // ...}]}: t is when it happened (µs; null: the whole run), kinds the lock kinds whose guarantee it
 // breaks and property which one (verdicts.mjs: EXCLUSION or ORDER; none: never excused by a
-// fault).
+// fault). A check may also return lines (figures printed under it) and, when what it finds does
+// not fail the run, reportOnly (why not) and reported (the findings, shaped as violations).
 
 import { checkElections, checkObservers } from './elections.mjs';
+import { checkFairness } from './fairness.mjs';
 import {
   EXCLUSION, ORDER, exclusiveKinds, faultKinds, judge, mutexResources,
 } from './verdicts.mjs';
-import { groupBy, ms, sec, sweepOverlaps, windowEnd } from './windows.mjs';
+import { groupBy, lowerBound, ms, sec, sweepOverlaps, windowEnd } from './windows.mjs';
 
 const who = (h, g) =>
   `${g.client}@${g.agent} fence ${g.fence} [${sec(h, g.t_granted)} s, ${sec(h, windowEnd(g))} s]`;
@@ -108,18 +111,6 @@ export function checkLostWrites(h) {
     }
   }
   return { id: 3, title: 'no acknowledged write lost', violations, stats: `final values ${parts.join(' ')}` };
-}
-
-// First index in sorted (ascending) with value >= x.
-function lowerBound(sorted, x) {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (sorted[mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
 }
 
 // (4) Liveness after faults: the first grant (any resource, any agent) after each fault healed.
@@ -289,7 +280,8 @@ export function countTakenMeanwhile(h) {
 export function analyze(h) {
   countTakenMeanwhile(h);
   const checks = [checkFences(h), checkExclusion(h), checkLostWrites(h), checkResume(h),
-    checkStaleWrites(h), checkSemaphore(h), checkReadWrite(h), checkElections(h), checkObservers(h)];
+    checkStaleWrites(h), checkSemaphore(h), checkReadWrite(h), checkElections(h), checkObservers(h),
+    checkFairness(h)];
   judge(h, checks);
   faultKinds(h, checks);
   return checks;

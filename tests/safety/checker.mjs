@@ -33,6 +33,7 @@ import {
   stopChild, waitUntil,
 } from '../browser/fixture.mjs';
 import { analyze } from './analysis.mjs';
+import { FAIL_ON_STARVATION } from './fairness.mjs';
 import { ClockShift, buildClockShift, clockShiftEnv } from './clock_shift.mjs';
 import { FaultProxy } from './fault_proxy.mjs';
 import { faultsFor, runFaults } from './faults.mjs';
@@ -70,6 +71,8 @@ const { values: opts } = parseArgs({
     seed: { type: 'string' }, // overrides LOCKWARDEN_SAFETY_SEED
     // Only the faults whose names contain one of these (comma-separated); default all.
     faults: { type: 'string' },
+    // Whether a starved client (check 10) fails the run; default fairness.mjs FAIL_ON_STARVATION.
+    'fail-on-starvation': { type: 'boolean' },
   },
 });
 const mode = opts.long ? 'long' : 'short';
@@ -145,6 +148,7 @@ const cfg = {
   minLeadersShort: 50, // when there are candidates
   minLeaderReadsShort: 20, // `leader` reads that named a leader, when there are observers
   stopHolders: opts['stop-holders'],
+  failOnStarvation: opts['fail-on-starvation'] ?? FAIL_ON_STARVATION,
   faultFilter: opts.faults ? opts.faults.split(',').map((x) => x.trim()).filter(Boolean) : null,
   seed,
 };

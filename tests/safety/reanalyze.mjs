@@ -4,6 +4,7 @@
 // repeating the run.
 //
 //   node tests/safety/reanalyze.mjs build/test-output/safety/history.json
+//   node tests/safety/reanalyze.mjs --fail-on-starvation HISTORY.json   (check 10 fails the run)
 //
 // Exit status as the checker's: 0 pass, 1 a violation or a problem the run recorded.
 
@@ -12,13 +13,16 @@ import fs from 'node:fs';
 import { analyze } from './analysis.mjs';
 import { summaryLines } from './report.mjs';
 
-const file = process.argv[2];
+const args = process.argv.slice(2);
+const failOnStarvation = args.includes('--fail-on-starvation');
+const file = args.find((a) => !a.startsWith('--'));
 if (!file) {
-  console.error('usage: node tests/safety/reanalyze.mjs HISTORY.json');
+  console.error('usage: node tests/safety/reanalyze.mjs [--fail-on-starvation] HISTORY.json');
   process.exit(2);
 }
 const { register_ops: ops, checks: _old, problems = [], ...h } = JSON.parse(fs.readFileSync(file, 'utf8'));
 h.ops = ops;
+if (failOnStarvation) h.cfg.failOnStarvation = true;
 const checks = analyze(h);
 const { lines, pass } = summaryLines(h, checks, problems, h.mode);
 console.log(lines.join('\n'));

@@ -21,6 +21,14 @@ const list = (counts) =>
     .map(([k, v]) => `${k} ${v}`)
     .join(', ') || 'none';
 
+// The first SHOWN_PER_CHECK of a check's violations (or findings), then how many more.
+function shownLines(out, texts) {
+  for (const text of texts.slice(0, SHOWN_PER_CHECK)) out.push(`        ${text}`);
+  if (texts.length > SHOWN_PER_CHECK) {
+    out.push(`        ... and ${texts.length - SHOWN_PER_CHECK} more (see the history)`);
+  }
+}
+
 // The summary as lines of text. problems: run-level failures besides the checks' violations.
 export function summaryLines(h, checks, problems, mode) {
   const { cfg } = h;
@@ -96,17 +104,18 @@ export function summaryLines(h, checks, problems, mode) {
   for (const c of checks) {
     const expected = c.violations.filter((v) => v.expected).length;
     const unexpected = c.violations.length - expected;
-    const status = unexpected ? `FAIL ${unexpected} violation(s)` : 'ok';
+    let status = unexpected ? `FAIL ${unexpected} violation(s)` : 'ok';
+    if (c.reportOnly) {
+      status = `REPORT ONLY, ${c.reported.length} finding(s), not failing the run (${c.reportOnly})`;
+    }
     const excused = expected ? `; ${expected} where the fault's verdict is not "safe" (see the table)` : '';
     out.push(`  (${c.id}) ${c.title}: ${status}${excused}  [${c.stats}]`);
-    const shown = [...c.violations].sort((a, b) => a.expected - b.expected).slice(0, SHOWN_PER_CHECK);
-    for (const v of shown) {
+    for (const line of c.lines ?? []) out.push(`        ${line}`);
+    const shown = [...c.violations].sort((a, b) => a.expected - b.expected);
+    shownLines(out, [...shown.map((v) => {
       const f = v.fault === null || v.fault === undefined ? 'no fault' : `fault ${v.fault + 1}`;
-      out.push(`        ${v.expected ? 'expected' : 'UNEXPECTED'} (${f}): ${v.text}`);
-    }
-    if (c.violations.length > SHOWN_PER_CHECK) {
-      out.push(`        ... and ${c.violations.length - SHOWN_PER_CHECK} more (see the history)`);
-    }
+      return `${v.expected ? 'expected' : 'UNEXPECTED'} (${f}): ${v.text}`;
+    }), ...(c.reported ?? []).map((v) => `reported: ${v.text}`)]);
   }
   for (const p of problems) out.push(`problem: ${p}`);
   const violations = checks.reduce((n, c) => n + c.violations.length, 0);
@@ -116,6 +125,7 @@ export function summaryLines(h, checks, problems, mode) {
     `${leaders.length} leaders, ${detached.length} detached, ` +
     `${h.faults.length} faults, ` +
     `${unexpected} unexpected violation(s) (${violations - unexpected} expected), ` +
+    `${checks.reduce((n, c) => n + (c.reported?.length ?? 0), 0)} reported only, ` +
     `${problems.length} problem(s)`);
   return { lines: out, pass };
 }

@@ -15,6 +15,18 @@ export function groupBy(items, key) {
   return groups;
 }
 
+// The first index in sorted (ascending by key) whose key is >= x.
+export function lowerBound(sorted, x, key = (v) => v) {
+  let lo = 0;
+  let hi = sorted.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (key(sorted[mid]) < x) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
 // The end of a grant's window: it stops counting at its exit or at the end of its validity,
 // whichever comes first (a client stopped past its validity no longer holds the lock).
 export const windowEnd = (g) => Math.min(g.t_exit ?? g.validity_end, g.validity_end);
