@@ -357,3 +357,107 @@ describe('safety checks', () => {
     assert.match(analyze(h)[6].violations[0].text, /w3@a0 exclusive .* w1@a1 exclusive/);
   });
 });
+
+// The plain mutex m0 contended by four clients (mx0@a0, mx1@a1, mx2@a1, mx3@a2; wait_ms 3 s)
+// for 60 s: one hold a second, [k + 0.1, k + 0.9] s, each asked 0.2 s before its grant; mx0
+// holds every tenth (k = 5, 15, ...), mx1 and mx2 the others in turn, mx3 none: it asks
+// throughout, an acquire timing out every 3 s. No hold in the seconds skip(k) says.
+function contendedMutex(skip = () => false) {
+  const h = { ...history(), trafficStart: 0, trafficEnd: 60 * S, failed: [],
+    roster: ['a0', 'a1', 'a1', 'a2'].map((agent, i) => ({ name: `mx${i}`, agent, kind: 'mutex',
+      resources: ['m0'], wait_ms: 3000 })) };
+  h.cfg = { maxTtlMs: 2000, waitMs: 3000, holdKinds: [{ kind: 'mutex', resource: 'm0', clients: 4 }] };
+  let turn = 0;
+  for (let k = 0; k < 60; k++) {
+    if (skip(k)) continue;
+    const client = k % 10 === 5 ? 'mx0' : `mx${1 + (turn++ % 2)}`;
+    const g = hold(h, { r: 'm0', mode: 'exclusive', client, agent: client === 'mx0' ? 'a0' : 'a1',
+      t: k + 0.1, v: 1, hold: 0.8 });
+    g.t_requested = (k - 0.1) * S;
+  }
+  for (let t = 0; t < 60; t += 3) {
+    h.failed.push({ type: 'failure', client: 'mx3', error: 'timeout', resource: 'm0',
+      t_requested: t * S, t: (t + 3) * S });
+  }
+  return h;
+}
+
+const fairness = (h) => analyze(h)[9];
+
+describe('fairness (check 10)', () => {
+  it('computes each client\'s share of the fair share and Jain\'s index', () => {
+    const [g] = fairness(contendedMutex()).shares;
+    assert.equal(g.resource, 'm0');
+    assert.equal(g.kind, 'mutex');
+    assert.equal(g.grants, 60);
+    // 6, 27, 27 and 0 of 60 grants among 4 clients: a fair share is 15.
+    assert.deepEqual(g.clients.map((c) => [c.client, c.grants, c.share]),
+      [['mx0', 6, 0.4], ['mx1', 27, 1.8], ['mx2', 27, 1.8], ['mx3', 0, 0]]);
+    assert.equal(g.min_share, 0);
+    assert.equal(g.max_share, 1.8);
+    assert.equal(g.jain.toFixed(6), (60 ** 2 / (4 * (6 ** 2 + 27 ** 2 + 27 ** 2))).toFixed(6));
+  });
+
+  it('finds a client asking for 48 s while others held the lock, and reports it without failing', () => {
+    const h = contendedMutex();
+    const c = fairness(h);
+    assert.equal(c.violations.length, 0);
+    assert.match(c.reportOnly, /issue 34/);
+    assert.equal(c.reported.length, 1);
+    const { span } = c.reported[0];
+    assert.deepEqual([span.client, span.open, span.others_granted, span.timeouts,
+      Math.round(span.starved_ms), span.threshold_ms], ['mx3', true, 60, 20, 48000, 30000]);
+    assert.match(c.reported[0].text, /mx3@a2 \(mutex, m0\): no grant from 0\.000 s to the end of the traffic/);
+    assert.match(c.stats, /4 clients in 1 groups; lowest Jain's index 0\.602 \(m0 mutex\); 1 client\(s\) starved/);
+    // mx0 waited 10 s between grants, but asked only 0.2 s of each: not starved.
+    assert.deepEqual(failing(h), []);
+    h.cfg.failOnStarvation = true;
+    assert.deepEqual(failing(h), [10]);
+    assert.equal(fairness(h).reported.length, 0);
+  });
+
+  it('does not count a fault in which nobody was granted against the client', () => {
+    // Two masters down from 10 s to 44 s: no hold in [10 s, 45 s). mx3 goes 60 s without a grant,
+    // but others held m0 for only 8 + 12 s of it.
+    const h = contendedMutex((k) => k >= 10 && k < 45);
+    h.faults.push({ name: 'kill -9 two masters', target: 'm1 m3', start: 10 * S, heal: 44 * S });
+    h.cfg.failOnStarvation = true;
+    const c = fairness(h);
+    assert.equal(c.violations.length, 0);
+    assert.equal(Math.round(c.longest.mutex.starved_ms), 20000);
+    assert.equal(c.longest.mutex.client, 'mx3');
+  });
+
+  it('does not count a fault aimed at the client\'s agent against it', () => {
+    // a2 partitioned from 10 s to 40 s: its reach (to 43 s) is left out, others held m0 for
+    // 8 + 13.6 s of the rest.
+    for (const fault of [{ agents: ['a2'] }, {}]) { // the second: an older record, by its target
+      const h = contendedMutex();
+      h.faults.push({ name: 'partition one agent', target: 'a2 from m1 m2 m3', start: 10 * S,
+        heal: 40 * S, ...fault });
+      const c = fairness(h);
+      assert.equal(c.reported.length, 0);
+      assert.equal(Math.round(c.longest.mutex.starved_ms), 21600);
+    }
+  });
+
+  it('without failure records, counts the whole span as asking', () => {
+    const h = contendedMutex();
+    delete h.failed;
+    const [found] = fairness(h).reported;
+    assert.equal(found.span.client, 'mx3');
+    assert.equal(Math.round(found.span.asked_ms), 60000);
+  });
+
+  it('reports the longest wait and the timeouts per kind, over the run and per fault', () => {
+    const h = contendedMutex();
+    h.holds[20].t_requested = 19 * S; // slot 20, asked 1.1 s before its grant
+    h.faults.push({ name: 'SIGSTOP one master', target: 'm2', start: 18 * S, heal: 19 * S });
+    const rows = Object.fromEntries(fairness(h).waits.map((r) => [r.row, r.kinds.mutex]));
+    const figures = (x) => [Math.round(x.longest_ms), x.timeouts];
+    assert.deepEqual(figures(rows['whole run']), [1100, 20]);
+    // Waiting at some time in [18 s, 22 s]: the grants of slots 18 to 22, 3 timed-out acquires.
+    assert.deepEqual(figures(rows['SIGSTOP one master']), [1100, 3]);
+    assert.deepEqual(figures(rows['outside faults']), [200, 17]);
+  });
+});
