@@ -197,8 +197,8 @@ const aimedAt = (f, c) => (f.agents ?? (AGENT_FAULTS.has(f.name) ? [f.target.spl
   (f.stopped_holds ?? []).some((s) => s.client === c.name);
 
 // Per client, its spans without a grant: from its exit of one grant (the first span: from the
-// first time it asked, or the traffic's start) to its next grant (the last span: to the traffic's
-// end). Its starved time in a span: the time it spent asking (inside an acquire, from its request
+// earlier of its first request and the traffic's start) to its next grant (the last span: to the
+// traffic's end). Its starved time in a span: the time it spent asking (inside an acquire, from its request
 // to the grant or the failure) for a resource while another client held that resource (a window
 // of check 2's rule), less the reach of every fault aimed at it (aimedAt; start to max_ttl + 1 s
 // after the heal). A fault that keeps everybody out holds nobody's window open past its validity,
