@@ -6,12 +6,12 @@
 //   admin   the locks of /api/v1/state (docs/api.md)
 //   fleet   a row of /api/v1/fleet and /api/v1/fleet/who (docs/api.md)
 // Where the wires differ:
-// - which fields each carries (a wire keeps the fields it always had; a new field is on all);
-// - the socket and the report are compact: a field a reader may take as absent is left out
-//   while it is at its default ("mode" exclusive, "detached" false, a permit's numbers on other
-//   holds), so that older readers of the report and clients that do not know it see what they
-//   always saw; the admin and fleet wires write every field they carry, null where it is
-//   absent;
+// - which fields each carries (named with each field in hold_json.cc; a field without a list of
+//   wires is on every wire);
+// - the socket and the report are compact: a field its readers take as absent is left out while
+//   it is at its default ("mode" exclusive, "detached" false, a permit's numbers on other holds),
+//   so that a reader that does not know the field reads the hold as it would without it; the
+//   admin and fleet wires write every field they carry, null where it has no value;
 // - held time: the report writes held since, the socket and the admin API how long by this
 //   agent's clock (LockView::held_ms), the fleet both (how long at the fleet read).
 // Keys come in one order on every wire (the report's are sorted when it is written).
@@ -34,8 +34,8 @@ enum class HoldWire : uint8_t { kSocket, kReport, kAdmin, kFleet };
 inline constexpr size_t kMaxReportedResourceBytes = 1024;
 inline constexpr size_t kMaxReportedCmdlineBytes = 200;
 
-// `hold` as `wire` carries it. at_unix_ms: the fleet wire's time of the read (its held_ms);
-// the other wires ignore it.
+// `hold` as `wire` carries it: the report and fleet wires (a hold not held through this agent).
+// at_unix_ms: the fleet wire's time of the read (its held_ms); the other wires ignore it.
 nlohmann::ordered_json HoldJson(const Hold& hold, HoldWire wire, int64_t at_unix_ms = 0);
 // A hold held through this agent (the socket and admin wires): with its session, how long it is
 // held and still valid, and how many holds of its resource this agent has.

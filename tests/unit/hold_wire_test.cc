@@ -10,6 +10,7 @@
 #include "admin/views.h"
 #include "fleet/records.h"
 #include "fleet/view.h"
+#include "protocol/hold_json.h"
 #include "protocol/messages.h"
 
 namespace lw {
@@ -283,6 +284,19 @@ TEST(HoldWire, FleetTable) {
       R"w({"kind":"mutex","permits":null,"permits_held":0,"readers":0,"writer":true,"writer_wa)w"
       R"w(iting":false},"election":null}])w"
       "\n");
+}
+
+// A holder agent whose clock runs ahead of the reader's: held for 0 at the read, held since
+// as its agent said.
+TEST(HoldWire, AFleetHolderAheadOfTheReadersClockIsHeldForZeroSinceItsOwnTime) {
+  Hold ahead;
+  ahead.resource = "r";
+  ahead.held_since_unix_ms = kWireNow + 700;
+  const nlohmann::ordered_json j = protocol::HoldJson(ahead, protocol::HoldWire::kFleet, kWireNow);
+  EXPECT_EQ(j["held_ms"], 0);
+  EXPECT_EQ(j["held_since_ms"], kWireNow + 700);
+  EXPECT_EQ(HeldMsAt(ahead, kWireNow + 1'000), 300);
+  EXPECT_EQ(HeldMsAt(Hold{}, kWireNow), -1) << "since not known: a row its holder did not report";
 }
 
 }  // namespace
