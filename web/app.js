@@ -1,11 +1,12 @@
 // lockwarden operator page: polls GET /api/v1/state once a second and renders it.
 //
-// The page is seven plain scripts that index.html loads in order, each adding what it offers to one
+// The page is eight plain scripts that index.html loads in order, each adding what it offers to one
 // namespace, window.LW, and taking what it needs from the scripts before it:
 //   format.js   formatting of numbers, durations and times
 //   page.js     the page state and the DOM helpers (build, reconcile, tick)
 //   charts.js   the SVG charts
 //   actions.js  token box, action buttons, confirmation dialog, POSTs
+//   hold.js     one hold as both the locks and the fleet panels render it
 //   panels.js   header, quorum banner, masters, locks, waiters, leaks, events
 //   fleet.js    the fleet panel (its own poll of /api/v1/fleet, only while on screen)
 //   app.js      polling, the ticker, start

@@ -8,7 +8,8 @@
 (() => {
   const LW = (window.LW = window.LW || {});
   const { $, h, setText, live, reconcile, getToken, actionButton } = LW;
-  const { isNum, fmtDur, fmtCountdown, fmtCount, plural, truncate, leaderText } = LW;
+  const { isNum, fmtDur, fmtCountdown, fmtCount, plural, truncate } = LW;
+  const { fleetHold, holdSig, holdKind, holdWho, holdCmdline, holdHeldCell, holdRenewCell, holdFactsList } = LW;
 
   const FLEET_POLL_MS = 5000;
   const FLEET_TIMEOUT_MS = 10000; // the agent waits up to 5 s for a read of the masters
@@ -194,9 +195,8 @@
     const items = [];
     const ctx = [d && d.masters ? d.masters.length : 0, (LW.S.data || {}).actions];
     for (const l of locks) {
-      const sig = JSON.stringify([ctx, l.resource, l.hold_id, l.mode, l.permit, l.permits, l.shape,
-        l.holder.state, l.holder.agent_id, l.holder.pid, l.holder.cmdline, l.holder.detached,
-        l.holder.renew, l.holder.ttl_ms, l.masters, l.quorum, l.stuck, l.stuck_reason,
+      const sig = JSON.stringify([ctx, holdSig(fleetHold(l)), l.hold_id, l.shape, l.holder.state,
+        l.holder.agent_id, l.masters, l.quorum, l.stuck, l.stuck_reason,
         l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode])]);
       const open = F.open.has(rowKey(l));
       items.push({ sig: sig + open, data: l, build: (x) => buildLockRow(x, open) });
@@ -208,22 +208,6 @@
   /* A resource has one row per hold (its permits, its readers): rows are told apart by hold_id. */
   function rowKey(l) {
     return l.resource + '\u0000' + (l.hold_id || '');
-  }
-
-  /* What kind of hold the row is, and the resource as a whole: "permit 2 · 3 of 4 held",
-     "read · 5 readers · writer waiting", "write" (a lock that also has readers' history),
-     "election · leader host-a:8080 · term 7" (its leader hold; "election" before its record). */
-  function holdText(l) {
-    const s = l.shape || {};
-    if (l.election) return 'election \u00b7 ' + leaderText(l.election);
-    if (s.kind === 'election') return 'election';
-    if (l.mode === 'permit') {
-      return 'permit ' + l.permit + ' · ' + (s.permits_held || 0) + ' of ' + (l.permits || '?') + ' held';
-    }
-    if (l.mode === 'shared') {
-      return 'read · ' + plural(s.readers || 0, 'reader') + (s.writer_waiting ? ' · writer waiting' : '');
-    }
-    return s.readers || s.writer_waiting ? 'write' : '';
   }
 
   function holderName(hd) {
@@ -241,45 +225,33 @@
     tr.setAttribute('data-state', hd.state);
     tr.setAttribute('data-stuck', l.stuck ? 'true' : 'false');
     const cur = () => tr._data || l;
+    const x = fleetHold(l);
+    const s = l.shape || {};
     const res = h('td', 'cell-resource');
     if (l.stuck) res.append(h('span', 'pill pill-warn', 'STUCK'));
     res.append(h('div', 'resource mono', l.resource));
-    const kind = holdText(l);
-    if (kind) {
-      const k = h('div', 'hold-kind muted', kind);
-      k.setAttribute('data-testid', 'fleet-hold-kind');
-      res.append(k);
-    }
+    res.append(holdKind(x, { held: l.mode === 'permit' ? s.permits_held : s.readers, testid: 'fleet-hold-kind',
+      writerWaiting: s.writer_waiting }));
     if (l.stuck && l.stuck_reason) res.append(h('div', 'stuck-reason', l.stuck_reason));
     tr.append(res);
 
     const who = h('td', 'cell-holder');
     who.setAttribute('data-testid', 'fleet-holder');
-    const line = h('div', 'holder-id');
-    if (hd.state === 'gone') line.append(h('span', 'pill pill-bad', 'holder agent gone'), document.createTextNode(' '));
-    line.append(h('span', 'strong', holderName(hd)));
-    if (hd.host) line.append(h('span', 'muted', ' \u00b7 ' + hd.host));
-    if (isNum(hd.pid) && hd.pid >= 0) line.append(h('span', 'mono', (hd.detached ? ' \u00b7 created by pid ' : ' \u00b7 pid ') + hd.pid));
-    if (hd.detached) {
-      const tag = h('span', 'pill pill-info', 'detached');
-      tag.setAttribute('data-testid', 'fleet-detached');
-      tag.title = 'a detached lease: no connection holds it; pid and command are its creator\u2019s at the acquire';
-      line.append(document.createTextNode(' '), tag);
-    }
-    who.append(line);
-    const cmdText = hd.cmdline || (hd.state === 'gone' ? 'nothing renews or releases it: it goes when its ttl runs out'
-      : 'command line not reported');
-    const cmd = h('div', 'cmdline mono' + (hd.cmdline ? '' : ' muted'), cmdText);
-    cmd.title = cmdText;
-    who.append(cmd);
+    const agent = [];
+    if (hd.state === 'gone') agent.push(h('span', 'pill pill-bad', 'holder agent gone'), document.createTextNode(' '));
+    agent.push(h('span', 'strong', holderName(hd)));
+    if (hd.host) agent.push(h('span', 'muted', ' \u00b7 ' + hd.host));
+    who.append(holdWho(x, { testid: 'fleet', unknown: '', before: agent }));
+    who.append(holdCmdline(x, hd.state === 'gone' ? 'nothing renews or releases it: it goes when its ttl runs out'
+      : 'command line not reported'));
     tr.append(who);
 
-    tr.append(live('td', 'num', (n) => setText(n, cur().holder.held_ms >= 0 ? fmtDur(cur().holder.held_ms + since()) : '\u2014')));
+    tr.append(holdHeldCell(() => cur().holder, since));
     tr.append(live('td', 'cell-validity', (n) => {
       const c = cur();
       setText(n, fmtCountdown(c.validity_ms - since()) + (c.holder.ttl_ms > 0 ? ' / ' + fmtDur(c.holder.ttl_ms) : ''));
     }));
-    tr.append(h('td', hd.renew ? '' : 'muted', hd.state === 'live' && hd.ttl_ms > 0 ? (hd.renew ? 'yes' : 'no') : '\u2014'));
+    tr.append(holdRenewCell(x));
     const ms = h('td', 'num' + (l.quorum ? '' : ' is-bad'), l.masters.length + ' of ' + l.masters_total);
     ms.title = l.masters.join(', ') + (l.quorum ? '' : ' (fewer than a quorum)');
     tr.append(ms);
@@ -348,16 +320,7 @@
       unknown: 'the key\u2019s value names no agent' }[hd.state] || hd.state);
     field(holder, 'agent', holderName(hd) + (hd.agent_id ? ' (' + hd.agent_id + ')' : ''));
     if (hd.host) field(holder, 'host', hd.host);
-    if (hd.detached) {
-      field(holder, 'lease', 'detached: it outlives the connection that took it, and ends when released by its token or when its ttl runs out');
-    }
-    if (isNum(hd.pid) && hd.pid >= 0) field(holder, hd.detached ? 'created by pid / uid' : 'pid / uid', hd.pid + ' / ' + hd.uid);
-    if (hd.cmdline) field(holder, 'command', hd.cmdline);
-    if (hd.held_since_ms > 0) field(holder, 'held since', new Date(hd.held_since_ms).toISOString());
-    if (hd.ttl_ms > 0) field(holder, 'ttl', fmtDur(hd.ttl_ms) + (hd.renew ? ', renewed' : ', not renewed'));
-    if (hd.fence != null) field(holder, 'fence', String(hd.fence));
-    field(holder, 'hold', { permit: 'permit ' + l.permit + ' of a semaphore of ' + (l.permits || '?'),
-      shared: 'a read (shared) hold' }[l.mode] || 'exclusive (a mutex, or a read-write lock\u2019s write hold)');
+    holdFactsList(holder, fleetHold(l));
     const masters = h('div', 'story-block');
     masters.append(h('h4', null, 'Masters (' + l.masters.length + ' of ' + l.masters_total + (l.quorum ? ', a quorum)' : ', NO quorum)')));
     for (const m of l.masters) masters.append(h('div', 'mono small', m));

@@ -7,8 +7,7 @@
   const LW = (window.LW = window.LW || {});
   const { $, h, setText, setAttr, live, reconcile, S, sinceSnapshot, agentNow, changed } = LW;
   const { isNum, fmtDur, fmtLat, fmtCount, fmtClock, fmtPeriod, fmtCountdown, plural } = LW;
-  const { leaderText } = LW;
-  const { actionButton } = LW;
+  const { actionButton, holdSig, holdKind, holdWho, holdCmdline, holdHeldCell, holdRenewCell } = LW;
 
   const PRESENCE_HELP = {
     held: 'held (the key has this lock\u2019s token)',
@@ -191,32 +190,18 @@
     const ctx = [d.actions, d.quorum.needed];
     reconcile($('locks-tbody'), locks.map((l) => withElection(l, {
       // Ticking fields stay out of the signature; they are updated in place.
-      sig: JSON.stringify([ctx, l.resource, l.session, l.pid, l.uid, l.gid, l.cmdline, l.ttl_ms, l.renew,
-        l.waiters, l.mode, l.permits, l.permit, l.holders, l.detached, l.stuck, l.stuck_reason, l.presence,
+      sig: JSON.stringify([ctx, holdSig(l), l.session, l.holders, l.stuck, l.stuck_reason, l.presence,
         !!l.presence_checked_at]),
       data: l,
       build: buildLockRow,
     })));
   }
 
-  // An election's row is built again when its leader, term or candidates change.
+  // An election's row is built again when its candidates change (its leader is the hold's).
   function withElection(l, row) {
     const e = l.election;
-    if (e) row.sig += JSON.stringify([e.term, e.value, (e.candidates || []).map((c) => [c.session, c.pid, c.cmdline])]);
+    if (e) row.sig += JSON.stringify((e.candidates || []).map((c) => [c.session, c.pid, c.cmdline]));
     return row;
-  }
-
-  // A hold's kind and its resource's holders here: "semaphore · permit 2 · 3 of 4 held",
-  // "shared · 2 readers", "election · leader host-a:8080 · term 7", "exclusive" (a mutex's
-  // hold, or the writer of a read-write lock).
-  function holdKindText(l) {
-    if (l.kind === 'election') return 'election \u00b7 ' + (l.election ? leaderText(l.election) : 'its record not read yet');
-    const n = isNum(l.holders) ? l.holders : 1;
-    if (l.mode === 'permit') {
-      return 'semaphore \u00b7 permit ' + l.permit + ' \u00b7 ' + n + ' of ' + l.permits + ' held';
-    }
-    if (l.mode === 'shared') return 'shared \u00b7 ' + plural(n, 'reader');
-    return 'exclusive';
   }
 
   function buildLockRow(l) {
@@ -235,45 +220,20 @@
       tdRes.append(tag);
     }
     tdRes.append(name);
-    const mode = l.mode || 'exclusive';
-    const kind = h('div', 'hold-kind muted', holdKindText(l));
-    kind.setAttribute('data-testid', 'lock-kind');
-    kind.setAttribute('data-mode', mode);
-    kind.title = l.kind === 'election'
-      ? 'an election: this hold is its leader, its term the hold\u2019s fence; the candidates wait for it'
-      : mode === 'exclusive'
-      ? 'exclusive: no other holder (a mutex, or the write hold of a read-write lock)'
-      : mode === 'shared' ? 'a read hold: readers share; a writer waits for all of them'
-        : 'a permit of a semaphore: at most ' + l.permits + ' holders at once';
-    tdRes.append(kind);
+    tdRes.append(holdKind(l, { held: l.holders, testid: 'lock-kind' }));
     if (l.kind === 'election') tdRes.append(buildCandidates(l));
     if (l.stuck && l.stuck_reason) tdRes.append(h('div', 'stuck-reason', l.stuck_reason));
     tr.append(tdRes);
 
-    // holder
+    // holder: this agent's session besides (a detached lease has none of its own)
     const tdHold = h('td', 'cell-holder');
-    const who = h('div', 'holder-id');
-    // A detached lease: no connection holds it; pid, uid, gid and command are its creator's.
-    if (l.detached) {
-      const tag = h('span', 'pill pill-info', 'detached');
-      tag.setAttribute('data-testid', 'lock-detached');
-      tag.title = 'a detached lease: it outlives the connection that took it, and ends when released by its ' +
-        'token or when its ttl runs out (an extend by token keeps it)';
-      who.append(tag, document.createTextNode(' created by '));
-    }
-    if (isNum(l.pid) && l.pid >= 0) who.append(h('span', 'mono', 'pid ' + l.pid));
-    else who.append(h('span', 'muted', l.detached ? 'an unknown process' : 'holder disconnected'));
-    const id = (v) => (isNum(v) && v >= 0 ? v : '\u2014');
-    who.append(h('span', 'muted', ' \u00b7 uid ' + id(l.uid) + ' \u00b7 gid ' + id(l.gid) +
-      (l.detached ? '' : ' \u00b7 session ' + l.session)));
-    tdHold.append(who);
-    const cmd = h('div', 'cmdline mono' + (l.cmdline ? '' : ' muted'), l.cmdline || 'command line unknown');
-    if (l.cmdline) cmd.title = l.cmdline;
-    tdHold.append(cmd);
+    const session = l.detached ? [] : [h('span', 'muted', ' \u00b7 session ' + l.session)];
+    tdHold.append(holdWho(l, { testid: 'lock', unknown: 'holder disconnected', after: session }));
+    tdHold.append(holdCmdline(l, 'command line unknown'));
     tr.append(tdHold);
 
     // held for (ticks)
-    tr.append(live('td', 'num', (n) => setText(n, fmtDur(cur().held_ms + sinceSnapshot()))));
+    tr.append(holdHeldCell(cur, sinceSnapshot));
 
     // validity countdown (ticks) with a bar relative to the ttl
     const tdVal = h('td', 'cell-validity');
@@ -300,7 +260,7 @@
     tdVal._tick(tdVal);
     tr.append(tdVal);
 
-    tr.append(h('td', l.renew ? '' : 'muted', l.renew ? 'yes' : 'no'));
+    tr.append(holdRenewCell(l));
     tr.append(h('td', 'num' + (l.waiters > 0 ? ' strong' : ' muted'), fmtCount(l.waiters)));
     tr.append(buildPresence(l));
 

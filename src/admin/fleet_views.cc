@@ -4,12 +4,12 @@
 #include <charconv>
 
 #include "core/resource_name.h"
+#include "protocol/hold_json.h"
 
 namespace lw {
 namespace {
 
 using ordered_json = nlohmann::ordered_json;
-
 
 ordered_json SettingsJson(const fleet::SafetySettings& s) {
   return {{"key_prefix", s.key_prefix},
@@ -67,26 +67,6 @@ ordered_json WaitersJson(const std::vector<fleet::FleetWaiter>& waiters) {
   return out;
 }
 
-// Who holds the lock: its agent, and the holder's detail when its agent reported it (-1 / "" /
-// null where it did not).
-ordered_json HolderJson(const fleet::FleetLock& l) {
-  const fleet::HeldDetail* d = l.detail ? &*l.detail : nullptr;
-  return {{"state", fleet::HolderStateName(l.state)},
-          {"agent_id", l.agent_id},
-          {"agent_name", l.agent_name},
-          {"host", l.host},
-          {"pid", d ? d->pid : -1},
-          {"uid", d ? d->uid : -1},
-          {"cmdline", d ? d->cmdline : ""},
-          {"held_ms", l.held_ms},
-          {"held_since_ms", d ? d->held_since_unix_ms : 0},
-          {"ttl_ms", d ? d->ttl_ms : 0},
-          {"renew", d ? d->renew : false},
-          {"fence", d && d->fence ? ordered_json(*d->fence) : ordered_json(nullptr)},
-          {"waiters", d ? d->waiters : 0},
-          {"detached", d ? d->detached : false}};
-}
-
 // The resource as a whole: {"kind", "permits" (K or null), "permits_held" (n of K), "readers",
 // "writer", "writer_waiting"}.
 ordered_json ShapeJson(const fleet::FleetResource& r) {
@@ -98,30 +78,46 @@ ordered_json ShapeJson(const fleet::FleetResource& r) {
           {"writer_waiting", r.writer_waiting}};
 }
 
+// Moves `name` out of `from`.
+ordered_json Take(ordered_json& from, const char* name) {
+  ordered_json value = std::move(from[name]);
+  from.erase(name);
+  return value;
+}
+
+// One row of the fleet table: its hold (protocol/hold_json.h) split in two, what the masters
+// say of it at the row (resource, mode, permit, K, and the election last) and what its holder's
+// agent reported under "holder", after who that agent is (-1 / "" / null where it reported
+// nothing); then the masters, the waiters and the resource's shape.
 ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
+  ordered_json hold =
+      protocol::HoldJson(fleet::HoldOf(l), protocol::HoldWire::kFleet, view.read_unix_ms);
   ordered_json masters = ordered_json::array();
   for (int i : l.masters) {
     const bool known = i >= 0 && static_cast<size_t>(i) < view.masters.size();
     masters.push_back(known ? view.masters[static_cast<size_t>(i)].master
                             : "master " + std::to_string(i));
   }
-  ordered_json out = {{"resource", l.resource},
-                      {"hold_id", l.hold_id},
-                      {"mode", std::string(NameOf(l.mode))},
-                      {"permit", l.mode == HoldMode::kPermit ? ordered_json(l.permit) : nullptr},
-                      {"permits", l.permits > 0 ? ordered_json(l.permits) : nullptr},
-                      {"holder", HolderJson(l)},
-          {"masters", std::move(masters)},
-          {"masters_total", view.masters.size()},
-          {"quorum", l.quorum},
-          {"validity_ms", l.validity_ms},
-          {"stuck", !l.stuck_reason.empty()},
-          {"stuck_reason", l.stuck_reason},
-          {"waiters", WaitersJson(l.waiters)}};
+  ordered_json out = {{"resource", Take(hold, "resource")}, {"hold_id", l.hold_id}};
+  for (const char* name : {"mode", "permit", "permits"}) out[name] = Take(hold, name);
+  const ordered_json election = Take(hold, "election");
+  ordered_json holder = {{"state", fleet::HolderStateName(l.state)},
+                         {"agent_id", l.agent_id},
+                         {"agent_name", l.agent_name},
+                         {"host", l.host}};
+  holder.update(hold);
+  out["holder"] = std::move(holder);
+  out["masters"] = std::move(masters);
+  out["masters_total"] = view.masters.size();
+  out["quorum"] = l.quorum;
+  out["validity_ms"] = l.validity_ms;
+  out["stuck"] = !l.stuck_reason.empty();
+  out["stuck_reason"] = l.stuck_reason;
+  out["waiters"] = WaitersJson(l.waiters);
   if (const fleet::FleetResource* r = fleet::ResourceOf(view, l.resource)) {
     out["shape"] = ShapeJson(*r);
   }
-  out["election"] = l.election ? LeaderJson(*l.election) : ordered_json(nullptr);
+  out["election"] = election;
   return out;
 }
 
@@ -273,22 +269,6 @@ ordered_json WaiterListJson(const Snapshot& s) {
                    {"wait_ms", w.wait_ms}});
   }
   return out;
-}
-
-ordered_json LeaderJson(const ElectionRecord& record) {
-  const ordered_json payload = ordered_json::parse(record.payload, nullptr, /*allow_exceptions=*/false);
-  const auto field = [&payload](const char* name, bool text) -> ordered_json {
-    if (!payload.is_object()) return nullptr;
-    const auto it = payload.find(name);
-    if (it == payload.end() || !(text ? it->is_string() : it->is_number_integer())) return nullptr;
-    return *it;
-  };
-  return {{"term", record.term},
-          {"since_unix_ms", record.since_ms},
-          {"value", field("value", true)},
-          {"agent", field("agent", true)},
-          {"host", field("host", true)},
-          {"pid", field("pid", false)}};
 }
 
 }  // namespace lw

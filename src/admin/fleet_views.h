@@ -12,7 +12,6 @@
 #include <string>
 #include <variant>
 
-#include "core/election_record.h"
 #include "core/result.h"
 #include "fleet/records.h"
 #include "fleet/revoke.h"
@@ -61,10 +60,5 @@ nlohmann::ordered_json RevokeJson(const fleet::RevokeResult& result);
 
 // This agent's queued acquires, longest waiting first (Snapshot::waiter_list).
 nlohmann::ordered_json WaiterListJson(const Snapshot& snapshot);
-
-// An election's leader as its record says: {"term", "since_unix_ms", and from the campaign's
-// payload "value", "agent", "host", "pid" (null where the payload has no such field of the
-// right type: it is read back from the masters, untrusted)}.
-nlohmann::ordered_json LeaderJson(const ElectionRecord& record);
 
 }  // namespace lw

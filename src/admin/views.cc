@@ -7,6 +7,7 @@
 #include "admin/fleet_views.h"
 #include "core/duration.h"
 #include "fleet/view.h"
+#include "protocol/hold_json.h"
 
 namespace lw {
 
@@ -71,12 +72,9 @@ nlohmann::ordered_json MastersView(const StateInputs& in) {
   return masters;
 }
 
-// An election's leader hold: its leader (LeaderJson) and its candidates, the campaigns queued
-// behind it at this agent (as far as the snapshot's waiter list goes), longest waiting first.
-// null for other kinds, and for an election whose record is not known.
-nlohmann::ordered_json ElectionJson(const LockView& l, const Snapshot& s) {
-  if (l.kind != LockKind::kElection || !l.election) return nullptr;
-  nlohmann::ordered_json out = LeaderJson(*l.election);
+// The campaigns queued behind an election's leader at this agent (as far as the snapshot's
+// waiter list goes), longest waiting first.
+nlohmann::ordered_json CandidatesJson(const LockView& l, const Snapshot& s) {
   nlohmann::ordered_json candidates = nlohmann::ordered_json::array();
   for (const WaiterView& w : s.waiter_list) {
     if (w.resource != l.resource) continue;
@@ -86,8 +84,7 @@ nlohmann::ordered_json ElectionJson(const LockView& l, const Snapshot& s) {
                           {"cmdline", w.peer.cmdline},
                           {"waited_ms", w.waited_ms}});
   }
-  out["candidates"] = std::move(candidates);
-  return out;
+  return candidates;
 }
 
 nlohmann::ordered_json LocksView(const StateInputs& in) {
@@ -118,30 +115,14 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
       presence.push_back(
           PresenceName(seen != nullptr && i < seen->size() ? (*seen)[i] : KeyPresence::kUnknown));
     }
-    locks.push_back({{"resource", l.resource},
-                     {"session", l.session},
-                     {"pid", l.holder.pid},
-                     {"uid", l.holder.uid},
-                     {"gid", l.holder.gid},
-                     {"cmdline", l.holder.cmdline},
-                     {"held_ms", l.held_ms},
-                     {"validity_ms", l.validity_ms},
-                     {"ttl_ms", l.ttl_ms},
-                     {"renew", l.renew},
-                     {"waiters", l.waiters},
-                     {"kind", NameOf(l.kind)},
-                     {"mode", NameOf(l.mode)},
-                     {"election", ElectionJson(l, s)},
-                     {"permits", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permits)
-                                                             : nlohmann::ordered_json(nullptr)},
-                     {"permit", l.mode == HoldMode::kPermit ? nlohmann::ordered_json(l.permit)
-                                                            : nlohmann::ordered_json(nullptr)},
-                     {"holders", l.holds},
-                     {"detached", l.detached},
-                     {"stuck", !row.stuck.empty()},
-                     {"stuck_reason", row.stuck},
-                     {"presence", std::move(presence)},
-                     {"presence_checked_at", seen != nullptr ? checked_at : ""}});
+    // The hold (protocol/hold_json.h), an election's with its candidates, then how it stands.
+    nlohmann::ordered_json lock = protocol::HoldJson(l, protocol::HoldWire::kAdmin);
+    if (lock["election"].is_object()) lock["election"]["candidates"] = CandidatesJson(l, s);
+    lock["stuck"] = !row.stuck.empty();
+    lock["stuck_reason"] = row.stuck;
+    lock["presence"] = std::move(presence);
+    lock["presence_checked_at"] = seen != nullptr ? checked_at : "";
+    locks.push_back(std::move(lock));
   }
   return locks;
 }

@@ -7,6 +7,7 @@
 
 #include "agent/lock_service.h"
 #include "core/quote.h"
+#include "core/unix_time.h"
 
 namespace lw {
 
@@ -71,6 +72,7 @@ std::variant<SessionId, Failure> LockService::OwnerFor(SessionId sid, const std:
 }
 
 void LockService::FillHolder(LockView& lock) const {
+  lock.held_since_unix_ms = UnixMsNow() - lock.held_ms;
   lock.detached = IsLeaseSession(lock.session);
   const DetachedLease* lease = lock.detached ? leases_.OfHold(lock.hold) : nullptr;
   lock.holder = lease != nullptr ? lease->creator : PeerOf(lock.session);

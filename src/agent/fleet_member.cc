@@ -132,23 +132,8 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
   report.locks_total = engine.locks_held();
   report.waiters_total = engine.waiters();
   for (const LockView& l : service.OldestLocks(fleet::kMaxPublishedLocks)) {
-    fleet::HeldDetail d;
-    d.resource = l.resource;
-    d.pid = l.holder.pid;
-    d.uid = l.holder.uid;
-    d.cmdline = CmdlineOf(l.holder, share_cmdline);
-    d.held_since_unix_ms = now_unix_ms - l.held_ms;
-    d.ttl_ms = l.ttl_ms;
-    d.renew = l.renew;
-    d.fence = l.fence;
-    d.waiters = l.waiters;
-    d.mode = l.mode;
-    d.detached = l.detached;
-    if (l.mode == HoldMode::kPermit) {
-      d.permit = l.permit;
-      d.permits = l.permits;
-    }
-    report.locks.push_back(std::move(d));
+    Hold& h = report.locks.emplace_back(l);
+    h.holder.cmdline = CmdlineOf(l.holder, share_cmdline);
   }
   for (const WaiterView& w : service.Waiters(fleet::kMaxPublishedWaiters)) {
     fleet::WaiterDetail d;

@@ -1,52 +1,29 @@
 #pragma once
-// One lock as every reader sees it: the engine fills what it knows, the agent adds the holder's
-// peer, and the socket (`locks`), the snapshot, the admin API and the page all read this one
-// struct. A new field on the page is a field here, its filling, and its rendering.
+// The locks of this agent as its readers see them: the socket (`locks`, `held`), the snapshot,
+// the admin API and the page. What a hold is to every reader is core/hold.h; a LockView adds
+// what only this agent knows of it.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 
-#include "core/election_record.h"
+#include "core/hold.h"
 #include "core/lock_kind.h"
 #include "core/session_id.h"
 
 namespace lw {
 
-// Who is at the other end of a session: SO_PEERCRED and /proc/PID/cmdline at connect time.
-struct Peer {
-  int pid = -1;  // -1: unknown, or the session is gone
-  int uid = -1;
-  int gid = -1;
-  std::string cmdline;  // printable, at most 512 bytes; "" if unknown
-};
-
-// A lock held through this agent, for operators: never its token.
-struct LockView {
-  std::string resource;
+// A lock held through this agent, for operators: never its token. The engine fills what it
+// knows, the agent adds the holder (LockService::FillHolder: the engine knows sessions, not
+// peers) and the wall clock's held since.
+struct LockView : Hold {
+  // The session that holds it; a detached lease's is its uid's lease session.
   SessionId session = 0;
-  int64_t held_ms = 0;
-  int64_t validity_ms = 0;
-  bool renew = false;
-  int waiters = 0;     // local acquires queued behind it
-  int64_t ttl_ms = 0;  // as requested (renewals extend by the same)
-  std::string key;     // the Redis key of this hold (a permit's, the writer's, the readers set)
-  std::optional<int64_t> fence;
-  Peer holder;  // filled by the agent (the engine knows sessions, not peers)
-  // What the resource is (a semaphore's permits, a lock's holds, an election's leader).
-  LockKind kind = LockKind::kMutex;
-  // An election's leader (kind kElection): its record as written beside the hold (term = the
-  // fence; payload: what the campaign said of itself). nullopt for other kinds.
-  std::optional<ElectionRecord> election = std::nullopt;
-  // Which kind of hold: a mutex's (exclusive), a semaphore's permit, a read or a write hold.
-  HoldMode mode = HoldMode::kExclusive;
-  int permits = 1;  // semaphores: K
-  int permit = -1;  // semaphores: which permit this hold is
-  int holds = 1;    // holds of this resource through this agent (n of K; readers)
-  uint64_t hold = 0;  // which hold in this agent (Grant::hold): tells a session's holds apart
-  // A detached lease (acquire "detach": true): session is its uid's lease session, and holder
-  // is its creator as it was at the acquire (pid, uid, gid, command line).
-  bool detached = false;
+  int64_t held_ms = 0;      // how long, by this agent's steady clock, when the view was taken
+  int64_t validity_ms = 0;  // how long this agent's grant is still valid then
+  std::string key;  // the Redis key of this hold (a permit's, the writer's, the readers set)
+  int holds = 1;            // holds of this resource through this agent (n of K; readers)
+  uint64_t hold = 0;        // which hold in this agent (Grant::hold): tells a session's holds apart
 };
 
 // An acquire queued at this agent, for operators.

@@ -2,10 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <climits>
-#include <limits>
-
+#include "core/quote.h"
 #include "core/token.h"
+#include "protocol/json_fields.h"
 
 namespace lw::fleet {
 namespace {
@@ -16,7 +15,7 @@ bool IsLowerHex(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'
 
 // Bounds of the strings read back (besides kMaxCmdlineBytes): a resource name, the lock key
 // and value of a revoke, the prefixes of the settings, and the short texts of a record.
-constexpr size_t kMaxResourceBytes = 1024;
+constexpr size_t kMaxResourceBytes = protocol::kMaxReportedResourceBytes;
 constexpr size_t kMaxKeyBytes = 2048;
 constexpr size_t kMaxTextBytes = 256;
 
@@ -82,96 +81,7 @@ namespace {
 
 using Json = nlohmann::json;
 
-// What Decode* read: every field must be there with its type and within its bounds.
-class Fields {
- public:
-  explicit Fields(const Json& j) : j_(j) {}
-  bool ok() const { return ok_; }
-
-  std::string Text(const char* name, size_t max_bytes) {
-    const Json* v = Find(name);
-    if (v == nullptr || !v->is_string() || v->get_ref<const std::string&>().size() > max_bytes) {
-      return Fail<std::string>();
-    }
-    return v->get<std::string>();
-  }
-  int64_t Int(const char* name, int64_t lo, int64_t hi) {
-    const Json* v = Find(name);
-    if (v == nullptr || !v->is_number_integer()) return Fail<int64_t>();
-    if (v->is_number_unsigned()) {
-      const uint64_t u = v->get<uint64_t>();
-      if (u > static_cast<uint64_t>(hi)) return Fail<int64_t>();
-      return static_cast<int64_t>(u);
-    }
-    const int64_t i = v->get<int64_t>();
-    if (i < lo || i > hi) return Fail<int64_t>();
-    return i;
-  }
-  int Small(const char* name, int lo) { return static_cast<int>(Int(name, lo, INT_MAX)); }
-  int64_t Ms(const char* name) { return Int(name, 0, std::numeric_limits<int64_t>::max()); }
-  bool Bool(const char* name) {
-    const Json* v = Find(name);
-    if (v == nullptr || !v->is_boolean()) return Fail<bool>();
-    return v->get<bool>();
-  }
-  double Number(const char* name, double lo, double hi) {
-    const Json* v = Find(name);
-    if (v == nullptr || !v->is_number()) return Fail<double>();
-    const double d = v->get<double>();
-    if (!(d >= lo && d <= hi)) return Fail<double>();
-    return d;
-  }
-  // The array `name` with at most max_items elements; null (and not ok) otherwise.
-  const Json* List(const char* name, size_t max_items) {
-    const Json* v = Find(name);
-    if (v == nullptr || !v->is_array() || v->size() > max_items) return Fail<const Json*>();
-    return v;
-  }
-  const Json* Object(const char* name) {
-    const Json* v = Find(name);
-    if (v == nullptr || !v->is_object()) return Fail<const Json*>();
-    return v;
-  }
-  // An optional integer: absent or null is nullopt.
-  std::optional<int64_t> MaybeInt(const char* name) {
-    const Json* v = Find(name);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    return Int(name, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-  }
-  // An optional boolean: absent or null is `absent`.
-  bool BoolOr(const char* name, bool absent) {
-    const Json* v = Find(name);
-    if (v == nullptr || v->is_null()) return absent;
-    return Bool(name);
-  }
-  // An optional string (absent or null: nullopt) of at most max_bytes.
-  std::optional<std::string> MaybeText(const char* name, size_t max_bytes) {
-    const Json* v = Find(name);
-    if (v == nullptr || v->is_null()) return std::nullopt;
-    return Text(name, max_bytes);
-  }
-  // An optional integer within [lo, hi] (absent or null: `absent`).
-  int64_t IntOr(const char* name, int64_t lo, int64_t hi, int64_t absent) {
-    const Json* v = Find(name);
-    if (v == nullptr || v->is_null()) return absent;
-    return Int(name, lo, hi);
-  }
-  void Require(bool condition) { ok_ = ok_ && condition; }
-
- private:
-  const Json* Find(const char* name) const {
-    auto it = j_.find(name);
-    return it == j_.end() ? nullptr : &*it;
-  }
-  template <typename T>
-  T Fail() {
-    ok_ = false;
-    return T{};
-  }
-
-  const Json& j_;
-  bool ok_ = true;
-};
+using Fields = protocol::JsonFields;
 
 // The JSON object `text` holds; nullopt when it is too large, not JSON, or not an object.
 std::optional<Json> ParseObject(std::string_view text) {
@@ -198,10 +108,7 @@ std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 
 // At most max_bytes of s, cut at a UTF-8 character boundary.
 std::string Bounded(const std::string& s, size_t max_bytes) {
-  if (s.size() <= max_bytes) return s;
-  size_t end = max_bytes;
-  while (end > 0 && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
-  return s.substr(0, end);
+  return std::string(ShortenUtf8(s, max_bytes));
 }
 
 Json SettingsJson(const SafetySettings& s) {
@@ -221,73 +128,15 @@ SafetySettings ReadSettings(Fields& f) {
   return s;
 }
 
-// The hold's mode and permit fields (HeldDetail, WaiterDetail), written only when not
-// exclusive.
-void PutMode(Json& j, HoldMode mode, int permit, int permits) {
-  if (mode == HoldMode::kExclusive) return;
-  j["mode"] = std::string(NameOf(mode));
-  if (mode != HoldMode::kPermit) return;
-  if (permit >= 0) j["permit"] = permit;
-  j["permits"] = permits;
-}
-
-// Reads what PutMode wrote: an unknown mode, a permit out of [0, permits) or a K out of
-// [1, kMaxPermits] refuses the record; absent fields are an exclusive hold.
-void ReadMode(Fields& f, HoldMode& mode, int* permit, int& permits) {
-  const std::optional<std::string> name = f.MaybeText("mode", 16);
-  mode = HoldMode::kExclusive;
-  if (!name || *name == NameOf(HoldMode::kExclusive)) return;
-  if (*name == NameOf(HoldMode::kShared)) {
-    mode = HoldMode::kShared;
-    return;
-  }
-  f.Require(*name == NameOf(HoldMode::kPermit));
-  mode = HoldMode::kPermit;
-  permits = static_cast<int>(f.Int("permits", 1, kMaxPermits));
-  if (permit != nullptr) {
-    *permit = static_cast<int>(f.Int("permit", 0, kMaxPermits - 1));
-    f.Require(*permit < permits);
-  }
-}
-
-Json HeldJson(const HeldDetail& d) {
-  Json j = {{"resource", d.resource},
-            {"pid", d.pid},
-            {"uid", d.uid},
-            {"cmdline", Bounded(d.cmdline, kMaxCmdlineBytes)},
-            {"held_since_unix_ms", d.held_since_unix_ms},
-            {"ttl_ms", d.ttl_ms},
-            {"renew", d.renew},
-            {"waiters", d.waiters}};
-  j["fence"] = d.fence ? Json(*d.fence) : Json(nullptr);
-  PutMode(j, d.mode, d.permit, d.permits);
-  if (d.detached) j["detached"] = true;
-  return j;
-}
-
-HeldDetail ReadHeld(Fields& f) {
-  HeldDetail d;
-  d.resource = f.Text("resource", kMaxResourceBytes);
-  d.pid = f.Small("pid", -1);
-  d.uid = f.Small("uid", -1);
-  d.cmdline = f.Text("cmdline", kMaxCmdlineBytes);
-  d.held_since_unix_ms = f.Ms("held_since_unix_ms");
-  d.ttl_ms = f.Ms("ttl_ms");
-  d.renew = f.Bool("renew");
-  d.fence = f.MaybeInt("fence");
-  d.waiters = f.Small("waiters", 0);
-  ReadMode(f, d.mode, &d.permit, d.permits);
-  d.detached = f.BoolOr("detached", false);
-  return d;
-}
-
 Json WaiterJson(const WaiterDetail& w) {
   Json j = {{"resource", w.resource},
             {"pid", w.pid},
             {"uid", w.uid},
             {"cmdline", Bounded(w.cmdline, kMaxCmdlineBytes)},
             {"since_unix_ms", w.since_unix_ms}};
-  PutMode(j, w.mode, -1, w.permits);
+  if (w.mode == HoldMode::kExclusive) return j;  // absent: exclusive (protocol::ReadMode)
+  j["mode"] = std::string(NameOf(w.mode));
+  if (w.mode == HoldMode::kPermit) j["permits"] = w.permits;
   return j;
 }
 
@@ -298,7 +147,7 @@ WaiterDetail ReadWaiter(Fields& f) {
   w.uid = f.Small("uid", -1);
   w.cmdline = f.Text("cmdline", kMaxCmdlineBytes);
   w.since_unix_ms = f.Ms("since_unix_ms");
-  ReadMode(f, w.mode, nullptr, w.permits);
+  protocol::ReadMode(f, w.mode, w.permits, nullptr);
   return w;
 }
 
@@ -334,7 +183,7 @@ std::string Encode(const AgentRecord& r) {
 std::string Encode(const HolderReport& r) {
   Json locks = Json::array(), waiters = Json::array();
   for (size_t i = 0; i < r.locks.size() && i < kMaxPublishedLocks; ++i) {
-    locks.push_back(HeldJson(r.locks[i]));
+    locks.push_back(Json(protocol::HoldJson(r.locks[i], protocol::HoldWire::kReport)));
   }
   for (size_t i = 0; i < r.waiters.size() && i < kMaxPublishedWaiters; ++i) {
     waiters.push_back(WaiterJson(r.waiters[i]));
@@ -378,7 +227,7 @@ std::optional<HolderReport> DecodeHolderReport(std::string_view text) {
     r.unix_ms = f.Ms("unix_ms");
     r.locks_total = static_cast<uint64_t>(f.Ms("locks_total"));
     r.waiters_total = static_cast<uint64_t>(f.Ms("waiters_total"));
-    f.Require(ReadEach(f.List("locks", kMaxPublishedLocks), r.locks, ReadHeld) &&
+    f.Require(ReadEach(f.List("locks", kMaxPublishedLocks), r.locks, protocol::ReadHold) &&
               ReadEach(f.List("waiters", kMaxPublishedWaiters), r.waiters, ReadWaiter));
     return r;
   });

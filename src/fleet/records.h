@@ -14,7 +14,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/hold.h"
 #include "core/lock_kind.h"
+#include "protocol/hold_json.h"
 
 namespace lw::fleet {
 
@@ -76,28 +78,6 @@ struct AgentRecord {
   SafetySettings settings;
 };
 
-// A lock held through an agent, for operators (never its token). At most kMaxPublishedLocks per
-// report, the longest held first (the stuck ones are among them).
-struct HeldDetail {
-  std::string resource;
-  int pid = -1;
-  int uid = -1;
-  std::string cmdline;  // "" when share_cmdline is off; at most kMaxCmdlineBytes
-  int64_t held_since_unix_ms = 0;
-  int64_t ttl_ms = 0;
-  bool renew = false;
-  std::optional<int64_t> fence;
-  int waiters = 0;  // queued at this agent behind it
-  // Which hold (core/lock_kind.h). In a record only when not exclusive ("mode", "permit",
-  // "permits"): a record without them is an exclusive hold, as agents before issue 18 wrote.
-  HoldMode mode = HoldMode::kExclusive;
-  int permit = -1;   // kPermit: 0..permits-1
-  int permits = 0;   // kPermit: K (1..kMaxPermits); 0 otherwise
-  // A detached lease: pid, uid and cmdline are its creator's, at the acquire. In a record only
-  // when true ("detached").
-  bool detached = false;
-};
-
 // An acquire queued at an agent. At most kMaxPublishedWaiters per report, the oldest first.
 struct WaiterDetail {
   std::string resource;
@@ -105,7 +85,7 @@ struct WaiterDetail {
   int uid = -1;
   std::string cmdline;
   int64_t since_unix_ms = 0;
-  // What it asks for, as HeldDetail (absent from the record: exclusive; no permit index).
+  // What it asks for, as a hold's mode (absent from the record: exclusive; no permit index).
   HoldMode mode = HoldMode::kExclusive;
   int permits = 0;
 };
@@ -114,13 +94,17 @@ struct HolderReport {
   int64_t unix_ms = 0;  // when it was taken
   uint64_t locks_total = 0;    // locks held through the agent (locks may list fewer)
   uint64_t waiters_total = 0;  // acquires queued at the agent (waiters may list fewer)
-  std::vector<HeldDetail> locks;
+  // Locks held through the agent (core/hold.h; protocol/hold_json.h writes and reads them:
+  // fields an older agent does not write read as an exclusive hold, not detached). At most
+  // kMaxPublishedLocks, the longest held first (the stuck ones are among them); a command line
+  // is "" when share_cmdline is off, at most kMaxCmdlineBytes.
+  std::vector<Hold> locks;
   std::vector<WaiterDetail> waiters;
 };
 
 inline constexpr size_t kMaxPublishedLocks = 200;
 inline constexpr size_t kMaxPublishedWaiters = 200;
-inline constexpr size_t kMaxCmdlineBytes = 200;
+inline constexpr size_t kMaxCmdlineBytes = protocol::kMaxReportedCmdlineBytes;
 inline constexpr size_t kMaxEntryBytes = 256 * 1024;  // a larger entry read back is refused
 
 // A revoke sent by the agent of an operator to the holder's agent: drop the grant whose key

@@ -23,12 +23,12 @@ constexpr int kMaxReadersSought = 1000;
 
 // One hold as the masters show it: a key, and the value it (or, for a readers set, one of its
 // members) holds.
-using Hold = std::pair<std::string, std::string>;
+using KeyValue = std::pair<std::string, std::string>;
 
 // What the masters hold of one resource: each hold with the masters showing it, and whether
 // the agent asked about is listed. Masters that fail are left out.
 struct HoldsRead {
-  std::map<Hold, int> masters;  // hold -> masters holding it
+  std::map<KeyValue, int> masters;  // hold -> masters holding it
   int answered = 0;
   bool agent_listed = false;
 };
@@ -58,7 +58,7 @@ std::vector<Command> ReadCommands(const RevokeRequest& req, int permits) {
 
 // Adds the holds `rs` (replies of `commands`) show on one master.
 void AddHolds(const std::vector<Command>& commands, const std::vector<Reply>& rs,
-              std::set<Hold>& out) {
+              std::set<KeyValue>& out) {
   for (size_t i = 0; i < commands.size() && i < rs.size(); ++i) {
     const std::string& key = commands[i][1];
     if (rs[i].kind == Reply::Kind::kString) out.insert({key, rs[i].text});
@@ -85,9 +85,9 @@ HoldsRead ReadHolds(MasterLinks& links, const RevokeRequest& req) {
       rs = std::get<std::vector<Reply>>(std::move(again));
     }
     ++read.answered;
-    std::set<Hold> here;
+    std::set<KeyValue> here;
     AddHolds(commands, rs, here);
-    for (const Hold& h : here) {
+    for (const KeyValue& h : here) {
       if (IsHold(RowToRead(req.key_prefix, h.first), h.second)) ++read.masters[h];
     }
   }
@@ -95,11 +95,11 @@ HoldsRead ReadHolds(MasterLinks& links, const RevokeRequest& req) {
 }
 
 // The hold `req` names that the most masters show, if a quorum does.
-std::optional<Hold> Target(const RevokeRequest& req, const HoldsRead& read, int quorum) {
+std::optional<KeyValue> Target(const RevokeRequest& req, const HoldsRead& read, int quorum) {
   const std::string base = req.key_prefix + req.resource;
   const std::string permit =
       req.permit ? PermitKey(req.key_prefix, req.resource, *req.permit) : std::string();
-  std::optional<Hold> best;
+  std::optional<KeyValue> best;
   int most = 0;
   for (const auto& [hold, masters] : read.masters) {
     const bool named = !req.hold.empty() ? HoldId(hold.second) == req.hold &&
@@ -116,7 +116,7 @@ std::optional<Hold> Target(const RevokeRequest& req, const HoldsRead& read, int 
 }
 
 // Masters still showing `hold`, in `part` (its CheckCommand).
-int Holding(MasterLinks& links, const KeyPart& part, const Hold& hold) {
+int Holding(MasterLinks& links, const KeyPart& part, const KeyValue& hold) {
   const KeyPartRow& row = RowOf(part.part);
   const Command command = CheckCommand(row, hold.first, hold.second);
   int n = 0;
@@ -155,8 +155,8 @@ int Publish(MasterLinks& links, const std::string& agent_id, const RevokeOrder& 
 }
 
 // Waits up to `wait` for `hold` to leave a quorum of masters; true when it did.
-bool AwaitGone(MasterLinks& links, const RevokeRequest& req, const KeyPart& part, const Hold& hold,
-               int quorum) {
+bool AwaitGone(MasterLinks& links, const RevokeRequest& req, const KeyPart& part,
+               const KeyValue& hold, int quorum) {
   const auto deadline = SteadyClock::now() + req.wait;
   while (true) {
     if (Holding(links, part, hold) < quorum) return true;
@@ -180,7 +180,7 @@ const char* ScriptText(RemovalScript script) {
 // The part's removal (core/key_parts.h RemovalOf) with the release announcement on the
 // resource's channel, on every master. Masters that removed it.
 int RemoveEverywhere(MasterLinks& links, const RevokeRequest& req, const KeyPart& part,
-                     const Hold& hold) {
+                     const KeyValue& hold) {
   const std::optional<RemovalCommand> removal = RemovalOf(
       req.key_prefix, part, hold.second, scripts::ReleaseChannel(req.key_prefix + req.resource));
   if (!removal) return 0;
@@ -225,7 +225,7 @@ RevokeResult RevokeInFleet(const RevokeRequest& request) {
                    " masters answered; a revoke needs a quorum of " + std::to_string(quorum);
     return result;
   }
-  const std::optional<Hold> hold = Target(request, read, quorum);
+  const std::optional<KeyValue> hold = Target(request, read, quorum);
   if (!hold) {
     result.how = RevokeResult::How::kNotHeld;
     return result;

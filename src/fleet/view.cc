@@ -209,11 +209,11 @@ void Attribute(FleetLock& row, const Registry& reg, int64_t now) {
   auto report = reg.reports.find(*id);
   if (report == reg.reports.end()) return;
   // An agent's several read holds of one resource share the first detail of that mode.
-  for (const HeldDetail& d : report->second.locks) {
+  for (const Hold& d : report->second.locks) {
     if (d.resource == row.resource && d.mode == row.mode &&
         (row.mode != HoldMode::kPermit || d.permit == row.permit)) {
       row.detail = d;
-      row.held_ms = std::max<int64_t>(0, now - d.held_since_unix_ms);
+      row.held_ms = HeldMsAt(d, now);
       return;
     }
   }
@@ -369,6 +369,16 @@ FleetView BuildView(ViewInputs in) {
     m.copies.clear();
   }
   return view;
+}
+
+Hold HoldOf(const FleetLock& row) {
+  Hold h = row.detail.value_or(Hold{});
+  h.resource = row.resource;
+  h.mode = row.mode;
+  h.permit = row.permit;
+  h.permits = row.permits;
+  h.election = row.election;
+  return h;
 }
 
 const FleetResource* ResourceOf(const FleetView& view, std::string_view resource) {

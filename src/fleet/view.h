@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/election_record.h"
+#include "core/hold.h"
 #include "core/lock_kind.h"
 #include "fleet/records.h"
 #include "redis/reply.h"
@@ -81,13 +82,13 @@ struct FleetLock {
   std::string agent_id;
   std::string agent_name;
   std::string host;
-  std::optional<HeldDetail> detail;  // nullopt: not in the holder's report
+  std::optional<Hold> detail;  // as its holder's report has it; nullopt: not in the report
   std::vector<int> masters;          // indices of the masters whose key holds `value`
   bool quorum = false;               // masters.size() >= the quorum
   // The quorum-th largest PTTL (the largest when short of a quorum): how long a quorum still
   // holds it. -1: no expiry (a leak).
   int64_t validity_ms = 0;
-  int64_t held_ms = -1;     // -1: unknown (no detail)
+  int64_t held_ms = -1;     // HeldMsAt the read of the detail; -1: unknown (no detail)
   // "" unless stuck: StuckReason on the holder's detail; without detail, a validity over
   // stuck_after ("expires in 9m, over stuck_after 5m") or no expiry at all.
   std::string stuck_reason;
@@ -95,6 +96,10 @@ struct FleetLock {
   // most masters, when copies with different values exist).
   std::vector<FleetWaiter> waiters;
 };
+
+// The hold of `row` as one Hold: what its holder reported (nothing but defaults when it did not),
+// with what the masters say of it (resource, mode, permit, K, election).
+Hold HoldOf(const FleetLock& row);
 
 // Every resource some row holds, as a whole: its kind and who holds it (quorum rows only).
 struct FleetResource {

@@ -132,10 +132,16 @@ bool LongerHeld(const LockView& a, const LockView& b) {
 
 LockView ResourceTable::ViewOf(const std::string& name, const Resource& r, const Holder& h,
                                Clock::time_point now) const {
-  LockView v{name,     h.session, CeilMs(now - h.acquired),
-             std::max<int64_t>(0, CeilMs(h.valid_until - now)),
-             h.renew,  static_cast<int>(r.waiters.size()), h.ttl_ms,
-             r.kind().HoldKey(PlaceOf(name, r, h)), h.fence, Peer{}};
+  LockView v;
+  v.resource = name;
+  v.session = h.session;
+  v.held_ms = CeilMs(now - h.acquired);
+  v.validity_ms = std::max<int64_t>(0, CeilMs(h.valid_until - now));
+  v.renew = h.renew;
+  v.waiters = static_cast<int>(r.waiters.size());
+  v.ttl_ms = h.ttl_ms;
+  v.key = r.kind().HoldKey(PlaceOf(name, r, h));
+  v.fence = h.fence;
   v.mode = h.mode;
   v.kind = r.shape.kind;
   v.permits = r.shape.permits;

@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 
+#include "protocol/hold_json.h"
 #include "protocol/messages.h"
 
 namespace lw::protocol {
@@ -135,15 +136,7 @@ Line ToLine(const HeldLock& lock) {
   return line;
 }
 
-Line ToLine(const LockView& lock) {
-  Line line = {{"resource", lock.resource}, {"session", lock.session},
-               {"pid", lock.holder.pid},    {"uid", lock.holder.uid},
-               {"held_ms", lock.held_ms},   {"validity_ms", lock.validity_ms},
-               {"renew", lock.renew},       {"waiters", lock.waiters}};
-  AddMode(line, lock.mode, lock.permits, lock.permit);
-  if (lock.detached) line["detached"] = true;  // pid and uid are its creator's
-  return line;
-}
+Line ToLine(const LockView& lock) { return HoldJson(lock, HoldWire::kSocket); }
 
 Line ToLine(const NodeHealthView& node) {
   Line line = {{"addr", node.addr},

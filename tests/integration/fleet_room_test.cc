@@ -107,10 +107,10 @@ TEST_F(FleetRoomTest, TwoPresencesAppearInTheViewWithTheirRecordsAndReports) {
   const auto report = [] {
     HolderReport r;
     r.locks_total = 1;
-    HeldDetail d;
+    Hold d;
     d.resource = "job";
-    d.pid = 321;
-    d.cmdline = "worker";
+    d.holder.pid = 321;
+    d.holder.cmdline = "worker";
     d.held_since_unix_ms = UnixMsNow() - 1'000;
     d.ttl_ms = 30'000;
     d.renew = true;
@@ -137,7 +137,7 @@ TEST_F(FleetRoomTest, TwoPresencesAppearInTheViewWithTheirRecordsAndReports) {
   ASSERT_TRUE(job);
   EXPECT_EQ(job->state, HolderState::kLive);
   ASSERT_TRUE(job->detail);
-  EXPECT_EQ(job->detail->cmdline, "worker");
+  EXPECT_EQ(job->detail->holder.cmdline, "worker");
   EXPECT_GT(pa->heartbeats(), 0u);
   EXPECT_TRUE(Eventually([&] { return stats_.totals.agents.Value() == 2; }, kDeadline));
   EXPECT_EQ(stats_.totals.locks.Value(), 1);

@@ -70,11 +70,11 @@ fleet::FleetView SampleView() {
   job.agent_id = kAgentB;
   job.agent_name = "bravo";
   job.host = "bravo.example";
-  fleet::HeldDetail d;
+  Hold d;
   d.resource = "fleet:job";
-  d.pid = 31337;
-  d.uid = 1000;
-  d.cmdline = "lockwarden lock fleet:job -- sleep 60";
+  d.holder.pid = 31337;
+  d.holder.uid = 1000;
+  d.holder.cmdline = "lockwarden lock fleet:job -- sleep 60";
   d.held_since_unix_ms = v.read_unix_ms - 5'000;
   d.ttl_ms = 30'000;
   d.renew = true;

@@ -33,10 +33,23 @@ HolderReport SampleReport() {
   r.unix_ms = 1'700'000'005'000;
   r.locks_total = 3;
   r.waiters_total = 1;
-  r.locks.push_back({"orders:42", 100, 1000, "worker --job 42", 1'700'000'000'000, 30'000, true,
-                     7, 1});
-  r.locks.push_back({"orders:43", 101, 1000, "", 1'700'000'001'000, 5'000, false, std::nullopt,
-                     0});
+  Hold held;
+  held.resource = "orders:42";
+  held.holder = {100, 1000, -1, "worker --job 42"};
+  held.held_since_unix_ms = 1'700'000'000'000;
+  held.ttl_ms = 30'000;
+  held.renew = true;
+  held.fence = 7;
+  held.waiters = 1;
+  r.locks.push_back(held);
+  held.resource = "orders:43";
+  held.holder = {101, 1000, -1, ""};
+  held.held_since_unix_ms = 1'700'000'001'000;
+  held.ttl_ms = 5'000;
+  held.renew = false;
+  held.fence = std::nullopt;
+  held.waiters = 0;
+  r.locks.push_back(held);
   r.waiters.push_back({"orders:42", 200, 1001, "other", 1'700'000'004'000});
   return r;
 }
@@ -97,7 +110,7 @@ TEST(FleetRecords, HolderReportRoundTrips) {
   EXPECT_EQ(back->waiters_total, 1u);
   ASSERT_EQ(back->locks.size(), 2u);
   EXPECT_EQ(back->locks[0].resource, "orders:42");
-  EXPECT_EQ(back->locks[0].cmdline, "worker --job 42");
+  EXPECT_EQ(back->locks[0].holder.cmdline, "worker --job 42");
   EXPECT_EQ(back->locks[0].fence, 7);
   EXPECT_TRUE(back->locks[0].renew);
   EXPECT_EQ(back->locks[0].waiters, 1);
@@ -119,14 +132,14 @@ TEST(FleetRecords, RevokeOrderRoundTrips) {
 
 TEST(FleetRecords, EncodeBoundsWhatItWrites) {
   HolderReport r;
-  HeldDetail d;
+  Hold d;
   d.resource = "r";
-  d.cmdline = std::string(kMaxCmdlineBytes - 1, 'x') + "\xc3\xa9";  // é straddles the bound
+  d.holder.cmdline = std::string(kMaxCmdlineBytes - 1, 'x') + "\xc3\xa9";  // é straddles the bound
   for (size_t i = 0; i < kMaxPublishedLocks + 5; ++i) r.locks.push_back(d);
   const std::optional<HolderReport> back = DecodeHolderReport(Encode(r));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->locks.size(), kMaxPublishedLocks);
-  EXPECT_EQ(back->locks[0].cmdline, std::string(kMaxCmdlineBytes - 1, 'x'));
+  EXPECT_EQ(back->locks[0].holder.cmdline, std::string(kMaxCmdlineBytes - 1, 'x'));
 }
 
 TEST(FleetRecords, MalformedAgentRecordsAreRefused) {

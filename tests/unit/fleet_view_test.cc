@@ -29,11 +29,11 @@ AgentRecord Agent(const std::string& id, const std::string& name, int64_t heartb
   return r;
 }
 
-HeldDetail Held(const std::string& resource, int64_t held_for, bool renew = true,
-                int64_t ttl = 30'000) {
-  HeldDetail d;
+Hold Held(const std::string& resource, int64_t held_for, bool renew = true,
+          int64_t ttl = 30'000) {
+  Hold d;
   d.resource = resource;
-  d.pid = 77;
+  d.holder.pid = 77;
   d.held_since_unix_ms = kNow - held_for;
   d.ttl_ms = ttl;
   d.renew = renew;
@@ -142,7 +142,7 @@ TEST(FleetView, HolderIsLiveGoneOrUnknownAndDetailComesFromItsReport) {
   EXPECT_EQ(mine->agent_name, "alpha");
   EXPECT_EQ(mine->host, "alpha.example");
   ASSERT_TRUE(mine->detail);
-  EXPECT_EQ(mine->detail->pid, 77);
+  EXPECT_EQ(mine->detail->holder.pid, 77);
   EXPECT_EQ(mine->held_ms, 5'000);
   const FleetLock* orphan = Row(v, "orphan");
   EXPECT_EQ(orphan->state, HolderState::kGone);
@@ -306,7 +306,7 @@ TEST(FleetView, PermitsAreHoldsOfTheirResourceAndTheMarkerGivesK) {
   Register(in, Agent(kA, "alpha"), {0, 1, 2});
   Register(in, Agent(kB, "beta"), {0, 1, 2});
   HolderReport report;
-  HeldDetail held = Held("pool", 1'000);
+  Hold held = Held("pool", 1'000);
   held.mode = HoldMode::kPermit;
   held.permit = 1;
   held.permits = 4;
