@@ -21,10 +21,9 @@ start=$SECONDS
 stage=deps unit=skipped integration=skipped fuzz=skipped asan=skipped tsan=skipped
 timings=""
 prebuild_pid=
-stop_prebuild() {
-  [[ -n $prebuild_pid ]] && kill -- "-$prebuild_pid" 2>/dev/null
+stop_prebuild() {  # the builds beside the tests, if they are still running
+  if [[ -n $prebuild_pid ]]; then kill -- "-$prebuild_pid" 2>/dev/null || true; fi
   prebuild_pid=
-  return 0
 }
 summary() {
   local rc=$?
@@ -76,50 +75,37 @@ run_stage() {
 # The fuzz, asan and tsan builds (~2/3 of the gate's compiling), started beside the unit and
 # integration stages at SCHED_IDLE (chrt --idle): they get only the CPU time the tests leave
 # unused (the integration tests mostly wait on sockets and timers), so the tests see no
-# contention, and each proof stage then finds its build done or nearly so. They build one after
-# another; each holds a lock (build-prebuild/<stage>.lock) until its build is done, and its
-# stage waits for that lock only, so the asan and tsan builds go on beside the fuzz and asan
-# stages. A build that fails here fails again, with its log, in its own stage, which builds
-# incrementally either way. Output: build-prebuild/log.
-declare -A prebuild_step=(
-  [fuzz]="bash tests/fuzz/run.sh --build-only"
-  [asan]="bash .ci/sanitize.sh address --build-only"
-  [tsan]="bash .ci/sanitize.sh thread --build-only")
+# contention, and each proof stage then finds its build done or nearly so. A build that fails
+# here fails again, with its log, in its own stage, which builds incrementally either way.
+# Output: build-prebuild.log.
 prebuild() {
-  local idle=(chrt --idle 0) name fd script="" fds=()
+  local steps=()
+  skipped fuzz || steps+=("bash tests/fuzz/run.sh --build-only")
+  skipped asan || steps+=("bash .ci/sanitize.sh address --build-only")
+  skipped tsan || steps+=("bash .ci/sanitize.sh thread --build-only")
+  ((${#steps[@]})) || return 0
+  local idle=(chrt --idle 0)
   "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
-  mkdir -p build-prebuild
-  # Each lock is taken here, before the builds start, so no stage can find it free too early;
-  # the builder inherits it and lets it go (closes its last descriptor) when that build ends.
-  for name in fuzz asan tsan; do
-    skipped "$name" && continue
-    exec {fd}>"build-prebuild/$name.lock"
-    flock "$fd"
-    fds+=("$fd")
-    script+="${idle[*]} ${prebuild_step[$name]} || true; exec $fd>&-; "
-  done
-  [[ -n $script ]] || return 0
-  setsid bash -c "$script" >build-prebuild/log 2>&1 </dev/null &
+  local script=""
+  for step in "${steps[@]}"; do script+="${idle[*]} $step || true; "; done
+  setsid bash -c "$script" >build-prebuild.log 2>&1 </dev/null &
   prebuild_pid=$!
-  for fd in "${fds[@]}"; do exec {fd}>&-; done
 }
-# Waits until stage $1's build beside the tests has ended (at once when there was none).
 await_prebuild() {
-  local lock="build-prebuild/$1.lock" began=$SECONDS
-  [[ -f $lock ]] || return 0
-  flock "$lock" true
-  timings+=" $1-wait $((SECONDS - began))s"
+  [[ -n $prebuild_pid ]] || return 0
+  local began=$SECONDS
+  wait "$prebuild_pid" || true
+  prebuild_pid=
+  timings+=" prebuild-wait $((SECONDS - began))s"
 }
 
 stage=tests
 prebuild
 run_stage unit run_ctest unit -LE integration --parallel "$(nproc)" "$@"
 run_stage integration run_ctest integration -L integration "$@"
-await_prebuild fuzz
+await_prebuild
 run_stage fuzz bash tests/fuzz/run.sh
-await_prebuild asan
 run_stage asan bash .ci/sanitize.sh address "$@"
-await_prebuild tsan
 run_stage tsan bash .ci/sanitize.sh thread "$@"
 stage=finished
 [[ $unit == ok && $integration == ok && $fuzz != FAIL && $asan != FAIL && $tsan != FAIL ]]
