@@ -31,6 +31,7 @@ EngineOptions EngineOptionsFrom(const Config& cfg) {
   o.node_timeout_ms = cfg.node_timeout_ms;
   o.retry_delay_ms = cfg.retry_delay_ms;
   o.retry_jitter_ms = cfg.retry_jitter_ms;
+  o.local_first = cfg.local_first;
   o.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
   return o;
 }

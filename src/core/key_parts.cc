@@ -9,7 +9,7 @@ using Part = KeyPart::Part;
 
 // An election's base key is an exclusive hold like a mutex's: the kind is not in the key, so
 // every base key's removal also drops a leader record that names the removed value.
-constexpr std::array<KeyPartRow, 5> kRows = {{
+constexpr std::array<KeyPartRow, 7> kRows = {{
     {Part::kBase, "base", PartValue::kString, PartHolds::kUnlessMarker, HoldMode::kExclusive,
      PartRemoval::kDeleteWithRecord},
     {Part::kPermit, "permit", PartValue::kString, PartHolds::kEvery, HoldMode::kPermit,
@@ -20,6 +20,12 @@ constexpr std::array<KeyPartRow, 5> kRows = {{
      HoldMode::kExclusive, PartRemoval::kNone},
     {Part::kLeader, "leader", PartValue::kString, PartHolds::kNone, HoldMode::kExclusive,
      PartRemoval::kNone},
+    // Turns (docs/safety.md, "Fair turns"): agents waiting, never a hold; each entry expires
+    // unless its agent's attempts push it on, and the key with the last of them.
+    {Part::kQueue, "queue", PartValue::kMembers, PartHolds::kNone, HoldMode::kExclusive,
+     PartRemoval::kNone},
+    {Part::kQueueAlive, "queue-alive", PartValue::kMembers, PartHolds::kNone,
+     HoldMode::kExclusive, PartRemoval::kNone},
 }};
 
 constexpr bool InPartOrder() {
@@ -58,6 +64,10 @@ std::string KeyOfPart(std::string_view prefix, const KeyPart& part) {
       return WriterWaitingKey(prefix, part.resource);
     case Part::kLeader:
       return LeaderKey(prefix, part.resource);
+    case Part::kQueue:
+      return QueueKey(prefix, part.resource);
+    case Part::kQueueAlive:
+      return QueueAliveKey(prefix, part.resource);
   }
   return std::string(prefix) + part.resource;
 }
@@ -67,7 +77,7 @@ bool IsHold(const KeyPartRow& row, std::string_view value) {
     case PartHolds::kEvery:
       return true;
     case PartHolds::kUnlessMarker:
-      return !ShapeOfMarker(value);
+      return !ShapeOfMarker(value) && !IsReservation(value);
     case PartHolds::kNone:
       return false;
   }

@@ -25,7 +25,7 @@ enum class PartValue : uint8_t {
 // Which of a part's values are holds.
 enum class PartHolds : uint8_t {
   kEvery,         // each value is one hold
-  kUnlessMarker,  // each value but a semaphore's marker (ShapeOfMarker)
+  kUnlessMarker,  // each value but a semaphore's marker (ShapeOfMarker) or a reservation
   kNone,          // a mark or a description of the hold beside it: expires with it, never
                   // revoked by itself
 };
@@ -42,7 +42,7 @@ enum class PartRemoval : uint8_t {
 
 struct KeyPartRow {
   KeyPart::Part part;
-  std::string_view name;  // "base", "permit", "readers", "writer-waiting", "leader"
+  std::string_view name;  // "base", "permit", "readers", "writer-waiting", "leader", "queue"...
   PartValue value;
   PartHolds holds;
   HoldMode mode;  // of a hold in this part

@@ -10,6 +10,9 @@ constexpr std::string_view kPermitPart = "permit:";
 constexpr std::string_view kReadersPart = "readers";
 constexpr std::string_view kWaitingPart = "writer-waiting";
 constexpr std::string_view kLeaderPart = "leader";
+constexpr std::string_view kQueuePart = "queue";
+constexpr std::string_view kQueueAlivePart = "queue-alive";
+constexpr std::string_view kReservationPrefix = "lockwarden:reserved:";
 
 std::string Join(std::string_view prefix, std::string_view name, std::string_view part) {
   std::string out;
@@ -52,6 +55,12 @@ std::string LockShape::Marker() const {
   if (kind == LockKind::kSemaphore) return std::string(kSemaphoreMarker) + std::to_string(permits);
   return "";
 }
+
+std::string Reservation(std::string_view agent) {
+  return std::string(kReservationPrefix).append(agent);
+}
+
+bool IsReservation(std::string_view value) { return value.starts_with(kReservationPrefix); }
 
 std::optional<LockShape> ShapeOfMarker(std::string_view value) {
   if (!value.starts_with(kSemaphoreMarker)) return std::nullopt;
@@ -96,6 +105,12 @@ std::string WriterWaitingKey(std::string_view prefix, std::string_view name) {
 std::string LeaderKey(std::string_view prefix, std::string_view name) {
   return Join(prefix, name, kLeaderPart);
 }
+std::string QueueKey(std::string_view prefix, std::string_view name) {
+  return Join(prefix, name, kQueuePart);
+}
+std::string QueueAliveKey(std::string_view prefix, std::string_view name) {
+  return Join(prefix, name, kQueueAlivePart);
+}
 std::string PermitFenceKey(std::string_view fence_prefix, std::string_view name, int permit) {
   return PermitKey(fence_prefix, name, permit);
 }
@@ -115,6 +130,10 @@ std::optional<KeyPart> ParseLockKey(std::string_view prefix, std::string_view ke
     out.part = KeyPart::Part::kWriterWaiting;
   } else if (part == kLeaderPart) {
     out.part = KeyPart::Part::kLeader;
+  } else if (part == kQueuePart) {
+    out.part = KeyPart::Part::kQueue;
+  } else if (part == kQueueAlivePart) {
+    out.part = KeyPart::Part::kQueueAlive;
   } else if (part.starts_with(kPermitPart)) {
     const auto i = ReadCount(part.substr(kPermitPart.size()), 0, kMaxPermits - 1);
     if (!i) return std::nullopt;

@@ -18,6 +18,15 @@
 //                           P R US "leader"           the leader's record (core/election_record.h),
 //                                                     PX never beyond P R's; read only where P R
 //                                                     still holds the value the record names
+//   exclusive holds' turns  P R US "queue"             ZSET: agent (its value prefix) -> when its
+//                                                     oldest waiter came (master ms): one entry
+//                                                     per agent whose exclusive acquire was
+//                                                     refused; PX >= every entry's expiry
+//                           P R US "queue-alive"       ZSET: the same agents -> the entry's expiry
+//                                                     (master ms), pushed on by every attempt
+//                           P R (a reservation)        "lockwarden:reserved:" + an agent's value
+//                                                     prefix, PX a short while: a release left
+//                                                     the lock to that agent's next claim
 // An exclusive acquire is the write hold of a read-write lock: it is refused while readers
 // hold the resource, and readers while it is held. A semaphore's marker and a mutex's key are
 // the same key, so a resource is never a mutex and a semaphore (or two sizes) at once.
@@ -50,6 +59,11 @@ struct LockShape {
   std::string Marker() const;
 };
 
+// A reservation at P R (the layout above): what a release leaves for `agent` (a value prefix).
+std::string Reservation(std::string_view agent);
+// Whether a value read at P R is a reservation (no hold: it holds the lock for an agent's claim).
+bool IsReservation(std::string_view value);
+
 // A semaphore's shape from its marker value; nullopt for anything else (a holder's value).
 std::optional<LockShape> ShapeOfMarker(std::string_view value);
 
@@ -63,12 +77,16 @@ std::string PermitKey(std::string_view prefix, std::string_view name, int permit
 std::string ReadersKey(std::string_view prefix, std::string_view name);
 std::string WriterWaitingKey(std::string_view prefix, std::string_view name);
 std::string LeaderKey(std::string_view prefix, std::string_view name);  // an election's record
+std::string QueueKey(std::string_view prefix, std::string_view name);
+std::string QueueAliveKey(std::string_view prefix, std::string_view name);
 // The fence counter of a permit (an exclusive hold's is fence_prefix + name).
 std::string PermitFenceKey(std::string_view fence_prefix, std::string_view name, int permit);
 
 // A key under `prefix` read back: which resource and which part.
 struct KeyPart {
-  enum class Part : uint8_t { kBase, kPermit, kReaders, kWriterWaiting, kLeader };
+  enum class Part : uint8_t {
+    kBase, kPermit, kReaders, kWriterWaiting, kLeader, kQueue, kQueueAlive
+  };
   std::string resource;
   Part part = Part::kBase;  // kBase: a mutex's key or a semaphore's marker (tell by the value)
   int permit = -1;          // kPermit only

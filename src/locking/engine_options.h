@@ -38,6 +38,9 @@ struct EngineOptions {
   // Queued acquires of one resource (its contender included) beyond which Acquire fails with
   // too_many; 0: no bound.
   size_t max_waiters_per_resource = 0;
+  // Exclusive holds hand the lock to this agent's next waiter first, as a lone agent would,
+  // rather than taking turns with waiters on other agents (docs/safety.md, "Fair turns").
+  bool local_first = false;
   // The agent's sessions, where the engine keeps what each holds and awaits. Not owned; null:
   // the engine keeps its own (sessions it is handed are then created on first use and dropped
   // by CloseSession).

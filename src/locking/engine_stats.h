@@ -60,6 +60,7 @@ struct EngineStats {
   // permit (a semaphore's). No resource label: resources are unbounded.
   stats::ByEnum<stats::Gauge, HoldMode, 3> holds{r_, "lockwarden_holds", "Holds granted through this agent now, by mode: exclusive (a mutex or a write hold), shared (a read hold), permit (a semaphore's).", "mode", kHoldModeNames};
   stats::ByEnum<stats::Histogram, HoldMode, 3> grant_wait{r_, "lockwarden_grant_wait_seconds", "Time from an acquire request to its grant, by mode (a semaphore's saturation shows here).", "mode", kHoldModeNames, {}, kWaitBuckets};
+  stats::Counter handoffs_in_turn{r_, "lockwarden_handoffs_in_turn_total", "Releases with a local waiter next that went through the masters rather than hand it the lock, because a waiter on another agent may have come first (docs/safety.md, Fair turns)."};
   stats::Counter release_wakeups{r_, "lockwarden_release_wakeups_total", "Waiters woken early by a release announced by another agent."};
   // By master index: the master had not answered a round when its node timeout ended it.
   std::vector<std::unique_ptr<stats::Counter>> master_timeouts;

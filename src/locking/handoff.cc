@@ -5,7 +5,8 @@
 namespace lw {
 
 bool MayHandOff(const HandOffCase& c) {
-  if (c.engine_stopping || c.attempt_in_flight || c.released_fenced || c.released_extending) {
+  if (c.engine_stopping || c.attempt_in_flight || c.released_fenced || c.released_extending ||
+      (c.turns && !c.next_first)) {
     return false;
   }
   return c.next_waiting && !c.next_fenced && c.next_ttl_ms == c.released_ttl_ms &&

@@ -19,11 +19,16 @@ struct HandOffCase {
   bool next_waiting = false;  // there is one, with no attempt in flight and not cancelled
   bool next_fenced = false;
   int64_t next_ttl_ms = 0;
+  // Turns (docs/safety.md, "Fair turns"): the hold takes turns with other agents, and whether
+  // `next` is known to have come before every waiter on another agent.
+  bool turns = false;
+  bool next_first = false;
 };
 
 // True when the next waiter may take over the key: neither lock is fenced (a fenced grant
 // needs a new fence from the masters), nothing may change the key meanwhile, the waiter asked
-// for the same ttl (the key was set for it) and at least half of it is left.
+// for the same ttl (the key was set for it) and at least half of it is left; and, where holds
+// take turns, the waiter came before every waiter on another agent.
 bool MayHandOff(const HandOffCase& c);
 
 // The first deadline of a lock handed over with left_ms of validity: a renewal is due when two

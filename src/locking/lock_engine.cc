@@ -68,8 +68,17 @@ AttemptCall LockEngine::CallOf(const AttemptRound& a, const Resource& r,
   // A sign that a waiter waits lives a few retry delays: each attempt refreshes it.
   const int64_t waiting_ttl_ms = std::max<int64_t>(
       1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
-  return {place,  a.token, a.waiter_id, a.attempt, w.history.ttl_ms,
-          w.history.fence ? fence_quorum_ : 0, waiting_ttl_ms, options_.value_prefix};
+  const bool turns = TakesTurns(r, a.mode);
+  return {place,
+          a.token,
+          a.waiter_id,
+          a.attempt,
+          w.history.ttl_ms,
+          w.history.fence ? fence_quorum_ : 0,
+          waiting_ttl_ms,
+          options_.value_prefix,
+          turns ? CeilMs(Clock::now() - w.requested) : -1,
+          turns && a.ask_others};
 }
 
 void LockEngine::Refuse(Failure failure, AcquireDone done) {
@@ -144,7 +153,10 @@ void LockEngine::StartAttempt(const std::string& name) {
                        w.mode,
                        r.kind().ChoosePart(r.shape, r.kind_state, r.holders, rng_),
                        w.history.attempts,
-                       std::string()};
+                       std::string(),
+                       // Asked only when a local waiter may want the lock handed over.
+                       TakesTurns(r, w.mode) && r.waiters.live() > 1};
+  r.queued = r.queued || TakesTurns(r, w.mode);
   const HoldPlace place = PlaceOf(a, r);
   RoundRequest req = r.kind().AcquireRound(CallOf(a, r, place), r.kind_state);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
@@ -187,6 +199,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
   w.history.last_too_slow = tally.Won() && validity <= 0;
   if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
+    if (!fence_written) r->others = {a.ask_others, res.others_waited_ms, res.started};
     if (w.history.fence && !fence_written) {
       WriteFence(a, started, NextFence(fence));
       return;
@@ -298,6 +311,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
     ReleaseEverywhere(std::move(*cleanup));
   }
   Waiter w = r.waiters.PopFront();
+  LeaveQueue(name, r);  // this agent's next waiters wait here, behind the holder
   Holder& h = Install(r, name, w, a.mode, a.part);
   h.token = FixedToken(a.token);
   h.fence = fence;

@@ -138,6 +138,7 @@ class LockEngine {
     int part = -1;
     int attempt = 1;
     std::string note;  // what the kind wrote beside the hold (phase 2 on), Holder::note
+    bool ask_others = false;  // the grant says how long other agents wait (Resource::others)
   };
 
   std::string KeyOf(const std::string& name) const;  // the resource's base key
@@ -150,6 +151,15 @@ class LockEngine {
   }
   // May the front waiter contend, given what is held here? (FIFO with room, as its kind says.)
   bool FrontMayContend(const Resource& r) const;
+  // Do acquires of `mode` take turns with other agents (not local_first, and the kind does)?
+  bool TakesTurns(const Resource& r, HoldMode mode) const {
+    return !options_.local_first && r.kind().TakesTurns(mode);
+  }
+  // How long a release's reservation waits for its agent's claim: long enough for a waiter
+  // backing off to hear the release (or its retry to come) and for its claim to arrive.
+  int64_t ReserveMs() const {
+    return options_.retry_delay_ms + options_.retry_jitter_ms + 2 * options_.node_timeout_ms;
+  }
 
   // ---- acquire (lock_engine.cc)
   void Pump(const std::string& name);
@@ -200,8 +210,13 @@ class LockEngine {
                  const std::variant<Extension, Failure>& result);
   void Lose(const std::string& name, const std::string& token, LossReason reason);
   std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name, const Holder* h);
+  // The release round of hold h (taken from r): in turn when it takes turns, with this agent's
+  // next waiter (docs/safety.md, "Fair turns").
+  RoundRequest HolderRelease(const std::string& name, const Resource& r, const Holder& h) const;
   // The hold h (taken from r) released on every master.
   void ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h);
+  // This agent's queue entry for `name` removed from every master, if it may have one.
+  void LeaveQueue(const std::string& name, Resource& r);
   void ReleaseEverywhere(RoundRequest release);
   // Revoke of the holds in `holds` (each held in r).
   void RevokeHeld(Resource& r, const std::string& name, std::vector<const Holder*> holds,

@@ -8,6 +8,7 @@
 #include "core/token.h"
 #include "locking/failure_text.h"
 #include "locking/handoff.h"
+#include "locking/kinds/kinds.h"
 #include "locking/lock_engine.h"
 
 namespace lw {
@@ -26,7 +27,7 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
     Pump(name);
     return;
   }
-  rounds_.Run(r.kind().ReleaseRound(table_.PlaceOf(name, r, *holder), holder->LeaseValue()),
+  rounds_.Run(HolderRelease(name, r, *holder),
               [this, done = std::move(done)](const RoundResult&) {
                 done(std::nullopt);
                 MaybeFinishShutdown();
@@ -50,8 +51,19 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
     c.next_waiting = !next.cancelled && !next.in_attempt && next.mode == prev.mode;
     c.next_fenced = next.history.fence;
     c.next_ttl_ms = next.history.ttl_ms;
+    c.turns = TakesTurns(r, prev.mode);
+    // Unless the last grant through the masters heard of every other agent's waiter that came
+    // before `next` (and of none older), one may have come first.
+    const Resource::Others& o = r.others;
+    c.next_first = o.asked && next.requested < o.at &&
+                   (o.waited_ms < 0 || next.requested <= o.at - std::chrono::milliseconds(o.waited_ms));
   }
-  if (!MayHandOff(c)) return false;
+  if (!MayHandOff(c)) {
+    HandOffCase alone = c;
+    alone.turns = false;
+    if (c.turns && MayHandOff(alone)) stats_->handoffs_in_turn.Inc();
+    return false;
+  }
   Waiter w = r.waiters.PopFront();
   if (r.retry_timer) r.retry_timer->Stop();
   Holder& h = Install(r, name, w, prev.mode, prev.part);
@@ -281,7 +293,7 @@ void LockEngine::RevokeHeld(Resource& r, const std::string& name,
     auto h = TakeHolder(r, name, held);
     spdlog::warn("lock {} revoked by an operator (session {})", Quoted(name), h->session);
     stats_->LockLost(LossReason::kRevoked);
-    rounds_.Run(r.kind().ReleaseRound(table_.PlaceOf(name, r, *h), h->LeaseValue()),
+    rounds_.Run(HolderRelease(name, r, *h),
                 [this, tally](const RoundResult& res) {
                   tally->deleted = std::max(tally->deleted, res.tally.yes());
                   if (--tally->left == 0) {
@@ -303,8 +315,29 @@ std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& n
   return h;
 }
 
+RoundRequest LockEngine::HolderRelease(const std::string& name, const Resource& r,
+                                       const Holder& h) const {
+  const HoldPlace place = table_.PlaceOf(name, r, h);
+  if (!TakesTurns(r, h.mode)) return r.kind().ReleaseRound(place, h.LeaseValue());
+  Turn turn;
+  turn.reserve_ms = ReserveMs();
+  // Only a next waiter that takes turns can claim a reservation for this agent.
+  if (!r.waiters.empty() && !r.waiters.front().cancelled &&
+      TakesTurns(r, r.waiters.front().mode)) {
+    turn.next_waited_ms = CeilMs(Clock::now() - r.waiters.front().requested);
+  }
+  return r.kind().ReleaseTurn(place, h.LeaseValue(), options_.value_prefix, turn);
+}
+
 void LockEngine::ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h) {
-  ReleaseEverywhere(r.kind().ReleaseRound(table_.PlaceOf(name, r, h), h.LeaseValue()));
+  ReleaseEverywhere(HolderRelease(name, r, h));
+}
+
+void LockEngine::LeaveQueue(const std::string& name, Resource& r) {
+  if (!r.queued) return;
+  r.queued = false;
+  ReleaseEverywhere(kinds::LeaveQueue(table_.PlaceOf(name, r, HoldMode::kExclusive, -1),
+                                      options_.value_prefix));
 }
 
 void LockEngine::ReleaseEverywhere(RoundRequest release) {

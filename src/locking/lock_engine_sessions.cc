@@ -37,6 +37,7 @@ void LockEngine::CloseSession(SessionId session) {
 void LockEngine::MaybeErase(const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr || !r->idle()) return;
+  LeaveQueue(name, *r);  // its last waiter gave up (or was granted and released)
   if (r->watched && options_.release_watch != nullptr) options_.release_watch->Unwatch(KeyOf(name));
   table_.Erase(name);
 }

@@ -5,6 +5,7 @@
 // what it holds and awaits (for Commitments and CloseSession). Pure bookkeeping: no I/O, loop
 // thread only.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -32,6 +33,16 @@ struct Resource {
   bool attempt_in_flight = false;
   bool watched = false;  // release announcements of this key are being listened to
   KindSlot kind_state;   // its kind's, created by the kind on first use
+  // Turns (docs/safety.md, "Fair turns"). queued: this agent may have a queue entry on a
+  // master (an attempt that takes turns was sent since the last LeaveQueue). others: what the
+  // last grant through the masters said of other agents' waiters: nothing (`asked` false),
+  // or that none waited longer than `waited_ms` (-1: none waited) as of `at`.
+  bool queued = false;
+  struct Others {
+    bool asked = false;
+    int64_t waited_ms = -1;
+    std::chrono::steady_clock::time_point at{};
+  } others;
 
   const Kind& kind() const { return KindOf(shape); }
   bool idle() const {

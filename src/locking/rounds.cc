@@ -11,11 +11,18 @@ namespace {
 
 enum class Vote { kYes, kNo, kFailed };
 
+// kClaimExclusive's {"granted", fence, waited} (redis/kind_scripts.h).
+bool GrantedArray(const Reply& r) {
+  return r.kind == Reply::Kind::kArray && r.elements.size() == 3 &&
+         r.elements[0].text == "granted" && r.elements[1].kind == Reply::Kind::kInteger &&
+         r.elements[1].integer >= 0 && r.elements[2].kind == Reply::Kind::kInteger;
+}
+
 Vote Classify(RoundOp op, const Reply& r) {
   using K = Reply::Kind;
   switch (op) {
     case RoundOp::kKindAcquire:
-      if (r.kind == K::kInteger && r.integer >= 0) return Vote::kYes;
+      if ((r.kind == K::kInteger && r.integer >= 0) || GrantedArray(r)) return Vote::kYes;
       return r.kind == K::kNil || r.kind == K::kArray ? Vote::kNo : Vote::kFailed;
     case RoundOp::kKindRead:
       return r.kind == K::kString || r.kind == K::kNil ? Vote::kYes : Vote::kFailed;
@@ -96,7 +103,7 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
     }
   }
   RoundResult initial{VoteTally(size(), quorum_, req.needed, n_counting), started, -1, 0, {}, {},
-                      {}};
+                      {}, -1};
   if (req.op == RoundOp::kKindRead) {
     initial.values.resize(nodes_.size());
     initial.read_nil.resize(nodes_.size(), false);
@@ -150,7 +157,10 @@ void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
   switch (Classify(round.op, reply)) {
     case Vote::kYes:
       res.tally.Yes(counts);
-      if (round.op == RoundOp::kKindAcquire) {
+      if (round.op == RoundOp::kKindAcquire && GrantedArray(reply)) {
+        res.max_fence = std::max(res.max_fence, reply.elements[1].integer);
+        res.others_waited_ms = std::max(res.others_waited_ms, reply.elements[2].integer);
+      } else if (round.op == RoundOp::kKindAcquire) {
         res.max_fence = std::max(res.max_fence, reply.integer);
       }
       if (round.op == RoundOp::kKindRead) {

@@ -76,6 +76,9 @@ struct RoundResult {
   // too: see read_nil).
   std::vector<std::optional<std::string>> values;
   std::vector<bool> read_nil;  // kKindRead, by node index: the master answered nil
+  // kKindAcquire asked how long others wait: the longest any yes vote reported for another
+  // agent's oldest waiter (ms; -1: none reported one).
+  int64_t others_waited_ms = -1;
 };
 using RoundDone = std::function<void(const RoundResult& result)>;
 

@@ -5,7 +5,9 @@
 // scripts compare it before they delete or extend.
 //
 // Acquire scripts answer: an integer >= 0 when the hold was taken (the fence counter read when
-// a fence key was given, else 0), nil when an exclusive holder has the key, or an array naming
+// a fence key was given, else 0), or {"granted", that integer, the longest another agent's
+// oldest waiter has waited here (ms; -1: nobody)} when the exclusive claim was asked for it; nil
+// when an exclusive holder (or another agent's reservation) has the key, or an array naming
 // why not:
 //   {"kind", found}    the resource is in use as another kind (found: the semaphore marker or
 //                      holder's value at P R, or "readers")
@@ -24,7 +26,7 @@ namespace lw::scripts {
 // Every kind script, in the order of NodeCommand's kind-script entries (redis/node_stats.h).
 enum class KindScript : uint8_t {
   kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
-  kReleasePart, kFenceRecord, kReadRecord, kCount
+  kReleasePart, kFenceRecord, kReadRecord, kReleaseTurn, kLeaveQueue, kCount
 };
 
 // Shared prelude. fence(key): the counter at key (0 when absent or no key); an acquire reads it
@@ -41,23 +43,52 @@ enum class KindScript : uint8_t {
   "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end "                    \
   "local function is_marker(v) return string.sub(v, 1, 21) == 'lockwarden:semaphore:' end "
 
-// An exclusive hold (a mutex; the write hold of a read-write lock). KEYS: P R, readers,
-// writer-waiting, [fence counter]. ARGV: value, ttl, writer-waiting ttl, the waiter's mark (the
-// same for all its attempts: the writer-waiting value), "1" when an earlier attempt of this
-// waiter may have left that mark here (else "0": the taken hold has no mark to remove).
-// The readers set is read only when it exists, so a mutex nobody reads costs one EXISTS more.
-inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
+// Turns (docs/safety.md, "Fair turns"; core/lock_kind.h has the queue's keys). head(q, alive,
+// self): the agent other than self whose oldest waiter came first, when it came, and the
+// master's clock (nil when nobody else waits); entries whose expiry passed are dropped first.
+// wait_here(q, alive, agent, waited, ttl): agent's entry says its oldest waiter came `waited`
+// ms ago and lives `ttl` ms more.
+#define LW_TURN_PRELUDE                                                                       \
+  "local function head(q, alive, self) if redis.call('exists', q) == 0 then return nil end "  \
+  "local now = now_ms() local gone = redis.call('zrangebyscore', alive, '-inf', now) "       \
+  "for i = 1, #gone do redis.call('zrem', q, gone[i]) end "                                   \
+  "if #gone > 0 then redis.call('zremrangebyscore', alive, '-inf', now) end "                 \
+  "local first = redis.call('zrange', q, 0, 1, 'WITHSCORES') "                                \
+  "for i = 1, #first, 2 do if first[i] ~= self then "                                         \
+  "return first[i], tonumber(first[i + 1]), now end end return nil, nil, now end "            \
+  "local function wait_here(q, alive, agent, waited, ttl) local now = now_ms() "              \
+  "redis.call('zadd', q, now - tonumber(waited), agent) "                                     \
+  "redis.call('zadd', alive, now + tonumber(ttl), agent) "                                    \
+  "for _, k in ipairs({q, alive}) do "                                                        \
+  "if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end end end "
+
+// An exclusive hold (a mutex; the write hold of a read-write lock; an election's leader). KEYS:
+// P R, readers, writer-waiting, queue, queue-alive, [fence counter]. ARGV: value, ttl,
+// writer-waiting ttl, the waiter's mark (the same for all its attempts: the writer-waiting
+// value), "1" when an earlier attempt of this waiter may have left that mark here (else "0":
+// the taken hold has no mark to remove), this agent (its value prefix), how long its oldest
+// waiter has waited (ms; "-1": take no turn, as with local_first), the queue entry's ttl, "1"
+// to answer how long other agents wait. A refused claim that takes turns leaves or refreshes
+// this agent's queue entry; a reservation for this agent is taken like a free key, and one for
+// another refuses like a holder. The readers set and the queue are read only when they
+// exist, so a mutex nobody reads or waits for costs one EXISTS more than SET NX.
+inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE LW_TURN_PRELUDE
+    "local function refused() if ARGV[7] ~= '-1' then "
+    "wait_here(KEYS[4], KEYS[5], ARGV[6], ARGV[7], ARGV[8]) end end "
     "if redis.call('exists', KEYS[2]) == 1 then "
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms()) "
     "if redis.call('zcard', KEYS[2]) > 0 then local w = redis.call('get', KEYS[3]) "
     "if not w or w == ARGV[4] then redis.call('set', KEYS[3], ARGV[4], 'PX', ARGV[3]) end "
-    "return {'readers'} end end "
+    "refused() return {'readers'} end end "
     "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
     "local m = redis.call('get', KEYS[1]) if m and is_marker(m) then return {'kind', m} end "
-    "return false end "
+    "if m ~= 'lockwarden:reserved:' .. ARGV[6] then refused() return false end "
+    "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end "
     "if ARGV[5] ~= '0' and redis.call('get', KEYS[3]) == ARGV[4] then "
     "redis.call('del', KEYS[3]) end "
-    "return fence(KEYS[4])";
+    "local f = fence(KEYS[6]) if ARGV[9] ~= '1' then return f end "
+    "local who, at, now = head(KEYS[4], KEYS[5], ARGV[6]) "
+    "if not who then return {'granted', f, -1} end return {'granted', f, now - at}";
 
 // A shared (read) hold. KEYS: P R, readers, writer-waiting. ARGV: value, ttl.
 inline constexpr const char* kClaimShared = LW_KIND_PRELUDE
@@ -142,11 +173,39 @@ inline constexpr const char* kReadRecord =
     "if string.sub(r, 1, #v + 1) ~= v .. '\\31' then return false end "
     "return string.sub(r, #v + 2)";
 
+// An exclusive hold released in turn (docs/safety.md, "Fair turns"). KEYS: P R, a second key
+// (the election's record, or P R), queue, queue-alive. ARGV: value, release channel ("":
+// announce nothing), the mark to drop at the second key ("": none), how long this agent's next
+// waiter has waited (ms; "-1": none), how long a reservation lasts (ms), this agent. As
+// kReleasePart, except where another agent waits: P R is then left reserved for the agent
+// whose oldest waiter came first, this one's next waiter included (announced when it is
+// another's, whose entry then lives no longer than the reservation unless its claim comes).
+inline constexpr const char* kReleaseTurn = LW_KIND_PRELUDE LW_TURN_PRELUDE
+    "if ARGV[3] ~= '' and redis.call('get', KEYS[2]) == ARGV[3] then "
+    "redis.call('del', KEYS[2]) end "
+    "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
+    "local who, at, now = head(KEYS[3], KEYS[4], ARGV[6]) local mine = tonumber(ARGV[4]) "
+    "local hold = tonumber(ARGV[5]) "
+    "if who and (mine < 0 or at <= now - mine) then "
+    "redis.call('set', KEYS[1], 'lockwarden:reserved:' .. who, 'PX', hold) "
+    "local e = redis.call('zscore', KEYS[4], who) "
+    "if e and tonumber(e) > now + hold then redis.call('zadd', KEYS[4], now + hold, who) end "
+    "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1 end "
+    "if who then redis.call('set', KEYS[1], 'lockwarden:reserved:' .. ARGV[6], 'PX', hold) "
+    "return 1 end "
+    "redis.call('del', KEYS[1]) "
+    "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1";
+
+// This agent waits no more. KEYS: queue, queue-alive. ARGV: value (unused), this agent.
+inline constexpr const char* kLeaveQueue =
+    "redis.call('zrem', KEYS[1], ARGV[2]) redis.call('zrem', KEYS[2], ARGV[2]) return 1";
+
+#undef LW_TURN_PRELUDE
 #undef LW_KIND_PRELUDE
 
 inline constexpr const char* kKindScriptBodies[] = {
-    kClaimExclusive, kClaimShared,  kClaimPermit, kExtendShared, kExtendPermit,
-    kReleaseShared,  kReleasePart, kFenceRecord, kReadRecord};
+    kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
+    kReleasePart,    kFenceRecord, kReadRecord,  kReleaseTurn,  kLeaveQueue};
 static_assert(std::size(kKindScriptBodies) == static_cast<size_t>(KindScript::kCount));
 
 }  // namespace lw::scripts

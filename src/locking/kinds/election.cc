@@ -42,6 +42,12 @@ RoundRequest Election::ReleaseRound(const HoldPlace& p, const std::string& token
                      std::string(p.record));
 }
 
+RoundRequest Election::ReleaseTurn(const HoldPlace& p, const std::string& token,
+                                   const std::string& value_prefix, const Turn& turn) const {
+  return ReleaseInTurn(p, token, LeaderKey(p.key_prefix, p.name), std::string(p.record),
+                       value_prefix, turn);
+}
+
 void Election::Describe(const Holder& h, LockView& view) const {
   if (!h.note) return;
   if (auto stored = ParseStoredRecord(*h.note)) view.election = std::move(stored->record);

@@ -82,6 +82,11 @@ RoundRequest Kind::ReleaseRound(const HoldPlace& p, const std::string& token) co
   return DeleteRound(HoldKey(p), token);
 }
 
+RoundRequest Kind::ReleaseTurn(const HoldPlace& p, const std::string& token,
+                               const std::string& /*value_prefix*/, const Turn& /*turn*/) const {
+  return ReleaseRound(p, token);
+}
+
 void Kind::Describe(const Holder& /*h*/, LockView& /*view*/) const {}
 
 const Kind& KindOf(const LockShape& shape) {
@@ -105,9 +110,11 @@ RoundRequest ClaimExclusive(const AttemptCall& a, const std::string& mark, bool 
   const HoldPlace& p = a.place;
   RoundRequest req = KindRound(
       RoundOp::kKindAcquire, scripts::KindScript::kClaimExclusive, a.token,
-      {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name)},
+      {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name),
+       QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)},
       {std::to_string(a.ttl_ms), std::to_string(a.waiting_ttl_ms), mark,
-       may_hold_mark ? "1" : "0"});
+       may_hold_mark ? "1" : "0", a.value_prefix, std::to_string(a.waited_ms),
+       std::to_string(a.waiting_ttl_ms), a.ask_others ? "1" : "0"});
   return Finish(std::move(req), a, BaseKey(p), p.fence_prefix + p.name);
 }
 
@@ -129,6 +136,29 @@ RoundRequest ReleasePart(const HoldPlace& p, const std::string& token,
       KindRound(RoundOp::kKindRelease, scripts::KindScript::kReleasePart, token,
                 {hold_key, second_key}, {scripts::ReleaseChannel(BaseKey(p)), drop_mark});
   req.key = hold_key;
+  req.wait_all = true;
+  return req;
+}
+
+RoundRequest ReleaseInTurn(const HoldPlace& p, const std::string& token,
+                           const std::string& second_key, const std::string& drop_mark,
+                           const std::string& value_prefix, const Turn& turn) {
+  RoundRequest req = KindRound(
+      RoundOp::kKindRelease, scripts::KindScript::kReleaseTurn, token,
+      {BaseKey(p), second_key, QueueKey(p.key_prefix, p.name),
+       QueueAliveKey(p.key_prefix, p.name)},
+      {scripts::ReleaseChannel(BaseKey(p)), drop_mark, std::to_string(turn.next_waited_ms),
+       std::to_string(turn.reserve_ms), value_prefix});
+  req.key = BaseKey(p);
+  req.wait_all = true;
+  return req;
+}
+
+RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix) {
+  RoundRequest req = KindRound(
+      RoundOp::kKindRelease, scripts::KindScript::kLeaveQueue, "",
+      {QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)}, {value_prefix});
+  req.key = QueueKey(p.key_prefix, p.name);
   req.wait_all = true;
   return req;
 }

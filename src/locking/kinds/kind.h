@@ -60,7 +60,18 @@ struct AttemptCall {
   int64_t ttl_ms = 0;
   int fence_needed = 0;  // > 0: phase 1 of a fenced acquire with that fence quorum
   int64_t waiting_ttl_ms = 0;  // how long a sign that the waiter waits may stay on a master
-  const std::string& value_prefix;  // what every value on the masters starts with
+  const std::string& value_prefix;  // what every value on the masters starts with (this agent)
+  // Turns (docs/safety.md, "Fair turns"): how long the front has waited (ms; -1: it takes no
+  // turn and leaves no queue entry), and whether the grant should say how long other agents
+  // wait (RoundResult::others_waited_ms).
+  int64_t waited_ms = -1;
+  bool ask_others = false;
+};
+
+// A holder's release that hands the lock on in turn (Kind::ReleaseTurn).
+struct Turn {
+  int64_t next_waited_ms = -1;  // how long this agent's next waiter has waited (-1: none)
+  int64_t reserve_ms = 0;       // how long a reservation waits for its agent's claim
 };
 
 // What the masters' refusal of an attempt means, as its kind reads it.
@@ -80,6 +91,10 @@ class Kind {
   virtual HoldMode ModeAsked(bool shared) const;
   // Every grant carries a fence (an election's term).
   virtual bool AlwaysFenced() const { return false; }
+  // Acquires asking for `mode` take turns across agents: a refused one queues its agent on the
+  // masters, and a release may reserve the lock for the agent whose waiter came first
+  // (AcquireRound and ReleaseTurn do it). The default: no turns.
+  virtual bool TakesTurns(HoldMode /*mode*/) const { return false; }
   // May the front waiter, asking for `mode`, contend while `held` (every hold of the resource
   // through this agent, never empty) are held? The default: only a free resource.
   virtual bool MayContendBeside(const LockShape& shape, HoldMode mode,
@@ -117,6 +132,10 @@ class Kind {
                                    int64_t ttl_ms) const;
   // Waits for every master.
   virtual RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token) const;
+  // A holder's release that leaves the lock to the longest waiter (TakesTurns); the default is
+  // ReleaseRound. value_prefix: this agent's.
+  virtual RoundRequest ReleaseTurn(const HoldPlace& p, const std::string& token,
+                                   const std::string& value_prefix, const Turn& turn) const;
   // What a view of the hold says beyond what every hold has (an election's record).
   virtual void Describe(const Holder& h, LockView& view) const;
 };

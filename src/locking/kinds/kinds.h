@@ -12,6 +12,7 @@ namespace lw::kinds {
 class ReadWrite : public Kind {
  public:
   HoldMode ModeAsked(bool shared) const override;
+  bool TakesTurns(HoldMode mode) const override { return mode == HoldMode::kExclusive; }
   bool MayContendBeside(const LockShape& shape, HoldMode mode, const Holders& held) const override;
   RoundRequest AcquireRound(const AttemptCall& a, KindSlot& state) const override;
   void Heard(const RoundResult& res, KindSlot& state, uint64_t waiter) const override;
@@ -22,7 +23,8 @@ class ReadWrite : public Kind {
   RoundRequest ExtendRound(const HoldPlace& p, const std::string& token,
                            int64_t ttl_ms) const override;
   RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token) const override;
-
+  RoundRequest ReleaseTurn(const HoldPlace& p, const std::string& token,
+                           const std::string& value_prefix, const Turn& turn) const override;
 };
 
 // A semaphore of K permits: each permit a mutex of its own beside the marker at the base key.
@@ -50,12 +52,15 @@ class Semaphore : public Kind {
 class Election : public Kind {
  public:
   bool AlwaysFenced() const override { return true; }
+  bool TakesTurns(HoldMode /*mode*/) const override { return true; }
   RoundRequest AcquireRound(const AttemptCall& a, KindSlot& state) const override;
   RoundRequest FenceRound(const AttemptCall& a, int64_t fence, int64_t unix_ms,
                           const std::string& payload, std::string* note) const override;
   RoundRequest ExtendRound(const HoldPlace& p, const std::string& token,
                            int64_t ttl_ms) const override;
   RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token) const override;
+  RoundRequest ReleaseTurn(const HoldPlace& p, const std::string& token,
+                           const std::string& value_prefix, const Turn& turn) const override;
   void Describe(const Holder& h, LockView& view) const override;
 };
 
@@ -71,5 +76,12 @@ RoundRequest Finish(RoundRequest req, const AttemptCall& a, const std::string& h
 RoundRequest ReleasePart(const HoldPlace& p, const std::string& token,
                          const std::string& hold_key, const std::string& second_key,
                          const std::string& drop_mark);
+// An exclusive hold's release in turn (kReleaseTurn): as ReleasePart of the base key, and where
+// another agent waits, the lock left reserved for the agent whose waiter came first.
+RoundRequest ReleaseInTurn(const HoldPlace& p, const std::string& token,
+                           const std::string& second_key, const std::string& drop_mark,
+                           const std::string& value_prefix, const Turn& turn);
+// This agent's queue entry for the resource at p removed (kLeaveQueue; every master).
+RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix);
 
 }  // namespace lw::kinds

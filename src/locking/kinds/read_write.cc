@@ -98,4 +98,10 @@ RoundRequest ReadWrite::ReleaseRound(const HoldPlace& p, const std::string& toke
   return req;
 }
 
+RoundRequest ReadWrite::ReleaseTurn(const HoldPlace& p, const std::string& token,
+                                    const std::string& value_prefix, const Turn& turn) const {
+  if (p.mode == HoldMode::kShared) return ReleaseRound(p, token);
+  return ReleaseInTurn(p, token, BaseKey(p), "", value_prefix, turn);
+}
+
 }  // namespace lw::kinds
