@@ -73,6 +73,7 @@ std::string KeyOfPart(std::string_view prefix, const KeyPart& part) {
 }
 
 bool IsHold(const KeyPartRow& row, std::string_view value) {
+  if (row.value == PartValue::kString && IsReservation(value)) return false;
   switch (row.holds) {
     case PartHolds::kEvery:
       return true;

@@ -24,8 +24,8 @@ enum class PartValue : uint8_t {
 
 // Which of a part's values are holds.
 enum class PartHolds : uint8_t {
-  kEvery,         // each value is one hold
-  kUnlessMarker,  // each value but a semaphore's marker (ShapeOfMarker) or a reservation
+  kEvery,         // each value is one hold (a string part's reservation is none: IsReservation)
+  kUnlessMarker,  // each value but a semaphore's marker (ShapeOfMarker), or a reservation
   kNone,          // a mark or a description of the hold beside it: expires with it, never
                   // revoked by itself
 };

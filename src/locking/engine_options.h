@@ -41,6 +41,8 @@ struct EngineOptions {
   // Exclusive holds hand the lock to this agent's next waiter first, as a lone agent would,
   // rather than taking turns with waiters on other agents (docs/safety.md, "Fair turns").
   bool local_first = false;
+  // MayGoBeforeOthers's window (locking/handoff.h); -1: retry_delay_ms + retry_jitter_ms.
+  int64_t handoff_window_ms = -1;
   // The agent's sessions, where the engine keeps what each holds and awaits. Not owned; null:
   // the engine keeps its own (sessions it is handed are then created on first use and dropped
   // by CloseSession).

@@ -13,6 +13,13 @@ bool MayHandOff(const HandOffCase& c) {
          c.left_ms > 0 && c.left_ms >= c.next_ttl_ms / 2;
 }
 
+bool MayGoBeforeOthers(std::chrono::steady_clock::time_point came, const OthersHeard& heard,
+                       std::chrono::steady_clock::time_point now, int64_t window_ms) {
+  if (!heard.asked) return false;
+  if (heard.waited_ms < 0) return came < heard.at || now - heard.at < std::chrono::milliseconds(window_ms);
+  return came < heard.at && came <= heard.at - std::chrono::milliseconds(heard.waited_ms);
+}
+
 int64_t HandOffDelayMs(bool renew, int64_t ttl_ms, int64_t left_ms) {
   return renew ? std::max<int64_t>(0, left_ms - 2 * ttl_ms / 3) : left_ms;
 }

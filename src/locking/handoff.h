@@ -3,9 +3,27 @@
 // it is, with no round trip (the key stays set; docs/safety.md). Decided here, as a pure
 // function of the lock being released and the waiter next in line.
 
+#include <chrono>
 #include <cstdint>
 
 namespace lw {
+
+// What the last grant through the masters heard of waiters on other agents (docs/safety.md,
+// "Fair turns"): nothing (`asked` false), or that none had waited longer than `waited_ms` (-1:
+// none waited) as of `at` (when that grant's round started).
+struct OthersHeard {
+  bool asked = false;
+  int64_t waited_ms = -1;
+  std::chrono::steady_clock::time_point at{};
+};
+
+// Whether a waiter that came at `came` may be handed the lock at `now` ahead of waiters on other
+// agents: it is known to have come before every one of them (before the round that heard them,
+// and before the longest waiting; one that comes to another agent later is queued later), or
+// nobody waited elsewhere as of that round and it started less than `window_ms` ago (a waiter
+// elsewhere that came since then gives way to at most `window_ms` of hand-offs).
+bool MayGoBeforeOthers(std::chrono::steady_clock::time_point came, const OthersHeard& heard,
+                       std::chrono::steady_clock::time_point now, int64_t window_ms);
 
 struct HandOffCase {
   bool engine_stopping = false;    // shutting down: nothing is granted any more

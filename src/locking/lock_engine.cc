@@ -154,9 +154,7 @@ void LockEngine::StartAttempt(const std::string& name) {
                        r.kind().ChoosePart(r.shape, r.kind_state, r.holders, rng_),
                        w.history.attempts,
                        std::string(),
-                       // Asked only when a local waiter may want the lock handed over.
-                       TakesTurns(r, w.mode) && r.waiters.live() > 1};
-  r.queued = r.queued || TakesTurns(r, w.mode);
+                       TakesTurns(r, w.mode)};
   const HoldPlace place = PlaceOf(a, r);
   RoundRequest req = r.kind().AcquireRound(CallOf(a, r, place), r.kind_state);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
@@ -194,12 +192,18 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   w.history.last_tally = tally;
   w.history.last_in_fence_phase = fence_written;
   r->kind().Heard(res, r->kind_state, w.id);
+  // A master that refused (or may have, unheard) queued this agent there.
+  r->queued =
+      r->queued || (a.ask_others && (tally.no() > 0 || tally.failed() > 0 || !tally.Won()));
   const auto now = Clock::now();
   const int64_t validity =
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
   w.history.last_too_slow = tally.Won() && validity <= 0;
   if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
-    if (!fence_written) r->others = {a.ask_others, res.others_waited_ms, res.started};
+    // What the grant heard of waiters elsewhere, if every master that granted said.
+    if (!fence_written) {
+      r->others = {a.ask_others && res.others_untold == 0, res.others_waited_ms, res.started};
+    }
     if (w.history.fence && !fence_written) {
       WriteFence(a, started, NextFence(fence));
       return;

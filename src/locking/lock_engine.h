@@ -138,7 +138,9 @@ class LockEngine {
     int part = -1;
     int attempt = 1;
     std::string note;  // what the kind wrote beside the hold (phase 2 on), Holder::note
-    bool ask_others = false;  // the grant says how long other agents wait (Resource::others)
+    // It takes turns: refused, it queues this agent; granted, it says how long other agents
+    // wait (Resource::others).
+    bool ask_others = false;
   };
 
   std::string KeyOf(const std::string& name) const;  // the resource's base key
@@ -159,6 +161,12 @@ class LockEngine {
   // backing off to hear the release (or its retry to come) and for its claim to arrive.
   int64_t ReserveMs() const {
     return options_.retry_delay_ms + options_.retry_jitter_ms + 2 * options_.node_timeout_ms;
+  }
+  // How long after a grant that heard nobody waiting elsewhere local hand-offs go on without
+  // asking the masters again (MayGoBeforeOthers): a waiter elsewhere retries about that often.
+  int64_t HandOffWindowMs() const {
+    return options_.handoff_window_ms >= 0 ? options_.handoff_window_ms
+                                           : options_.retry_delay_ms + options_.retry_jitter_ms;
   }
 
   // ---- acquire (lock_engine.cc)

@@ -52,11 +52,7 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
     c.next_fenced = next.history.fence;
     c.next_ttl_ms = next.history.ttl_ms;
     c.turns = TakesTurns(r, prev.mode);
-    // Unless the last grant through the masters heard of every other agent's waiter that came
-    // before `next` (and of none older), one may have come first.
-    const Resource::Others& o = r.others;
-    c.next_first = o.asked && next.requested < o.at &&
-                   (o.waited_ms < 0 || next.requested <= o.at - std::chrono::milliseconds(o.waited_ms));
+    c.next_first = MayGoBeforeOthers(next.requested, r.others, now, HandOffWindowMs());
   }
   if (!MayHandOff(c)) {
     HandOffCase alone = c;

@@ -17,6 +17,7 @@
 #include "core/lock_view.h"
 #include "core/session_id.h"
 #include "locking/claims.h"
+#include "locking/handoff.h"
 #include "locking/holder.h"
 #include "locking/kinds/kind.h"
 #include "locking/waiters.h"
@@ -35,14 +36,9 @@ struct Resource {
   KindSlot kind_state;   // its kind's, created by the kind on first use
   // Turns (docs/safety.md, "Fair turns"). queued: this agent may have a queue entry on a
   // master (an attempt that takes turns was sent since the last LeaveQueue). others: what the
-  // last grant through the masters said of other agents' waiters: nothing (`asked` false),
-  // or that none waited longer than `waited_ms` (-1: none waited) as of `at`.
+  // last grant through the masters heard of other agents' waiters.
   bool queued = false;
-  struct Others {
-    bool asked = false;
-    int64_t waited_ms = -1;
-    std::chrono::steady_clock::time_point at{};
-  } others;
+  OthersHeard others;
 
   const Kind& kind() const { return KindOf(shape); }
   bool idle() const {

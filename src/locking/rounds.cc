@@ -162,6 +162,7 @@ void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
         res.others_waited_ms = std::max(res.others_waited_ms, reply.elements[2].integer);
       } else if (round.op == RoundOp::kKindAcquire) {
         res.max_fence = std::max(res.max_fence, reply.integer);
+        ++res.others_untold;
       }
       if (round.op == RoundOp::kKindRead) {
         if (reply.kind == Reply::Kind::kString) {

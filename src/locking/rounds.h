@@ -79,6 +79,7 @@ struct RoundResult {
   // kKindAcquire asked how long others wait: the longest any yes vote reported for another
   // agent's oldest waiter (ms; -1: none reported one).
   int64_t others_waited_ms = -1;
+  int others_untold = 0;  // kKindAcquire: yes votes that did not say (an integer answer)
 };
 using RoundDone = std::function<void(const RoundResult& result)>;
 

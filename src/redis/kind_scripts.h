@@ -90,32 +90,51 @@ inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE LW_TURN_PRELUDE
     "local who, at, now = head(KEYS[4], KEYS[5], ARGV[6]) "
     "if not who then return {'granted', f, -1} end return {'granted', f, now - at}";
 
-// A shared (read) hold. KEYS: P R, readers, writer-waiting. ARGV: value, ttl.
-inline constexpr const char* kClaimShared = LW_KIND_PRELUDE
+// A shared (read) hold. KEYS: P R, readers, writer-waiting, queue, queue-alive. ARGV: value,
+// ttl, this agent, how long its oldest waiter has waited ("-1": take no turn), the queue
+// entry's ttl. Refused, it queues this agent as kClaimExclusive does; a reservation for this
+// agent is taken (deleted, the hold goes into the readers set), even past a waiting writer's
+// mark: the reservation says this agent's waiter came first.
+inline constexpr const char* kClaimShared = LW_KIND_PRELUDE LW_TURN_PRELUDE
+    "local function refused() if ARGV[4] ~= '-1' then "
+    "wait_here(KEYS[4], KEYS[5], ARGV[3], ARGV[4], ARGV[5]) end end "
     "local m = redis.call('get', KEYS[1]) "
-    "if m then if is_marker(m) then return {'kind', m} end return {'writer'} end "
-    "if redis.call('exists', KEYS[3]) == 1 then return {'writer-waiting'} end "
+    "if m and is_marker(m) then return {'kind', m} end "
+    "if m and m ~= 'lockwarden:reserved:' .. ARGV[3] then refused() return {'writer'} end "
+    "if m then redis.call('del', KEYS[1]) "
+    "elseif redis.call('exists', KEYS[3]) == 1 then refused() return {'writer-waiting'} end "
     "local now = now_ms() local ttl = tonumber(ARGV[2]) "
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now) "
     "redis.call('zadd', KEYS[2], now + ttl, ARGV[1]) "
     "if redis.call('pttl', KEYS[2]) < ttl then redis.call('pexpire', KEYS[2], ttl) end "
     "return 0";
 
-// A semaphore's permit. KEYS: P R (the marker), the permit, readers, [fence counter]. ARGV:
-// value, ttl, marker, K, this permit, the permit keys' common prefix (P R US "permit:").
-inline constexpr const char* kClaimPermit = LW_KIND_PRELUDE
+// A semaphore's permit. KEYS: P R (the marker), the permit, readers, queue, queue-alive,
+// [fence counter]. ARGV: value, ttl, marker, K, this permit, the permit keys' common prefix
+// (P R US "permit:"), this agent, how long its oldest waiter has waited ("-1": take no turn),
+// the queue entry's ttl, "1" to answer how long other agents wait (as kClaimExclusive). A
+// permit reserved for this agent is taken like a free one, and listed as free when another
+// was asked for; one reserved for another agent is taken. Refused, it queues this agent.
+inline constexpr const char* kClaimPermit = LW_KIND_PRELUDE LW_TURN_PRELUDE
     "local m = redis.call('get', KEYS[1]) "
     "if m and m ~= ARGV[3] then return {'kind', m} end "
     "if redis.call('exists', KEYS[3]) == 1 then return {'kind', 'readers'} end "
-    "if not redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+    "local mine = 'lockwarden:reserved:' .. ARGV[7] "
+    "local p = redis.call('get', KEYS[2]) "
+    "if p and p ~= mine then "
     "local k = tonumber(ARGV[4]) local s = tonumber(ARGV[5]) local free = {'taken'} "
-    "for i = 1, k - 1 do local j = (s + i) % k "
-    "if redis.call('exists', ARGV[6] .. j) == 0 then free[#free + 1] = j "
-    "if #free > 8 then break end end end return free end "
+    "for i = 1, k - 1 do local j = (s + i) % k local v = redis.call('get', ARGV[6] .. j) "
+    "if not v or v == mine then free[#free + 1] = j "
+    "if #free > 8 then break end end end "
+    "if ARGV[8] ~= '-1' then wait_here(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[9]) end "
+    "return free end "
+    "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2]) "
     "local ttl = tonumber(ARGV[2]) "
     "if not m then redis.call('set', KEYS[1], ARGV[3], 'PX', ttl) "
     "elseif redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end "
-    "return fence(KEYS[4])";
+    "local f = fence(KEYS[6]) if ARGV[10] ~= '1' then return f end "
+    "local who, at, now = head(KEYS[4], KEYS[5], ARGV[7]) "
+    "if not who then return {'granted', f, -1} end return {'granted', f, now - at}";
 
 // KEYS: readers. ARGV: value, ttl. A reader whose expiry passed is not there.
 inline constexpr const char* kExtendShared = LW_KIND_PRELUDE
@@ -173,19 +192,23 @@ inline constexpr const char* kReadRecord =
     "if string.sub(r, 1, #v + 1) ~= v .. '\\31' then return false end "
     "return string.sub(r, #v + 2)";
 
-// An exclusive hold released in turn (docs/safety.md, "Fair turns"). KEYS: P R, a second key
-// (the election's record, or P R), queue, queue-alive. ARGV: value, release channel ("":
+// An exclusive hold or a permit released in turn (docs/safety.md, "Fair turns"). KEYS: the
+// hold's key (P R, or the permit's), a second key (the election's record, or the hold's key
+// again), queue, queue-alive, [a permit's marker (P R)]. ARGV: value, release channel ("":
 // announce nothing), the mark to drop at the second key ("": none), how long this agent's next
 // waiter has waited (ms; "-1": none), how long a reservation lasts (ms), this agent. As
 // kReleasePart, except where another agent waits: P R is then left reserved for the agent
 // whose oldest waiter came first, this one's next waiter included (announced when it is
 // another's, whose entry then lives no longer than the reservation unless its claim comes).
+// A reserved permit stays within its marker's life: the marker is extended to cover it.
 inline constexpr const char* kReleaseTurn = LW_KIND_PRELUDE LW_TURN_PRELUDE
     "if ARGV[3] ~= '' and redis.call('get', KEYS[2]) == ARGV[3] then "
     "redis.call('del', KEYS[2]) end "
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
     "local who, at, now = head(KEYS[3], KEYS[4], ARGV[6]) local mine = tonumber(ARGV[4]) "
     "local hold = tonumber(ARGV[5]) "
+    "if who and KEYS[5] and redis.call('pttl', KEYS[5]) < hold then "
+    "redis.call('pexpire', KEYS[5], hold) end "
     "if who and (mine < 0 or at <= now - mine) then "
     "redis.call('set', KEYS[1], 'lockwarden:reserved:' .. who, 'PX', hold) "
     "local e = redis.call('zscore', KEYS[4], who) "

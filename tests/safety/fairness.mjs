@@ -12,13 +12,13 @@ import { mutexResources } from './verdicts.mjs';
 import { groupBy, lowerBound, ms, sec, windowEnd } from './windows.mjs';
 
 // Whether a starved client fails the run when the run does not say (cfg.failOnStarvation:
-// checker.mjs --fail-on-starvation, --no-fail-on-starvation). False while issue 34 is open: an
-// agent with several local waiters hands a contended lock among them and waiters on other agents
-// starve (README.md, "A starvation the long runs showed"). With that fixed, this becomes true and
-// the check gates the short mode.
-export const FAIL_ON_STARVATION = false;
-const REPORT_ONLY_WHY = 'issue 34: an agent keeps a contended lock among its own waiters; ' +
-  '--fail-on-starvation fails the run on it';
+// checker.mjs --fail-on-starvation, --no-fail-on-starvation). Exclusive holds take turns across
+// agents (docs/safety.md, "Fair turns"), so a starved client is a failure, and the check gates
+// the short mode. --no-fail-on-starvation reports starved clients without failing the run (an
+// agent run with local_first = true, say, starves remote waiters by design).
+export const FAIL_ON_STARVATION = true;
+const REPORT_ONLY_WHY = 'starved clients do not fail this run (failOnStarvation false: ' +
+  '--no-fail-on-starvation, or a history from before it failed by default)';
 
 // A client starves when, between two of its grants, it spends more than this many times its
 // wait_ms asking while others hold what it asks for (issue 34: "no grant for 10 x its wait with

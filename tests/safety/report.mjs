@@ -132,7 +132,7 @@ export function summaryLines(h, checks, problems, mode) {
 
 const VERDICT_LETTER = { [SAFE]: 'S', [FENCES]: 'F' };
 
-// The fault x kind table: per fault name and kind, the verdict docs/safety.md states (S safe,
+// The fault x kind table: per fault name and kind, the verdict docs/proof.md states (S safe,
 // F safe with fences, N not safe), violations / records granted in the faults' reach (a "!"
 // after the violations: some were not allowed by the verdict), and the slowest time from a heal
 // to the kind's next grant ("-": the kind has no clients).
@@ -141,7 +141,7 @@ function tableLines(h) {
   if (!rows.length) return [];
   const goal = h.cfg.resumeGoalMs ?? h.cfg.maxTtlMs + 1000;
   const w = 19;
-  const out = [`fault x kind: verdict (S safe, F safe with fences, N not safe; docs/safety.md), ` +
+  const out = [`fault x kind: verdict (S safe, F safe with fences, N not safe; docs/proof.md), ` +
     `violations/grants in the faults' reach, slowest heal -> next grant (goal ${goal} ms; ` +
     `* missed after some heal)`];
   out.push(`  ${'fault'.padEnd(28)}${KINDS.map((k) => k.padEnd(w)).join('')}`);

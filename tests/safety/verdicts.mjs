@@ -1,4 +1,4 @@
-// What each lock kind keeps under each fault, as docs/safety.md's table states it, and how a run
+// What each lock kind keeps under each fault, as docs/proof.md's table states it, and how a run
 // compares with it (pure, no I/O). The table there and VERDICTS here must agree line by line
 // (verdicts.test.mjs compares them).
 //

@@ -1,4 +1,4 @@
-// The fault x kind verdicts (verdicts.mjs): docs/safety.md's table says the same, a violation is
+// The fault x kind verdicts (verdicts.mjs): docs/proof.md's table says the same, a violation is
 // excused only by the verdict of the fault it falls in, and the per-fault figures count what
 // they say.
 //
@@ -15,12 +15,12 @@ import { FENCES, KINDS, UNSAFE, VERDICTS, faultTable } from './verdicts.mjs';
 
 const S = 1e6; // µs
 
-// docs/safety.md's table: {fault: {kind: verdict}}, in its order.
+// docs/proof.md's table ("What survives which fault"): {fault: {kind: verdict}}, in its order.
 function docsTable() {
-  const text = fs.readFileSync(`${repoRoot}/docs/safety.md`, 'utf8');
+  const text = fs.readFileSync(`${repoRoot}/docs/proof.md`, 'utf8');
   const lines = text.split('\n');
   const head = lines.findIndex((l) => l.startsWith('| fault | mutex |'));
-  assert.ok(head >= 0, 'docs/safety.md has no fault x kind table');
+  assert.ok(head >= 0, 'docs/proof.md has no fault x kind table');
   const columns = lines[head].split('|').slice(2, 2 + KINDS.length).map((c) => c.trim());
   assert.deepEqual(columns, KINDS);
   const table = {};
@@ -57,7 +57,7 @@ function overlap(name, { detached = false, fences = [1, 2] } = {}) {
 const judged = (h) => analyze(h).flatMap((c) => c.violations);
 
 describe('fault x kind verdicts', () => {
-  it('docs/safety.md states every fault the checker injects, with the same verdicts', () => {
+  it('docs/proof.md states every fault the checker injects, with the same verdicts', () => {
     const docs = docsTable();
     assert.deepEqual(Object.keys(docs), FAULTS.map((f) => f.name));
     assert.deepEqual(Object.keys(VERDICTS), FAULTS.map((f) => f.name));

@@ -54,12 +54,21 @@ inline bool IsHexToken(const std::string& s) {
 
 inline std::string Key(const std::string& resource) { return "lock:" + resource; }
 
+// A claim's yes: the fence read (an integer), or {"granted", fence, waited} when asked.
+inline bool IsClaimed(const Reply& r) {
+  return r.kind == Reply::Kind::kInteger ||
+         (r.kind == Reply::Kind::kArray && !r.elements.empty() && r.elements[0].text == "granted");
+}
+
 inline EngineOptions Options(int64_t node_timeout_ms = 50, int64_t retry_delay_ms = 20,
                       int64_t retry_jitter_ms = 10) {
   EngineOptions o;
   o.node_timeout_ms = node_timeout_ms;
   o.retry_delay_ms = retry_delay_ms;
   o.retry_jitter_ms = retry_jitter_ms;
+  // Local hand-off after a grant that heard nobody waiting elsewhere does not depend on how
+  // fast the test runs (the window is tested in failure_text_test.cc).
+  o.handoff_window_ms = 3'600'000;
   return o;
 }
 

@@ -138,6 +138,43 @@ TEST(HandOff, NotGivenWhenAnythingMayChangeTheKeyOrItDoesNotFit) {
   })) << "nothing left: never handed over";
 }
 
+TEST(HandOff, WhereHoldsTakeTurnsOnlyToAWaiterKnownToHaveComeFirst) {
+  HandOffCase c = Fits();
+  c.turns = true;
+  c.next_first = false;  // a waiter on another agent may have come before it
+  EXPECT_FALSE(MayHandOff(c));
+  c.next_first = true;
+  EXPECT_TRUE(MayHandOff(c));
+  c.left_ms = 499;  // turns never loosen the other conditions
+  EXPECT_FALSE(MayHandOff(c));
+  c = Fits();
+  c.next_first = false;  // without turns (local_first), the old rule alone
+  EXPECT_TRUE(MayHandOff(c));
+}
+
+TEST(HandOff, AWaiterGoesFirstOnlyIfTheLastGrantHeardEveryoneWhoCameBeforeIt) {
+  using std::chrono::milliseconds;
+  const auto at = std::chrono::steady_clock::time_point() + std::chrono::hours(1);
+  const auto later = at + milliseconds(200);  // past the 100 ms window
+  auto first = [&](auto came, const OthersHeard& heard, auto now) {
+    return MayGoBeforeOthers(came, heard, now, 100);
+  };
+  OthersHeard heard{true, -1, at};  // nobody waited elsewhere as of `at`
+  EXPECT_TRUE(first(at - milliseconds(1), heard, later));
+  EXPECT_FALSE(first(at, heard, later)) << "came with the round, window over: unknown";
+  EXPECT_FALSE(first(at + milliseconds(5), heard, later)) << "came after, window over: unknown";
+  EXPECT_TRUE(first(at + milliseconds(5), heard, at + milliseconds(99))) << "within the window";
+  EXPECT_FALSE(first(at + milliseconds(5), heard, at + milliseconds(100)));
+  heard.waited_ms = 100;  // someone elsewhere had waited 100 ms as of `at`
+  EXPECT_TRUE(first(at - milliseconds(100), heard, later));
+  EXPECT_TRUE(first(at - milliseconds(500), heard, later));
+  EXPECT_FALSE(first(at - milliseconds(99), heard, later)) << "the other came first";
+  EXPECT_FALSE(first(at + milliseconds(5), heard, at + milliseconds(6)))
+      << "someone waits elsewhere: no window";
+  heard.asked = false;  // the grant did not hear (an older agent's answer, or none asked)
+  EXPECT_FALSE(first(at - milliseconds(500), heard, at));
+}
+
 TEST(Renewal, TimingStaysWithinTheValidity) {
   EXPECT_EQ(RenewDelayMs(true, 3000, 2900), 1000);
   EXPECT_EQ(RenewDelayMs(true, 3000, 500), 500);

@@ -163,10 +163,13 @@ class FakeNode : public Node {
     args.insert(args.end(), rest.begin(), rest.end());
     std::vector<std::string> key_list(keys.begin(), keys.end());
     if (script == scripts::KindScript::kClaimExclusive) {
-      const bool fenced = keys.size() > 3;
+      // KEYS: P R, readers, writer-waiting, queue, queue-alive, [fence counter]. Turns are not
+      // modelled: nobody else ever waits here.
+      const bool fenced = keys.size() > 5;
       Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys[0], args.at(0),
-              std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string());
-    } else if (script == scripts::KindScript::kReleasePart) {
+              std::stoll(args.at(1)), std::move(handler), fenced ? keys[5] : std::string());
+    } else if (script == scripts::KindScript::kReleasePart ||
+               script == scripts::KindScript::kReleaseTurn) {
       Enqueue(Op::kDelete, keys[0], args.at(0), 0, std::move(handler));
     } else {
       Enqueue(Op::kKindScript, keys[0], args.at(0), 0, std::move(handler));
@@ -303,7 +306,7 @@ class FakeNode : public Node {
         }
         if (Live(k[2], now)) return Array({"writer-waiting"});
         sets_[k[1]][a[0]] = now + std::chrono::milliseconds(std::stoll(a[1]));
-        return Int(k.size() > 3 ? Counter(k[3]).value_or(0) : 0);
+        return Int(k.size() > 5 ? Counter(k[5]).value_or(0) : 0);
       }
       case scripts::KindScript::kClaimPermit: {
         const Entry* m = Live(k[0], now);
@@ -321,7 +324,9 @@ class FakeNode : public Node {
         const auto until = now + std::chrono::milliseconds(std::stoll(a[1]));
         data_[k[1]] = Entry{a[0], until};
         SetAtLeast(k[0], a[2], until, now);
-        return Int(k.size() > 3 ? Counter(k[3]).value_or(0) : 0);
+        const int64_t fence = k.size() > 5 ? Counter(k[5]).value_or(0) : 0;
+        if (a.size() > 9 && a[9] == "1") return Array({"granted"}, {fence, -1});
+        return Int(fence);
       }
       case scripts::KindScript::kExtendShared: {
         auto set = sets_.find(k[0]);
@@ -364,6 +369,8 @@ class FakeNode : public Node {
         r.text = record->token.substr(holder->token.size() + 1);
         return r;
       }
+      case scripts::KindScript::kLeaveQueue:
+        return Int(1);
       default:
         return Unavailable();
     }
@@ -444,6 +451,10 @@ class FakeNode : public Node {
       if (const Entry* w = Live(c.keys[2], now); w != nullptr && w->token == c.args[3]) {
         data_.erase(c.keys[2]);
       }
+    }
+    if (r.kind == Reply::Kind::kInteger && c.script == scripts::KindScript::kClaimExclusive &&
+        c.args.size() > 8 && c.args[8] == "1") {
+      return Array({"granted"}, {r.integer, -1});  // asked how long others wait: nobody does
     }
     return r;
   }

@@ -16,7 +16,7 @@ using Part = KeyPart::Part;
 
 TEST(KeyPartsTest, EveryPartHasOneRowInPartOrder) {
   const auto rows = KeyPartRows();
-  ASSERT_EQ(rows.size(), 5u);
+  ASSERT_EQ(rows.size(), 7u);
   for (size_t i = 0; i < rows.size(); ++i) {
     EXPECT_EQ(static_cast<size_t>(rows[i].part), i);
     EXPECT_EQ(&RowOf(rows[i].part), &rows[i]);
@@ -24,9 +24,10 @@ TEST(KeyPartsTest, EveryPartHasOneRowInPartOrder) {
   EXPECT_EQ(RowOf(Part::kWriterWaiting).name, "writer-waiting");
 }
 
-TEST(KeyPartsTest, OnlyAReadersSetIsASortedSet) {
+TEST(KeyPartsTest, OnlyAReadersSetAndTheQueueAreSortedSets) {
   for (const KeyPartRow& row : KeyPartRows()) {
-    const bool members = row.part == Part::kReaders;
+    const bool members =
+        row.part == Part::kReaders || row.part == Part::kQueue || row.part == Part::kQueueAlive;
     EXPECT_EQ(row.value == PartValue::kMembers, members) << row.name;
     EXPECT_EQ(RedisTypeOf(row), members ? "zset" : "string") << row.name;
   }
@@ -38,6 +39,8 @@ TEST(KeyPartsTest, KeysReadBackToTheirRow) {
   EXPECT_EQ(RowOfKey("lock:", ReadersKey("lock:", "cfg"))->part, Part::kReaders);
   EXPECT_EQ(RowOfKey("lock:", WriterWaitingKey("lock:", "cfg"))->part, Part::kWriterWaiting);
   EXPECT_EQ(RowOfKey("lock:", LeaderKey("lock:", "jobs"))->part, Part::kLeader);
+  EXPECT_EQ(RowOfKey("lock:", QueueKey("lock:", "jobs"))->part, Part::kQueue);
+  EXPECT_EQ(RowOfKey("lock:", QueueAliveKey("lock:", "jobs"))->part, Part::kQueueAlive);
   EXPECT_EQ(RowOfKey("", ReadersKey("lock:", "cfg"))->part, Part::kReaders);  // any prefix
   EXPECT_EQ(RowOfKey("lock:", "lock:x\x1fsomething-new"), nullptr);
   EXPECT_EQ(RowOfKey("lock:", "other:cfg"), nullptr);
@@ -46,7 +49,8 @@ TEST(KeyPartsTest, KeysReadBackToTheirRow) {
   EXPECT_EQ(RowToRead("", ReadersKey("lock:", "cfg")).part, Part::kReaders);
   for (const std::string& key :
        {std::string("lock:cfg"), PermitKey("lock:", "pool", 3), ReadersKey("lock:", "cfg"),
-        WriterWaitingKey("lock:", "cfg"), LeaderKey("lock:", "jobs")}) {
+        WriterWaitingKey("lock:", "cfg"), LeaderKey("lock:", "jobs"), QueueKey("lock:", "q"),
+        QueueAliveKey("lock:", "q")}) {
     EXPECT_EQ(KeyOfPart("lock:", *ParseLockKey("lock:", key)), key);
   }
 }
@@ -59,6 +63,15 @@ TEST(KeyPartsTest, MarksAndRecordsAreNoHoldsAndAMarkerIsNone) {
   EXPECT_TRUE(IsHold(RowOf(Part::kReaders), "a:t1"));
   EXPECT_FALSE(IsHold(RowOf(Part::kWriterWaiting), "a:t1"));
   EXPECT_FALSE(IsHold(RowOf(Part::kLeader), StoredRecord("a:t1", {1, 2, "{}"})));
+  // Turns: a reservation at the base key and an agent's queue entries are no holds (never
+  // partial, never revoked), and nothing removes them but their own expiry or their agent.
+  EXPECT_FALSE(IsHold(RowOf(Part::kBase), Reservation("0123456789abcdef:")));
+  EXPECT_TRUE(IsReservation(Reservation("0123456789abcdef:")));
+  EXPECT_FALSE(IsReservation("0123456789abcdef:t1"));
+  for (Part p : {Part::kQueue, Part::kQueueAlive}) {
+    EXPECT_FALSE(IsHold(RowOf(p), "0123456789abcdef:"));
+    EXPECT_FALSE(RemovalOf("lock:", KeyPart{"q", p, -1}, "0123456789abcdef:", "").has_value());
+  }
   EXPECT_EQ(RowOf(Part::kBase).mode, HoldMode::kExclusive);
   EXPECT_EQ(RowOf(Part::kPermit).mode, HoldMode::kPermit);
   EXPECT_EQ(RowOf(Part::kReaders).mode, HoldMode::kShared);

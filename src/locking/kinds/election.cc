@@ -44,8 +44,8 @@ RoundRequest Election::ReleaseRound(const HoldPlace& p, const std::string& token
 
 RoundRequest Election::ReleaseTurn(const HoldPlace& p, const std::string& token,
                                    const std::string& value_prefix, const Turn& turn) const {
-  return ReleaseInTurn(p, token, LeaderKey(p.key_prefix, p.name), std::string(p.record),
-                       value_prefix, turn);
+  return ReleaseInTurn(p, token, BaseKey(p), LeaderKey(p.key_prefix, p.name),
+                       std::string(p.record), value_prefix, turn);
 }
 
 void Election::Describe(const Holder& h, LockView& view) const {

@@ -141,15 +141,17 @@ RoundRequest ReleasePart(const HoldPlace& p, const std::string& token,
 }
 
 RoundRequest ReleaseInTurn(const HoldPlace& p, const std::string& token,
-                           const std::string& second_key, const std::string& drop_mark,
-                           const std::string& value_prefix, const Turn& turn) {
+                           const std::string& hold_key, const std::string& second_key,
+                           const std::string& drop_mark, const std::string& value_prefix,
+                           const Turn& turn) {
+  std::vector<std::string> keys = {hold_key, second_key, QueueKey(p.key_prefix, p.name),
+                                   QueueAliveKey(p.key_prefix, p.name)};
+  if (hold_key != BaseKey(p)) keys.push_back(BaseKey(p));  // a permit's marker
   RoundRequest req = KindRound(
-      RoundOp::kKindRelease, scripts::KindScript::kReleaseTurn, token,
-      {BaseKey(p), second_key, QueueKey(p.key_prefix, p.name),
-       QueueAliveKey(p.key_prefix, p.name)},
+      RoundOp::kKindRelease, scripts::KindScript::kReleaseTurn, token, std::move(keys),
       {scripts::ReleaseChannel(BaseKey(p)), drop_mark, std::to_string(turn.next_waited_ms),
        std::to_string(turn.reserve_ms), value_prefix});
-  req.key = BaseKey(p);
+  req.key = hold_key;
   req.wait_all = true;
   return req;
 }

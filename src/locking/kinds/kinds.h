@@ -12,7 +12,8 @@ namespace lw::kinds {
 class ReadWrite : public Kind {
  public:
   HoldMode ModeAsked(bool shared) const override;
-  bool TakesTurns(HoldMode mode) const override { return mode == HoldMode::kExclusive; }
+  // Both holds queue; only an exclusive one's release reserves (a reader's frees nothing).
+  bool TakesTurns(HoldMode /*mode*/) const override { return true; }
   bool MayContendBeside(const LockShape& shape, HoldMode mode, const Holders& held) const override;
   RoundRequest AcquireRound(const AttemptCall& a, KindSlot& state) const override;
   void Heard(const RoundResult& res, KindSlot& state, uint64_t waiter) const override;
@@ -45,6 +46,9 @@ class Semaphore : public Kind {
   RoundRequest ExtendRound(const HoldPlace& p, const std::string& token,
                            int64_t ttl_ms) const override;
   RoundRequest ReleaseRound(const HoldPlace& p, const std::string& token) const override;
+  bool TakesTurns(HoldMode /*mode*/) const override { return true; }
+  RoundRequest ReleaseTurn(const HoldPlace& p, const std::string& token,
+                           const std::string& value_prefix, const Turn& turn) const override;
 };
 
 // An election: a lock whose exclusive holder is the leader, always fenced (the fence is its
@@ -78,9 +82,12 @@ RoundRequest ReleasePart(const HoldPlace& p, const std::string& token,
                          const std::string& drop_mark);
 // An exclusive hold's release in turn (kReleaseTurn): as ReleasePart of the base key, and where
 // another agent waits, the lock left reserved for the agent whose waiter came first.
+// hold_key: P R, or a permit's key (whose marker is then kept at least as long as a
+// reservation of it).
 RoundRequest ReleaseInTurn(const HoldPlace& p, const std::string& token,
-                           const std::string& second_key, const std::string& drop_mark,
-                           const std::string& value_prefix, const Turn& turn);
+                           const std::string& hold_key, const std::string& second_key,
+                           const std::string& drop_mark, const std::string& value_prefix,
+                           const Turn& turn);
 // This agent's queue entry for the resource at p removed (kLeaveQueue; every master).
 RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix);
 

@@ -41,8 +41,10 @@ RoundRequest ReadWrite::AcquireRound(const AttemptCall& a, KindSlot& state) cons
   if (p.mode == HoldMode::kShared) {
     RoundRequest req = KindRound(
         RoundOp::kKindAcquire, scripts::KindScript::kClaimShared, a.token,
-        {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name)},
-        {std::to_string(a.ttl_ms)});
+        {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name),
+         QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)},
+        {std::to_string(a.ttl_ms), a.value_prefix, std::to_string(a.waited_ms),
+         std::to_string(a.waiting_ttl_ms)});
     return Finish(std::move(req), a, HoldKey(p), p.fence_prefix + p.name);
   }
   if (MarkOf(state, a.waiter) == nullptr) {
@@ -101,7 +103,7 @@ RoundRequest ReadWrite::ReleaseRound(const HoldPlace& p, const std::string& toke
 RoundRequest ReadWrite::ReleaseTurn(const HoldPlace& p, const std::string& token,
                                     const std::string& value_prefix, const Turn& turn) const {
   if (p.mode == HoldMode::kShared) return ReleaseRound(p, token);
-  return ReleaseInTurn(p, token, BaseKey(p), "", value_prefix, turn);
+  return ReleaseInTurn(p, token, BaseKey(p), BaseKey(p), "", value_prefix, turn);
 }
 
 }  // namespace lw::kinds

@@ -71,9 +71,11 @@ RoundRequest Semaphore::AcquireRound(const AttemptCall& a, KindSlot& /*state*/) 
   permits_prefix.pop_back();  // P R US "permit:"
   RoundRequest req = KindRound(
       RoundOp::kKindAcquire, scripts::KindScript::kClaimPermit, a.token,
-      {BaseKey(p), HoldKey(p), ReadersKey(p.key_prefix, p.name)},
+      {BaseKey(p), HoldKey(p), ReadersKey(p.key_prefix, p.name), QueueKey(p.key_prefix, p.name),
+       QueueAliveKey(p.key_prefix, p.name)},
       {std::to_string(a.ttl_ms), p.shape.Marker(), std::to_string(p.shape.permits),
-       std::to_string(p.permit), std::move(permits_prefix)});
+       std::to_string(p.permit), std::move(permits_prefix), a.value_prefix,
+       std::to_string(a.waited_ms), std::to_string(a.waiting_ttl_ms), a.ask_others ? "1" : "0"});
   return Finish(std::move(req), a, HoldKey(p), FenceKey(p));
 }
 
@@ -114,6 +116,11 @@ RoundRequest Semaphore::ExtendRound(const HoldPlace& p, const std::string& token
 
 RoundRequest Semaphore::ReleaseRound(const HoldPlace& p, const std::string& token) const {
   return ReleasePart(p, token, HoldKey(p), WriterWaitingKey(p.key_prefix, p.name), "");
+}
+
+RoundRequest Semaphore::ReleaseTurn(const HoldPlace& p, const std::string& token,
+                                    const std::string& value_prefix, const Turn& turn) const {
+  return ReleaseInTurn(p, token, HoldKey(p), HoldKey(p), "", value_prefix, turn);
 }
 
 }  // namespace lw::kinds
