@@ -154,7 +154,9 @@ void LockEngine::StartAttempt(const std::string& name) {
                        r.kind().ChoosePart(r.shape, r.kind_state, r.holders, rng_),
                        w.history.attempts,
                        std::string(),
-                       TakesTurns(r, w.mode)};
+                       // Asked only where a local waiter may want the lock handed over: an
+                       // uncontended claim costs the master no more than without turns.
+                       TakesTurns(r, w.mode) && r.waiters.live() > 1};
   const HoldPlace place = PlaceOf(a, r);
   RoundRequest req = r.kind().AcquireRound(CallOf(a, r, place), r.kind_state);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
@@ -192,14 +194,16 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   w.history.last_tally = tally;
   w.history.last_in_fence_phase = fence_written;
   r->kind().Heard(res, r->kind_state, w.id);
-  // A master that refused (or may have, unheard) queued this agent there.
-  r->queued =
-      r->queued || (a.ask_others && (tally.no() > 0 || tally.failed() > 0 || !tally.Won()));
+  // A master that refused (or may have, unheard) may have queued this agent there; a refusal
+  // retried at once (a free permit named) queued it nowhere.
+  const bool maybe_queued =
+      TakesTurns(*r, w.mode) && (tally.no() > 0 || tally.failed() > 0 || !tally.Won());
   const auto now = Clock::now();
   const int64_t validity =
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
   w.history.last_too_slow = tally.Won() && validity <= 0;
   if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
+    if (maybe_queued) r->queued = true;
     // What the grant heard of waiters elsewhere, if every master that granted said.
     if (!fence_written) {
       r->others = {a.ask_others && res.others_untold == 0, res.others_waited_ms, res.started};
@@ -218,6 +222,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
       r->kind().Refused(res, r->shape, r->kind_state, w.id, rounds_.quorum(),
                         /*may_retry_now=*/!w.cancelled && !shutting_down_);
   w.history.last_refusal = reading.why;
+  if (maybe_queued && !reading.retry_now) r->queued = true;
   const bool giving_up = !reading.retry_now && (w.cancelled || shutting_down_ ||
                                                 reading.foreign || w.expired || remaining <= 0);
   // Undo on every master, including those that said no or did not answer in time: a late

@@ -225,6 +225,9 @@ class LockEngine {
   void ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h);
   // This agent's queue entry for `name` removed from every master, if it may have one.
   void LeaveQueue(const std::string& name, Resource& r);
+  // Asks every master how long other agents wait for `name` (Resource::others), unless a
+  // question is already in flight.
+  void AskOthers(const std::string& name, Resource& r);
   void ReleaseEverywhere(RoundRequest release);
   // Revoke of the holds in `holds` (each held in r).
   void RevokeHeld(Resource& r, const std::string& name, std::vector<const Holder*> holds,

@@ -2,6 +2,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <memory>
 
 #include "core/redlock_math.h"
@@ -12,6 +14,17 @@
 #include "locking/lock_engine.h"
 
 namespace lw {
+namespace {
+
+// kQueueHead's answer: a whole number of ms (anything else reads as a long wait, which only
+// stops local hand-off).
+int64_t ParseWaited(const std::string& text) {
+  int64_t ms = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
+  return ec == std::errc() && end == text.data() + text.size() && ms >= 0 ? ms : INT32_MAX;
+}
+
+}  // namespace
 
 void LockEngine::Release(SessionId session, const std::string& name, const std::string& token,
                          ReleaseDone done) {
@@ -39,6 +52,7 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   r.waiters.DropCancelledFront([this](const Waiter& w) { deadlines_.Erase(w.id); });
   const auto now = Clock::now();
   HandOffCase c;
+  bool ask = false;
   c.engine_stopping = shutting_down_;
   c.attempt_in_flight = r.attempt_in_flight;
   c.released_fenced = prev.fence.has_value();
@@ -53,6 +67,12 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
     c.next_ttl_ms = next.history.ttl_ms;
     c.turns = TakesTurns(r, prev.mode);
     c.next_first = MayGoBeforeOthers(next.requested, r.others, now, HandOffWindowMs());
+    // Nobody waited elsewhere when last heard, but that was a window ago: hand over and ask the
+    // masters again beside it, rather than send this release through them (for a semaphore,
+    // that sets every other holder's release on the same path until a grant). Nothing heard (a
+    // grant with no local waiter to ask for) or a waiter heard of: through the masters.
+    ask = c.turns && !c.next_first && r.others.asked && r.others.waited_ms < 0;
+    c.next_first = c.next_first || ask;
   }
   if (!MayHandOff(c)) {
     HandOffCase alone = c;
@@ -60,6 +80,7 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
     if (c.turns && MayHandOff(alone)) stats_->handoffs_in_turn.Inc();
     return false;
   }
+  if (ask) AskOthers(name, r);
   Waiter w = r.waiters.PopFront();
   if (r.retry_timer) r.retry_timer->Stop();
   Holder& h = Install(r, name, w, prev.mode, prev.part);
@@ -327,6 +348,30 @@ RoundRequest LockEngine::HolderRelease(const std::string& name, const Resource& 
 
 void LockEngine::ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h) {
   ReleaseEverywhere(HolderRelease(name, r, h));
+}
+
+void LockEngine::AskOthers(const std::string& name, Resource& r) {
+  if (r.asking) return;
+  r.asking = true;
+  rounds_.Run(kinds::QueueHead(table_.PlaceOf(name, r, HoldMode::kExclusive, -1),
+                               options_.value_prefix),
+              [this, name](const RoundResult& res) {
+                Resource* found = Find(name);
+                if (found != nullptr) {
+                  found->asking = false;
+                  // Heard only when every master answered: one silent may have a waiter.
+                  OthersHeard heard{true, -1, res.started};
+                  for (size_t i = 0; i < res.values.size(); ++i) {
+                    if (res.values[i]) {
+                      heard.waited_ms = std::max(heard.waited_ms, ParseWaited(*res.values[i]));
+                    } else if (!res.read_nil[i]) {
+                      heard.asked = false;
+                    }
+                  }
+                  found->others = heard;
+                }
+                MaybeFinishShutdown();
+              });
 }
 
 void LockEngine::LeaveQueue(const std::string& name, Resource& r) {

@@ -39,6 +39,7 @@ struct Resource {
   // last grant through the masters heard of other agents' waiters.
   bool queued = false;
   OthersHeard others;
+  bool asking = false;  // a QueueHead round for `others` is in flight
 
   const Kind& kind() const { return KindOf(shape); }
   bool idle() const {

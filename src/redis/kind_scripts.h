@@ -26,7 +26,7 @@ namespace lw::scripts {
 // Every kind script, in the order of NodeCommand's kind-script entries (redis/node_stats.h).
 enum class KindScript : uint8_t {
   kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
-  kReleasePart, kFenceRecord, kReadRecord, kReleaseTurn, kLeaveQueue, kCount
+  kReleasePart, kFenceRecord, kReadRecord, kReleaseTurn, kLeaveQueue, kQueueHead, kCount
 };
 
 // Shared prelude. fence(key): the counter at key (0 when absent or no key); an acquire reads it
@@ -43,97 +43,109 @@ enum class KindScript : uint8_t {
   "return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) end "                    \
   "local function is_marker(v) return string.sub(v, 1, 21) == 'lockwarden:semaphore:' end "
 
-// Turns (docs/safety.md, "Fair turns"; core/lock_kind.h has the queue's keys). head(q, alive,
-// self): the agent other than self whose oldest waiter came first, when it came, and the
-// master's clock (nil when nobody else waits); entries whose expiry passed are dropped first.
-// wait_here(q, alive, agent, waited, ttl): agent's entry says its oldest waiter came `waited`
-// ms ago and lives `ttl` ms more.
-#define LW_TURN_PRELUDE                                                                       \
-  "local function head(q, alive, self) if redis.call('exists', q) == 0 then return nil end "  \
-  "local now = now_ms() local gone = redis.call('zrangebyscore', alive, '-inf', now) "       \
-  "for i = 1, #gone do redis.call('zrem', q, gone[i]) end "                                   \
-  "if #gone > 0 then redis.call('zremrangebyscore', alive, '-inf', now) end "                 \
-  "local first = redis.call('zrange', q, 0, 1, 'WITHSCORES') "                                \
-  "for i = 1, #first, 2 do if first[i] ~= self then "                                         \
-  "return first[i], tonumber(first[i + 1]), now end end return nil, nil, now end "            \
-  "local function wait_here(q, alive, agent, waited, ttl) local now = now_ms() "              \
-  "redis.call('zadd', q, now - tonumber(waited), agent) "                                     \
-  "redis.call('zadd', alive, now + tonumber(ttl), agent) "                                    \
-  "for _, k in ipairs({q, alive}) do "                                                        \
-  "if redis.call('pttl', k) < tonumber(ttl) then redis.call('pexpire', k, ttl) end end end "
+// Turns (docs/safety.md, "Fair turns"; core/lock_kind.h has the queue's keys), as statements
+// spliced in where they run (no function is defined on a claim's or release's usual path: each
+// definition costs the master on every call). LW_HEAD(q, alive, self): locals who, at, now: the
+// agent other than self whose oldest waiter came first, when it came, and the master's clock
+// (who nil when nobody else waits; now read only when the queue exists); expired entries are
+// dropped first. LW_WAIT_HERE(q, alive, agent, waited, ttl): agent's entry says its oldest
+// waiter came `waited` ms ago and lives `ttl` ms more; so do the two keys (an entry whose agent
+// has a longer ttl outlives them only until that agent's next attempt writes it again).
+#define LW_QUEUE(base) base " .. '\\31queue'"
+#define LW_ALIVE(base) base " .. '\\31queue-alive'"
+#define LW_TURN_NOW "local t = redis.call('time') now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
+#define LW_HEAD(q, alive, self)                                                               \
+  "local who, at, now = nil, nil, 0 if redis.call('exists', " q ") == 1 then " LW_TURN_NOW    \
+  "local gone = redis.call('zrangebyscore', " alive ", '-inf', now) "                         \
+  "for i = 1, #gone do redis.call('zrem', " q ", gone[i]) end "                               \
+  "if #gone > 0 then redis.call('zremrangebyscore', " alive ", '-inf', now) end "             \
+  "local first = redis.call('zrange', " q ", 0, 1, 'WITHSCORES') "                            \
+  "for i = 1, #first, 2 do if first[i] ~= " self " then "                                    \
+  "who = first[i] at = tonumber(first[i + 1]) break end end end "
+#define LW_WAIT_HERE(q, alive, agent, waited, ttl)                                            \
+  "do local now = 0 " LW_TURN_NOW                                                             \
+  "redis.call('zadd', " q ", now - tonumber(" waited "), " agent ") "                         \
+  "redis.call('zadd', " alive ", now + tonumber(" ttl "), " agent ") "                        \
+  "redis.call('pexpire', " q ", " ttl ") redis.call('pexpire', " alive ", " ttl ") end "
 
 // An exclusive hold (a mutex; the write hold of a read-write lock; an election's leader). KEYS:
-// P R, readers, writer-waiting, queue, queue-alive, [fence counter]. ARGV: value, ttl,
-// writer-waiting ttl, the waiter's mark (the same for all its attempts: the writer-waiting
-// value), "1" when an earlier attempt of this waiter may have left that mark here (else "0":
-// the taken hold has no mark to remove), this agent (its value prefix), how long its oldest
-// waiter has waited (ms; "-1": take no turn, as with local_first), the queue entry's ttl, "1"
-// to answer how long other agents wait. A refused claim that takes turns leaves or refreshes
+// P R, readers, writer-waiting, [fence counter]. ARGV: value, ttl, writer-waiting ttl (also the
+// queue entry's), the waiter's mark (the same for all its attempts: the writer-waiting value),
+// "1" when an earlier attempt of this waiter may have left that mark here (else "0": the taken
+// hold has no mark to remove), this agent (its value prefix), how long its oldest waiter has
+// waited (ms; "-1": take no turn, as with local_first), "1" to answer how long other agents
+// wait. The queue's keys are P R's with their part names appended (core/lock_kind.h): turns
+// add no key or argument a claim must carry on every call. A refused claim that takes turns leaves or refreshes
 // this agent's queue entry; a reservation for this agent is taken like a free key, and one for
 // another refuses like a holder. The readers set and the queue are read only when they
 // exist, so a mutex nobody reads or waits for costs one EXISTS more than SET NX.
-inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE LW_TURN_PRELUDE
-    "local function refused() if ARGV[7] ~= '-1' then "
-    "wait_here(KEYS[4], KEYS[5], ARGV[6], ARGV[7], ARGV[8]) end end "
+inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
     "if redis.call('exists', KEYS[2]) == 1 then "
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms()) "
     "if redis.call('zcard', KEYS[2]) > 0 then local w = redis.call('get', KEYS[3]) "
     "if not w or w == ARGV[4] then redis.call('set', KEYS[3], ARGV[4], 'PX', ARGV[3]) end "
-    "refused() return {'readers'} end end "
+    "if ARGV[7] ~= '-1' then " LW_WAIT_HERE(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[6]", "ARGV[7]", "ARGV[3]")
+    "end return {'readers'} end end "
     "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
     "local m = redis.call('get', KEYS[1]) if m and is_marker(m) then return {'kind', m} end "
-    "if m ~= 'lockwarden:reserved:' .. ARGV[6] then refused() return false end "
+    "if m ~= 'lockwarden:reserved:' .. ARGV[6] then "
+    "if ARGV[7] ~= '-1' then " LW_WAIT_HERE(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[6]", "ARGV[7]", "ARGV[3]")
+    "end return false end "
     "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end "
     "if ARGV[5] ~= '0' and redis.call('get', KEYS[3]) == ARGV[4] then "
     "redis.call('del', KEYS[3]) end "
-    "local f = fence(KEYS[6]) if ARGV[9] ~= '1' then return f end "
-    "local who, at, now = head(KEYS[4], KEYS[5], ARGV[6]) "
+    "local f = fence(KEYS[4]) if ARGV[8] ~= '1' then return f end "
+    LW_HEAD(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[6]")
     "if not who then return {'granted', f, -1} end return {'granted', f, now - at}";
 
-// A shared (read) hold. KEYS: P R, readers, writer-waiting, queue, queue-alive. ARGV: value,
+// A shared (read) hold. KEYS: P R, readers, writer-waiting (the queue's keys are P R's). ARGV: value,
 // ttl, this agent, how long its oldest waiter has waited ("-1": take no turn), the queue
 // entry's ttl. Refused, it queues this agent as kClaimExclusive does; a reservation for this
 // agent is taken (deleted, the hold goes into the readers set), even past a waiting writer's
 // mark: the reservation says this agent's waiter came first.
-inline constexpr const char* kClaimShared = LW_KIND_PRELUDE LW_TURN_PRELUDE
-    "local function refused() if ARGV[4] ~= '-1' then "
-    "wait_here(KEYS[4], KEYS[5], ARGV[3], ARGV[4], ARGV[5]) end end "
+inline constexpr const char* kClaimShared = LW_KIND_PRELUDE
     "local m = redis.call('get', KEYS[1]) "
     "if m and is_marker(m) then return {'kind', m} end "
-    "if m and m ~= 'lockwarden:reserved:' .. ARGV[3] then refused() return {'writer'} end "
-    "if m then redis.call('del', KEYS[1]) "
-    "elseif redis.call('exists', KEYS[3]) == 1 then refused() return {'writer-waiting'} end "
+    "local why = nil "
+    "if m and m ~= 'lockwarden:reserved:' .. ARGV[3] then why = 'writer' "
+    "elseif m then redis.call('del', KEYS[1]) "
+    "elseif redis.call('exists', KEYS[3]) == 1 then why = 'writer-waiting' end "
+    "if why then if ARGV[4] ~= '-1' then "
+    LW_WAIT_HERE(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[3]", "ARGV[4]", "ARGV[5]")
+    "end return {why} end "
     "local now = now_ms() local ttl = tonumber(ARGV[2]) "
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now) "
     "redis.call('zadd', KEYS[2], now + ttl, ARGV[1]) "
     "if redis.call('pttl', KEYS[2]) < ttl then redis.call('pexpire', KEYS[2], ttl) end "
     "return 0";
 
-// A semaphore's permit. KEYS: P R (the marker), the permit, readers, queue, queue-alive,
+// A semaphore's permit. KEYS: P R (the marker; the queue's keys are its), the permit, readers,
 // [fence counter]. ARGV: value, ttl, marker, K, this permit, the permit keys' common prefix
 // (P R US "permit:"), this agent, how long its oldest waiter has waited ("-1": take no turn),
 // the queue entry's ttl, "1" to answer how long other agents wait (as kClaimExclusive). A
 // permit reserved for this agent is taken like a free one, and listed as free when another
-// was asked for; one reserved for another agent is taken. Refused, it queues this agent.
-inline constexpr const char* kClaimPermit = LW_KIND_PRELUDE LW_TURN_PRELUDE
+// was asked for; one reserved for another agent is taken. Refused with no permit free here,
+// it queues this agent (with one free, it is retried at once instead).
+inline constexpr const char* kClaimPermit = LW_KIND_PRELUDE
     "local m = redis.call('get', KEYS[1]) "
     "if m and m ~= ARGV[3] then return {'kind', m} end "
     "if redis.call('exists', KEYS[3]) == 1 then return {'kind', 'readers'} end "
     "local mine = 'lockwarden:reserved:' .. ARGV[7] "
-    "local p = redis.call('get', KEYS[2]) "
-    "if p and p ~= mine then "
+    "if not redis.call('set', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[2]) then "
+    "if redis.call('get', KEYS[2]) ~= mine then "
     "local k = tonumber(ARGV[4]) local s = tonumber(ARGV[5]) local free = {'taken'} "
     "for i = 1, k - 1 do local j = (s + i) % k local v = redis.call('get', ARGV[6] .. j) "
     "if not v or v == mine then free[#free + 1] = j "
     "if #free > 8 then break end end end "
-    "if ARGV[8] ~= '-1' then wait_here(KEYS[4], KEYS[5], ARGV[7], ARGV[8], ARGV[9]) end "
+    "if #free == 1 and ARGV[8] ~= '-1' then "
+    LW_WAIT_HERE(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[7]", "ARGV[8]", "ARGV[9]") "end "
     "return free end "
-    "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2]) "
+    "redis.call('set', KEYS[2], ARGV[1], 'PX', ARGV[2]) end "
     "local ttl = tonumber(ARGV[2]) "
     "if not m then redis.call('set', KEYS[1], ARGV[3], 'PX', ttl) "
     "elseif redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end "
-    "local f = fence(KEYS[6]) if ARGV[10] ~= '1' then return f end "
-    "local who, at, now = head(KEYS[4], KEYS[5], ARGV[7]) "
+    "local f = fence(KEYS[4]) if ARGV[10] ~= '1' then return f end "
+    LW_HEAD(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[7]")
     "if not who then return {'granted', f, -1} end return {'granted', f, now - at}";
 
 // KEYS: readers. ARGV: value, ttl. A reader whose expiry passed is not there.
@@ -193,29 +205,29 @@ inline constexpr const char* kReadRecord =
     "return string.sub(r, #v + 2)";
 
 // An exclusive hold or a permit released in turn (docs/safety.md, "Fair turns"). KEYS: the
-// hold's key (P R, or the permit's), a second key (the election's record, or the hold's key
-// again), queue, queue-alive, [a permit's marker (P R)]. ARGV: value, release channel ("":
-// announce nothing), the mark to drop at the second key ("": none), how long this agent's next
-// waiter has waited (ms; "-1": none), how long a reservation lasts (ms), this agent. As
+// hold's key (P R, or the permit's), [P R when it is another key (a permit's marker; the queue's
+// keys are P R's)], [the election's record]. ARGV: value, release channel ("": announce
+// nothing), how long this agent's next waiter has waited (ms; "-1": none), how long a
+// reservation lasts (ms), this agent, [the record to drop: the third key is deleted while it
+// holds exactly that]. As
 // kReleasePart, except where another agent waits: P R is then left reserved for the agent
 // whose oldest waiter came first, this one's next waiter included (announced when it is
 // another's, whose entry then lives no longer than the reservation unless its claim comes).
 // A reserved permit stays within its marker's life: the marker is extended to cover it.
-inline constexpr const char* kReleaseTurn = LW_KIND_PRELUDE LW_TURN_PRELUDE
-    "if ARGV[3] ~= '' and redis.call('get', KEYS[2]) == ARGV[3] then "
-    "redis.call('del', KEYS[2]) end "
+inline constexpr const char* kReleaseTurn =
+    "local base = KEYS[2] or KEYS[1] "
+    "if KEYS[3] and redis.call('get', KEYS[3]) == ARGV[6] then redis.call('del', KEYS[3]) end "
     "if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end "
-    "local who, at, now = head(KEYS[3], KEYS[4], ARGV[6]) local mine = tonumber(ARGV[4]) "
-    "local hold = tonumber(ARGV[5]) "
-    "if who and KEYS[5] and redis.call('pttl', KEYS[5]) < hold then "
-    "redis.call('pexpire', KEYS[5], hold) end "
-    "if who and (mine < 0 or at <= now - mine) then "
+    LW_HEAD("base .. '\\31queue'", "base .. '\\31queue-alive'", "ARGV[5]")
+    "if who then local mine = tonumber(ARGV[3]) local hold = tonumber(ARGV[4]) "
+    "if base ~= KEYS[1] and redis.call('pttl', base) < hold then "
+    "redis.call('pexpire', base, hold) end "
+    "if mine < 0 or at <= now - mine then "
     "redis.call('set', KEYS[1], 'lockwarden:reserved:' .. who, 'PX', hold) "
-    "local e = redis.call('zscore', KEYS[4], who) "
-    "if e and tonumber(e) > now + hold then redis.call('zadd', KEYS[4], now + hold, who) end "
+    "local alive = base .. '\\31queue-alive' local e = redis.call('zscore', alive, who) "
+    "if e and tonumber(e) > now + hold then redis.call('zadd', alive, now + hold, who) end "
     "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1 end "
-    "if who then redis.call('set', KEYS[1], 'lockwarden:reserved:' .. ARGV[6], 'PX', hold) "
-    "return 1 end "
+    "redis.call('set', KEYS[1], 'lockwarden:reserved:' .. ARGV[5], 'PX', hold) return 1 end "
     "redis.call('del', KEYS[1]) "
     "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1";
 
@@ -223,12 +235,22 @@ inline constexpr const char* kReleaseTurn = LW_KIND_PRELUDE LW_TURN_PRELUDE
 inline constexpr const char* kLeaveQueue =
     "redis.call('zrem', KEYS[1], ARGV[2]) redis.call('zrem', KEYS[2], ARGV[2]) return 1";
 
-#undef LW_TURN_PRELUDE
+// How long the oldest waiter of an agent other than this one has waited here (ms, as a string),
+// or nil when nobody else waits. KEYS: queue, queue-alive. ARGV: value (unused), this agent.
+inline constexpr const char* kQueueHead =
+    LW_HEAD("KEYS[1]", "KEYS[2]", "ARGV[2]")
+    "if not who then return false end return tostring(now - at)";
+
+#undef LW_QUEUE
+#undef LW_ALIVE
+#undef LW_WAIT_HERE
+#undef LW_HEAD
+#undef LW_TURN_NOW
 #undef LW_KIND_PRELUDE
 
 inline constexpr const char* kKindScriptBodies[] = {
     kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
-    kReleasePart,    kFenceRecord, kReadRecord,  kReleaseTurn,  kLeaveQueue};
+    kReleasePart,    kFenceRecord, kReadRecord,  kReleaseTurn,  kLeaveQueue,   kQueueHead};
 static_assert(std::size(kKindScriptBodies) == static_cast<size_t>(KindScript::kCount));
 
 }  // namespace lw::scripts

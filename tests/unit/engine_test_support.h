@@ -72,6 +72,14 @@ inline EngineOptions Options(int64_t node_timeout_ms = 50, int64_t retry_delay_m
   return o;
 }
 
+// Options of an engine whose holds do not take turns with other agents: what a hand-off does
+// to the key, the lease and the validity, apart from the turns rule (tested on its own).
+inline EngineOptions LocalFirst() {
+  EngineOptions o = Options();
+  o.local_first = true;
+  return o;
+}
+
 struct AcquireRecord {
   SessionId session = 0;
   int calls = 0;

@@ -163,11 +163,11 @@ class FakeNode : public Node {
     args.insert(args.end(), rest.begin(), rest.end());
     std::vector<std::string> key_list(keys.begin(), keys.end());
     if (script == scripts::KindScript::kClaimExclusive) {
-      // KEYS: P R, readers, writer-waiting, queue, queue-alive, [fence counter]. Turns are not
-      // modelled: nobody else ever waits here.
-      const bool fenced = keys.size() > 5;
+      // KEYS: P R, readers, writer-waiting, [fence counter]. Turns are not modelled: nobody
+      // else ever waits here.
+      const bool fenced = keys.size() > 3;
       Enqueue(fenced ? Op::kSetReadFence : Op::kSet, keys[0], args.at(0),
-              std::stoll(args.at(1)), std::move(handler), fenced ? keys[5] : std::string());
+              std::stoll(args.at(1)), std::move(handler), fenced ? keys[3] : std::string());
     } else if (script == scripts::KindScript::kReleasePart ||
                script == scripts::KindScript::kReleaseTurn) {
       Enqueue(Op::kDelete, keys[0], args.at(0), 0, std::move(handler));
@@ -306,7 +306,7 @@ class FakeNode : public Node {
         }
         if (Live(k[2], now)) return Array({"writer-waiting"});
         sets_[k[1]][a[0]] = now + std::chrono::milliseconds(std::stoll(a[1]));
-        return Int(k.size() > 5 ? Counter(k[5]).value_or(0) : 0);
+        return Int(k.size() > 3 ? Counter(k[3]).value_or(0) : 0);
       }
       case scripts::KindScript::kClaimPermit: {
         const Entry* m = Live(k[0], now);
@@ -324,7 +324,7 @@ class FakeNode : public Node {
         const auto until = now + std::chrono::milliseconds(std::stoll(a[1]));
         data_[k[1]] = Entry{a[0], until};
         SetAtLeast(k[0], a[2], until, now);
-        const int64_t fence = k.size() > 5 ? Counter(k[5]).value_or(0) : 0;
+        const int64_t fence = k.size() > 3 ? Counter(k[3]).value_or(0) : 0;
         if (a.size() > 9 && a[9] == "1") return Array({"granted"}, {fence, -1});
         return Int(fence);
       }
@@ -371,6 +371,11 @@ class FakeNode : public Node {
       }
       case scripts::KindScript::kLeaveQueue:
         return Int(1);
+      case scripts::KindScript::kQueueHead: {  // nobody else ever waits here
+        Reply nil;
+        nil.kind = Reply::Kind::kNil;
+        return nil;
+      }
       default:
         return Unavailable();
     }
@@ -388,9 +393,15 @@ class FakeNode : public Node {
       }
       return Array({"readers"});
     }
-    if (c.op == Op::kDelete && c.keys.size() >= 2 && c.args.size() >= 3 && !c.args[2].empty()) {
-      if (const Entry* second = Live(c.keys[1], now); second && second->token == c.args[2]) {
-        data_.erase(c.keys[1]);
+    // The mark (a writer-waiting mark, an election's record) a release drops where it is still
+    // the one named: kReleasePart's second key and third argument, kReleaseTurn's third and
+    // sixth.
+    const bool turn = c.script == scripts::KindScript::kReleaseTurn;
+    const size_t mark_key = turn ? 2 : 1, mark_arg = turn ? 5 : 2;
+    if (c.op == Op::kDelete && c.keys.size() > mark_key && c.args.size() > mark_arg &&
+        !c.args[mark_arg].empty()) {
+      if (const Entry* m = Live(c.keys[mark_key], now); m && m->token == c.args[mark_arg]) {
+        data_.erase(c.keys[mark_key]);
       }
     }
     auto it = data_.find(c.key);
@@ -453,7 +464,7 @@ class FakeNode : public Node {
       }
     }
     if (r.kind == Reply::Kind::kInteger && c.script == scripts::KindScript::kClaimExclusive &&
-        c.args.size() > 8 && c.args[8] == "1") {
+        c.args.size() > 7 && c.args[7] == "1") {
       return Array({"granted"}, {r.integer, -1});  // asked how long others wait: nobody does
     }
     return r;

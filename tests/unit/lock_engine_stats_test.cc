@@ -40,7 +40,7 @@ TEST_F(LockEngineTest, CountsOutcomesAttemptsHoldsAndSilentMasters) {
 }
 
 TEST_F(LockEngineTest, CountsLocalHandOffsAndLostLocks) {
-  MakeEngine();
+  MakeEngine(LocalFirst());
   const std::string t1 = Hold(1, "res", 10'000);
   AcquireRecord* next = Acquire(2, "res", 10'000, 5'000);
   Release(1, "res", t1);

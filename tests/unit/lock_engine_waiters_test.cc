@@ -9,8 +9,30 @@ namespace lw::engine_test {
 namespace {
 
 // 7.
-TEST_F(LockEngineTest, LocalWaitersAreServedInFifoOrder) {
+// Turns (docs/safety.md, "Fair turns"): a hand-off goes only to a waiter that a grant through
+// the masters heard come before everyone waiting on another agent.
+TEST_F(LockEngineTest, WhereHoldsTakeTurnsAHandOffNeedsAGrantThatHeardWhoWaitsElsewhere) {
   MakeEngine();
+  const std::string t1 = Hold(1, "res");  // uncontended: its grant asked nothing
+  AcquireRecord* a2 = Acquire(2, "res", 10000, 5000);
+  AcquireRecord* a3 = Acquire(3, "res", 10000, 5000);
+  RunFor(20);
+  Release(1, "res", t1);
+  ASSERT_TRUE(RunUntil([a2] { return a2->calls > 0; }));
+  ASSERT_TRUE(a2->granted()) << a2->Describe();
+  EXPECT_EQ(node(0).Count(Op::kSet), 2u) << "a2's turn went through the masters";
+  EXPECT_EQ(stats_.handoffs_in_turn.Value(), 1);
+  EXPECT_EQ(stats_.local_handoffs.Value(), 0);
+  // a2's claim, with a3 behind it, asked who waits elsewhere: nobody. a3 came before that.
+  Release(2, "res", a2->grant().token);
+  ASSERT_TRUE(RunUntil([a3] { return a3->calls > 0; }));
+  ASSERT_TRUE(a3->granted()) << a3->Describe();
+  EXPECT_EQ(node(0).Count(Op::kSet), 2u) << "a3 was handed the key";
+  EXPECT_EQ(stats_.local_handoffs.Value(), 1);
+}
+
+TEST_F(LockEngineTest, LocalWaitersAreServedInFifoOrder) {
+  MakeEngine(LocalFirst());
   const std::string t1 = Hold(1, "res");
   AcquireRecord* a2 = Acquire(2, "res", 10000, 5000);
   AcquireRecord* a3 = Acquire(3, "res", 10000, 5000);
@@ -46,7 +68,7 @@ TEST_F(LockEngineTest, LocalWaitersAreServedInFifoOrder) {
 // its own token is new. The key keeps the first token (the lease): extends and the final
 // release use it, and the previous holder's token no longer releases anything.
 TEST_F(LockEngineTest, ReleaseHandsTheKeyToTheNextLocalWaiterWithoutARoundTrip) {
-  MakeEngine();
+  MakeEngine(LocalFirst());
   const auto held_from = Clock::now();  // the holder's validity counts from after this
   AcquireRecord* a1 = Acquire(1, "res", 10000, 0);
   ASSERT_TRUE(RunUntil([a1] { return a1->calls > 0; }));

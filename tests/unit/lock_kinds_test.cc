@@ -151,16 +151,13 @@ TEST_F(LockKindsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMarkUntilGrante
   const HoldPlace p = Place(kLock, HoldMode::kExclusive);
   const RoundRequest first = k.AcquireRound(Call(p), state);
   EXPECT_EQ(first.script, scripts::KindScript::kClaimExclusive);
-  EXPECT_THAT(first.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting",
-                                      "lock:r\x1fqueue", "lock:r\x1fqueue-alive"));
-  EXPECT_THAT(first.args,
-              ElementsAre("5000", "1200", "agent:t", "0", "agent:", "-1", "1200", "0"));
+  EXPECT_THAT(first.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
+  EXPECT_THAT(first.args, ElementsAre("5000", "1200", "agent:t", "0", "agent:", "-1", "0"));
   // Later attempts of the same waiter keep its first mark, and say a master may hold it.
   const std::string later_token = "u";
   const AttemptCall later{p, later_token, 7, 2, 5000, 4, 1200, value_prefix_};
   const RoundRequest fenced = k.AcquireRound(later, state);
-  EXPECT_THAT(fenced.args,
-              ElementsAre("5000", "1200", "agent:t", "1", "agent:", "-1", "1200", "0"));
+  EXPECT_THAT(fenced.args, ElementsAre("5000", "1200", "agent:t", "1", "agent:", "-1", "0"));
   EXPECT_EQ(fenced.keys.back(), "fence:r");
   EXPECT_EQ(fenced.needed, 4);
   EXPECT_FALSE(k.Granted(later, state)) << "no master refused it for readers: no mark to drop";
@@ -178,7 +175,7 @@ TEST_F(LockKindsTest, AnExclusiveAcquireChecksReadersAndLeavesItsMarkUntilGrante
   EXPECT_EQ(drop->token, "t");
   // The next waiter gets a mark of its own.
   EXPECT_THAT(k.AcquireRound(Call(p, 8), state).args,
-              ElementsAre("5000", "1200", "agent:t", "0", "agent:", "-1", "1200", "0"));
+              ElementsAre("5000", "1200", "agent:t", "0", "agent:", "-1", "0"));
   EXPECT_FALSE(k.Granted(Call(p, 8), state));
 }
 
@@ -195,13 +192,12 @@ TEST_F(LockKindsTest, EveryKindThatWaitsTakesTurnsAndSaysSoInItsClaim) {
   call.waited_ms = 250;
   call.ask_others = true;
   EXPECT_THAT(KindOf(kLock).AcquireRound(call, state).args,
-              ElementsAre("5000", "1200", "agent:t", "0", "agent:", "250", "1200", "1"));
+              ElementsAre("5000", "1200", "agent:t", "0", "agent:", "250", "1"));
   const HoldPlace reader = Place(kLock, HoldMode::kShared);
   AttemptCall read = Call(reader);
   read.waited_ms = 40;
   const RoundRequest shared = KindOf(kLock).AcquireRound(read, state);
-  EXPECT_THAT(shared.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting",
-                                       "lock:r\x1fqueue", "lock:r\x1fqueue-alive"));
+  EXPECT_THAT(shared.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
   EXPECT_THAT(shared.args, ElementsAre("5000", "agent:", "40", "1200"));
 }
 
@@ -212,22 +208,18 @@ TEST_F(LockKindsTest, AReleaseInTurnNamesTheQueueTheNextWaitAndTheReservation) {
   EXPECT_EQ(mutex.script, scripts::KindScript::kReleaseTurn);
   EXPECT_EQ(mutex.op, RoundOp::kKindRelease);
   EXPECT_TRUE(mutex.wait_all);
-  EXPECT_THAT(mutex.keys,
-              ElementsAre("lock:r", "lock:r", "lock:r\x1fqueue", "lock:r\x1fqueue-alive"));
-  EXPECT_THAT(mutex.args,
-              ElementsAre("lockwarden:released:lock:r", "", "75", "200", "agent:"));
+  EXPECT_THAT(mutex.keys, ElementsAre("lock:r"));  // its queue's keys are derived from it
+  EXPECT_THAT(mutex.args, ElementsAre("lockwarden:released:lock:r", "75", "200", "agent:"));
   // A permit is reserved at its own key; the marker is named so that it outlives the reservation.
   const RoundRequest permit =
       KindOf(kFour).ReleaseTurn(Place(kFour, HoldMode::kPermit, 2), "t", value_prefix_, turn);
-  EXPECT_THAT(permit.keys, ElementsAre("lock:r\x1fpermit:2", "lock:r\x1fpermit:2",
-                                       "lock:r\x1fqueue", "lock:r\x1fqueue-alive", "lock:r"));
+  EXPECT_THAT(permit.keys, ElementsAre("lock:r\x1fpermit:2", "lock:r"));
   EXPECT_EQ(permit.key, "lock:r\x1fpermit:2");
   // An election's release drops the leader's record too, where it is this leader's.
   const RoundRequest leader = KindOf(kElection).ReleaseTurn(
       Place(kElection, HoldMode::kExclusive, -1, "agent:t\x1frec"), "t", value_prefix_, turn);
-  EXPECT_THAT(leader.keys, ElementsAre("lock:r", "lock:r\x1fleader", "lock:r\x1fqueue",
-                                       "lock:r\x1fqueue-alive"));
-  EXPECT_EQ(leader.args.at(1), "agent:t\x1frec");
+  EXPECT_THAT(leader.keys, ElementsAre("lock:r", "lock:r", "lock:r\x1fleader"));
+  EXPECT_EQ(leader.args.at(4), "agent:t\x1frec");
   // A reader's release frees no key: it reserves nothing.
   EXPECT_EQ(KindOf(kLock)
                 .ReleaseTurn(Place(kLock, HoldMode::kShared), "t", value_prefix_, turn)
@@ -265,7 +257,6 @@ TEST_F(LockKindsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {
   const RoundRequest req = k.AcquireRound(Call(p, 7, 1, 3), state);
   EXPECT_EQ(req.script, scripts::KindScript::kClaimPermit);
   EXPECT_THAT(req.keys, ElementsAre("lock:r", "lock:r\x1fpermit:2", "lock:r\x1freaders",
-                                    "lock:r\x1fqueue", "lock:r\x1fqueue-alive",
                                     "fence:r\x1fpermit:2"));
   EXPECT_THAT(req.args, ElementsAre("5000", "lockwarden:semaphore:4", "4", "2",
                                     "lock:r\x1fpermit:", "agent:", "-1", "1200", "0"));

@@ -110,11 +110,10 @@ RoundRequest ClaimExclusive(const AttemptCall& a, const std::string& mark, bool 
   const HoldPlace& p = a.place;
   RoundRequest req = KindRound(
       RoundOp::kKindAcquire, scripts::KindScript::kClaimExclusive, a.token,
-      {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name),
-       QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)},
+      {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name)},
       {std::to_string(a.ttl_ms), std::to_string(a.waiting_ttl_ms), mark,
        may_hold_mark ? "1" : "0", a.value_prefix, std::to_string(a.waited_ms),
-       std::to_string(a.waiting_ttl_ms), a.ask_others ? "1" : "0"});
+       a.ask_others ? "1" : "0"});
   return Finish(std::move(req), a, BaseKey(p), p.fence_prefix + p.name);
 }
 
@@ -141,28 +140,47 @@ RoundRequest ReleasePart(const HoldPlace& p, const std::string& token,
 }
 
 RoundRequest ReleaseInTurn(const HoldPlace& p, const std::string& token,
-                           const std::string& hold_key, const std::string& second_key,
-                           const std::string& drop_mark, const std::string& value_prefix,
+                           const std::string& hold_key, const std::string& record_key,
+                           const std::string& record, const std::string& value_prefix,
                            const Turn& turn) {
-  std::vector<std::string> keys = {hold_key, second_key, QueueKey(p.key_prefix, p.name),
-                                   QueueAliveKey(p.key_prefix, p.name)};
-  if (hold_key != BaseKey(p)) keys.push_back(BaseKey(p));  // a permit's marker
-  RoundRequest req = KindRound(
-      RoundOp::kKindRelease, scripts::KindScript::kReleaseTurn, token, std::move(keys),
-      {scripts::ReleaseChannel(BaseKey(p)), drop_mark, std::to_string(turn.next_waited_ms),
-       std::to_string(turn.reserve_ms), value_prefix});
+  std::vector<std::string> keys = {hold_key};
+  std::vector<std::string> args = {scripts::ReleaseChannel(BaseKey(p)),
+                                   std::to_string(turn.next_waited_ms),
+                                   std::to_string(turn.reserve_ms), value_prefix};
+  // P R beside a permit's key (its marker, and where the queue is); before a record to drop.
+  if (hold_key != BaseKey(p) || !record.empty()) keys.push_back(BaseKey(p));
+  if (!record.empty()) {
+    keys.push_back(record_key);
+    args.push_back(record);
+  }
+  RoundRequest req = KindRound(RoundOp::kKindRelease, scripts::KindScript::kReleaseTurn, token,
+                               std::move(keys), std::move(args));
   req.key = hold_key;
   req.wait_all = true;
   return req;
 }
 
-RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix) {
+namespace {
+
+// A round of `script` on the resource's queue keys for this agent, heard from every master.
+RoundRequest QueueRound(RoundOp op, scripts::KindScript script, const HoldPlace& p,
+                        const std::string& value_prefix) {
   RoundRequest req = KindRound(
-      RoundOp::kKindRelease, scripts::KindScript::kLeaveQueue, "",
-      {QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)}, {value_prefix});
+      op, script, "", {QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)},
+      {value_prefix});
   req.key = QueueKey(p.key_prefix, p.name);
   req.wait_all = true;
   return req;
+}
+
+}  // namespace
+
+RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix) {
+  return QueueRound(RoundOp::kKindRelease, scripts::KindScript::kLeaveQueue, p, value_prefix);
+}
+
+RoundRequest QueueHead(const HoldPlace& p, const std::string& value_prefix) {
+  return QueueRound(RoundOp::kKindRead, scripts::KindScript::kQueueHead, p, value_prefix);
 }
 
 }  // namespace kinds

@@ -83,12 +83,16 @@ RoundRequest ReleasePart(const HoldPlace& p, const std::string& token,
 // An exclusive hold's release in turn (kReleaseTurn): as ReleasePart of the base key, and where
 // another agent waits, the lock left reserved for the agent whose waiter came first.
 // hold_key: P R, or a permit's key (whose marker is then kept at least as long as a
-// reservation of it).
+// reservation of it). record: an election's leader record, dropped at record_key where it is
+// exactly that ("": none).
 RoundRequest ReleaseInTurn(const HoldPlace& p, const std::string& token,
-                           const std::string& hold_key, const std::string& second_key,
-                           const std::string& drop_mark, const std::string& value_prefix,
+                           const std::string& hold_key, const std::string& record_key,
+                           const std::string& record, const std::string& value_prefix,
                            const Turn& turn);
 // This agent's queue entry for the resource at p removed (kLeaveQueue; every master).
 RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix);
+// How long other agents' oldest waiters for the resource at p have waited, as each master says
+// (kQueueHead, a read: RoundResult::values, nil where nobody waits; every master).
+RoundRequest QueueHead(const HoldPlace& p, const std::string& value_prefix);
 
 }  // namespace lw::kinds

@@ -41,8 +41,7 @@ RoundRequest ReadWrite::AcquireRound(const AttemptCall& a, KindSlot& state) cons
   if (p.mode == HoldMode::kShared) {
     RoundRequest req = KindRound(
         RoundOp::kKindAcquire, scripts::KindScript::kClaimShared, a.token,
-        {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name),
-         QueueKey(p.key_prefix, p.name), QueueAliveKey(p.key_prefix, p.name)},
+        {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name)},
         {std::to_string(a.ttl_ms), a.value_prefix, std::to_string(a.waited_ms),
          std::to_string(a.waiting_ttl_ms)});
     return Finish(std::move(req), a, HoldKey(p), p.fence_prefix + p.name);

@@ -71,8 +71,7 @@ RoundRequest Semaphore::AcquireRound(const AttemptCall& a, KindSlot& /*state*/) 
   permits_prefix.pop_back();  // P R US "permit:"
   RoundRequest req = KindRound(
       RoundOp::kKindAcquire, scripts::KindScript::kClaimPermit, a.token,
-      {BaseKey(p), HoldKey(p), ReadersKey(p.key_prefix, p.name), QueueKey(p.key_prefix, p.name),
-       QueueAliveKey(p.key_prefix, p.name)},
+      {BaseKey(p), HoldKey(p), ReadersKey(p.key_prefix, p.name)},
       {std::to_string(a.ttl_ms), p.shape.Marker(), std::to_string(p.shape.permits),
        std::to_string(p.permit), std::move(permits_prefix), a.value_prefix,
        std::to_string(a.waited_ms), std::to_string(a.waiting_ttl_ms), a.ask_others ? "1" : "0"});
