@@ -13,6 +13,15 @@ void LockEngine::ForgetWaiter(SessionId session, const std::string& name) {
 void LockEngine::CloseSession(SessionId session) {
   SessionLocks index = table_.CloseSession(session);
   std::vector<std::string> touched;
+  // Its waiters go first: a release in turn names the next waiter left, never one of its own.
+  for (const auto& [name, count] : index.waiting) {
+    Resource* r = Find(name);
+    if (r == nullptr) continue;
+    const bool front_removed =
+        r->waiters.RemoveSession(session, [this](const Waiter& w) { deadlines_.Erase(w.id); });
+    if (front_removed && r->retry_timer) r->retry_timer->Stop();
+    touched.push_back(name);
+  }
   for (const auto& name : index.held) {
     Resource* r = Find(name);
     if (r == nullptr) continue;
@@ -21,14 +30,6 @@ void LockEngine::CloseSession(SessionId session) {
       auto h = TakeHolder(*r, name, r->holders[i].get());
       ReleaseEverywhere(name, *r, *h);
     }
-    touched.push_back(name);
-  }
-  for (const auto& [name, count] : index.waiting) {
-    Resource* r = Find(name);
-    if (r == nullptr) continue;
-    const bool front_removed =
-        r->waiters.RemoveSession(session, [this](const Waiter& w) { deadlines_.Erase(w.id); });
-    if (front_removed && r->retry_timer) r->retry_timer->Stop();
     touched.push_back(name);
   }
   for (const auto& name : touched) Pump(name);

@@ -47,8 +47,9 @@ enum class KindScript : uint8_t {
 // spliced in where they run (no function is defined on a claim's or release's usual path: each
 // definition costs the master on every call). LW_HEAD(q, alive, self): locals who, at, now: the
 // agent other than self whose oldest waiter came first, when it came, and the master's clock
-// (who nil when nobody else waits; now read only when the queue exists); expired entries are
-// dropped first. LW_WAIT_HERE(q, alive, agent, waited, ttl): agent's entry says its oldest
+// (who nil when nobody else waits; now read only when the queue exists); entries whose expiry
+// passed are dropped on the way (with the commands docs/security.md's ACL allows: no
+// ZRANGEBYSCORE). LW_WAIT_HERE(q, alive, agent, waited, ttl): agent's entry says its oldest
 // waiter came `waited` ms ago and lives `ttl` ms more; so do the two keys (an entry whose agent
 // has a longer ttl outlives them only until that agent's next attempt writes it again).
 #define LW_QUEUE(base) base " .. '\\31queue'"
@@ -56,12 +57,11 @@ enum class KindScript : uint8_t {
 #define LW_TURN_NOW "local t = redis.call('time') now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) "
 #define LW_HEAD(q, alive, self)                                                               \
   "local who, at, now = nil, nil, 0 if redis.call('exists', " q ") == 1 then " LW_TURN_NOW    \
-  "local gone = redis.call('zrangebyscore', " alive ", '-inf', now) "                         \
-  "for i = 1, #gone do redis.call('zrem', " q ", gone[i]) end "                               \
-  "if #gone > 0 then redis.call('zremrangebyscore', " alive ", '-inf', now) end "             \
-  "local first = redis.call('zrange', " q ", 0, 1, 'WITHSCORES') "                            \
-  "for i = 1, #first, 2 do if first[i] ~= " self " then "                                    \
-  "who = first[i] at = tonumber(first[i + 1]) break end end end "
+  "local all = redis.call('zrange', " q ", 0, -1, 'WITHSCORES') "                            \
+  "for i = 1, #all, 2 do local e = redis.call('zscore', " alive ", all[i]) "                  \
+  "if not e or tonumber(e) <= now then "                                                      \
+  "redis.call('zrem', " q ", all[i]) redis.call('zrem', " alive ", all[i]) "                  \
+  "elseif all[i] ~= " self " then who = all[i] at = tonumber(all[i + 1]) break end end end "
 #define LW_WAIT_HERE(q, alive, agent, waited, ttl)                                            \
   "do local now = 0 " LW_TURN_NOW                                                             \
   "redis.call('zadd', " q ", now - tonumber(" waited "), " agent ") "                         \

@@ -34,6 +34,7 @@ std::vector<const char*> Bodies() {
 constexpr size_t kDelete = 0, kExtend = 1, kRaiseFence = 2;
 constexpr size_t kClaimExclusive = 3 + static_cast<size_t>(scripts::KindScript::kClaimExclusive);
 constexpr size_t kClaimShared = 3 + static_cast<size_t>(scripts::KindScript::kClaimShared);
+constexpr size_t kReleaseTurn = 3 + static_cast<size_t>(scripts::KindScript::kReleaseTurn);
 
 struct Call {
   size_t script;
@@ -128,7 +129,7 @@ TEST_F(ScriptBatchRedisTest, EveryCallAnswersInABatchWhatItAnswersAloneAndLeaves
   auto exclusive = [&](const std::string& name, const std::string& value, const char* marked) {
     return Call{kClaimExclusive, {"@" + name, "@" + name + sep + "readers",
                                   "@" + name + sep + "writer-waiting"},
-                {value, "10000", "1000", value, marked}};
+                {value, "10000", "1000", value, marked, "ag:", "-1", "0"}};
   };
   const std::vector<Call> calls = {
       exclusive("free", "ag:t1", "0"),                          // taken: 0
@@ -138,12 +139,17 @@ TEST_F(ScriptBatchRedisTest, EveryCallAnswersInABatchWhatItAnswersAloneAndLeaves
       {kExtend, {"@gone"}, {"ag:t1", "5000"}},                  // 0
       {kRaiseFence, {"@free", "@badfence"}, {"ag:t1", "5"}},    // error reply, returned
       {kClaimShared, {"@taken", "@taken" + sep + "readers", "@taken" + sep + "writer-waiting"},
-       {"ag:r1", "10000"}},                                     // ['writer']
+       {"ag:r1", "10000", "ag:", "-1", "1000"}},                // ['writer']
       exclusive("free", "ag:t3", "1"),                          // nil: call 1 holds it
       {kExtend, {"@free"}, {"ag:t1", "20000"}},                 // 1
+      // Turns: agent bg: is refused and queues; the holder's release reserves it for bg:.
+      {kClaimExclusive, {"@busy", "@busy" + sep + "readers", "@busy" + sep + "writer-waiting"},
+       {"bg:t5", "10000", "1000", "bg:t5", "0", "bg:", "25", "1"}},  // nil
+      {kReleaseTurn, {"@busy"}, {"ag:other", "chan", "-1", "200", "ag:"}},  // 1
   };
   for (const std::string prefix : {"alone:", "batch:"}) {
     cluster_.Set(0, prefix + "held", "ag:other", 60'000);
+    cluster_.Set(0, prefix + "busy", "ag:other", 60'000);
     cluster_.Set(0, prefix + "badfence", "x", 0);
     cluster_.Set(0, prefix + "taken", "ag:w", 60'000);
     ReplyPtr(static_cast<redisReply*>(redisCommand(ctx_, "HSET %shash f v", prefix.c_str())),
@@ -160,11 +166,14 @@ TEST_F(ScriptBatchRedisTest, EveryCallAnswersInABatchWhatItAnswersAloneAndLeaves
   ASSERT_EQ(batch->type, REDIS_REPLY_ARRAY) << Show(batch.get());
   ASSERT_EQ(batch->elements, calls.size());
   EXPECT_EQ(alone, (std::vector<std::string>{"0", "nil", "error WRONGTYPE", "1", "0",
-                                             "error fence", "['writer']", "nil", "1"}));
+                                             "error fence", "['writer']", "nil", "1", "nil",
+                                             "1"}));
   for (size_t i = 0; i < calls.size(); ++i) {
     EXPECT_EQ(Show(batch->element[i]), alone[i]) << "call " << i;
   }
-  for (const std::string key : {"free", "held", "hash", "gone", "badfence", "taken",
+  // busy: reserved for bg: by the release in turn (its queue entries' scores are the master's
+  // clock, which moved between the two runs).
+  for (const std::string key : {"free", "held", "hash", "gone", "badfence", "taken", "busy",
                                 "free\x1fwriter-waiting", "taken\x1freaders"}) {
     EXPECT_EQ(State("batch:" + key), State("alone:" + key)) << key;
   }

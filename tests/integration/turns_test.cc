@@ -14,6 +14,7 @@
 #include "core/lock_kind.h"
 #include "metrics_util.h"
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
@@ -166,9 +167,11 @@ TEST_F(TurnsTest, TheHoldersNextWaiterWhoCameFirstKeepsItsTurn) {
   EXPECT_TRUE(Eventually([&] { return NoQueueLeft(cluster_); }, milliseconds(10'000)));
 }
 
+// b retries only every 20 s, so its queue entry would live 41 s (twice its retry delay and node
+// timeout) unless b took it out: gone within 10 s, b took it out.
 TEST_F(TurnsTest, AWaiterThatGivesUpTakesItsAgentOutOfTheQueue) {
   AgentProcess a(cluster_);
-  AgentProcess b(cluster_);
+  AgentProcess b(cluster_, NoRetry());
   auto holder = a.Connect();
   const json held = holder.Acquire("r", 30'000, 0);
   ASSERT_TRUE(held.value("ok", false)) << held.dump();
@@ -179,10 +182,30 @@ TEST_F(TurnsTest, AWaiterThatGivesUpTakesItsAgentOutOfTheQueue) {
         << b.Log();
     EXPECT_EQ(waiting.get()["error"], "timeout");
   }
-  // Its agent has no waiter left for "r": its entry is gone from every master, long before
-  // the entry could have expired on its own (it is pushed on at every attempt).
   EXPECT_TRUE(Eventually([&] { return QueuedEverywhere(cluster_, 0); }, milliseconds(10'000)));
   // So the release frees the key rather than reserving it for nobody.
+  ASSERT_TRUE(holder.Release("r", held["token"]).value("ok", false));
+  EXPECT_TRUE(Eventually([&] { return cluster_.CountWithKey("lock:r") == 0; },
+                         milliseconds(10'000)));
+}
+
+TEST_F(TurnsTest, AWaiterWhoseProcessIsKilledTakesItsAgentOutOfTheQueue) {
+  AgentProcess a(cluster_);
+  AgentProcess b(cluster_, NoRetry());
+  auto holder = a.Connect();
+  const json held = holder.Acquire("r", 30'000, 0);
+  ASSERT_TRUE(held.value("ok", false)) << held.dump();
+  // `lockwarden lock` waiting through b, killed while it waits: b sees its socket close.
+  const std::string out = b.dir() + "/lock.out";
+  const pid_t waiter = SpawnTestProcess(
+      {LockwardenBinary(), "lock", "--socket", b.socket_path(), "--wait", "30s", "r", "--", "true"},
+      out);
+  ASSERT_TRUE(Eventually([&] { return QueuedEverywhere(cluster_, 1); }, milliseconds(10'000)))
+      << b.Log() << ReadFile(out);
+  kill(waiter, SIGKILL);
+  EXPECT_EQ(WaitChild(waiter, milliseconds(10'000)), 128 + SIGKILL);
+  EXPECT_TRUE(Eventually([&] { return QueuedEverywhere(cluster_, 0); }, milliseconds(10'000)))
+      << b.Log();
   ASSERT_TRUE(holder.Release("r", held["token"]).value("ok", false));
   EXPECT_TRUE(Eventually([&] { return cluster_.CountWithKey("lock:r") == 0; },
                          milliseconds(10'000)));
