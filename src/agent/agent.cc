@@ -6,6 +6,7 @@
 
 #include <variant>
 
+#include "agent/agent_id.h"
 #include "agent/detached_leases.h"
 #include "agent/options_from_config.h"
 #include "core/redlock_math.h"
@@ -106,6 +107,9 @@ bool Agent::Start() {
   if (auto problem = server_.Listen(*service_)) {
     spdlog::critical("{}", *problem);
     return false;
+  }
+  if (auto problem = SaveAgentId(cfg_.socket_path, fleet_->record().id)) {
+    spdlog::warn("{}: the agent's next run will not resume this run's locks", *problem);
   }
   for (auto& n : nodes_) n->Start();
   PublishSnapshot();
@@ -282,8 +286,15 @@ void Agent::BeginShutdown(int sig) {
     return;
   }
   shutting_down_ = true;
-  spdlog::info("signal {}: shutting down, releasing {} lock(s)", sig, engine_->locks_held());
-  systemd_.Stopping(engine_->locks_held());
+  if (cfg_.release_on_stop) {
+    spdlog::info("signal {}: shutting down, releasing {} lock(s)", sig, engine_->locks_held());
+  } else {
+    spdlog::info("signal {}: shutting down, leaving {} lock(s) on the masters for their clients "
+                 "to resume through the next run (release_on_stop = false)",
+                 sig, engine_->locks_held());
+  }
+  systemd_.Stopping((cfg_.release_on_stop ? "releasing " : "leaving ") +
+                    std::to_string(engine_->locks_held()) + " lock(s)");
   server_.StopListening();
   grace_ = std::make_unique<Timer>(loop_);
   grace_->Start(cfg_.shutdown_grace_ms, [this] {
@@ -291,7 +302,7 @@ void Agent::BeginShutdown(int sig) {
                  "keys expire with their ttl)", cfg_.shutdown_grace_ms);
     Finish();
   });
-  engine_->Shutdown([this] { Finish(); });
+  engine_->Shutdown([this] { Finish(); }, cfg_.release_on_stop);
 }
 
 void Agent::Finish() {

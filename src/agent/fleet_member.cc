@@ -5,6 +5,7 @@
 
 #include <climits>
 
+#include "agent/agent_id.h"
 #include "agent/options_from_config.h"
 #include "core/quote.h"
 #include "core/unix_time.h"
@@ -22,7 +23,7 @@ std::string HostName() {
 
 fleet::AgentRecord RecordOf(const Config& cfg, int64_t started_unix_ms) {
   fleet::AgentRecord r;
-  r.id = fleet::NewAgentId();
+  r.id = LoadAgentId(cfg.socket_path);
   r.host = HostName();
   r.name = cfg.agent_name.empty() ? r.host : cfg.agent_name;
   r.pid = static_cast<int>(getpid());

@@ -12,10 +12,11 @@
 namespace lw {
 namespace {
 
-// The lock a request takes, for the access rules and max_locks_per_session: an acquire's
-// resource, a campaign's election.
+// The lock a request takes, for the access rules and max_locks_per_session: an acquire's or a
+// resume's resource, a campaign's election.
 const std::string* LockTaken(const protocol::Op& op) {
   if (const auto* acquire = std::get_if<protocol::AcquireRequest>(&op)) return &acquire->resource;
+  if (const auto* resume = std::get_if<protocol::ResumeRequest>(&op)) return &resume->resource;
   if (const auto* campaign = std::get_if<protocol::CampaignRequest>(&op)) return &campaign->name;
   return nullptr;
 }
@@ -83,6 +84,32 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
                   .shared = op.shared,
                   .hold_as = op.detach ? LeaseSessionOf(s.ids.uid) : 0,
                   .payload = {}});
+}
+
+template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::ResumeRequest& op) {
+  LockEngine::ResumeAsk ask{
+      .resource = op.resource,
+      .token = op.token,
+      .ttl_ms = op.ttl_ms,
+      .renew = op.renew,
+      .fence = op.fence > 0 ? std::optional<int64_t>(op.fence) : std::nullopt,
+      .kind = AcquireKind{.shape = op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits}
+                                                  : LockShape{},
+                          .shared = op.shared,
+                          .hold_as = 0,
+                          .payload = {}},
+      .permit = op.permit};
+  engine_.Resume(sid, std::move(ask),
+                 [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
+                   if (const auto* g = std::get_if<Grant>(&result)) {
+                     Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
+                                                          g->waited_ms, g->fence, g->mode,
+                                                          g->permit));
+                     return;
+                   }
+                   Fail(sid, id, "resume", std::get<Failure>(result));
+                 });
 }
 
 template <>

@@ -76,11 +76,10 @@ void SystemdNotifier::Observe(const Snapshot& snapshot) {
   if (!message.empty()) Send(message);
 }
 
-void SystemdNotifier::Stopping(size_t locks_to_release) {
+void SystemdNotifier::Stopping(const std::string& status) {
   if (!enabled_ || stopping_) return;
   stopping_ = true;
-  Send("STOPPING=1\nSTATUS=shutting down: releasing " + std::to_string(locks_to_release) +
-       " lock(s)");
+  Send("STOPPING=1\nSTATUS=shutting down: " + status);
 }
 
 void SystemdNotifier::Stop() {

@@ -36,8 +36,9 @@ class SystemdNotifier {
   // Each published snapshot: READY=1 the first time a quorum of masters is usable (only after
   // Start), STATUS= when the summary line changes.
   void Observe(const Snapshot& snapshot);
-  // SIGTERM/SIGINT: STOPPING=1. The watchdog keeps being fed until Stop.
-  void Stopping(size_t locks_to_release);
+  // SIGTERM/SIGINT: STOPPING=1 with `status` ("releasing 3 lock(s)"). The watchdog keeps being
+  // fed until Stop.
+  void Stopping(const std::string& status);
   // The loop is about to run dry: stop the watchdog timer (it would keep the loop alive).
   void Stop();
 

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -97,47 +98,167 @@ int ExitCodeOfError(const std::string& code, int conflict_exit_code) {
   return kExitUnavailable;  // no_quorum, shutting_down, internal
 }
 
-int Supervise(client::Client& c, pid_t child, const HoldWatch& hold, bool* lost) {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t MsUntil(SteadyClock::time_point t, SteadyClock::time_point now) {
+  return std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
+}
+
+// The hold's side of Supervise: what is known of its validity, and the resume after the
+// connection went.
+class Keeper {
+ public:
+  Keeper(std::optional<client::Client>& c, const HoldWatch& hold)
+      : c_(c), hold_(hold) {
+    if (hold.resumer) {
+      const auto now = SteadyClock::now();
+      valid_until_ = now + std::chrono::milliseconds(hold.resumer->valid_ms);
+      refresh_at_ = now + std::chrono::milliseconds(hold.resumer->refresh_ms);
+    }
+  }
+
+  bool connected() const { return connected_; }
+  int fd() const { return connected_ ? c_->fd() : -1; }
+
+  // How long poll may sleep before Tick has something to do (-1: nothing timed).
+  int PollMs(SteadyClock::time_point now) const {
+    if (!hold_.resumer) return -1;
+    const auto next = connected_ ? refresh_at_ : std::min(retry_at_, valid_until_);
+    return static_cast<int>(std::clamp<int64_t>(MsUntil(next, now), 0, 1'000));
+  }
+
+  // The connection is readable (or closed): why the hold is lost, or "".
+  std::string Readable() {
+    std::string why;
+    try {
+      while (auto ev = c_->NextEvent(std::chrono::milliseconds(0))) {
+        if (ev->value("event", "") == "lost" && ev->value("resource", "") == hold_.resource) {
+          why = ev->value("reason", "lost");
+        }
+      }
+    } catch (const client::ClientError& e) {
+      return Gone(e.what());
+    }
+    return why;
+  }
+
+  // Timed work: the validity read again, a resume tried. Why the hold is lost, or "".
+  std::string Tick(SteadyClock::time_point now) {
+    if (!hold_.resumer) return "";
+    const Resumer& r = *hold_.resumer;
+    if (connected_) {
+      if (now < refresh_at_) return "";
+      refresh_at_ = now + std::chrono::milliseconds(r.refresh_ms);
+      try {
+        const nlohmann::json held = c_->Call({{"op", "held"}}, client::Client::Ms(5'000));
+        for (const auto& lock : held.value("locks", nlohmann::json::array())) {
+          if (lock.value("resource", "") == hold_.resource && lock.value("token", "") == r.token) {
+            valid_until_ = now + std::chrono::milliseconds(lock.value("validity_ms", 0));
+          }
+        }
+      } catch (const client::ClientError& e) {
+        return Gone(e.what());
+      }
+      return "";
+    }
+    if (now >= valid_until_) {
+      return "the agent did not come back before its validity ran out (" + gone_why_ + ")";
+    }
+    if (now < retry_at_) return "";
+    return TryResume(now);
+  }
+
+ private:
+  std::string Gone(const std::string& error) {
+    connected_ = false;
+    gone_why_ = "connection to the agent lost: " + error;
+    const auto now = SteadyClock::now();
+    if (!hold_.resumer || now >= valid_until_) return gone_why_ + "; renewal stopped";
+    std::fprintf(stderr, "lockwarden: %s; resuming %s through the agent's next run (valid for "
+                 "%lld ms more)\n", gone_why_.c_str(), hold_.described.c_str(),
+                 static_cast<long long>(MsUntil(valid_until_, now)));
+    retry_at_ = now;
+    backoff_ms_ = 50;
+    return "";
+  }
+
+  std::string TryResume(SteadyClock::time_point now) {
+    const Resumer& r = *hold_.resumer;
+    nlohmann::json reply;
+    try {
+      client::Client fresh(r.socket_path);
+      reply = r.resume(fresh);
+      if (reply.value("ok", false)) {
+        valid_until_ = now + std::chrono::milliseconds(reply.value("validity_ms", 0));
+        refresh_at_ = now + std::chrono::milliseconds(r.refresh_ms);
+        c_.emplace(std::move(fresh));
+        connected_ = true;
+        std::fprintf(stderr, "lockwarden: resumed %s (validity %lld ms)\n",
+                     hold_.described.c_str(),
+                     static_cast<long long>(reply.value("validity_ms", 0)));
+        return "";
+      }
+    } catch (const client::ClientError&) {
+      reply = nullptr;  // not up yet: try again
+    }
+    const std::string code = reply.is_object() ? reply.value("error", "internal") : "";
+    if (code == "not_held" || code == "bad_request" || code == "forbidden" ||
+        code == "kind_mismatch") {
+      return "the agent could not resume it: " + code + ": " + reply.value("message", "");
+    }
+    retry_at_ = now + std::chrono::milliseconds(backoff_ms_);
+    backoff_ms_ = std::min<int64_t>(backoff_ms_ * 2, 500);
+    return "";
+  }
+
+  std::optional<client::Client>& c_;
+  const HoldWatch& hold_;
+  bool connected_ = true;
+  std::string gone_why_;
+  SteadyClock::time_point valid_until_, refresh_at_, retry_at_;
+  int64_t backoff_ms_ = 50;
+};
+
+}  // namespace
+
+int Supervise(std::optional<client::Client>& c, pid_t child, const HoldWatch& hold, bool* lost) {
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, child, 0));
-  std::optional<std::chrono::steady_clock::time_point> kill_at;
-  bool agent_gone = false;
+  std::optional<SteadyClock::time_point> kill_at;
+  Keeper keeper(c, hold);
+  bool watching = true;  // the hold is not lost (yet)
   for (;;) {
     int status = 0;
     if (waitpid(child, &status, WNOHANG) == child) {
       if (pidfd >= 0) close(pidfd);
       return status;
     }
-    if (kill_at && std::chrono::steady_clock::now() >= *kill_at) {
+    auto now = SteadyClock::now();
+    if (kill_at && now >= *kill_at) {
       kill(-child, SIGKILL);
       kill_at.reset();
     }
-    pollfd fds[3] = {{agent_gone ? -1 : c.fd(), POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0},
+    pollfd fds[3] = {{watching ? keeper.fd() : -1, POLLIN, 0}, {g_signal_pipe[0], POLLIN, 0},
                      {pidfd, POLLIN, 0}};
-    const int timeout = pidfd >= 0 && !kill_at ? -1 : 20;
+    int timeout = watching ? keeper.PollMs(now) : -1;
+    if (pidfd < 0 || kill_at) timeout = timeout < 0 ? 20 : std::min(timeout, 20);
     if (poll(fds, 3, timeout) < 0 && errno != EINTR) break;
     if (fds[1].revents & POLLIN) {
       unsigned char sig;
       while (read(g_signal_pipe[0], &sig, 1) == 1) kill(-child, sig);
     }
-    if (!agent_gone && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      std::string why;
-      try {
-        while (auto ev = c.NextEvent(std::chrono::milliseconds(0))) {
-          if (ev->value("event", "") == "lost" && ev->value("resource", "") == hold.resource) {
-            why = ev->value("reason", "lost");
-          }
-        }
-      } catch (const client::ClientError& e) {
-        agent_gone = true;
-        why = std::string("connection to the agent lost (") + e.what() + "); renewal stopped";
-      }
-      if (!why.empty() && !*lost) {
-        *lost = true;
-        std::fprintf(stderr, "lockwarden: %s was lost: %s; terminating the command\n",
-                     hold.described.c_str(), why.c_str());
-        kill(-child, SIGTERM);
-        kill_at = std::chrono::steady_clock::now() + std::chrono::milliseconds(hold.kill_grace_ms);
-      }
+    if (!watching) continue;
+    std::string why;
+    if (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) why = keeper.Readable();
+    if (why.empty()) why = keeper.Tick(SteadyClock::now());
+    if (!why.empty()) {
+      watching = false;
+      *lost = true;
+      std::fprintf(stderr, "lockwarden: %s was lost: %s; terminating the command\n",
+                   hold.described.c_str(), why.c_str());
+      kill(-child, SIGTERM);
+      kill_at = SteadyClock::now() + std::chrono::milliseconds(hold.kill_grace_ms);
     }
   }
   int status = 0;

@@ -28,16 +28,31 @@ using EnvChanges = std::vector<std::pair<std::string, std::optional<std::string>
 // fails. A command that cannot be run exits 127 after saying why.
 pid_t SpawnCommand(const std::vector<std::string>& command, const EnvChanges& env);
 
-// What Supervise stops the child for: a `lost` event naming `resource`.
+// How Supervise keeps a hold through a restart of the agent (docs/cli.md "Restarts"): it
+// learns how long the hold is valid (`held`, every refresh_ms), and when the connection goes it
+// connects again and resumes the hold, until that validity ends.
+struct Resumer {
+  std::string socket_path;
+  std::string token;
+  int64_t valid_ms = 0;    // the grant's validity, counted from before its request was sent
+  int64_t refresh_ms = 0;  // how often the validity is read again
+  // Sends the resume on a new connection; its reply.
+  std::function<nlohmann::json(client::Client&)> resume;
+};
+
+// What Supervise stops the child for: a `lost` event naming `resource`, or the connection's
+// end when the hold cannot be resumed.
 struct HoldWatch {
   std::string resource;
   std::string described;  // for the message: `lock "x"`, `leadership of "x"`
   int64_t kill_grace_ms = 2'000;
+  std::optional<Resumer> resumer;  // none: the hold is lost with the connection
 };
 
 // Watches the child, the agent connection and forwarded signals until the child exits. Returns
-// its wait status; sets *lost when the hold was lost meanwhile (and the child was stopped).
-int Supervise(client::Client& c, pid_t child, const HoldWatch& hold, bool* lost);
+// its wait status; sets *lost when the hold was lost meanwhile (and the child was stopped). c
+// is the connection the hold lives on, replaced when it is resumed on a new one.
+int Supervise(std::optional<client::Client>& c, pid_t child, const HoldWatch& hold, bool* lost);
 
 // After the command: gives the hold back with `send` (a release, a resign), saying on stderr
 // when that fails ("<op> of <what>: ..."; it then ends with its ttl) and, when verbose, when it

@@ -81,7 +81,7 @@ int RunElect(const ElectArgs& a) {
   }
   bool lost = false;
   const int status =
-      Supervise(*c, child, {a.name, "leadership of \"" + a.name + "\"", a.kill_grace_ms}, &lost);
+      Supervise(c, child, {a.name, "leadership of \"" + a.name + "\"", a.kill_grace_ms, {}}, &lost);
   if (lost) return kExitLost;
   Resign(a, *c, token);
   return ExitCodeOf(status);

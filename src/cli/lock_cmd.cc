@@ -1,6 +1,8 @@
 // `lockwarden lock RESOURCE -- CMD...`: hold a renewed lock while a command runs.
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -60,11 +62,29 @@ void SayAcquired(const LockArgs& a, const nlohmann::json& reply, const GrantExtr
                static_cast<long long>(reply.value("waited_ms", 0)), hold.c_str());
 }
 
+// A hold's resume through the agent's next run: what the acquire asked and the grant answered.
+Resumer ResumerOf(const LockArgs& a, const std::string& token, const GrantExtras& extras,
+                  int64_t valid_ms) {
+  Resumer r;
+  r.socket_path = a.socket_path;
+  r.token = token;
+  r.valid_ms = valid_ms;
+  // The agent renews at a third of the ttl: reading the validity as often keeps it current.
+  r.refresh_ms = std::max<int64_t>(100, valid_ms / 3);
+  r.resume = [a, token, extras](client::Client& c) {
+    return c.Resume(a.resource, token, a.ttl_ms, /*renew=*/true, {a.permits, a.shared},
+                    static_cast<int>(extras.permit.value_or(-1)), extras.fence.value_or(0),
+                    client::Client::Ms(5'000));
+  };
+  return r;
+}
+
 }  // namespace
 
 int RunLock(const LockArgs& a) {
   std::optional<client::Client> c;
   nlohmann::json reply;
+  const auto asked = std::chrono::steady_clock::now();
   try {
     c.emplace(a.socket_path);
     reply = c->Acquire(a.resource, a.ttl_ms, a.wait_ms, {a.permits, a.shared}, /*renew=*/true,
@@ -94,8 +114,15 @@ int RunLock(const LockArgs& a) {
     return kExitUnavailable;
   }
   bool lost = false;
-  const int status =
-      Supervise(*c, child, {a.resource, "lock \"" + a.resource + "\"", a.kill_grace_ms}, &lost);
+  // The validity counts from before the acquire was sent, less the wait the reply reports.
+  const int64_t valid_ms =
+      reply.value("validity_ms", int64_t{0}) + reply.value("waited_ms", int64_t{0}) -
+      std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked)
+          .count();
+  const int status = Supervise(c, child,
+                               {a.resource, "lock \"" + a.resource + "\"", a.kill_grace_ms,
+                                ResumerOf(a, token, *extras, valid_ms)},
+                               &lost);
   if (lost) return kExitLost;
   GiveBack({"release", "released", "\"" + a.resource + "\"", "the lock"}, a.verbose,
            [&] { return c->Release(a.resource, token); });

@@ -168,6 +168,19 @@ nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int6
   return Call(std::move(request), timeout);
 }
 
+nlohmann::json Client::Resume(const std::string& resource, const std::string& token,
+                              int64_t ttl_ms, bool renew, HoldKind kind, int permit,
+                              int64_t fence, Ms timeout) {
+  nlohmann::json request = {
+      {"op", "resume"}, {"resource", resource}, {"token", token}, {"renew", renew}};
+  if (ttl_ms > 0) request["ttl_ms"] = ttl_ms;
+  if (kind.permits > 0) request["permits"] = kind.permits;
+  if (permit >= 0) request["permit"] = permit;
+  if (kind.shared) request["shared"] = true;
+  if (fence > 0) request["fence"] = fence;
+  return Call(std::move(request), timeout);
+}
+
 nlohmann::json Client::Release(const std::string& resource, const std::string& token) {
   return Call({{"op", "release"}, {"resource", resource}, {"token", token}});
 }

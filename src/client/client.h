@@ -50,6 +50,12 @@ class Client {
   nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
                          HoldKind kind, bool renew = false, Ms timeout = kDefaultTimeout,
                          bool fence = false);
+  // Takes over a hold granted through an earlier run of the agent (docs/protocol.md "Resume"):
+  // kind as its acquire asked; permit and fence as its grant answered (-1 / 0: none); ttl_ms
+  // <= 0: the agent's default.
+  nlohmann::json Resume(const std::string& resource, const std::string& token, int64_t ttl_ms,
+                        bool renew, HoldKind kind, int permit = -1, int64_t fence = 0,
+                        Ms timeout = kDefaultTimeout);
   nlohmann::json Release(const std::string& resource, const std::string& token);
   nlohmann::json Extend(const std::string& resource, const std::string& token, int64_t ttl_ms);
   // Elections (docs/protocol.md "Elections"). ttl_ms <= 0: the agent's default; wait_ms < 0:

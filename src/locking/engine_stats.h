@@ -23,12 +23,17 @@ enum class RenewOutcome { kExtended, kRetry, kLost, kCount };
 enum class FenceOutcome { kWritten, kNotConfirmed, kCounterAhead, kCount };
 // Why a lock was taken away from its holder.
 enum class LossReason { kRenewFailed, kExpired, kRevoked, kCount };
+// A resume (LockEngine::Resume): confirmed and held; not_held (the masters do not hold it for
+// that token any more); or not decided (too few masters answered, or refused before asking).
+enum class ResumeOutcome { kResumed, kNotHeld, kFailed, kCount };
 
 inline constexpr std::array<std::string_view, 4> kAcquireOutcomeNames = {"acquired", "timeout",
                                                                          "no_quorum", "error"};
 inline constexpr std::array<std::string_view, 3> kRenewOutcomeNames = {"extended", "retry", "lost"};
 inline constexpr std::array<std::string_view, 3> kFenceOutcomeNames = {"written", "not_confirmed",
                                                                        "counter_ahead"};
+inline constexpr std::array<std::string_view, 3> kResumeOutcomeNames = {"resumed", "not_held",
+                                                                      "failed"};
 // Also the `reason` of lost events (EngineEvents::Lost).
 inline constexpr std::array<std::string_view, 3> kLossReasonNames = {"renew_failed", "expired",
                                                                      "revoked"};
@@ -61,6 +66,7 @@ struct EngineStats {
   stats::ByEnum<stats::Gauge, HoldMode, 3> holds{r_, "lockwarden_holds", "Holds granted through this agent now, by mode: exclusive (a mutex or a write hold), shared (a read hold), permit (a semaphore's).", "mode", kHoldModeNames};
   stats::ByEnum<stats::Histogram, HoldMode, 3> grant_wait{r_, "lockwarden_grant_wait_seconds", "Time from an acquire request to its grant, by mode (a semaphore's saturation shows here).", "mode", kHoldModeNames, {}, kWaitBuckets};
   stats::Counter handoffs_in_turn{r_, "lockwarden_handoffs_in_turn_total", "Releases with a local waiter next that went through the masters rather than hand it the lock, because a waiter on another agent may have come first (docs/safety.md, Fair turns)."};
+  stats::ByEnum<stats::Counter, ResumeOutcome> resumes{r_, "lockwarden_resumes_total", "Holds of an earlier run of this agent that a client asked to resume, by outcome (docs/safety.md, Resume).", "outcome", kResumeOutcomeNames};
   stats::Counter release_wakeups{r_, "lockwarden_release_wakeups_total", "Waiters woken early by a release announced by another agent."};
   // By master index: the master had not answered a round when its node timeout ended it.
   std::vector<std::unique_ptr<stats::Counter>> master_timeouts;

@@ -116,9 +116,28 @@ class LockEngine {
   // waiter for are ignored. True if a waiter woke.
   bool ReleasedElsewhere(const std::string& key);
 
-  // Refuse new work, fail waiters with shutting_down, release every lock, and call `done`
-  // once every release round has ended (each ends within the node timeout).
-  void Shutdown(std::function<void()> done);
+  // Refuse new work, fail waiters with shutting_down, release every lock (release: else every
+  // lock is left on the masters until its ttl, for a resume through the agent's next run), and
+  // call `done` once every round in flight has ended (each ends within the node timeout).
+  void Shutdown(std::function<void()> done, bool release = true);
+
+  // A hold granted through an earlier run of this agent (the same value prefix: the agent id
+  // outlives its process) taken over by `session`, which proves it by the token: confirmed on
+  // the masters exactly as an extend by ttl_ms is (compare-and-pexpire of the key holding
+  // value_prefix + token, a quorum within the round, validity counted from its start), then
+  // held, renewed and released as if granted here. Anything not confirmed is answered
+  // not_held, and the value is deleted wherever it is left; no_quorum (masters unreachable)
+  // leaves it for another try. docs/safety.md "Resume".
+  struct ResumeAsk {
+    std::string resource;
+    std::string token;
+    int64_t ttl_ms = 0;
+    bool renew = false;
+    std::optional<int64_t> fence;  // as the grant answered it: carried, not checked
+    AcquireKind kind;              // shape and shared, as the acquire asked
+    int permit = -1;               // a semaphore's permit, as the grant answered it
+  };
+  void Resume(SessionId session, ResumeAsk ask, AcquireDone done);
 
   int quorum() const { return rounds_.quorum(); }
   int fence_quorum() const { return fence_quorum_; }

@@ -43,7 +43,7 @@ void LockEngine::MaybeErase(const std::string& name) {
   table_.Erase(name);
 }
 
-void LockEngine::Shutdown(std::function<void()> done) {
+void LockEngine::Shutdown(std::function<void()> done, bool release) {
   shutting_down_ = true;
   shutdown_done_ = std::move(done);
   // Every lock goes below: dropping the per-session lists first keeps TakeHolder from
@@ -58,8 +58,9 @@ void LockEngine::Shutdown(std::function<void()> done) {
     if (r.retry_timer) r.retry_timer->Stop();
     while (!r.holders.empty()) {
       auto h = TakeHolder(r, name, r.holders.back().get());
-      // A kept hold outlives its agent's run: it ends by its release or its ttl.
-      if (!h->kept) ReleaseEverywhere(name, r, *h);
+      // A kept hold outlives its agent's run: it ends by its release or its ttl. So does every
+      // hold when the stop leaves them for a resume.
+      if (release && !h->kept) ReleaseEverywhere(name, r, *h);
     }
   });
   // No waiter or holder is left: their deadlines must not keep the loop alive.

@@ -151,8 +151,9 @@ class FieldReader {
                  std::string_view over_hint = {}) const;
   // An optional boolean; fallback when absent.
   Problem Flag(const std::string& name, bool fallback, bool* out) const;
-  // An optional whole number the rule admits (bounds within int); its fallback when absent.
-  Problem Count(const std::string& name, const IntRule& rule, int* out) const;
+  // An optional whole number the rule admits; its fallback when absent.
+  template <class Int>
+  Problem Count(const std::string& name, const IntRule& rule, Int* out) const;
   bool Has(const std::string& name) const { return Find(name) != nullptr; }
 
  private:
@@ -247,10 +248,11 @@ Problem FieldReader::Flag(const std::string& name, bool fallback, bool* out) con
   return std::nullopt;
 }
 
-Problem FieldReader::Count(const std::string& name, const IntRule& rule, int* out) const {
+template <class Int>
+Problem FieldReader::Count(const std::string& name, const IntRule& rule, Int* out) const {
   const json* value = Find(name);
   if (value == nullptr) {
-    *out = static_cast<int>(rule.fallback);
+    *out = static_cast<Int>(rule.fallback);
     return std::nullopt;
   }
   if (!value->is_number_integer() || !rule.Admits(value->get<int64_t>()) ||
@@ -258,7 +260,7 @@ Problem FieldReader::Count(const std::string& name, const IntRule& rule, int* ou
     return "field \"" + name + "\" must be a whole number from " + std::to_string(rule.lo) +
            " to " + std::to_string(rule.hi) + "; got " + Describe(*value);
   }
-  *out = static_cast<int>(value->get<int64_t>());
+  *out = static_cast<Int>(value->get<int64_t>());
   return std::nullopt;
 }
 
@@ -281,6 +283,18 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireReq
   if (auto p = SharedConflict(*request, fields.Has("shared"))) return p;
   if (auto p = fields.Flag("detach", false, &request->detach)) return p;
   return DetachConflict(*request);
+}
+
+Problem DecodeFields(const FieldReader& fields, const Limits& limits, ResumeRequest* request) {
+  if (auto p = fields.Resource(&request->resource)) return p;
+  if (auto p = fields.Token(&request->token)) return p;
+  if (auto p = fields.Millis("ttl_ms", TtlRule(limits), &request->ttl_ms, kLongTtlHint)) return p;
+  if (auto p = fields.Flag("renew", false, &request->renew)) return p;
+  if (auto p = fields.Count("fence", kFenceRule, &request->fence)) return p;
+  if (auto p = fields.Count("permits", kPermitsRule, &request->permits)) return p;
+  if (auto p = fields.Count("permit", kPermitRule, &request->permit)) return p;
+  if (auto p = fields.Flag("shared", false, &request->shared)) return p;
+  return ResumeConflict(*request, fields.Has("shared"));
 }
 
 Problem DecodeFields(const FieldReader& fields, const Limits& limits, CampaignRequest* request) {

@@ -53,6 +53,24 @@ struct ExtendRequest {
   int64_t ttl_ms = 0;
   bool operator==(const ExtendRequest&) const = default;
 };
+// Take over a hold granted through an earlier run of this agent (a restart, an upgrade, a
+// crash) by its token, as an extend by ttl_ms would confirm it (docs/protocol.md "Resume").
+// The kind fields say which hold, as the acquire asked and its grant answered.
+struct ResumeRequest {
+  static constexpr std::string_view kName = "resume";
+  static constexpr std::string_view kFields[] = {"id",    "op",      "resource", "token",
+                                                 "ttl_ms", "renew", "fence",    "permits",
+                                                 "permit", "shared"};
+  std::string resource;
+  std::string token;
+  int64_t ttl_ms = 0;
+  bool renew = false;
+  int64_t fence = 0;  // the grant's fence (0: none); carried, not checked
+  int permits = 0;    // > 0: a permit of a semaphore of that many
+  int permit = -1;    // with permits: which permit the grant answered
+  bool shared = false;
+  bool operator==(const ResumeRequest&) const = default;
+};
 // Ops that carry nothing beyond id and op.
 inline constexpr std::string_view kBareFields[] = {"id", "op"};
 struct HeldRequest {
@@ -124,7 +142,7 @@ struct UnobserveRequest {
 
 using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
                         PingRequest, LocksRequest, CampaignRequest, ResignRequest, LeaderRequest,
-                        ObserveRequest, UnobserveRequest>;
+                        ObserveRequest, UnobserveRequest, ResumeRequest>;
 
 // `id` is echoed verbatim in the reply: a JSON integer or a string of at most 128 bytes, or
 // null when the client sent none.

@@ -29,4 +29,21 @@ std::optional<std::string> DetachConflict(const AcquireRequest& request) {
   return std::nullopt;
 }
 
+std::optional<std::string> ResumeConflict(const ResumeRequest& request, bool shared_sent) {
+  if ((request.permits > 0) != (request.permit >= 0)) {
+    return std::string(
+        "fields \"permits\" and \"permit\" go together in a resume: a semaphore's permit is "
+        "named by both (the acquire's permits, the grant's permit); a lock's hold by neither");
+  }
+  if (request.permits > 0 && shared_sent) {
+    return std::string("field \"shared\" cannot be sent with \"permits\": a semaphore has no "
+                       "shared holds");
+  }
+  if (request.fence > 0 && request.shared) {
+    return std::string("field \"fence\" has no meaning with \"shared\": true: a read hold has "
+                       "no fence");
+  }
+  return std::nullopt;
+}
+
 }  // namespace lw::protocol

@@ -38,11 +38,17 @@ inline IntRule CampaignWaitRule(const Limits& limits) {
 }
 // permits of acquire: absent (0), the hold is not a semaphore's.
 inline constexpr IntRule kPermitsRule{1, kMaxPermits, 0};
+// permit of resume: which of the semaphore's permits (absent: -1, none).
+inline constexpr IntRule kPermitRule{0, kMaxPermits - 1, -1};
+// fence of resume: the grant's (absent: 0, none; fences start at 1).
+inline constexpr IntRule kFenceRule{1, INT64_MAX, 0};
 
 // The combinations of acquire's fields that are refused, each checked once the fields it
 // involves are read: why (a message for the client), or nullopt when the request is fine.
 // shared_sent: "shared" was present, whatever its value.
 std::optional<std::string> SharedConflict(const AcquireRequest& request, bool shared_sent);
 std::optional<std::string> DetachConflict(const AcquireRequest& request);
+// A resume's: permit goes with permits, shared without them, a fence not with shared.
+std::optional<std::string> ResumeConflict(const ResumeRequest& request, bool shared_sent);
 
 }  // namespace lw::protocol

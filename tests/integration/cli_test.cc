@@ -169,9 +169,9 @@ TEST_F(CliTest, PermitsWithSharedOrOutOfRangeIsAUsageError) {
   EXPECT_EQ(agent_.Connect().Call({{"op", "locks"}})["locks"].size(), 0u) << "nothing was held";
 }
 
-TEST(AgentLifecycleTest, SigtermReleasesEveryLockAndRemovesTheSocket) {
+TEST(AgentLifecycleTest, SigtermWithReleaseOnStopReleasesEveryLockAndRemovesTheSocket) {
   RedisCluster cluster(5);
-  AgentProcess agent(cluster);
+  AgentProcess agent(cluster, {"--release-on-stop", "true"});
   auto a = agent.Connect();
   auto b = agent.Connect();
   ASSERT_TRUE(a.Acquire("s1", 60'000, 0).value("ok", false));

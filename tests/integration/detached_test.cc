@@ -304,7 +304,8 @@ TEST_F(DetachedTest, ItsWaitBelongsToTheAcquiringConnection) {
 TEST_F(DetachedTest, ShutdownLeavesItOnTheMastersAndARestartedAgentDoesNotKnowIt) {
   std::string lease;
   {
-    AgentProcess agent(cluster_);
+    // A stop for good: it releases a connection's locks, never a detached lease.
+    AgentProcess agent(cluster_, {"--release-on-stop", "true"});
     lease = AcquireByCli(agent, "s/lease");
     Client c = agent.Connect();
     ASSERT_TRUE(c.Acquire("s/owned", 60'000, 0).value("ok", false));

@@ -1,0 +1,110 @@
+// LockEngine::Resume: a hold of an earlier run of this agent taken over by a session that
+// proves it by its token (docs/safety.md "Resume").
+
+#include <spdlog/spdlog.h>
+
+#include "locking/failure_text.h"
+#include "locking/lock_engine.h"
+
+namespace lw {
+namespace {
+
+Failure ResumeRefused(std::string_view resource, std::string why) {
+  return {ErrorCode::kBadRequest, "cannot resume " + Quoted(resource) + ": " + why};
+}
+
+// lost: a quorum of counting masters said the key does not hold the token (or it was released
+// meanwhile); otherwise too few answered to decide.
+Failure ResumeFailure(std::string_view resource, bool lost) {
+  if (lost) {
+    return {ErrorCode::kNotHeld,
+            "cannot resume " + Quoted(resource) + ": a quorum of masters does not hold it with "
+            "that token (it expired, was released or revoked, or was granted through another "
+            "agent); the lock is lost: acquire it again"};
+  }
+  return {ErrorCode::kNoQuorum,
+          "cannot resume " + Quoted(resource) + ": too few masters confirmed it in time, so "
+          "whether it is still held is not known; retry the resume within its validity"};
+}
+
+}  // namespace
+
+void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
+  const std::string name = ask.resource;
+  auto refuse = [&](Failure f) {
+    stats_->resumes[ResumeOutcome::kFailed].Inc();
+    Defer([done = std::move(done), f = std::move(f)] { done(f); });
+  };
+  if (shutting_down_) return refuse(ShuttingDown(/*retry_hint=*/true));
+  const Resource* existing = Find(name);
+  if (existing != nullptr && !(existing->shape == ask.kind.shape)) {
+    return refuse(KindMismatch(name, ask.kind.shape.WithArticle(),
+                               existing->shape.WithArticle() + " through this agent"));
+  }
+  if (ask.kind.shape.kind == LockKind::kElection) {
+    return refuse(ResumeRefused(name, "a leadership is not resumed; campaign again"));
+  }
+  const HoldMode mode = KindOf(ask.kind.shape).ModeAsked(ask.kind.shared);
+  if (mode == HoldMode::kPermit &&
+      (ask.permit < 0 || ask.permit >= ask.kind.shape.permits)) {
+    return refuse(ResumeRefused(name, "a permit's resume names its permit (0.." +
+                                          std::to_string(ask.kind.shape.permits - 1) + ")"));
+  }
+  if (existing != nullptr) {
+    for (const auto& h : existing->holders) {
+      if (h->token == ask.token) {
+        return refuse(ResumeRefused(
+            name, h->session == session ? "this connection holds it already"
+                                        : "session " + std::to_string(h->session) +
+                                              " of this agent holds it; it ends with that "
+                                              "session or its release"));
+      }
+      if (mode != HoldMode::kShared && h->mode == mode && h->part == ask.permit) {
+        return refuse(ResumeRefused(name, "another hold of this agent occupies that part"));
+      }
+    }
+  }
+  Resource& r = table_.Add(name, ask.kind.shape);
+  auto held = std::make_unique<Holder>();
+  held->serial = next_waiter_id_++;
+  held->session = session;
+  held->token = FixedToken(ask.token);
+  held->ttl_ms = ask.ttl_ms;
+  held->renew = ask.renew;
+  held->fence = ask.fence;
+  held->mode = mode;
+  held->part = static_cast<int16_t>(mode == HoldMode::kPermit ? ask.permit : -1);
+  held->acquired = Clock::now();
+  // Held here from now on (a local waiter does not contend beside it), but not yet confirmed:
+  // the extend round below decides, and its validity replaces this bound.
+  held->valid_until = held->acquired + std::chrono::milliseconds(ask.ttl_ms);
+  stats_->holds[mode].Inc();
+  table_.Install(r, name, std::move(held));
+  RunExtend(name, ask.token, ask.ttl_ms,
+            [this, name, token = ask.token, done = std::move(done)](
+                const std::variant<Extension, Failure>& result) {
+              Holder* h = FindHolder(name, token);
+              if (const auto* e = std::get_if<Extension>(&result); e != nullptr && h) {
+                stats_->resumes[ResumeOutcome::kResumed].Inc();
+                spdlog::info("lock {} resumed by session {} ({} ms left)", Quoted(name),
+                             h->session, e->validity_ms);
+                done(Grant{token, e->validity_ms, 0, h->fence, h->part, h->mode, h->serial});
+                return;
+              }
+              const auto* f = std::get_if<Failure>(&result);
+              const bool lost = f == nullptr || f->code == ErrorCode::kNotHeld;
+              stats_->resumes[lost ? ResumeOutcome::kNotHeld : ResumeOutcome::kFailed].Inc();
+              if (h != nullptr) {
+                Resource& res = *Find(name);
+                auto gone = TakeHolder(res, name, h);
+                // Where a master still holds the value it is this token's: deleting it there
+                // can only end this grant. Not decided (no_quorum): left for another try.
+                if (lost) ReleaseEverywhere(name, res, *gone);
+                Pump(name);
+                MaybeErase(name);
+              }
+              done(ResumeFailure(name, lost));
+            });
+}
+
+}  // namespace lw
