@@ -1,0 +1,197 @@
+// Locks that outlive the agent's process (docs/safety.md "Resume"): a client of the agent's
+// next run on the same socket resumes what it held, by token, after a kill -9 or a stop; a
+// `lockwarden lock` job keeps running across it; nothing that cannot be confirmed is resumed,
+// and no other agent can take the lock meanwhile.
+
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <gtest/gtest.h>
+
+#include "metrics_util.h"
+#include "support/agent_process.h"
+#include "support/files.h"
+#include "support/redis_cluster.h"
+#include "test_util.h"
+
+namespace lw::test::resume {
+namespace {
+
+using lw::client::Client;
+using nlohmann::json;
+
+std::string Code(const json& reply) { return reply.value("error", reply.value("ok", false) ? "ok" : "?"); }
+
+class ResumeTest : public ::testing::Test {
+ protected:
+  ~ResumeTest() override { std::filesystem::remove_all(dir_); }
+  // An agent on the test's socket (so that the next one serves the same socket).
+  std::unique_ptr<AgentProcess> Start(std::vector<std::string> extra = {}) {
+    extra.insert(extra.begin(), {"--socket", socket_});
+    return std::make_unique<AgentProcess>(cluster_, extra);
+  }
+  // Another agent of the fleet, on a socket of its own.
+  std::unique_ptr<AgentProcess> Elsewhere() { return std::make_unique<AgentProcess>(cluster_); }
+  // The lock cannot be taken by anyone else now.
+  void ExpectHeldAgainstOthers(AgentProcess& other, const std::string& resource) {
+    Client c = other.Connect();
+    EXPECT_EQ(Code(c.Acquire(resource, 5'000, 0)), "timeout") << other.Log();
+  }
+  static void Kill(AgentProcess& agent) {
+    agent.Signal(SIGKILL);
+    ASSERT_EQ(agent.WaitExit(milliseconds(15'000)), 128 + SIGKILL);
+  }
+
+  RedisCluster cluster_{3};
+  std::string dir_ = MakeTempDir("lw-resume-");
+  std::string socket_ = dir_ + "/agent.sock";
+  std::string go_ = dir_ + "/go";
+  std::string out_ = dir_ + "/lock.out";
+};
+
+// `lockwarden lock --ttl 2s RESOURCE -- sh`: says "$LOCKWARDEN_TOKEN" into the fifo, then runs
+// until the file go_ exists and says job-finished.
+pid_t LockJob(const std::string& socket, const std::string& resource, const std::string& fifo,
+              const std::string& go, const std::string& out) {
+  return SpawnTestProcess({LockwardenBinary(), "lock", "--socket", socket, "--ttl", "2s", resource,
+                           "--", "sh", "-c",
+                           "echo \"$LOCKWARDEN_TOKEN\" > " + fifo + "; while [ ! -e " + go +
+                               " ]; do sleep 0.02; done; echo job-finished"},
+                          out);
+}
+
+
+TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
+  auto agent = Start();
+  auto other = Elsewhere();
+  Fifo fifo(dir_ + "/fifo");
+  const pid_t job = LockJob(socket_, "exp:job", fifo.path(), go_, out_);
+  const std::string token = fifo.ReadLine(milliseconds(15'000));
+  ASSERT_EQ(token.size(), 40u) << ReadFile(out_);
+
+  Kill(*agent);
+  // Down: the keys stay, and nobody else may take the lock.
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:job"), token), 3);
+  ExpectHeldAgainstOthers(*other, "exp:job");
+
+  auto next = Start();
+  ASSERT_TRUE(Eventually([&] { return ReadFile(out_).find("resumed lock") != std::string::npos; },
+                         milliseconds(15'000)))
+      << ReadFile(out_) << next->Log();
+  // The next run renews it (the 2 s ttl would have run out without that).
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return MetricNow(next->admin_port(), "lockwarden_renewals_total",
+                         {{"outcome", "extended"}}) >= 2;
+      },
+      milliseconds(15'000)))
+      << next->Log();
+  EXPECT_EQ(MetricNow(next->admin_port(), "lockwarden_resumes_total", {{"outcome", "resumed"}}),
+            1);
+  ExpectHeldAgainstOthers(*other, "exp:job");
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:job"), token), 3);
+
+  std::ofstream(go_) << "go\n";
+  EXPECT_EQ(WaitChild(job, milliseconds(15'000)), 0) << ReadFile(out_);
+  EXPECT_NE(ReadFile(out_).find("job-finished"), std::string::npos) << ReadFile(out_);
+  EXPECT_EQ(ReadFile(out_).find("was lost"), std::string::npos) << ReadFile(out_);
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("exp:job")), 0) << "released through the next run";
+}
+
+TEST_F(ResumeTest, AStopLeavesTheLocksForTheNextRunUnlessReleaseOnStop) {
+  auto agent = Start();
+  Client c = agent->Connect();
+  const json held = c.Acquire("stop:kept", 60'000, 0, /*renew=*/true);
+  ASSERT_TRUE(held.value("ok", false)) << held;
+  const std::string token = held["token"];
+  agent->Signal(SIGTERM);
+  ASSERT_EQ(agent->WaitExit(milliseconds(15'000)), 0) << agent->Log();
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("stop:kept"), token), 3) << "left for a resume";
+  struct stat st{};
+  EXPECT_NE(stat(socket_.c_str(), &st), 0) << "socket file left behind";
+
+  auto next = Start({"--release-on-stop", "true"});
+  Client again = next->Connect();
+  const json resumed = again.Resume("stop:kept", token, 60'000, /*renew=*/true, {});
+  ASSERT_TRUE(resumed.value("ok", false)) << resumed << next->Log();
+  EXPECT_EQ(resumed.value("token", ""), token);
+  EXPECT_GT(resumed.value("validity_ms", 0), 50'000);
+  const json mine = again.Held();
+  ASSERT_EQ(mine["locks"].size(), 1u) << mine;
+  EXPECT_EQ(mine["locks"][0].value("token", ""), token);
+  // This run releases on stop: the resumed lock goes with it.
+  next->Signal(SIGTERM);
+  ASSERT_EQ(next->WaitExit(milliseconds(15'000)), 0) << next->Log();
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("stop:kept")), 0);
+}
+
+TEST_F(ResumeTest, OnlyWhatAQuorumStillHoldsForThatTokenIsResumed) {
+  auto agent = Start();
+  Client c = agent->Connect();
+  const json kept = c.Acquire("r:kept", 60'000, 0);
+  const json brief = c.Acquire("r:brief", 1'000, 0);
+  ASSERT_TRUE(kept.value("ok", false) && brief.value("ok", false)) << kept << brief;
+  Kill(*agent);
+  ASSERT_TRUE(Eventually([&] { return cluster_.CountWithKey(KeyOf("r:brief")) == 0; },
+                         milliseconds(15'000)));
+
+  // Another agent's run (another id) cannot resume it, and its try deletes nothing.
+  auto other = Elsewhere();
+  Client o = other->Connect();
+  EXPECT_EQ(Code(o.Resume("r:kept", kept["token"], 10'000, false, {})), "not_held");
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("r:kept"), kept["token"]), 3);
+
+  auto next = Start();
+  Client n = next->Connect();
+  const std::string forged(40, 'a');
+  EXPECT_EQ(Code(n.Resume("r:kept", forged, 10'000, false, {})), "not_held");
+  EXPECT_EQ(Code(n.Resume("r:brief", brief["token"], 10'000, false, {})), "not_held")
+      << "expired before the resume";
+  EXPECT_EQ(Code(n.Resume("r:kept", kept["token"], 10'000, false, {0, /*shared=*/true})),
+            "not_held")
+      << "it is not a read hold";
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("r:kept"), kept["token"]), 3);
+  const json ok = n.Resume("r:kept", kept["token"], 10'000, false, {});
+  ASSERT_TRUE(ok.value("ok", false)) << ok << next->Log();
+  EXPECT_EQ(Code(n.Resume("r:kept", kept["token"], 10'000, false, {})), "bad_request")
+      << "held already";
+  EXPECT_EQ(MetricNow(next->admin_port(), "lockwarden_resumes_total", {{"outcome", "not_held"}}),
+            3);
+  ASSERT_TRUE(n.Release("r:kept", kept["token"]).value("ok", false));
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("r:kept")), 0);
+}
+
+TEST_F(ResumeTest, PermitsAndReadHoldsResumeAsTheirGrantsSaid) {
+  auto agent = Start();
+  Client c = agent->Connect();
+  const json permit = c.Acquire("pool", 60'000, 0, {.permits = 2, .shared = false});
+  const json reader = c.Acquire("doc", 60'000, 0, {.permits = 0, .shared = true});
+  ASSERT_TRUE(permit.value("ok", false) && reader.value("ok", false)) << permit << reader;
+  const int p = permit.value("permit", -1);
+  Kill(*agent);
+
+  auto next = Start();
+  Client n = next->Connect();
+  EXPECT_EQ(Code(n.Resume("pool", permit["token"], 10'000, false, {2, false}, 1 - p)),
+            "not_held")
+      << "another permit";
+  const json again = n.Resume("pool", permit["token"], 10'000, false, {2, false}, p);
+  ASSERT_TRUE(again.value("ok", false)) << again << next->Log();
+  EXPECT_EQ(again.value("permit", -1), p);
+  const json read = n.Resume("doc", reader["token"], 10'000, false, {0, true});
+  ASSERT_TRUE(read.value("ok", false)) << read << next->Log();
+  EXPECT_EQ(read.value("mode", ""), "shared");
+  // Held as before: the other permit is free, the resumed one is not; a writer is kept out.
+  Client w = next->Connect();
+  const json second = w.Acquire("pool", 5'000, 0, {2, false});
+  ASSERT_TRUE(second.value("ok", false)) << second;
+  EXPECT_EQ(second.value("permit", -1), 1 - p);
+  EXPECT_EQ(Code(w.Acquire("doc", 5'000, 0)), "timeout");
+}
+
+}  // namespace
+}  // namespace lw::test::resume
