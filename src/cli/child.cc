@@ -161,7 +161,7 @@ class Keeper {
       } catch (const client::ClientError& e) {
         return Gone(e.what());
       }
-      return "";
+      return Readable();  // events read while waiting for that reply are not seen by poll
     }
     if (now >= valid_until_) {
       return "the agent did not come back before its validity ran out (" + gone_why_ + ")";

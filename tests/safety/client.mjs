@@ -28,7 +28,8 @@
 // fault may stop it) → hold → t_exit → release → send the record
 // (type "hold", with the grant's mode and, for a permit, permits and permit). Times are µs on
 // CLOCK_MONOTONIC (process.hrtime.bigint()), shared with the checker. The agent may be killed
-// and restarted under us: on a lost connection, reconnect with backoff and carry on.
+// and restarted under us: a hold it took is resumed through its next run (resumeIfGone), and on
+// a lost connection the next cycle reconnects with backoff and carries on.
 
 import { setTimeout as pause } from 'node:timers/promises';
 
@@ -72,6 +73,46 @@ async function acquire(conn, resource, ttlMs, detach) {
     conn.close();
     return { ok: false, error, message: err.message, tRequested };
   }
+}
+
+// After its hold, a grant whose connection is gone (the agent was killed, then restarted on the
+// same socket) is resumed through the agent's next run while its validity lasts, as a client
+// library does (docs/protocol.md, resume). The record's window then runs on to the resume's
+// validity: a resume is only granted while a quorum still holds the token, so nobody else can
+// have held the lock since the grant (docs/safety.md §11), and the checks judge exactly that.
+// Returns the connection it was resumed on (record updated), or null (the hold was lost).
+async function resumeIfGone(conn, resource, ttlMs, record) {
+  if (!conn.closed || record.detached) return null;
+  const ask = { op: 'resume', resource, token: record.token, ttl_ms: ttlMs };
+  if (record.mode === 'permit') Object.assign(ask, { permits: record.permits, permit: record.permit });
+  if (record.mode === 'shared') ask.shared = true;
+  if (Number.isSafeInteger(record.fence)) ask.fence = record.fence;
+  let tries = 0;
+  while (nowUs() < record.validity_end) {
+    tries += 1;
+    let next = null;
+    try {
+      next = await LockClient.connect(agentSocket, { timeoutMs: 500 });
+      const tRequested = nowUs();
+      const reply = await next.call(ask, { timeoutMs: 2000 });
+      const tGranted = nowUs();
+      if (reply.ok) {
+        record.resumed = { t_requested: tRequested, t_granted: tGranted, tries,
+          validity_end_before: record.validity_end };
+        record.validity_end = Math.max(record.validity_end,
+          validityEndOf(reply, tRequested, tGranted));
+        agent.adopt(next);
+        return next;
+      }
+      next.close();
+      record.resume_refused = reply.error;
+      if (reply.error !== 'no_quorum' && reply.error !== 'shutting_down') return null;
+    } catch {
+      if (next) next.close(); // not up yet: try again
+    }
+    await pause(20);
+  }
+  return null;
 }
 
 // The hold: up to holdMaxMs, plus up to holdShareMax of the validity left above the minimum.
@@ -147,8 +188,10 @@ async function holdCycle(conn, resource, ttlMs) {
     { timeoutMs: 120000 },
   );
   await holdFor(validityEndUs);
+  const resumed = await resumeIfGone(conn, resource, ttlMs, record);
+  if (resumed) await holdFor(record.validity_end);
   record.t_exit = nowUs();
-  await release(conn, resource, reply.token, record);
+  await release(resumed ?? conn, resource, reply.token, record);
   send(record);
 }
 
@@ -174,6 +217,7 @@ async function cycle() {
     console.error(`${name}: a fenced grant without an integer fence: ${JSON.stringify(reply)}`);
     process.exit(2);
   }
+  let resumed = null;
   if (validityEndUs - nowUs() < cfg.minValidityLeftMs * 1000) {
     record.write = 'skipped'; // too little validity left to do the work safely
   } else {
@@ -187,6 +231,7 @@ async function cycle() {
     record.t_read = nowUs();
     record.read_value = read.value;
     await holdFor(validityEndUs);
+    resumed = await resumeIfGone(conn, resource, ttlMs, record);
     record.t_write = nowUs();
     const written = await register.call(
       { op: 'write', ...common, value: read.value + 1 },
@@ -196,7 +241,7 @@ async function cycle() {
     record.highest_seen = written.highest;
   }
   record.t_exit = nowUs();
-  await release(conn, resource, reply.token, record);
+  await release(resumed ?? conn, resource, reply.token, record);
   send(record);
 }
 

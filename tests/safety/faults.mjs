@@ -116,6 +116,22 @@ export const FAULTS = [
     },
   },
   {
+    // The round's agent killed while its slow client holds r0, and started again at once on the
+    // same socket: its clients resume the holds it granted through the new run while their
+    // validity lasts (client.mjs resumeIfGone), and nobody else may hold them meanwhile.
+    name: 'kill -9 one agent, clients resume',
+    run: async (ctx, round) => {
+      const agent = ctx.agents[round % ctx.agents.length];
+      const holder = await slowHolder(ctx, round);
+      const start = nowUs();
+      await agent.kill();
+      const healing = nowUs();
+      await agent.restart();
+      return { start, healing, heal: nowUs(), agents: [agent.label],
+        target: `${agent.label}${holder ? ` (${holder} holding)` : ''}` };
+    },
+  },
+  {
     // One holder of each kind at once (a plain mutex holder, a semaphore holder, a reader, a
     // leader and a writer: the first of each kind to report that it holds), each stopped inside
     // its hold until 1 s after its validity ended: others take its permit or the lock meanwhile, and its late release must

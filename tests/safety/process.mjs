@@ -66,6 +66,11 @@ function agentLink(agentSocket, { send, stopRequested }) {
       c.close();
       if (conn === c) conn = null;
     },
+    // A connection made elsewhere (a resume's) becomes the one get() returns.
+    adopt(c) {
+      if (conn && conn !== c) conn.close();
+      conn = c;
+    },
     close() {
       if (conn) conn.close();
     },

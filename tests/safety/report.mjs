@@ -74,6 +74,13 @@ export function summaryLines(h, checks, problems, mode) {
       `${detached.filter((g) => g.acquiring_closed).length}; released through another connection: ` +
       `${list(countBy(detached, (g) => g.release))}`);
   }
+  const resumes = [...h.grants, ...holds].filter((g) => g.resumed || g.resume_refused);
+  if (resumes.length) {
+    out.push(`resumes after an agent kill: ${resumes.filter((g) => g.resumed).length} held on ` +
+      `(grants ${h.grants.filter((g) => g.resumed).length}, holds ` +
+      `${holds.filter((g) => g.resumed).length}); refused: ` +
+      `${list(countBy(resumes.filter((g) => !g.resumed), (g) => g.resume_refused))}`);
+  }
   out.push(`acquire failures: ${list(h.failures)}`);
   out.push(`faults injected: ${h.faults.length}  (t = s since start; heal -> first grant after it)`);
   out.push(`    #  t start  down s  ${'fault'.padEnd(23)}  ${'target'.padEnd(40)} ` +
