@@ -264,10 +264,17 @@ BANNER
 # --- agent in the foreground ------------------------------------------------------------------
 # Run in the background and `wait` for it: bash defers traps while a foreground child runs,
 # but `wait` returns as soon as a signal arrives, so Ctrl-C is handled at once.
-setsid "$BIN" serve --socket "$socket" "${master_args[@]}" \
-  --admin-listen "127.0.0.1:$admin_port" --admin-token-file "$token_file" \
-  --scan-interval-ms 10000 --max-ttl-ms 15000 --default-ttl-ms 10000 </dev/null &
-agent_pid=$!
+# Ctrl-C is a stop for good: the agent releases its clients' locks (--release-on-stop). A
+# kill -9 is not: the agent is started again on the same socket, as systemd's
+# Restart=on-failure would, and its clients resume their locks (docs/cli.md, Restarts).
+start_agent() {
+  setsid "$BIN" serve --socket "$socket" "${master_args[@]}" \
+    --admin-listen "127.0.0.1:$admin_port" --admin-token-file "$token_file" \
+    --scan-interval-ms 10000 --max-ttl-ms 15000 --default-ttl-ms 10000 \
+    --release-on-stop true </dev/null &
+  agent_pid=$!
+}
+start_agent
 
 for ((try = 0; try < 100; try++)); do
   kill -0 "$agent_pid" 2>/dev/null || break
@@ -287,21 +294,26 @@ if [[ -n $demo_seconds ]]; then
   timer_pid=$!
 fi
 
-finished=''
-set +e
-if [[ -n $timer_pid ]]; then
-  wait -n -p finished "$agent_pid" "$timer_pid"
-else
-  wait -n -p finished "$agent_pid"
-fi
-status=$?
-set -e
+while :; do
+  finished=''
+  set +e
+  if [[ -n $timer_pid ]]; then
+    wait -n -p finished "$agent_pid" "$timer_pid"
+  else
+    wait -n -p finished "$agent_pid"
+  fi
+  status=$?
+  set -e
 
-if [[ $finished == "$timer_pid" && -n $timer_pid ]]; then
-  timer_pid=''
-  say "LOCKWARDEN_DEMO_SECONDS=$demo_seconds elapsed"
-  cleanup 0
-fi
+  if [[ $finished == "$timer_pid" && -n $timer_pid ]]; then
+    timer_pid=''
+    say "LOCKWARDEN_DEMO_SECONDS=$demo_seconds elapsed"
+    cleanup 0
+  fi
+  ((status == 137)) || break
+  say "the agent was killed (kill -9): starting it again on the same socket; its clients resume their locks"
+  start_agent
+done
 # The agent stopped on its own.
 agent_pid=''
 ((status == 0)) || say "the agent exited with status $status"
