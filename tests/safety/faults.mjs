@@ -119,7 +119,7 @@ export const FAULTS = [
     // The round's agent killed while its slow client holds r0, and started again at once on the
     // same socket: its clients resume the holds it granted through the new run while their
     // validity lasts (client.mjs resumeIfGone), and nobody else may hold them meanwhile.
-    name: 'kill -9 one agent, clients resume',
+    name: 'kill -9 agent + resume',
     run: async (ctx, round) => {
       const agent = ctx.agents[round % ctx.agents.length];
       const holder = await slowHolder(ctx, round);
