@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <csignal>
+#include <filesystem>
+#include <memory>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -22,6 +24,7 @@
 #include <sstream>
 
 #include "support/agent_process.h"
+#include "support/files.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
 
@@ -196,17 +199,19 @@ class ClientsTest : public ::testing::Test {
   void SetUp() override { signal(SIGPIPE, SIG_IGN); }
   void TearDown() override {
     if (HasFailure()) std::cout << "--- output of the client tests ---\n" << output_;
+    agent_.reset();
+    std::filesystem::remove_all(dir_);
   }
 
   // Runs a client test script to its end, answering its `@@lw` requests; returns its exit code
   // (-1 if it did not finish within kScriptDeadline). Its output goes to output_.
   int Run(const std::vector<std::string>& argv, const std::string& cwd,
           std::vector<std::string> env = {}) {
-    env.push_back("LOCKWARDEN_SOCKET=" + agent_.socket_path());
+    env.push_back("LOCKWARDEN_SOCKET=" + socket_);
     env.push_back("LWTEST_CONTROL=stdio");
     // A scratch directory outside the source tree (virtualenvs, build output, caches), deleted
-    // with the agent's.
-    env.push_back("LWTEST_WORKDIR=" + agent_.dir());
+    // at the end.
+    env.push_back("LWTEST_WORKDIR=" + dir_);
     Script script(env, argv, cwd);
     const auto deadline = SteadyClock::now() + kScriptDeadline;
     while (auto line = script.ReadLine(deadline)) {
@@ -244,7 +249,14 @@ class ClientsTest : public ::testing::Test {
     }
     if (action == "restore") {  // the killed masters back (empty), and the agent sees them up
       for (int i : {0, 1, 2}) cluster_.Restart(i);
-      return agent_.WaitReady(milliseconds(10'000)) ? "ok" : "error masters not up again";
+      return agent_->WaitReady(milliseconds(10'000)) ? "ok" : "error masters not up again";
+    }
+    if (action == "restart-agent") {  // kill -9, then a new run on the same socket, ready
+      agent_->Signal(SIGKILL);
+      if (agent_->WaitExit(milliseconds(10'000)) != 128 + SIGKILL) return "error agent not killed";
+      agent_.reset();
+      agent_ = StartAgent();
+      return "ok";
     }
     return "error unknown action " + action;
   }
@@ -280,9 +292,17 @@ class ClientsTest : public ::testing::Test {
     }
   }
 
+  // The agent on the harness's socket (a run after `restart-agent` serves the same one). A
+  // short reconnect backoff: masters restarted by `restore` count again within ~0.2 s.
+  std::unique_ptr<AgentProcess> StartAgent() {
+    return std::make_unique<AgentProcess>(
+        cluster_, std::vector<std::string>{"--socket", socket_, "--reconnect-max-backoff-ms", "200"});
+  }
+
   RedisCluster cluster_{5};
-  // A short reconnect backoff: masters restarted by `restore` count again within ~0.2 s.
-  AgentProcess agent_{cluster_, {"--reconnect-max-backoff-ms", "200"}};
+  std::string dir_ = MakeTempDir("lw-clients-");
+  std::string socket_ = dir_ + "/agent.sock";
+  std::unique_ptr<AgentProcess> agent_ = StartAgent();
   std::set<std::string> actions_;
   std::string output_;
 };
