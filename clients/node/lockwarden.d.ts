@@ -46,10 +46,17 @@ export declare class LockError extends Error {
 
 /**
  * Why a lock ended without being released: pushed by the agent (`renew_failed`, `expired`,
- * `revoked`), the connection's end (`disconnected`), or a release that found it gone
- * (`not_held`, in withLock).
+ * `revoked`), the connection's end (`disconnected`), a release that found it gone (`not_held`,
+ * in withLock), or the agent's next run that could not take it over after the connection ended
+ * (`agent_lost`: its resume was refused, or its validity ran out first).
  */
-export type LostReason = 'renew_failed' | 'expired' | 'revoked' | 'disconnected' | 'not_held';
+export type LostReason =
+  | 'renew_failed'
+  | 'expired'
+  | 'revoked'
+  | 'disconnected'
+  | 'not_held'
+  | 'agent_lost';
 
 /** `exclusive`: a mutex's hold or the write hold; `shared`: a read hold; `permit`: a semaphore's. */
 export type LockMode = 'exclusive' | 'shared' | 'permit';
@@ -108,7 +115,7 @@ export declare class Lock extends EventEmitter {
   readonly resource: string;
   /** 40 hex characters naming this grant (release, extend). */
   readonly token: string;
-  /** How long it is yours from the grant (or the last extend), in ms. */
+  /** How long it is yours from the grant (or the last extend, or its resume), in ms. */
   readonly validityMs: number;
   /** How long the acquire waited for another holder, in ms. */
   readonly waitedMs: number;
@@ -126,7 +133,10 @@ export declare class Lock extends EventEmitter {
   readonly signal: AbortSignal;
   /** Resets the ttl to ttlMs (agent default if omitted); resolves to the new validity in ms. */
   extend(ttlMs?: number): Promise<number>;
-  /** Gives it back; no-op if already released or lost. */
+  /**
+   * Gives it back; no-op if already released or lost. While the client resumes it, gives it up
+   * (it stays on the masters until its ttl runs out).
+   */
   release(): Promise<void>;
   /** Throws a LockError 'lost' if the lock was lost. */
   check(): void;
@@ -274,18 +284,40 @@ export interface RequestOptions {
   signal?: AbortSignal;
 }
 
-/** One connection (session) to the agent; emits 'close' (reason) when it ends. */
+/** Options of `new Client(socket, options)`. */
+export interface ClientOptions {
+  /**
+   * The socket path to reconnect to when the connection ends, to resume the client's locks
+   * through the agent's next run (Client.connect passes its own). Without it they are lost
+   * (`disconnected`) when the connection ends.
+   */
+  path?: string;
+}
+
+/**
+ * One connection (session) to the agent. When the connection ends without close() under locks
+ * it holds, it reconnects to the same socket and resumes them: emits 'resuming' (reason), then
+ * 'resumed' once connected again with each of them held again or lost (`agent_lost`). Emits
+ * 'close' (reason) once done: the connection ended with nothing to resume, or no connection
+ * came back before every lock to resume was lost, or close().
+ */
 export declare class Client extends EventEmitter {
   /** Connects to path (default: $LOCKWARDEN_SOCKET, then DEFAULT_SOCKET). */
   static connect(path?: string): Promise<Client>;
   /** A Client on a connected socket (Client.connect makes one). */
-  constructor(socket: Socket);
+  constructor(socket: Socket, options?: ClientOptions);
 
   /** Takes a lock; rejects with a LockError (timeout, no_quorum, kind_mismatch, ...). */
   acquire(resource: string, options?: AcquireOptions): Promise<Lock>;
-  /** Releases a hold by token: this connection's, or a detached lease from any connection. */
+  /**
+   * Releases a hold by token: this connection's, or a detached lease from any connection. A
+   * lock still being resumed is given up instead (it stays on the masters until its ttl).
+   */
   release(resource: string, token: string): Promise<void>;
-  /** Resets the ttl of a hold by token (as release); resolves to the new validity in ms. */
+  /**
+   * Resets the ttl of a hold by token (as release); resolves to the new validity in ms.
+   * Rejects `disconnected` while the lock is being resumed.
+   */
   extend(resource: string, token: string, ttlMs?: number): Promise<number>;
   /** Acquires, runs fn(lock), releases; rejects with a LockError 'lost' if it was lost meanwhile. */
   withLock<T>(resource: string, options: AcquireOptions, fn: (lock: Lock) => T | PromiseLike<T>): Promise<T>;
@@ -308,14 +340,24 @@ export declare class Client extends EventEmitter {
   /** The holds of this connection. */
   held(): Promise<HeldLock[]>;
   health(): Promise<Health>;
-  /** Closes the connection: the agent releases every lock it still holds. */
+  /**
+   * Closes the connection (the agent releases every lock it still holds) and stops resuming
+   * (the locks still being resumed are lost, `disconnected`).
+   */
   close(): Promise<void>;
 
-  on(event: 'close', listener: (reason: string) => void): this;
-  once(event: 'close', listener: (reason: string) => void): this;
-  off(event: 'close', listener: (reason: string) => void): this;
-  addListener(event: 'close', listener: (reason: string) => void): this;
-  removeListener(event: 'close', listener: (reason: string) => void): this;
-  prependListener(event: 'close', listener: (reason: string) => void): this;
-  prependOnceListener(event: 'close', listener: (reason: string) => void): this;
+  on(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  on(event: 'resumed', listener: () => void): this;
+  once(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  once(event: 'resumed', listener: () => void): this;
+  off(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  off(event: 'resumed', listener: () => void): this;
+  addListener(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  addListener(event: 'resumed', listener: () => void): this;
+  removeListener(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  removeListener(event: 'resumed', listener: () => void): this;
+  prependListener(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  prependListener(event: 'resumed', listener: () => void): this;
+  prependOnceListener(event: 'close' | 'resuming', listener: (reason: string) => void): this;
+  prependOnceListener(event: 'resumed', listener: () => void): this;
 }

@@ -12,6 +12,13 @@
 // closes. Every line the agent sends is read as it arrives: replies settle the request with the
 // same id, and a pushed `lost` event marks its Lock lost ('lost' event, .lost, .signal aborted).
 //
+// When the connection ends without close() (the agent stopped, died or restarts) while the client
+// holds locks, the client reconnects to the same socket and resumes them through the agent's next
+// run (docs/protocol.md#resume): 'resuming', then 'resumed' once each is held again or lost
+// ('agent_lost'). It knows until when each lock is valid (from the grant, each extend, and for a
+// renewed lock a `held` read every third of the smallest renewed ttl) and reports a lock lost
+// once that passes before its resume succeeded.
+//
 // Elections (docs/elections.md): campaign() resolves to a Leadership (a Lock whose release
 // resigns), lost like a lock; leader() says who leads; observe() resolves to an Observation that
 // emits the pushed `leader` events and is an async iterator of them. Detached leases (acquire
@@ -29,9 +36,20 @@
 
 const net = require('net');
 const { EventEmitter } = require('events');
+const { performance } = require('perf_hooks');
 
 const DEFAULT_SOCKET = '/run/lockwarden/lockwarden.sock';
 const OBSERVATION_BUFFER = 16; // events an async iterator keeps for a slow reader
+const DEFAULT_TTL_MS = 30000; // the agent's, for a lock acquired without ttlMs
+const RECONNECT_FIRST_MS = 50; // the backoff between reconnections: doubling up to the cap
+const RECONNECT_MAX_MS = 500;
+const HELD_MIN_MS = 100; // `held` reads of the renewed locks' validity: at most this often
+// The resume refusals that will never turn into a success: the lock is lost. Anything else
+// (no_quorum, shutting_down, too_many, internal, the connection's end) is tried again.
+const RESUME_FINAL = new Set(['not_held', 'forbidden', 'kind_mismatch', 'bad_request']);
+
+// A monotonic clock, in ms.
+const now = () => performance.now();
 
 function defaultSocket() {
   return process.env.LOCKWARDEN_SOCKET || DEFAULT_SOCKET;
@@ -76,14 +94,18 @@ class LockError extends Error {
 
 // A granted lock. Emits 'lost' (reason) when it ends without being released: stop the work it
 // protected. `lost` is null while held, else the reason (renew_failed, expired, revoked,
-// disconnected, not_held); `signal` is an AbortSignal aborted at the same moment, its reason a
-// LockError 'lost'. `mode` is 'exclusive' (a mutex's hold, or the write hold), 'shared' (a read
-// hold) or 'permit' (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else
-// null; `fence` the fencing token if asked for (fence: true), else null. A detached lease
+// disconnected, not_held, agent_lost); `signal` is an AbortSignal aborted at the same moment, its
+// reason a LockError 'lost'. `mode` is 'exclusive' (a mutex's hold, or the write hold), 'shared'
+// (a read hold) or 'permit' (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's,
+// else null; `fence` the fencing token if asked for (fence: true), else null. A detached lease
 // (`detached` true) outlives the connection: no 'lost' comes for it, not even when the client
 // closes.
+//
+// What a resume needs is kept from the acquire (`fields`: its ttl_ms, renew, permits) and from
+// each extend (its ttl_ms); `_validUntil` is the monotonic time (now()) until which the lock is
+// known valid: the client sets it (Client._dispatch, _pollHeld).
 class Lock extends EventEmitter {
-  constructor(client, reply, detached = false) {
+  constructor(client, reply, detached = false, fields = {}) {
     super();
     this.client = client;
     this.resource = reply.resource;
@@ -98,6 +120,11 @@ class Lock extends EventEmitter {
     this.released = false;
     this._abort = new AbortController();
     this.signal = this._abort.signal;
+    this._ttlMs = fields.ttl_ms; // undefined: the agent's default
+    this._renew = Boolean(fields.renew);
+    this._permits = fields.permits;
+    this._validUntil = now() + (reply.validity_ms || 0); // the client sets it from the request
+    this._lostDetail = null;
   }
 
   // Resets the ttl to ttlMs from now (the agent's default ttl if omitted); resolves to the new
@@ -120,13 +147,37 @@ class Lock extends EventEmitter {
 
   // Throws a LockError with code 'lost' if the lock was lost.
   check() {
-    if (this.lost) throw new LockError('lost', `lock on "${this.resource}" was lost (${this.lost})`);
+    if (this.lost) throw this._lostError();
   }
 
-  _markLost(reason) {
+  // Whether the client resumes it through the agent's next run once its connection ends.
+  _resumable() { return !this.detached && !this.lost && !this.released; }
+
+  // The fields of a resume of this lock (docs/protocol.md#resume).
+  _resumeFields() {
+    const fields = { resource: this.resource, token: this.token };
+    if (this._ttlMs !== undefined) fields.ttl_ms = this._ttlMs;
+    if (this._renew) fields.renew = true;
+    if (this.fence !== null) fields.fence = this.fence;
+    if (this.mode === 'permit') {
+      fields.permits = this._permits;
+      fields.permit = this.permit;
+    }
+    if (this.mode === 'shared') fields.shared = true;
+    return fields;
+  }
+
+  _lostError() {
+    const why = this._lostDetail ? `${this.lost}: ${this._lostDetail}` : this.lost;
+    return new LockError('lost', `lock on "${this.resource}" was lost (${why})`);
+  }
+
+  _markLost(reason, detail = null) {
     if (this.lost || this.released) return;
     this.lost = reason;
-    this._abort.abort(new LockError('lost', `lock on "${this.resource}" was lost (${reason})`));
+    this._lostDetail = detail;
+    this.client._forget(this);
+    this._abort.abort(this._lostError());
     emitEach(this, 'lost', reason);
   }
 }
@@ -145,6 +196,9 @@ class Leadership extends Lock {
   resign() { return this.release(); }
 
   _giveBack() { return this.client.resign(this.name, this.token); }
+
+  // A leader campaigns again: a leadership ends with its connection.
+  _resumable() { return false; }
 }
 
 // Follows who leads an election (Client.observe). `leader` is the latest leader ({ value, agent,
@@ -251,7 +305,11 @@ class Observation extends EventEmitter {
   }
 }
 
-// One connection (session) to the agent. Emits 'close' (reason) when the connection ends.
+// One connection (session) to the agent, resumed through the agent's next run when it ends
+// under the client's locks (see the top of this file). Emits 'close' (reason) once the client is
+// done: its connection ended with nothing to resume, or its resuming ended without a connection
+// (every lock lost, or close()). Emits 'resuming' (reason) when the connection ended under locks
+// it resumes, then 'resumed' once connected again with each of them held again or lost.
 class Client extends EventEmitter {
   // Resolves to a connected Client; path defaults to $LOCKWARDEN_SOCKET, then the default.
   static connect(path = defaultSocket()) {
@@ -260,25 +318,38 @@ class Client extends EventEmitter {
       socket.once('error', reject);
       socket.once('connect', () => {
         socket.off('error', reject);
-        resolve(new Client(socket));
+        resolve(new Client(socket, { path }));
       });
     });
   }
 
-  constructor(socket) {
+  // `path`: the socket to reconnect to, to resume the locks when the connection ends; without
+  // it, they are lost ('disconnected') then, as the connection's end loses them.
+  constructor(socket, { path } = {}) {
     super();
-    this._socket = socket;
+    this._path = path;
+    this._socket = null; // the connection, null while there is none
     this._nextId = 1;
-    this._pending = new Map(); // id -> { op, fields, resolve, reject, abandoned }
-    this._locks = new Map(); // token -> Lock
+    this._pending = new Map(); // id -> { op, fields, sent, resolve, reject, abandoned }
+    this._locks = new Map(); // token -> Lock held on this connection
+    this._toResume = new Map(); // token -> Lock held through an earlier connection, to resume
     this._observations = new Map(); // election name -> Observation
-    this._closed = null; // reason once the connection is gone
-    this._ended = false; // once _onClose has run
+    this._closed = null; // reason while there is no connection
+    this._ended = false; // once done ('close' emitted)
+    this._userClosed = false; // close() was called
+    this._noResume = false; // the agent sent a line that is not a JSON object
     this._buffer = '';
-    socket.setEncoding('utf8');
-    socket.on('data', (chunk) => this._onData(chunk));
-    socket.on('error', (err) => { this._closed = this._closed || err.message; });
-    socket.on('close', () => this._onClose());
+    this._closeWaiters = []; // close()'s, resolved once done
+    // Resuming: between 'resuming' and 'resumed' (or the end).
+    this._resuming = false;
+    this._backoff = RECONNECT_FIRST_MS;
+    this._retryTimer = null; // the next reconnection or resume round
+    this._expiryTimer = null; // the earliest validity of a lock to resume
+    this._connecting = null; // the socket of a reconnection not yet connected
+    this._round = false; // resumes in flight
+    this._heldTimer = null; // the next `held` read of the renewed locks' validity
+    this._heldDue = 0;
+    this._attach(socket);
   }
 
   // Sends one request; resolves to its reply, or rejects with a LockError when ok is false.
@@ -289,7 +360,7 @@ class Client extends EventEmitter {
     if (this._closed) return Promise.reject(new LockError('disconnected', this._closed));
     const id = this._nextId++;
     return new Promise((resolve, reject) => {
-      const pending = { op, fields, resolve, reject, abandoned: false };
+      const pending = { op, fields, sent: now(), resolve, reject, abandoned: false };
       if (signal) {
         const onAbort = () => {
           if (this._pending.get(id) !== pending) return;
@@ -333,13 +404,25 @@ class Client extends EventEmitter {
   }
 
   // Releases the hold of `token` on `resource`: this connection's, or a detached lease from any
-  // connection (rejects not_held: no such hold; forbidden: another uid's lease).
+  // connection (rejects not_held: no such hold; forbidden: another uid's lease). A lock still to
+  // be resumed is given up instead: not resumed, it stays on the masters until its ttl runs out.
   async release(resource, token) {
+    const lock = this._toResume.get(token);
+    if (lock && lock.resource === resource) {
+      this._toResume.delete(token);
+      lock.released = true;
+      this._advance();
+      return;
+    }
     await this.request('release', { resource, token });
   }
 
   // Resets the ttl of the hold of `token` (as release) to ttlMs; resolves to the new validity.
+  // Rejects 'disconnected' for a lock still to be resumed.
   async extend(resource, token, ttlMs) {
+    if (this._toResume.has(token)) {
+      throw new LockError('disconnected', `the lock on "${resource}" is being resumed`);
+    }
     const fields = { resource, token };
     if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
     return (await this.request('extend', fields)).validity_ms;
@@ -404,25 +487,41 @@ class Client extends EventEmitter {
   async held() { return (await this.request('held')).locks; }
   health() { return this.request('health'); }
 
-  // Closes the connection; the agent releases every lock this client still holds.
+  // Closes the connection (the agent releases every lock this client still holds) and stops
+  // resuming (the locks still to be resumed are lost, 'disconnected'). Resolves once done.
   close() {
-    this._socket.end();
-    return new Promise((resolve) => {
-      if (this._socket.destroyed) resolve();
-      else this._socket.once('close', resolve);
+    this._userClosed = true;
+    if (this._ended) return Promise.resolve();
+    const done = new Promise((resolve) => this._closeWaiters.push(resolve));
+    if (this._socket) this._socket.end(); // done as the connection's end is read
+    else this._finish(this._closed);
+    return done;
+  }
+
+  // Makes `socket` the connection.
+  _attach(socket) {
+    this._socket = socket;
+    this._closed = null;
+    this._buffer = '';
+    socket.setEncoding('utf8');
+    socket.on('data', (chunk) => { if (socket === this._socket) this._onData(chunk); });
+    socket.on('error', (err) => {
+      if (socket === this._socket) this._closed = this._closed || err.message;
     });
+    socket.on('close', () => this._onClose(socket));
   }
 
   _onData(chunk) {
     this._buffer += chunk;
     let nl;
-    while ((nl = this._buffer.indexOf('\n')) >= 0) {
+    while (this._socket && (nl = this._buffer.indexOf('\n')) >= 0) {
       const line = this._buffer.slice(0, nl);
       this._buffer = this._buffer.slice(nl + 1);
       if (!line.trim()) continue;
       const msg = parseLine(line);
       if (msg === null) {
-        // What follows cannot be trusted either: the lines after it are not read.
+        // What follows cannot be trusted either: the lines after it are not read, and the
+        // locks are not resumed through such an agent.
         this._fail(`the agent sent a line that is not a JSON object: ${line.slice(0, 200)}`);
         return;
       }
@@ -430,11 +529,13 @@ class Client extends EventEmitter {
     }
   }
 
-  // Ends the connection from this side, at once, as if the agent had dropped it.
+  // Ends the connection from this side, at once, for good (nothing is resumed).
   _fail(reason) {
+    const socket = this._socket;
     this._closed = this._closed || reason;
-    this._socket.destroy();
-    this._onClose();
+    this._noResume = true;
+    socket.destroy();
+    this._onClose(socket);
   }
 
   _dispatch(msg) {
@@ -454,9 +555,9 @@ class Client extends EventEmitter {
       return;
     }
     this._pending.delete(msg.id);
-    // What the agent ended is recorded here, in reply order (a later microtask would see the
-    // replies and events read after this one first), and also for an abandoned request.
-    if (msg.ok) this._recordEnd(pending);
+    // What the agent ended or granted is recorded here, in reply order (a later microtask would
+    // see the replies and events read after this one first), and also for an abandoned request.
+    if (msg.ok) this._recordEnd(pending, msg);
     if (pending.abandoned) {
       if (msg.ok) this._giveBack(pending, msg);
       return;
@@ -468,9 +569,13 @@ class Client extends EventEmitter {
     // Registered before any later line is read, so an event right behind the reply (`lost`,
     // `leader`) finds what it is for.
     if (pending.op === 'acquire') {
-      msg.lock = new Lock(this, msg, Boolean(pending.fields.detach));
+      msg.lock = new Lock(this, msg, Boolean(pending.fields.detach), pending.fields);
+      msg.lock._validUntil = pending.sent + msg.validity_ms;
       // No `lost` comes for a detached lease, and the connection's end does not end it.
-      if (!msg.lock.detached) this._locks.set(msg.token, msg.lock);
+      if (!msg.lock.detached) {
+        this._locks.set(msg.token, msg.lock);
+        this._scheduleHeld();
+      }
     } else if (pending.op === 'campaign') {
       msg.lock = new Leadership(this, msg);
       this._locks.set(msg.token, msg.lock);
@@ -484,18 +589,40 @@ class Client extends EventEmitter {
   }
 
   // A release or resign that succeeded: its lock is released (no `lost` comes for it, nor does
-  // the connection's end lose it). An unobserve: its Observation ends.
-  _recordEnd(pending) {
-    if (pending.op === 'release' || pending.op === 'resign') {
-      const lock = this._locks.get(pending.fields.token);
+  // the connection's end lose it). An extend: its lock's validity and ttl. A resume: its lock is
+  // held on this connection again. An unobserve: its Observation ends.
+  _recordEnd(pending, msg) {
+    const { op, fields } = pending;
+    if (op === 'release' || op === 'resign') {
+      const lock = this._locks.get(fields.token);
       if (lock) {
-        this._locks.delete(pending.fields.token);
+        this._locks.delete(fields.token);
         lock.released = true;
       }
-    } else if (pending.op === 'unobserve') {
-      const observation = this._observations.get(pending.fields.name);
+    } else if (op === 'extend') {
+      const lock = this._locks.get(fields.token);
+      if (lock) {
+        lock.validityMs = msg.validity_ms;
+        lock._validUntil = pending.sent + msg.validity_ms;
+        lock._ttlMs = fields.ttl_ms;
+        this._scheduleHeld();
+      }
+    } else if (op === 'resume') {
+      const lock = this._toResume.get(fields.token);
+      if (!lock) {
+        // Given up meanwhile (released, or its validity ran out): nobody holds it now.
+        this.release(fields.resource, fields.token).catch(() => {});
+        return;
+      }
+      this._toResume.delete(fields.token);
+      this._locks.set(fields.token, lock);
+      lock.validityMs = msg.validity_ms;
+      lock._validUntil = pending.sent + msg.validity_ms;
+      this._scheduleHeld();
+    } else if (op === 'unobserve') {
+      const observation = this._observations.get(fields.name);
       if (observation) {
-        this._observations.delete(pending.fields.name);
+        this._observations.delete(fields.name);
         observation._end('unobserved');
       }
     }
@@ -519,23 +646,186 @@ class Client extends EventEmitter {
     }
   }
 
-  // The connection is gone: every request waiting rejects 'disconnected', every lock is lost
-  // ('disconnected'), every observation ends, then 'close'. Once only.
-  _onClose() {
-    if (this._ended) return;
-    this._ended = true;
+  // A lock lost: the client keeps it no more.
+  _forget(lock) {
+    if (this._locks.get(lock.token) === lock) this._locks.delete(lock.token);
+    if (this._toResume.get(lock.token) === lock) this._toResume.delete(lock.token);
+  }
+
+  // The connection `socket` is gone: every request waiting rejects 'disconnected', every
+  // observation ends, every leadership is lost ('disconnected'). The locks are resumed through
+  // the agent's next run (see _advance), unless close() or a bad line ended it, or the client
+  // has no path to reconnect to: they are lost ('disconnected') then, and the client is done.
+  _onClose(socket) {
+    if (socket !== this._socket) return; // a connection already replaced, or ended by _fail
+    this._socket = null;
+    this._buffer = '';
+    this._stopHeld();
     const reason = this._closed || 'connection closed by the agent';
     this._closed = reason;
+    const resume = Boolean(this._path) && !this._userClosed && !this._noResume;
     const pending = [...this._pending.values()];
     const locks = [...this._locks.values()];
     const observations = [...this._observations.values()];
     this._pending.clear();
     this._locks.clear();
     this._observations.clear();
+    for (const lock of locks) {
+      if (resume && lock._resumable()) this._toResume.set(lock.token, lock);
+    }
     for (const p of pending) p.reject(new LockError('disconnected', reason));
-    for (const lock of locks) lock._markLost('disconnected');
+    for (const lock of locks) if (!this._toResume.has(lock.token)) lock._markLost('disconnected');
     for (const observation of observations) observation._end('disconnected');
-    emitEach(this, 'close', reason);
+    if (!resume || !this._toResume.size) {
+      this._finish(reason);
+      return;
+    }
+    if (!this._resuming) {
+      this._resuming = true;
+      this._backoff = RECONNECT_FIRST_MS;
+      emitEach(this, 'resuming', reason);
+    }
+    this._advance();
+  }
+
+  // What resuming does next: once nothing is left to resume, 'resumed' if connected, else done;
+  // otherwise the next reconnection or resume round after the backoff, and a timer for the
+  // earliest validity.
+  _advance() {
+    if (this._ended) return;
+    if (!this._toResume.size) {
+      clearTimeout(this._retryTimer);
+      clearTimeout(this._expiryTimer);
+      this._retryTimer = this._expiryTimer = null;
+      if (!this._resuming) return;
+      this._resuming = false;
+      if (this._socket) {
+        this._backoff = RECONNECT_FIRST_MS;
+        emitEach(this, 'resumed');
+      } else {
+        this._finish(this._closed);
+      }
+      return;
+    }
+    clearTimeout(this._expiryTimer);
+    const first = Math.min(...[...this._toResume.values()].map((lock) => lock._validUntil));
+    this._expiryTimer = setTimeout(() => this._expire(), Math.max(0, first - now()) + 1);
+    if (!this._retryTimer && !this._connecting && !this._round) {
+      this._retryTimer = setTimeout(() => this._resumeStep(), this._backoff);
+      this._backoff = Math.min(this._backoff * 2, RECONNECT_MAX_MS);
+    }
+  }
+
+  // The locks to resume whose validity has passed are lost: the app must not go on believing
+  // it holds them.
+  _expire() {
+    this._expiryTimer = null;
+    const t = now();
+    for (const lock of [...this._toResume.values()]) {
+      if (lock._validUntil <= t && this._toResume.get(lock.token) === lock) {
+        lock._markLost('agent_lost', 'its validity ran out before the agent could resume it');
+      }
+    }
+    this._advance();
+  }
+
+  // Reconnects, or, connected, sends the resumes.
+  _resumeStep() {
+    this._retryTimer = null;
+    if (this._ended || !this._toResume.size) return;
+    if (this._socket) {
+      this._resumeRound();
+      return;
+    }
+    const socket = net.createConnection(this._path);
+    this._connecting = socket;
+    const failed = () => {
+      if (this._connecting !== socket) return;
+      this._connecting = null;
+      socket.destroy();
+      this._advance();
+    };
+    socket.once('error', failed);
+    socket.once('connect', () => {
+      socket.off('error', failed);
+      if (this._connecting !== socket) {
+        socket.destroy();
+        return;
+      }
+      this._connecting = null;
+      this._attach(socket);
+      this._resumeRound();
+    });
+  }
+
+  // Sends a resume for each lock to resume, on this connection. ok: held again (_recordEnd);
+  // a final refusal: lost ('agent_lost'); anything else: tried again after the backoff.
+  async _resumeRound() {
+    this._round = true;
+    const locks = [...this._toResume.values()];
+    const resume = (lock) => this.request('resume', lock._resumeFields()).catch((err) => {
+      if (RESUME_FINAL.has(err.code) && this._toResume.get(lock.token) === lock) {
+        lock._markLost('agent_lost', err.message);
+      }
+    });
+    await Promise.all(locks.map(resume));
+    this._round = false;
+    this._advance();
+  }
+
+  // Done: timers stopped, the locks still to resume lost ('disconnected'), 'close'. Once only.
+  _finish(reason) {
+    if (this._ended) return;
+    this._ended = true;
+    this._resuming = false;
+    this._closed = this._closed || reason || 'closed';
+    clearTimeout(this._retryTimer);
+    clearTimeout(this._expiryTimer);
+    this._stopHeld();
+    if (this._connecting) this._connecting.destroy();
+    this._connecting = null;
+    const locks = [...this._toResume.values()];
+    this._toResume.clear();
+    for (const lock of locks) lock._markLost('disconnected');
+    emitEach(this, 'close', this._closed);
+    for (const resolve of this._closeWaiters.splice(0)) resolve();
+  }
+
+  // Reads `held` every third of the smallest ttl among the renewed locks of this connection (at
+  // most every HELD_MIN_MS): each such lock is valid until the read was sent plus its
+  // validity_ms. Unreferenced: the connection keeps the process alive, not this timer.
+  _scheduleHeld() {
+    if (!this._socket) return;
+    let ttl = Infinity;
+    for (const lock of this._locks.values()) {
+      if (lock._renew && lock._resumable()) ttl = Math.min(ttl, lock._ttlMs ?? DEFAULT_TTL_MS);
+    }
+    if (ttl === Infinity) return; // read again when the timer fires, if one is set
+    const interval = Math.max(HELD_MIN_MS, ttl / 3);
+    const due = now() + interval;
+    if (this._heldTimer && this._heldDue <= due) return;
+    clearTimeout(this._heldTimer);
+    this._heldDue = due;
+    this._heldTimer = setTimeout(() => this._pollHeld(), interval);
+    this._heldTimer.unref();
+  }
+
+  _pollHeld() {
+    this._heldTimer = null;
+    if (!this._socket) return;
+    const sent = now();
+    this.request('held').then(({ locks }) => {
+      for (const entry of locks || []) {
+        const lock = this._locks.get(entry.token);
+        if (lock && lock._renew && lock._resumable()) lock._validUntil = sent + entry.validity_ms;
+      }
+    }, () => {}); // the connection's end: the validity known so far stands
+    this._scheduleHeld();
+  }
+
+  _stopHeld() {
+    clearTimeout(this._heldTimer);
+    this._heldTimer = null;
   }
 }
 

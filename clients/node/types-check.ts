@@ -9,6 +9,7 @@ import {
   AcquireOptions,
   CampaignOptions,
   Client,
+  ClientOptions,
   DEFAULT_SOCKET,
   defaultSocket,
   Health,
@@ -36,10 +37,21 @@ export async function locks(): Promise<void> {
   const fixed: '/run/lockwarden/lockwarden.sock' = DEFAULT_SOCKET;
   const client: Client = await Client.connect(socket === fixed ? undefined : socket);
   const other = new Client(createConnection(socket));
+  const clientOptions: ClientOptions = { path: socket };
+  const resuming = new Client(createConnection(socket), clientOptions);
+  // @ts-expect-error the path is a string
+  new Client(createConnection(socket), { path: 1 });
   const emitter: EventEmitter = client;
   client.on('close', (reason: string) => console.log(reason, emitter.listenerCount('close')));
   // @ts-expect-error Client emits 'close', not 'closed'
   client.on('closed', () => {});
+  // Resuming the locks through the agent's next run.
+  resuming.on('resuming', (reason) => {
+    assertType<Equal<typeof reason, string>>();
+  });
+  resuming.once('resumed', () => console.log('held again, or lost'));
+  // @ts-expect-error 'resumed' comes with no argument
+  resuming.on('resumed', (reason: string) => console.log(reason));
 
   // A mutex: plain, fenced, renewed, extended.
   const lock: Lock = await client.acquire('db/migrations', { ttlMs: 30000, waitMs: 5000, renew: true });
@@ -58,6 +70,9 @@ export async function locks(): Promise<void> {
     assertType<Equal<typeof reason, LostReason>>();
   });
   lock.once('lost', (reason: LostReason) => console.log(reason));
+  lock.on('lost', (reason) => {
+    if (reason === 'agent_lost') console.log('the agent came back without it');
+  });
   // @ts-expect-error a Lock emits 'lost' only
   lock.on('lose', () => {});
   // @ts-expect-error the reason is a LostReason, not a number
@@ -168,6 +183,7 @@ export async function locks(): Promise<void> {
   // @ts-expect-error a held lock's fields are as the agent sends them
   console.log(held[0].validityMs);
   await other.close();
+  await resuming.close();
   await client.close();
 }
 

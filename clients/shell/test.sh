@@ -175,6 +175,30 @@ test_lost_when_renewal_fails() {
   expect "lockwarden lock exit code" "$rc" 72
 }
 
+test_cli_lock_resumes_across_an_agent_restart() {
+  controlled || return 77
+  mkfifo "$tmp/resume-started"
+  lockwarden lock --ttl 2s sh:resume -- \
+    sh -c "echo started > $tmp/resume-started; while [ ! -e $tmp/resume-go ]; do sleep 0.02; done; exit 7" \
+    </dev/null 2>>"$tmp/lock.err" &
+  local cli=$!
+  local started
+  exec {started}<>"$tmp/resume-started"
+  read -r -t "$EVENT_S" _ <&"$started" || { echo "  lockwarden lock never started" >&2; return 1; }
+  control restart-agent >/dev/null  # kill -9, then a new run on the same socket
+  local waited=0
+  until grep -q 'resumed lock "sh:resume"' "$tmp/lock.err"; do
+    ((waited++ < EVENT_S * 50)) || { echo "  never resumed" >&2; return 1; }
+    sleep 0.02
+  done
+  sleep 2.5  # past the 2 s ttl: only the new run's renewals keep the keys
+  expect "masters holding it" "$(control "count sh:resume")" 5
+  touch "$tmp/resume-go"
+  wait "$cli" && rc=0 || rc=$?
+  expect "lockwarden lock exit code" "$rc" 7
+  expect "masters holding it after" "$(control "count sh:resume")" 0
+}
+
 test_no_quorum_when_a_majority_of_masters_is_down() {
   controlled || return 77
   lw_open

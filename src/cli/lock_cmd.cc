@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <thread>
 
 #include "cli/child.h"
 #include "cli/commands.h"
@@ -79,16 +80,49 @@ Resumer ResumerOf(const LockArgs& a, const std::string& token, const GrantExtras
   return r;
 }
 
+// The acquire, waiting up to --wait in all. When the agent goes away meanwhile (it answers
+// shutting_down, or the connection ends), the wait goes on through its next run, at the back of
+// the line, saying so. *asked: when the acquire that was answered was sent. Throws ClientError
+// when the agent cannot be reached at first, or not again before the wait ran out.
+nlohmann::json AcquireThroughRestarts(const LockArgs& a, std::optional<client::Client>& c,
+                                      std::chrono::steady_clock::time_point* asked) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::milliseconds(a.wait_ms);
+  bool reached = false;
+  int64_t backoff_ms = 50;
+  for (;;) {
+    const int64_t left = std::max<int64_t>(
+        0, std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count());
+    std::string why;
+    try {
+      c.emplace(a.socket_path);
+      reached = true;
+      *asked = Clock::now();
+      nlohmann::json reply =
+          c->Acquire(a.resource, a.ttl_ms, left, {a.permits, a.shared}, /*renew=*/true,
+                     std::chrono::milliseconds(left + 30'000), a.fence);
+      if (reply.value("error", "") != "shutting_down" || left == 0) return reply;
+      why = "the agent is stopping";
+    } catch (const client::ClientError& e) {
+      if (!reached || Clock::now() >= deadline) throw;
+      why = std::string("connection to the agent lost (") + e.what() + ")";
+    }
+    c.reset();
+    std::fprintf(stderr, "lockwarden: %s; waiting for \"%s\" again through its next run\n",
+                 why.c_str(), a.resource.c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+    backoff_ms = std::min<int64_t>(backoff_ms * 2, 500);
+  }
+}
+
 }  // namespace
 
 int RunLock(const LockArgs& a) {
   std::optional<client::Client> c;
   nlohmann::json reply;
-  const auto asked = std::chrono::steady_clock::now();
+  auto asked = std::chrono::steady_clock::now();
   try {
-    c.emplace(a.socket_path);
-    reply = c->Acquire(a.resource, a.ttl_ms, a.wait_ms, {a.permits, a.shared}, /*renew=*/true,
-                       std::chrono::milliseconds(a.wait_ms + 30'000), a.fence);
+    reply = AcquireThroughRestarts(a, c, &asked);
   } catch (const client::ClientError& e) {
     std::fprintf(stderr, "lockwarden: %s\n", e.what());
     return kExitUnavailable;

@@ -352,7 +352,7 @@ TEST_F(ClientsTest, Shell) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/shell",
                 {"PATH=" + bin + ":" + (path != nullptr ? path : "/usr/bin:/bin")}),
             0);
-  EXPECT_EQ(Count(output_, "\nok   test_"), 11);
+  EXPECT_EQ(Count(output_, "\nok   test_"), 12);
   EXPECT_NE(output_.find("0 test(s) failed"), std::string::npos);
   ExpectCoveragePassed("shell", "^ok   ");
   ExpectEveryAction();

@@ -102,6 +102,31 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("exp:job")), 0) << "released through the next run";
 }
 
+TEST_F(ResumeTest, ALockCommandWaitingAcrossAKillWaitsAgainThroughTheNextRun) {
+  auto agent = Start();
+  Client holder = agent->Connect();
+  const json held = holder.Acquire("w:busy", 60'000, 0);
+  ASSERT_TRUE(held.value("ok", false)) << held;
+  const pid_t waiter = SpawnTestProcess({LockwardenBinary(), "lock", "--socket", socket_, "--wait",
+                                         "60s", "w:busy", "--", "true"},
+                                        out_);
+  ASSERT_TRUE(Eventually(
+      [&] { return agent->Connect().Call({{"op", "locks"}})["locks"][0].value("waiters", 0) == 1; },
+      milliseconds(15'000)));
+  Kill(*agent);
+  auto next = Start();
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(out_).find("again through its next run") != std::string::npos; },
+      milliseconds(15'000)))
+      << ReadFile(out_);
+  // The holder resumes, then lets go: the waiter, queued again on the next run, gets the lock.
+  Client again = next->Connect();
+  ASSERT_TRUE(again.Resume("w:busy", held["token"], 60'000, false, {}).value("ok", false));
+  ASSERT_TRUE(again.Release("w:busy", held["token"]).value("ok", false));
+  EXPECT_EQ(WaitChild(waiter, milliseconds(15'000)), 0) << ReadFile(out_);
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("w:busy")), 0);
+}
+
 TEST_F(ResumeTest, AStopLeavesTheLocksForTheNextRunUnlessReleaseOnStop) {
   auto agent = Start();
   Client c = agent->Connect();

@@ -87,7 +87,7 @@ func (c *Client) Extend(ctx context.Context, resource, token string, ttl time.Du
 type Lock struct {
 	Resource string
 	Token    string
-	Validity time.Duration // at grant time; Extend returns the new one
+	Validity time.Duration // at grant time; Extend returns the new one, ValidUntil keeps up
 	Waited   time.Duration
 	Fence    *int64 // only when AcquireOptions.Fence
 	Mode     string // ModeExclusive, ModeShared or ModePermit
@@ -99,19 +99,35 @@ type Lock struct {
 	// from this client or another.
 	Detached bool
 
-	c        *Client
-	mu       sync.Mutex
-	released bool
-	reason   string
-	lost     chan struct{}
+	c *Client
+	// As acquired, for a resume: the ttl asked for (0: the agent's default; an Extend's replaces
+	// it), renew, the semaphore's size, a read hold; leader: a leadership (never resumed).
+	ttl     time.Duration
+	renew   bool
+	permits int
+	leader  bool
+
+	mu         sync.Mutex
+	released   bool
+	reason     string
+	message    string    // the agent's word on the loss, if any
+	validSince time.Time // when the request that told validUntil was sent
+	validUntil time.Time
+	lost       chan struct{}
 }
 
+// ReasonAgentLost is the LostReason of a lock that the client could not take over through the
+// agent's next run after the connection ended: the agent answered that its masters do not hold
+// it any more (or refused it), or its validity ran out first.
+const ReasonAgentLost = "agent_lost"
+
 // Lost is closed when the lock ends without being released (the agent pushed `lost`, the
-// connection ended, or Release found it gone): stop the work it protected. LostReason says why.
+// connection ended and the lock could not be resumed, or Release found it gone): stop the work
+// it protected. LostReason says why.
 func (l *Lock) Lost() <-chan struct{} { return l.lost }
 
-// LostReason is "" while the lock is held, else renew_failed, expired, revoked, disconnected,
-// or not_held (Release found it gone).
+// LostReason is "" while the lock is held, else renew_failed, expired, revoked, agent_lost
+// (ReasonAgentLost), disconnected, or not_held (Release found it gone).
 func (l *Lock) LostReason() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -120,11 +136,49 @@ func (l *Lock) LostReason() string {
 
 // Err returns nil while the lock is held, else an *Error with CodeLost.
 func (l *Lock) Err() error {
-	if reason := l.LostReason(); reason != "" {
-		return &Error{Code: CodeLost, Message: fmt.Sprintf("lock on %q was lost (%s)",
-			l.Resource, reason)}
+	l.mu.Lock()
+	reason, message := l.reason, l.message
+	l.mu.Unlock()
+	if reason == "" {
+		return nil
 	}
-	return nil
+	if message != "" {
+		reason += ": " + message
+	}
+	return &Error{Code: CodeLost, Message: fmt.Sprintf("lock on %q was lost (%s)", l.Resource,
+		reason)}
+}
+
+// ValidUntil is the time until which the lock is known to be valid: counted from the sending
+// of the request that last told its validity (the grant, an extend, a resume, or for a renewed
+// lock the client's own `held` every third of its ttl). While the client reconnects after the
+// connection ended, the lock is lost (ReasonAgentLost) once this passes before it is resumed.
+func (l *Lock) ValidUntil() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.validUntil
+}
+
+// validFrom records a validity told by a request sent at since, unless a later one told it.
+func (l *Lock) validFrom(since, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !since.Before(l.validSince) {
+		l.validSince, l.validUntil = since, until
+	}
+}
+
+// extended records an extend's answer: ttl is the one to resume with from now on.
+func (l *Lock) extended(ttl time.Duration, since, until time.Time) {
+	l.ttl = ttl // under the client's mu, as every read of it
+	l.validFrom(since, until)
+}
+
+// live is true while the lock is neither released nor lost.
+func (l *Lock) live() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.released && l.reason == ""
 }
 
 // Extend resets the lock's time to live to ttl from now (0: the agent's default) and returns
@@ -173,9 +227,12 @@ func (l *Lock) settle(err error) error {
 	}
 	l.c.mu.Lock()
 	delete(l.c.locks, l.Token) // not_held: a lost event still on its way changes nothing now
+	if l.c.resuming[l.Token] == l {
+		delete(l.c.resuming, l.Token)
+	}
 	l.c.mu.Unlock()
 	if err != nil { // not_held: the lock had ended without this release
-		l.markLost(CodeNotHeld)
+		l.markLost(CodeNotHeld, "")
 		return err
 	}
 	l.mu.Lock()
@@ -184,12 +241,12 @@ func (l *Lock) settle(err error) error {
 	return nil
 }
 
-func (l *Lock) markLost(reason string) {
+func (l *Lock) markLost(reason, message string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released || l.reason != "" {
 		return
 	}
-	l.reason = reason
+	l.reason, l.message = reason, message
 	close(l.lost)
 }

@@ -82,23 +82,41 @@ type reply struct {
 
 type pending struct {
 	op        string
-	detach    bool        // an acquire of a detached lease
-	ch        chan *reply // buffered (1): dispatch never blocks
-	abandoned bool        // the caller's ctx ended before the reply came
+	fields    map[string]any // the request's fields
+	sent      time.Time      // when it was sent: a validity in the reply counts from then
+	detach    bool           // an acquire of a detached lease
+	resume    *Lock          // a resume's lock
+	ch        chan *reply    // buffered (1): dispatch never blocks
+	abandoned bool           // the caller's ctx ended before the reply came
 }
 
-// Client is one connection (session) to the agent.
-type Client struct {
+// link is one connection to the agent, with the requests awaiting its replies. A Client has a
+// new one after each reconnection (resume.go).
+type link struct {
 	conn    net.Conn
+	pending map[int64]*pending
+	refused error         // an error reply without an id: every request fails with it from then on
+	broken  bool          // the agent broke the protocol (the client ended the connection)
+	wake    chan struct{} // (1) a renewed lock is now held through it: its held poller looks again
+	done    chan struct{} // closed once its reader has ended
+}
+
+// Client is one connection (session) to the agent, and its next ones when it reconnects to take
+// its locks over after the agent restarted (see the package documentation).
+type Client struct {
+	path    string
 	writeMu sync.Mutex
 
-	mu      sync.Mutex
-	nextID  int64
-	pending map[int64]*pending
-	locks   map[string]*Lock        // by token
-	obs     map[string]*Observation // by election name
-	closed  error                   // set once the connection is gone
-	done    chan struct{}
+	mu       sync.Mutex
+	nextID   int64
+	cur      *link                   // nil while there is no connection
+	down     error                   // what requests get while cur is nil
+	shut     bool                    // Close was called
+	closing  chan struct{}           // closed by Close
+	locks    map[string]*Lock        // held through cur, by token
+	resuming map[string]*Lock        // held through the agent's earlier run, by token
+	resumer  chan struct{}           // while the resumer runs: closed when it ends
+	obs      map[string]*Observation // by election name
 }
 
 // Dial connects to the agent at path ("" means DefaultSocketPath()).
@@ -117,16 +135,49 @@ func DialContext(ctx context.Context, path string) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: conn, pending: map[int64]*pending{}, locks: map[string]*Lock{},
-		obs: map[string]*Observation{}, done: make(chan struct{})}
-	go c.readLoop()
+	c := &Client{path: path, closing: make(chan struct{}), locks: map[string]*Lock{},
+		resuming: map[string]*Lock{}, obs: map[string]*Observation{}}
+	c.mu.Lock()
+	c.install(conn)
+	c.mu.Unlock()
 	return c, nil
 }
 
-// Close closes the connection; the agent releases every lock this client still holds.
+// install makes conn the client's connection (c.mu held).
+func (c *Client) install(conn net.Conn) *link {
+	l := &link{conn: conn, pending: map[int64]*pending{}, wake: make(chan struct{}, 1),
+		done: make(chan struct{})}
+	c.cur, c.down = l, nil
+	go c.readLoop(l)
+	go c.pollHeld(l)
+	return l
+}
+
+// Close closes the connection; the agent releases every lock this client still holds. It also
+// stops a reconnection: the locks still to be resumed are lost (reason disconnected).
 func (c *Client) Close() error {
-	err := c.conn.Close()
-	<-c.done
+	c.mu.Lock()
+	if !c.shut {
+		c.shut = true
+		close(c.closing)
+	}
+	l, resumer := c.cur, c.resumer
+	c.mu.Unlock()
+	var err error
+	if l != nil {
+		err = l.conn.Close()
+		<-l.done
+	}
+	if resumer != nil {
+		<-resumer
+	}
+	c.mu.Lock()
+	left := c.resuming
+	c.resuming = map[string]*Lock{}
+	c.mu.Unlock()
+	for _, lock := range left {
+		lock.markLost(CodeDisconnected, "")
+	}
 	if errors.Is(err, net.ErrClosed) { // closed already, when the connection ended
 		return nil
 	}
@@ -145,30 +196,51 @@ func (c *Client) Request(ctx context.Context, op string, fields map[string]any) 
 }
 
 func (c *Client) request(ctx context.Context, op string, fields map[string]any) (*reply, error) {
+	return c.send(ctx, nil, op, fields, nil)
+}
+
+// send sends a request on the client's connection (on: only if it is still that one) and waits
+// for the reply. resume is the lock a resume request is for.
+func (c *Client) send(ctx context.Context, on *link, op string, fields map[string]any,
+	resume *Lock) (*reply, error) {
 	msg := map[string]any{"op": op}
 	for k, v := range fields {
 		msg[k] = v
 	}
-	p := &pending{op: op, ch: make(chan *reply, 1), detach: fields["detach"] == true}
+	p := &pending{op: op, fields: fields, ch: make(chan *reply, 1),
+		detach: fields["detach"] == true, resume: resume}
 	c.mu.Lock()
-	if c.closed != nil {
+	l := c.cur
+	switch {
+	case l == nil:
+		err := c.down
 		c.mu.Unlock()
-		return nil, c.closed
+		return nil, err
+	case on != nil && on != l:
+		c.mu.Unlock()
+		return nil, &Error{Code: CodeDisconnected, Message: "connection to the agent closed"}
+	case l.refused != nil:
+		c.mu.Unlock()
+		return nil, l.refused
 	}
 	c.nextID++
 	id := c.nextID
-	c.pending[id] = p
+	p.sent = time.Now()
+	l.pending[id] = p
 	c.mu.Unlock()
 	msg["id"] = id
 	line, err := json.Marshal(msg)
 	if err != nil {
+		c.mu.Lock()
+		delete(l.pending, id)
+		c.mu.Unlock()
 		return nil, err
 	}
 	c.writeMu.Lock()
-	_, err = c.conn.Write(append(line, '\n'))
+	_, err = l.conn.Write(append(line, '\n'))
 	c.writeMu.Unlock()
 	if err != nil {
-		c.conn.Close() // the reader fails every pending request
+		l.conn.Close() // the reader fails every pending request
 	}
 	select {
 	case r := <-p.ch:
@@ -178,7 +250,7 @@ func (c *Client) request(ctx context.Context, op string, fields map[string]any) 
 		return r, nil
 	case <-ctx.Done():
 		c.mu.Lock()
-		_, waiting := c.pending[id]
+		_, waiting := l.pending[id]
 		p.abandoned = waiting // dispatch releases a grant that arrives later
 		c.mu.Unlock()
 		if !waiting { // the reply raced with ctx and is already in p.ch
@@ -240,12 +312,15 @@ func (c *Client) Health(ctx context.Context) (*Health, error) {
 	return h, nil
 }
 
-// readLoop reads every line the agent sends until the connection ends or the agent breaks the
-// protocol; then it closes the connection (the agent releases what it held), fails the pending
-// requests with CodeDisconnected and marks the locks lost. A line has no length limit: a
-// `locks` reply lists every lock held through the agent, however many.
-func (c *Client) readLoop() {
-	in := bufio.NewReaderSize(c.conn, 64*1024)
+// readLoop reads every line the agent sends on l until the connection ends or the agent breaks
+// the protocol; then it closes the connection (the agent releases what it held) and fails the
+// pending requests with CodeDisconnected. The observations end and the leaderships are lost;
+// the locks are resumed through the agent's next run (resume.go) when the connection ended of
+// itself, and lost otherwise (the user's Close, a protocol break, an error reply without an id).
+// A line has no length limit: a `locks` reply lists every lock held through the agent, however
+// many.
+func (c *Client) readLoop(l *link) {
+	in := bufio.NewReaderSize(l.conn, 64*1024)
 	why := "connection to the agent closed"
 	for {
 		line, err := in.ReadBytes('\n') // a copy of its own
@@ -257,44 +332,61 @@ func (c *Client) readLoop() {
 		}
 		r := &reply{raw: line[:len(line)-1]}
 		if err := json.Unmarshal(r.raw, r); err != nil {
-			why = "the agent broke the protocol: " + err.Error()
+			why, l.broken = "the agent broke the protocol: "+err.Error(), true
 			break
 		}
 		if r.Event == "" && r.Ok == nil {
 			why = "the agent broke the protocol: a line neither a reply nor an event"
+			l.broken = true
 			break
 		}
-		c.dispatch(r)
+		c.dispatch(l, r)
 	}
-	c.conn.Close()
+	l.conn.Close()
 	c.mu.Lock()
-	if c.closed == nil {
-		c.closed = &Error{Code: CodeDisconnected, Message: why}
+	gone := l.refused
+	if gone == nil {
+		gone = &Error{Code: CodeDisconnected, Message: why}
 	}
-	for _, p := range c.pending {
-		p.ch <- &reply{Error: CodeDisconnected, Message: c.closed.Error()}
+	for _, p := range l.pending {
+		p.ch <- &reply{Error: CodeDisconnected, Message: gone.Error()}
 	}
-	c.pending = map[int64]*pending{}
-	locks := c.locks
+	l.pending = map[int64]*pending{}
+	if c.cur == l {
+		c.cur, c.down = nil, gone
+	}
+	resumable := !c.shut && !l.broken && l.refused == nil
+	var lost []*Lock
+	for token, lock := range c.locks {
+		if resumable && !lock.leader {
+			c.resuming[token] = lock
+		} else {
+			lost = append(lost, lock)
+		}
+	}
 	c.locks = map[string]*Lock{}
 	for _, o := range c.obs {
 		o.end(CodeDisconnected)
 	}
 	c.obs = map[string]*Observation{}
-	c.mu.Unlock()
-	for _, l := range locks {
-		l.markLost(CodeDisconnected)
+	if len(c.resuming) > 0 && c.resumer == nil && !c.shut {
+		c.resumer = make(chan struct{})
+		go c.resume(c.resumer)
 	}
-	close(c.done)
+	c.mu.Unlock()
+	for _, lock := range lost {
+		lock.markLost(CodeDisconnected, "")
+	}
+	close(l.done)
 }
 
-func (c *Client) dispatch(r *reply) {
+func (c *Client) dispatch(l *link, r *reply) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.Event == "lost" {
-		if l := c.locks[r.Token]; l != nil {
+		if lock := c.locks[r.Token]; lock != nil {
 			delete(c.locks, r.Token)
-			l.markLost(r.Reason)
+			lock.markLost(r.Reason, r.Message)
 		}
 		return
 	}
@@ -309,15 +401,16 @@ func (c *Client) dispatch(r *reply) {
 	}
 	if r.ID == nil {
 		if r.Ok != nil && !*r.Ok { // e.g. too_many before the agent closes the connection
-			c.closed = &Error{Code: r.Error, Message: r.Message}
+			l.refused = &Error{Code: r.Error, Message: r.Message}
 		}
 		return
 	}
-	p := c.pending[*r.ID]
+	p := l.pending[*r.ID]
 	if p == nil {
 		return
 	}
-	delete(c.pending, *r.ID)
+	delete(l.pending, *r.ID)
+	validUntil := p.sent.Add(time.Duration(r.ValidityMs) * time.Millisecond)
 	// Registered before the next line is read, so an event right behind the reply (`lost`,
 	// `leader`) finds what it is for.
 	ok := r.Ok != nil && *r.Ok
@@ -325,7 +418,12 @@ func (c *Client) dispatch(r *reply) {
 		r.lock = &Lock{c: c, Resource: r.Resource, Token: r.Token,
 			Validity: time.Duration(r.ValidityMs) * time.Millisecond,
 			Waited:   time.Duration(r.WaitedMs) * time.Millisecond, Fence: r.Fence,
-			Mode: r.Mode, Permit: r.Permit, Detached: p.detach, lost: make(chan struct{})}
+			Mode: r.Mode, Permit: r.Permit, Detached: p.detach, lost: make(chan struct{}),
+			ttl: fieldMs(p.fields, "ttl_ms"), renew: p.fields["renew"] == true,
+			leader: p.op == "campaign", validSince: p.sent, validUntil: validUntil}
+		if permits, ok := p.fields["permits"].(int); ok {
+			r.lock.permits = permits
+		}
 		if r.lock.Mode == "" {
 			r.lock.Mode = ModeExclusive
 		}
@@ -334,10 +432,33 @@ func (c *Client) dispatch(r *reply) {
 		}
 		if !p.detach { // no `lost` comes for a detached lease, and Close does not end it
 			c.locks[r.Token] = r.lock
+			if r.lock.renew && !r.lock.leader {
+				l.poke()
+			}
 		}
 		if p.abandoned { // the caller gave up: nobody else will release it
 			go r.lock.Release(context.Background())
 			return
+		}
+	}
+	if ok && p.op == "extend" {
+		token, _ := p.fields["token"].(string)
+		if lock := c.locks[token]; lock != nil {
+			lock.extended(fieldMs(p.fields, "ttl_ms"), p.sent, validUntil)
+		}
+	}
+	if ok && p.op == "resume" {
+		lock := p.resume
+		if c.resuming[lock.Token] == lock && lock.live() {
+			delete(c.resuming, lock.Token)
+			c.locks[lock.Token] = lock
+			lock.validFrom(p.sent, validUntil)
+			if lock.renew {
+				l.poke()
+			}
+		} else { // lost meanwhile (its validity ran out, Close): nobody holds it now
+			go c.send(context.Background(), l, "release",
+				map[string]any{"resource": lock.Resource, "token": lock.Token}, nil)
 		}
 	}
 	if ok && p.op == "observe" {
@@ -352,4 +473,18 @@ func (c *Client) dispatch(r *reply) {
 		}
 	}
 	p.ch <- r
+}
+
+// fieldMs is a request's duration field in ms, as a Duration (0 when absent).
+func fieldMs(fields map[string]any, name string) time.Duration {
+	ms, _ := fields[name].(int64)
+	return time.Duration(ms) * time.Millisecond
+}
+
+// poke tells l's held poller to look at the locks again.
+func (l *link) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }

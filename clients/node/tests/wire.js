@@ -180,9 +180,10 @@ describe('wire', () => {
     });
     assert.deepEqual(thrown, [bugs[0]]);
     assert.deepEqual(heard, [['a', 'expired'], ['b', 'revoked']]);
-    // The connection's end: c's first listener throws; d is lost all the same, and 'close' comes.
+    // The connection's end (a line that is not JSON: nothing is resumed): c's first listener
+    // throws; d is lost all the same, and 'close' comes.
     const closed = once(client, 'close');
-    const again = await uncaught(1, async () => { conn.socket.destroy(); await closed; });
+    const again = await uncaught(1, async () => { conn.send('not json'); await closed; });
     assert.deepEqual(again, [bugs[2]]);
     assert.deepEqual(heard.slice(2), [['c', 'disconnected'], ['d', 'disconnected']]);
   });

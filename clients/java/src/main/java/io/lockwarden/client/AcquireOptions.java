@@ -73,6 +73,18 @@ public final class AcquireOptions {
     return detach;
   }
 
+  Duration ttl() {
+    return ttl;
+  }
+
+  boolean renew() {
+    return renew;
+  }
+
+  int permits() {
+    return permits;
+  }
+
   /** Builds {@link AcquireOptions}. */
   public static final class Builder {
     private Duration ttl;

@@ -19,23 +19,21 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
 /**
  * One connection to the agent: the socket, its threads, the requests awaiting replies and what
- * the agent pushes events for.
+ * the agent pushes events for. A {@link Client} has one at a time: a new one when it resumes its
+ * locks after the connection ended unexpectedly.
  *
  * <p>Threads: a reader reads every line, hands each reply to the request with its id and
  * applies events; it never runs user code. A writer writes the queued request lines, so that a
  * caller never touches the socket (an interrupted caller would close the channel, and with it
- * the session). A listener thread runs the {@code lost} and {@code leader} listeners one at a
- * time, in the order the lines came. Futures handed to users are completed on {@link #ASYNC},
- * never on the reader or the listener thread.
+ * the session). The client's listener thread runs the {@code lost} and {@code leader} listeners
+ * one at a time, in the order the lines came. Futures handed to users are completed on {@link
+ * #ASYNC}, never on the reader or the listener thread.
  *
  * <p>Each request has two futures. {@link Pending#result} is internal, completed by the reader,
  * and what blocking calls wait on. A public future (from {@link #async}) follows it. Whoever
@@ -49,7 +47,7 @@ final class Connection {
   static final Executor ASYNC = new CompletableFuture<Void>().defaultExecutor();
 
   private static final ByteBuffer STOP = ByteBuffer.allocate(0); // the writer's end, by identity
-  private static final AtomicInteger SERIAL = new AtomicInteger();
+  static final AtomicInteger SERIAL = new AtomicInteger(); // numbers the threads' names
 
   /** Turns a successful reply into the request's result; runs on the reader thread. */
   @FunctionalInterface
@@ -70,10 +68,10 @@ final class Connection {
   }
 
   final Path path;
+  private final Client owner;
   private final SocketChannel channel;
   private final Thread reader;
   private final Thread writer;
-  private final ExecutorService listeners;
   private final BlockingQueue<ByteBuffer> outbox = new LinkedBlockingQueue<>();
 
   private final Object mu = new Object(); // guards everything below
@@ -84,16 +82,21 @@ final class Connection {
   private String closedReason; // set once no request can be sent any more
   private String unasked; // an error line with a null id (too_many before the agent closes)
 
-  private Connection(Path path, SocketChannel channel) {
+  private Connection(Path path, Client owner, SocketChannel channel) {
     this.path = path;
+    this.owner = owner;
     this.channel = channel;
     int n = SERIAL.incrementAndGet();
-    listeners = Executors.newSingleThreadExecutor(r -> daemon(r, "lockwarden-listeners-" + n));
     reader = daemon(this::readLoop, "lockwarden-reader-" + n);
     writer = daemon(this::writeLoop, "lockwarden-writer-" + n);
   }
 
-  static Connection open(Path path) throws IOException {
+  /**
+   * Connects to {@code path} for {@code owner}, which hears of its end ({@link
+   * Client#connectionEnded}). Requests may be sent at once; nothing is read or written before
+   * {@link #start()}.
+   */
+  static Connection open(Path path, Client owner) throws IOException {
     SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX);
     try {
       channel.connect(UnixDomainSocketAddress.of(path));
@@ -101,13 +104,16 @@ final class Connection {
       channel.close();
       throw e;
     }
-    Connection c = new Connection(path, channel);
-    c.reader.start();
-    c.writer.start();
-    return c;
+    return new Connection(path, owner, channel);
   }
 
-  private static Thread daemon(Runnable r, String name) {
+  /** Starts the reader and the writer (once the owner has made this its connection). */
+  void start() {
+    reader.start();
+    writer.start();
+  }
+
+  static Thread daemon(Runnable r, String name) {
     Thread t = new Thread(r, name);
     t.setDaemon(true);
     return t;
@@ -198,32 +204,30 @@ final class Connection {
     }
   }
 
-  /** Runs a listener on the listener thread (inline once the connection has ended). */
-  void runListener(Runnable listener) {
-    Runnable guarded = () -> {
-      try {
-        listener.run();
-      } catch (RuntimeException | Error e) { // a listener's failure is its own, not ours
-        Thread t = Thread.currentThread();
-        t.getUncaughtExceptionHandler().uncaughtException(t, e);
-      }
-    };
-    try {
-      listeners.execute(guarded);
-    } catch (RejectedExecutionException e) {
-      guarded.run();
-    }
-  }
-
   void register(Lock lock) {
     synchronized (mu) {
       locks.put(lock.token(), lock);
     }
   }
 
-  void forget(Lock lock) {
+  /** Stops routing events to {@code lock}; returns whether it was routed here. */
+  boolean forget(Lock lock) {
     synchronized (mu) {
-      locks.remove(lock.token(), lock);
+      return locks.remove(lock.token(), lock);
+    }
+  }
+
+  /** The lock of {@code token} that this connection holds, or null. */
+  Lock lock(String token) {
+    synchronized (mu) {
+      return locks.get(token);
+    }
+  }
+
+  /** The locks this connection holds (leaderships too; detached leases are nobody's). */
+  List<Lock> locks() {
+    synchronized (mu) {
+      return new ArrayList<>(locks.values());
     }
   }
 
@@ -404,7 +408,9 @@ final class Connection {
     List<Lock> lost;
     List<Observation> ended;
     String why;
+    boolean unexpected; // not the client's own close
     synchronized (mu) {
+      unexpected = closedReason == null;
       if (closedReason == null) closedReason = unasked != null ? unasked : reason;
       why = closedReason;
       failed = new ArrayList<>(pending.values());
@@ -421,9 +427,12 @@ final class Connection {
     } catch (IOException e) {
       // closed all the same
     }
+    // First the owner takes the locks it resumes (held, not being released: a release on the
+    // wire fails below and marks its lock lost), then the rest ends as it always did.
+    if (unexpected) lost = owner.connectionEnded(this, lost);
     for (Pending<?> p : failed) p.result.completeExceptionally(disconnected(why));
     for (Lock l : lost) l.markLost(ErrorCode.DISCONNECTED.wireName());
     for (Observation o : ended) o.end(ErrorCode.DISCONNECTED, why);
-    listeners.shutdown(); // what is queued still runs
+    owner.connectionDone();
   }
 }

@@ -15,7 +15,7 @@ public final class Leadership extends Lock {
   private final long term;
 
   Leadership(Client client, Map<String, Object> reply) throws Wire.ProtocolException {
-    super(client, Wire.string(reply, "name"), reply, false);
+    super(client, Wire.string(reply, "name"), reply, null, System.nanoTime());
     this.term = Wire.integer(reply, "term");
   }
 
@@ -45,6 +45,11 @@ public final class Leadership extends Lock {
    */
   public void resign() throws LockException {
     release();
+  }
+
+  @Override
+  boolean resumable() {
+    return false; // a leader campaigns again
   }
 
   @Override

@@ -2,6 +2,7 @@ package io.lockwarden.client;
 
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -20,12 +21,18 @@ import java.util.function.Consumer;
  * ends when released, when the client closes, or when it is lost.
  *
  * <p><b>Lost.</b> When the agent pushes {@code lost} for it (its renewal could not reach a
- * quorum, it expired without being extended, an operator revoked it) or the connection ends,
+ * quorum, it expired without being extended, an operator revoked it) or the client closes,
  * {@link #isLost()} turns true, {@link #lostReason()} says why ({@code renew_failed}, {@code
- * expired}, {@code revoked}, {@code disconnected}) and the {@link #onLost} listeners run. Stop
- * the work the lock protected at once: someone else may hold it now. A {@link #release()} that
- * the agent answers {@code not_held} (the lock had ended) marks it lost the same way, with
- * reason {@code not_held} unless the agent's {@code lost} event came first.
+ * expired}, {@code revoked}, {@code disconnected}, {@code agent_lost}) and the {@link #onLost}
+ * listeners run. Stop the work the lock protected at once: someone else may hold it now. A
+ * {@link #release()} that the agent answers {@code not_held} (the lock had ended) marks it lost
+ * the same way, with reason {@code not_held} unless the agent's {@code lost} event came first.
+ *
+ * <p><b>When the agent restarts.</b> If the connection ends without the client being closed, a
+ * held lock is not lost at once: the client reconnects and resumes it through the agent's next
+ * run ({@link Client} has the details). It is lost with reason {@code agent_lost} if the agent
+ * answers that it is gone, or if its last known validity runs out first. A {@link Leadership}
+ * and a detached lease are never resumed.
  *
  * <p><b>Closing.</b> {@link #close()} releases it, so try-with-resources scopes a hold; if the
  * lock was lost before the end of the block, {@code close()} throws {@link ErrorCode#LOST} so
@@ -45,9 +52,13 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   private final Mode mode;
   private final Integer permit;
   private final boolean detached;
+  private final boolean renew; // as acquired, for a resume
+  private final int permits; // as acquired (0: not a semaphore), for a resume
   private final CountDownLatch lostLatch = new CountDownLatch(1);
 
   private volatile Duration validity;
+  private volatile Duration ttl; // as acquired or last extended; null: the agent's default
+  private volatile long validUntil; // System.nanoTime() until which the lock is known valid
   private final Object mu = new Object(); // guards the fields below
   private State state = State.HELD;
   private String lostReason;
@@ -55,18 +66,26 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   private CompletableFuture<Void> releasing; // while RELEASING: settled once its reply came
   private final List<Consumer<? super Lock>> listeners = new ArrayList<>();
 
-  Lock(Client client, String resource, Map<String, Object> reply, boolean detached)
-      throws Wire.ProtocolException {
+  /**
+   * A grant: {@code reply} answered a request sent at {@code sentAt} (System.nanoTime()) with
+   * {@code options} (null for a leadership).
+   */
+  Lock(Client client, String resource, Map<String, Object> reply, AcquireOptions options,
+      long sentAt) throws Wire.ProtocolException {
     this.client = client;
     this.resource = resource;
     this.token = Wire.string(reply, "token");
     this.validity = Wire.millis(reply, "validity_ms");
+    this.validUntil = sentAt + validity.toNanos();
+    this.ttl = options == null ? null : options.ttl();
+    this.renew = options != null && options.renew();
+    this.permits = options == null ? 0 : options.permits();
     this.waited = Wire.millis(reply, "waited_ms");
     this.fence = Wire.optionalInteger(reply, "fence");
     this.mode = reply.containsKey("mode") ? modeOf(Wire.string(reply, "mode")) : Mode.EXCLUSIVE;
     Long p = Wire.optionalInteger(reply, "permit");
     this.permit = p == null ? null : Math.toIntExact(p);
-    this.detached = detached;
+    this.detached = options != null && options.detach();
   }
 
   private static Mode modeOf(String wire) throws Wire.ProtocolException {
@@ -96,8 +115,8 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   }
 
   /**
-   * How long the lock was guaranteed when the agent answered the acquire, or the last {@link
-   * #extend}: finish the protected work within it, extend, or use renew.
+   * How long the lock was guaranteed when the agent answered the acquire, the last {@link
+   * #extend}, or the last resume: finish the protected work within it, extend, or use renew.
    *
    * @return the latest validity the agent reported
    */
@@ -165,7 +184,9 @@ public sealed class Lock implements AutoCloseable permits Leadership {
 
   /**
    * Why the lock was lost: {@code renew_failed}, {@code expired}, {@code revoked} (from the
-   * agent), {@code disconnected} (the connection ended) or {@code not_held} (a release found it
+   * agent), {@code disconnected} (the client was closed, or the connection ended while it was
+   * being released), {@code agent_lost} (the connection ended and the lock could not be resumed
+   * through the agent's next run within its validity) or {@code not_held} (a release found it
    * gone).
    *
    * @return the reason, or empty while the lock is not lost
@@ -190,7 +211,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
       now = state == State.LOST;
       if (!now) listeners.add(listener);
     }
-    if (now) client.connection.runListener(() -> listener.accept(this));
+    if (now) client.runListener(() -> listener.accept(this));
     return this;
   }
 
@@ -232,7 +253,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   public Duration extend(Duration ttl) throws LockException {
     check();
     Duration v = client.extend(resource, token, ttl);
-    validity = v;
+    validity = v; // (a lock of this client's connection had it set by the reply already)
     return v;
   }
 
@@ -350,6 +371,73 @@ public sealed class Lock implements AutoCloseable permits Leadership {
     sendGiveBack(); // the outcome matters to no one: closing the client would end it too
   }
 
+  // --- resuming (Client's keeper) -------------------------------------------------------------
+
+  /** Whether the client resumes it when the connection ends: a held lock, not a lease. */
+  boolean resumable() {
+    synchronized (mu) {
+      return state == State.HELD && !detached;
+    }
+  }
+
+  /** Whether the agent renews it (as acquired). */
+  boolean renews() {
+    return renew;
+  }
+
+  /** The ttl it was acquired or last extended with; null for the agent's default. */
+  Duration ttlAsked() {
+    return ttl;
+  }
+
+  /** The System.nanoTime() until which the lock is known to be valid. */
+  long validUntil() {
+    return validUntil;
+  }
+
+  /** A reply to a request sent at {@code sentAt} said {@code validity} was left. */
+  void validFor(long sentAt, Duration validity) {
+    validUntil = sentAt + validity.toNanos();
+  }
+
+  /** An extend by {@code ttl}, sent at {@code sentAt}, answered {@code validity}. */
+  void extended(Duration ttl, long sentAt, Duration validity) {
+    this.ttl = ttl;
+    this.validity = validity;
+    validFor(sentAt, validity);
+  }
+
+  /** The fields of a {@code resume} of this grant (docs/protocol.md#resume). */
+  Map<String, Object> resumeFields() {
+    Map<String, Object> f = new LinkedHashMap<>();
+    f.put("resource", resource);
+    f.put("token", token);
+    Duration t = ttl;
+    if (t != null) f.put("ttl_ms", t.toMillis());
+    if (renew) f.put("renew", true);
+    if (fence != null) f.put("fence", fence);
+    if (mode == Mode.PERMIT) {
+      f.put("permits", permits);
+      f.put("permit", permit);
+    }
+    if (mode == Mode.SHARED) f.put("shared", true);
+    return f;
+  }
+
+  /**
+   * A resume sent at {@code sentAt} answered ok: the lock is held again, unless it ended
+   * meanwhile (then false: the caller gives it back).
+   */
+  boolean resumed(Map<String, Object> reply, long sentAt) throws Wire.ProtocolException {
+    Duration v = Wire.millis(reply, "validity_ms");
+    synchronized (mu) {
+      if (state != State.HELD) return false;
+    }
+    validity = v;
+    validFor(sentAt, v);
+    return true;
+  }
+
   /** Called by the reader: the agent pushed {@code lost}, or the connection ended. */
   void markLost(String reason) {
     List<Consumer<? super Lock>> toCall;
@@ -361,7 +449,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
       listeners.clear();
     }
     lostLatch.countDown();
-    for (Consumer<? super Lock> l : toCall) client.connection.runListener(() -> l.accept(this));
+    for (Consumer<? super Lock> l : toCall) client.runListener(() -> l.accept(this));
   }
 
   /**
@@ -393,7 +481,11 @@ public sealed class Lock implements AutoCloseable permits Leadership {
     ErrorCode code = error instanceof LockException ? ((LockException) error).code() : null;
     boolean gone = code == ErrorCode.NOT_HELD || code == ErrorCode.DISCONNECTED;
     // not_held: it had ended, and a lost event still on its way changes nothing now.
-    if (error == null || gone) client.connection.forget(this);
+    if (error == null || gone) {
+      // disconnected: the release went to a connection that had ended; if the lock was resumed
+      // on the next one meanwhile, it is given back there.
+      if (client.connection.forget(this) && code == ErrorCode.DISCONNECTED) sendGiveBack();
+    }
     if (gone) markLost(code.wireName());
     synchronized (mu) {
       releasing = null;

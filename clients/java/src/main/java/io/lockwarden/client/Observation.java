@@ -180,7 +180,7 @@ public final class Observation {
       mu.notifyAll();
     }
     for (Consumer<? super LeaderEvent> l : listeners) {
-      client.connection.runListener(() -> l.accept(e));
+      client.runListener(() -> l.accept(e));
     }
   }
 
