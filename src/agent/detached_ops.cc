@@ -71,6 +71,50 @@ std::variant<SessionId, Failure> LockService::OwnerFor(SessionId sid, const std:
   return *std::move(refusal);
 }
 
+bool LockService::HoldsItself(SessionId sid, const std::string& resource,
+                              const std::string& token) const {
+  const Holder* h = engine_.books().FindHolder(resource, token);
+  return h != nullptr && h->session == sid;
+}
+
+void LockService::AdoptLease(SessionId sid, const std::string& resource, const std::string& token,
+                             int64_t ttl_ms, std::string_view op,
+                             std::function<void(const std::variant<Grant, Failure>&)> then) {
+  const ClientSession& s = *sessions_.Find(sid);  // Line found it
+  const Failure not_held{ErrorCode::kNotHeld,
+                         "this connection does not hold " + QuoteClientText(resource) +
+                             " with that token, nor is it a detached lease of this agent"};
+  if (engine_.books().FindHolder(resource, token) != nullptr ||
+      !options_.access.Allows(s.ids, resource)) {
+    then(not_held);
+    return;
+  }
+  const uid_t uid = s.ids.uid;
+  LeaseSession(uid);
+  LockEngine::ResumeAsk ask;
+  ask.resource = resource;
+  ask.token = token;
+  ask.ttl_ms = ttl_ms;
+  engine_.Resume(
+      LeaseSessionOf(uid), std::move(ask),
+      [this, uid, resource, not_held, op = std::string(op),
+       then = std::move(then)](const std::variant<Grant, Failure>& result) {
+        const auto* g = std::get_if<Grant>(&result);
+        if (g == nullptr) {
+          const Failure& f = std::get<Failure>(result);
+          const bool undecided =
+              f.code == ErrorCode::kNoQuorum || f.code == ErrorCode::kShuttingDown;
+          then(undecided ? f : not_held);
+          return;
+        }
+        leases_.Add({resource, g->token, g->hold, LeaseSessionOf(uid), LeasePeer(uid)});
+        stats_.detached_leases.Set(static_cast<double>(leases_.size()));
+        spdlog::info("{} of the agent's earlier run adopted for a {} by uid {}",
+                     DescribeLease(*leases_.OfHold(g->hold)), op, uid);
+        then(result);
+      });
+}
+
 void LockService::FillHolder(LockView& lock) const {
   lock.held_since_unix_ms = UnixMsNow() - lock.held_ms;
   lock.detached = IsLeaseSession(lock.session);

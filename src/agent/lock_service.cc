@@ -120,10 +120,28 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseReq
     return;
   }
   const SessionId holder = std::get<SessionId>(owner);
+  if (holder == sid && !HoldsItself(sid, op.resource, op.token)) {
+    const SessionId lease = LeaseSessionOf(sessions_.Find(sid)->ids.uid);
+    AdoptLease(sid, op.resource, op.token, options_.limits.min_ttl_ms, "release",
+               [this, sid, id, lease, resource = op.resource,
+                token = op.token](const std::variant<Grant, Failure>& adopted) {
+                 if (const auto* f = std::get_if<Failure>(&adopted)) {
+                   Fail(sid, id, "release", *f);
+                 } else {
+                   ReleaseFor(sid, id, lease, resource, token);
+                 }
+               });
+    return;
+  }
+  ReleaseFor(sid, id, holder, op.resource, op.token);
+}
+
+void LockService::ReleaseFor(SessionId sid, const Id& id, SessionId holder,
+                             const std::string& resource, const std::string& token) {
   // The engine lets go of a hold at once (its masters' answers are not awaited for that).
-  if (holder != sid) leases_.Drop(op.resource, op.token);
+  if (holder != sid) leases_.Drop(resource, token);
   stats_.detached_leases.Set(static_cast<double>(leases_.size()));
-  engine_.Release(holder, op.resource, op.token, [this, sid, id](const std::optional<Failure>& f) {
+  engine_.Release(holder, resource, token, [this, sid, id](const std::optional<Failure>& f) {
     if (f) {
       Fail(sid, id, "release", *f);
     } else {
@@ -140,6 +158,18 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequ
     return;
   }
   const SessionId holder = std::get<SessionId>(owner);
+  if (holder == sid && !HoldsItself(sid, op.resource, op.token)) {
+    // Adopting a lease of the earlier run confirms it by this extend's ttl: that is the extend.
+    AdoptLease(sid, op.resource, op.token, op.ttl_ms, "extend",
+               [this, sid, id](const std::variant<Grant, Failure>& adopted) {
+                 if (const auto* f = std::get_if<Failure>(&adopted)) {
+                   Fail(sid, id, "extend", *f);
+                 } else {
+                   Answer(sid, protocol::EncodeExtended(id, std::get<Grant>(adopted).validity_ms));
+                 }
+               });
+    return;
+  }
   engine_.Extend(holder, op.resource, op.token, op.ttl_ms,
                  [this, sid, id, holder, resource = op.resource,
                   token = op.token](const std::variant<Extension, Failure>& result) {

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +105,20 @@ class LockService final : public SessionHandler {
   std::variant<SessionId, Failure> OwnerFor(SessionId sid, const std::string& resource,
                                             const std::string& token, std::string_view op);
   void FillHolder(LockView& lock) const;
+  // The release of (resource, token) held by `holder` (sid itself, or a lease session), answered
+  // to sid.
+  void ReleaseFor(SessionId sid, const Id& id, SessionId holder, const std::string& resource,
+                  const std::string& token);
+  // A release or extend by the session of a token that neither it nor a lease this run knows
+  // holds: a detached lease of the agent's earlier run (the same agent id) is adopted under the
+  // session's uid's lease session, confirmed on a quorum by ttl_ms like an extend (the token is
+  // the proof; the access rules for the resource apply). `then` gets the adopted lease's grant,
+  // or the failure to answer (not_held as before when nothing is adopted).
+  void AdoptLease(SessionId sid, const std::string& resource, const std::string& token,
+                  int64_t ttl_ms, std::string_view op,
+                  std::function<void(const std::variant<Grant, Failure>&)> then);
+  // Whether the session itself holds (resource, token) through the engine.
+  bool HoldsItself(SessionId sid, const std::string& resource, const std::string& token) const;
 
   SessionWriter& transport_;
   SessionTable& sessions_;

@@ -127,7 +127,8 @@ class LockEngine {
   // value_prefix + token, a quorum within the round, validity counted from its start), then
   // held, renewed and released as if granted here. Anything not confirmed is answered
   // not_held, and the value is deleted wherever it is left; no_quorum (masters unreachable)
-  // leaves it for another try. docs/safety.md "Resume".
+  // leaves it for another try. A lease session's resume (core/session_id.h) adopts a detached
+  // lease. docs/safety.md "Resume".
   struct ResumeAsk {
     std::string resource;
     std::string token;

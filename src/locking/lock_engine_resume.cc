@@ -75,6 +75,7 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
   held->mode = mode;
   held->part = static_cast<int16_t>(mode == HoldMode::kPermit ? ask.permit : -1);
   held->acquired = Clock::now();
+  held->kept = IsLeaseSession(session);  // a detached lease outlives the agent's run
   // Held here from now on (a local waiter does not contend beside it), but not yet confirmed:
   // the extend round below decides, and its validity replaces this bound.
   held->valid_until = held->acquired + std::chrono::milliseconds(ask.ttl_ms);

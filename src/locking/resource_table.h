@@ -62,6 +62,9 @@ class ResourceTable {
   Resource& Add(const std::string& name, const LockShape& shape);
   void Erase(const std::string& name) { resources_.erase(name); }
   Holder* FindHolder(const std::string& name, const std::string& token);
+  const Holder* FindHolder(const std::string& name, const std::string& token) const {
+    return const_cast<ResourceTable*>(this)->FindHolder(name, token);
+  }
   static Holder* WithSerial(Resource& r, uint64_t serial);
   template <class Visit>  // visit(name, Resource&) for every resource
   void ForEach(Visit&& visit) {
