@@ -29,8 +29,8 @@
 // signal.reason at once, and what its reply still grants (a lock, a leadership, an observation)
 // is given back by the client, since nobody holds it.
 //
-// A line from the agent that is not a JSON object ends the connection as if the agent dropped
-// it (requests reject 'disconnected', locks are lost 'disconnected'). A listener that throws
+// A line from the agent that is not a JSON object ends the client for good (requests reject
+// 'disconnected', locks are lost 'disconnected', nothing is resumed). A listener that throws
 // keeps neither the other listeners nor the client from going on; its error is thrown again on
 // its own (an uncaughtException, as from any listener).
 

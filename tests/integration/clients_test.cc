@@ -38,9 +38,10 @@ const std::string kClients = getenv("LOCKWARDEN_CLIENTS_DIR") != nullptr
 // A hang bound, far above what a script takes (10-30 s here: the client's install and build, then
 // its tests), under ctest's 300 s per test.
 constexpr milliseconds kScriptDeadline{240'000};
-// What every script must have asked for: proof that its no_quorum and lost tests really ran.
+// What every script must have asked for: proof that its no_quorum, lost and resume tests really
+// ran.
 const std::set<std::string> kRequiredActions = {"count", "pttl", "flush", "kill-majority",
-                                                "restore"};
+                                                "restore", "restart-agent"};
 
 // A client test script as a child process: stdin and stdout+stderr on pipes, in its own process
 // group (killed as a whole at the end, so no socat or lockwarden lock it started survives).
@@ -310,7 +311,7 @@ class ClientsTest : public ::testing::Test {
 // Each client's clients/<language>/test.sh runs that language's own test runner.
 TEST_F(ClientsTest, Python) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/python"), 0);
-  EXPECT_NE(output_.find("Ran 45 tests"), std::string::npos);
+  EXPECT_NE(output_.find("Ran 49 tests"), std::string::npos);
   EXPECT_EQ(output_.find("skipped"), std::string::npos);
   // unittest -v: "test_x (test_sync.SyncTest.test_x) ... ok"
   ExpectCoveragePassed("Python", "... ok");
@@ -320,7 +321,7 @@ TEST_F(ClientsTest, Python) {
 
 TEST_F(ClientsTest, Node) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/node"), 0);
-  EXPECT_NE(output_.find("\n# pass 28\n"), std::string::npos);
+  EXPECT_NE(output_.find("\n# pass 30\n"), std::string::npos);
   EXPECT_NE(output_.find("\n# skipped 0\n"), std::string::npos);
   ExpectCoveragePassed("Node", "^ok ");  // TAP: "ok 3 - NAME", "not ok" is a failure
   ExpectEveryAction();
@@ -328,7 +329,7 @@ TEST_F(ClientsTest, Node) {
 
 TEST_F(ClientsTest, Go) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/go"), 0);
-  EXPECT_EQ(Count(output_, "--- PASS"), 25);
+  EXPECT_EQ(Count(output_, "--- PASS"), 27);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
   ExpectCoveragePassed("Go", "--- PASS: ");
   ExpectEveryAction();
@@ -338,7 +339,7 @@ TEST_F(ClientsTest, Java) {
   // clients/java/test.sh builds the jar with javac and with Maven (offline, Debian's repository)
   // and runs the JUnit 5 suite with Debian's console launcher.
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/java"), 0);
-  EXPECT_NE(output_.find(" 38 tests successful "), std::string::npos);
+  EXPECT_NE(output_.find(" 40 tests successful "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests failed "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests skipped "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests aborted "), std::string::npos);

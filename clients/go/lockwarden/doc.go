@@ -29,8 +29,19 @@
 //
 // A lock lives for its TTL; [AcquireOptions.Renew] makes the agent extend it every TTL/3 while
 // the connection is open, or call [Lock.Extend] yourself. When the agent reports a lock lost
-// (renewal failed, it expired, an operator revoked it) or the connection ends, [Lock.Lost] is
-// closed: stop the protected work at once, someone else may hold the lock now.
+// (renewal failed, it expired, an operator revoked it) or the connection ends and the lock
+// cannot be resumed, [Lock.Lost] is closed: stop the protected work at once, someone else may
+// hold the lock now.
+//
+// # When the agent restarts
+//
+// The agent leaves its clients' locks on the masters when it stops or dies, and its next run on
+// the same socket can hand them back. So when the connection ends of itself while the Client
+// holds locks, they are not lost at once: the Client connects again to the same socket (backing
+// off from 50 ms to 500 ms) and resumes each lock there, as the same [*Lock]. A lock the next
+// run cannot resume, or whose validity ([Lock.ValidUntil]) runs out first, is lost with reason
+// [ReasonAgentLost]. Leaderships, observations and detached leases are not resumed. Requests
+// made meanwhile fail with CodeDisconnected; [Client.Close] stops reconnecting.
 //
 // # Elections
 //

@@ -195,11 +195,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) (time.Duration, er
 // lost: reason not_held, unless the agent's `lost` event came first. If ctx ends before the
 // answer, Release returns ctx.Err() and the answer still settles the lock when it comes
 // (released, or lost with not_held): the request is on its way and cannot be called back.
+// While the client reconnects after the agent restarted, it returns nil at once, and the
+// client gives the lock back once the agent's next run has resumed it.
 func (l *Lock) Release(ctx context.Context) error {
 	l.mu.Lock()
 	done := l.released || l.reason != ""
 	l.mu.Unlock()
-	if done {
+	if done || l.releaseResuming() {
 		return nil
 	}
 	settled := make(chan error, 1)
@@ -210,6 +212,23 @@ func (l *Lock) Release(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// releaseResuming releases a lock that waits to be resumed after the connection ended: the
+// client gives it back to the agent once it has resumed it (resume.go). False if it does not
+// wait.
+func (l *Lock) releaseResuming() bool {
+	l.c.mu.Lock()
+	defer l.c.mu.Unlock()
+	if l.c.resuming[l.Token] != l {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.reason == "" {
+		l.released = true
+	}
+	return true
 }
 
 // sendRelease sends the release (resign) and waits for its answer, whatever the caller's ctx.

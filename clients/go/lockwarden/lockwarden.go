@@ -449,14 +449,17 @@ func (c *Client) dispatch(l *link, r *reply) {
 	}
 	if ok && p.op == "resume" {
 		lock := p.resume
-		if c.resuming[lock.Token] == lock && lock.live() {
+		mine := c.resuming[lock.Token] == lock
+		if mine {
 			delete(c.resuming, lock.Token)
+		}
+		if mine && lock.live() {
 			c.locks[lock.Token] = lock
 			lock.validFrom(p.sent, validUntil)
 			if lock.renew {
 				l.poke()
 			}
-		} else { // lost meanwhile (its validity ran out, Close): nobody holds it now
+		} else { // released or lost meanwhile (its validity ran out, Close): give it back
 			go c.send(context.Background(), l, "release",
 				map[string]any{"resource": lock.Resource, "token": lock.Token}, nil)
 		}

@@ -121,12 +121,13 @@ func (c *Client) resume(done chan struct{}) {
 		var todo, expired []*Lock
 		var earliest time.Time
 		for token, lock := range c.resuming {
+			// A lock released meanwhile is resumed too, to be given back (dispatch).
 			switch until := lock.ValidUntil(); {
-			case !lock.live():
+			case lock.LostReason() != "":
 				delete(c.resuming, token)
 			case !now.Before(until):
 				delete(c.resuming, token)
-				expired = append(expired, lock)
+				expired = append(expired, lock) // lost, unless released
 			default:
 				todo = append(todo, lock)
 				if earliest.IsZero() || until.Before(earliest) {

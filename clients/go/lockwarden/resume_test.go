@@ -33,7 +33,7 @@ func heldToken(c *Client, token string) bool {
 func TestARenewedLockIsResumedAfterTheAgentRestarts(t *testing.T) {
 	a, _ := clients(t)
 	ctx := context.Background()
-	lock, err := a.Acquire(ctx, "go:resume", AcquireOptions{TTL: 2 * time.Second, Wait: waitLong,
+	lock, err := a.Acquire(ctx, "go:resume", AcquireOptions{TTL: 4 * time.Second, Wait: waitLong,
 		Renew: true})
 	if err != nil {
 		t.Fatal(err)
@@ -49,7 +49,7 @@ func TestARenewedLockIsResumedAfterTheAgentRestarts(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// Past the ttl: only the new run's renewals keep it.
-	time.Sleep(2500 * time.Millisecond)
+	time.Sleep(4500 * time.Millisecond)
 	if err := lock.Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -80,8 +80,10 @@ func TestALockWhoseKeysAreGoneIsReportedLostAfterTheAgentRestarts(t *testing.T) 
 	control(t, "flush")
 	control(t, "restart-agent")
 	// The resume answers not_held, unless the old run's renewal found the keys gone first.
-	if reason := waitLost(t, lock); reason != ReasonAgentLost && reason != "renew_failed" {
+	reason := waitLost(t, lock)
+	if reason != ReasonAgentLost && reason != "renew_failed" {
 		t.Fatalf("reason %q", reason)
 	}
+	t.Logf("%v", lock.Err())
 	wantCode(t, lock.Err(), CodeLost)
 }

@@ -14,7 +14,7 @@ describe('agent restart', () => {
   const c = clientPair();
 
   test('a renewed lock is resumed after the agent restarts', needsHarness, async () => {
-    const lock = await c.a.acquire('js:resume', { ttlMs: 2000, waitMs: WAIT_MS, renew: true });
+    const lock = await c.a.acquire('js:resume', { ttlMs: 4000, waitMs: WAIT_MS, renew: true });
     const losses = [];
     lock.on('lost', (reason) => losses.push(reason));
     const events = [];
@@ -36,7 +36,7 @@ describe('agent restart', () => {
     }
     assert.deepEqual(events, ['resuming', 'resumed']);
     // Past its ttl: only the new run's renewals keep it on the masters.
-    await sleep(2500);
+    await sleep(4500);
     assert.equal(await control('count js:resume'), '5');
     assert.deepEqual(losses, []);
     assert.equal(lock.lost, null);
@@ -44,8 +44,7 @@ describe('agent restart', () => {
     assert.equal(await control('count js:resume'), '0');
   });
 
-  const gone = 'a lock whose keys are gone is reported lost after the agent restarts';
-  test(gone, needsHarness, async () => {
+  test('a lock whose keys are gone is reported lost after the agent restarts', needsHarness, async () => {
     const lock = await c.a.acquire('js:resume-gone', { ttlMs: 2000, waitMs: WAIT_MS, renew: true });
     await control('flush'); // the new run finds nothing to take over
     await control('restart-agent');

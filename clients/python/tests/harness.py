@@ -2,7 +2,8 @@
 
 The suites run against a live agent at $LOCKWARDEN_SOCKET. Run by
 tests/integration/clients_test.cc (through test.sh), which starts 5 redis-server masters and the
-agent and sets LWTEST_CONTROL=stdio: a test that needs the masters changed prints
+agent and sets LWTEST_CONTROL=stdio: a test that needs the masters changed (or the agent
+restarted) prints
 `@@lw <action>` on stdout and reads the harness's answer from stdin (clients/README.md#tests).
 Run by hand without LWTEST_CONTROL, those tests are skipped.
 """

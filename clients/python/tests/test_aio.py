@@ -29,6 +29,15 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
                             "nobody queued for %s" % resource)
             await asyncio.sleep(0.01)
 
+    def restart_agent(self):
+        """Asks the harness to kill the agent (kill -9) and start its next run on the same
+        socket, in a thread of its own, so that the event loop (the client's keeper) runs
+        meanwhile and a loss cancelling the test's block does not cancel it; its answer is read
+        before the test ends, however it ends."""
+        restarting = asyncio.ensure_future(asyncio.to_thread(control, "restart-agent"))
+        self.addAsyncCleanup(asyncio.wait, [restarting])
+        return restarting
+
     async def test_lock_block_acquires_and_releases(self):
         async with self.a.lock("pya:basic", ttl_ms=10000, wait_ms=WAIT_MS) as lock:
             self.assertRegex(lock.token, TOKEN)
@@ -163,6 +172,49 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
             with self.assertRaises(lockwarden.LockLost):
                 await asyncio.wait_for(task, EVENT_S)
         self.assertEqual(lock.lost, "renew_failed")
+
+    @needs_harness
+    async def test_a_renewed_lock_is_resumed_after_the_agent_restarts(self):
+        seen = []
+        finished = False
+        async with self.a.lock("pya:resume", ttl_ms=4000, wait_ms=WAIT_MS, renew=True) as lock:
+            lock.on_lost = lambda l: seen.append(l.lost)
+            await asyncio.shield(self.restart_agent())
+            deadline = asyncio.get_running_loop().time() + EVENT_S
+            while True:  # held on the client's new connection once it resumed it
+                try:
+                    if [h["token"] for h in await self.a.held()] == [lock.token]:
+                        break
+                except lockwarden.LockError as e:
+                    self.assertEqual(e.code, "disconnected")  # still connecting again
+                self.assertIsNone(lock.lost)
+                self.assertLess(asyncio.get_running_loop().time(), deadline,
+                                "the lock was never resumed")
+                await asyncio.sleep(0.02)
+            # Past the ttl: only the new run's renewals keep it on the masters.
+            await asyncio.sleep(4.5)
+            self.assertEqual(masters_holding("pya:resume"), 5)
+            finished = True
+        self.assertTrue(finished)
+        self.assertEqual((lock.released, lock.lost, seen), (True, None, []))
+        self.assertEqual(masters_holding("pya:resume"), 0)
+
+    @needs_harness
+    async def test_a_lock_whose_keys_are_gone_is_reported_lost_after_the_agent_restarts(self):
+        seen = []
+        finished = False
+        with self.assertRaises(lockwarden.LockLost) as cm:
+            async with self.a.lock("pya:resume-gone", ttl_ms=2000, wait_ms=WAIT_MS,
+                                   renew=True) as lock:
+                lock.on_lost = lambda l: seen.append(l.lost)
+                control("flush")  # every key deleted...
+                self.restart_agent()  # ...and at once the agent killed and started again
+                await asyncio.sleep(EVENT_S)  # cut short by the loss
+                finished = True
+        self.assertFalse(finished)
+        # agent_lost: the next run answered not_held; renew_failed: the old run noticed first.
+        self.assertIn(lock.lost, ("agent_lost", "renew_failed"))
+        self.assertEqual((cm.exception.lock, seen), (lock, [lock.lost]))
 
     async def test_semaphore_permits_k_holders_and_refuses_another_size(self):
         first = await self.a.acquire("pya:pool", ttl_ms=10000, wait_ms=WAIT_MS, permits=2)

@@ -142,6 +142,42 @@ class SyncTest(unittest.TestCase):
             control("restore")
         self.a.acquire("py:quorum", ttl_ms=1000, wait_ms=WAIT_MS).release()
 
+    @needs_harness
+    def test_a_renewed_lock_is_resumed_after_the_agent_restarts(self):
+        lock = self.a.acquire("py:resume", ttl_ms=4000, wait_ms=WAIT_MS, renew=True)
+        seen = []
+        lock.on_lost = lambda l: seen.append(l.lost)
+        control("restart-agent")  # kill -9, then the next run on the same socket
+        deadline = time.monotonic() + EVENT_S
+        while True:  # held on the client's new connection once it resumed it
+            try:
+                if [h["token"] for h in self.a.held()] == [lock.token]:
+                    break
+            except lockwarden.LockError as e:
+                self.assertEqual(e.code, "disconnected")  # still connecting again
+            self.assertIsNone(lock.lost)
+            self.assertLess(time.monotonic(), deadline, "the lock was never resumed")
+            time.sleep(0.02)
+        # Past the ttl: only the new run's renewals keep it on the masters.
+        time.sleep(4.5)
+        self.assertEqual(masters_holding("py:resume"), 5)
+        self.assertEqual((lock.lost, seen), (None, []))
+        lock.release()
+        self.assertEqual(masters_holding("py:resume"), 0)
+
+    @needs_harness
+    def test_a_lock_whose_keys_are_gone_is_reported_lost_after_the_agent_restarts(self):
+        lock = self.a.acquire("py:resume-gone", ttl_ms=2000, wait_ms=WAIT_MS, renew=True)
+        seen = []
+        lock.on_lost = lambda l: seen.append(l.lost)
+        control("flush")  # every key deleted...
+        control("restart-agent")  # ...and at once the agent killed and started again
+        # agent_lost: the next run answered not_held; renew_failed: the old run noticed first.
+        self.assertIn(lock.wait_lost(EVENT_S), ("agent_lost", "renew_failed"))
+        self.assertEqual(seen, [lock.lost])
+        with self.assertRaises(lockwarden.LockLost):
+            lock.check()
+
     def test_closing_the_connection_releases_its_locks(self):
         self.a.acquire("py:close", ttl_ms=10000, wait_ms=WAIT_MS)
         self.a.close()

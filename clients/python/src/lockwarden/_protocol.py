@@ -44,6 +44,15 @@ class Code:
     LOST: Final = "lost"  # the client's own: raised as LockLost
 
 
+AGENT_LOST: Final = "agent_lost"
+"""The `lost` reason of a lock the client could not resume through the agent's next run (the
+resume was refused, or the lock's validity ran out first)."""
+
+RESUME_REFUSED: Final = frozenset((Code.NOT_HELD, Code.FORBIDDEN, Code.KIND_MISMATCH,
+                                   Code.BAD_REQUEST))
+"""The errors of a `resume` that will never work: the lock is lost. Any other is retried."""
+
+
 class LockError(Exception):
     """An error reply of the agent, or of the client (codes `disconnected` and `lost`).
     `code` is the machine code to branch on (see Code), `message` is for people."""
@@ -128,6 +137,27 @@ def token_fields(resource: str, token: str, ttl_ms: Optional[int] = None) -> Jso
     return fields
 
 
+def resume_fields(resource: str, token: str, ttl_ms: Optional[int], renew: bool,
+                  fence: Optional[int], permits: Optional[int], permit: Optional[int],
+                  shared: bool) -> Json:
+    """The fields of a resume (docs/protocol.md#resume): the hold as its acquire asked for it
+    (ttl_ms None: the agent's default) and as the grant answered (fence, permit)."""
+    fields: Json = {"resource": resource, "token": token}
+    if ttl_ms is not None:
+        fields["ttl_ms"] = ttl_ms
+    if renew:
+        fields["renew"] = True
+    if fence is not None:
+        fields["fence"] = fence
+    if permits is not None:
+        fields["permits"] = permits
+        if permit is not None:
+            fields["permit"] = permit
+    if shared:
+        fields["shared"] = True
+    return fields
+
+
 def campaign_fields(name: str, value: str, ttl_ms: Optional[int], wait_ms: Optional[int]) -> Json:
     fields: Json = {"name": name, "value": value}
     if ttl_ms is not None:
@@ -186,7 +216,8 @@ class Hold:
     "permit" (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's, else None.
     `fence` is the fencing token when the acquire asked for one. `lost` is None while the lock
     is held, else why it ended without a release: renew_failed, expired, revoked (pushed by the
-    agent), disconnected (the connection ended), not_held (found gone when released).
+    agent), disconnected (the client was closed, or its connection ended for good), agent_lost
+    (not resumed through the agent's next run), not_held (found gone when released).
     A detached lease (`detached` True) outlives the connection: nothing pushes `lost` for it and
     closing the client does not mark it lost; it ends at its ttl or when released by its token.
     """

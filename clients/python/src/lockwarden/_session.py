@@ -1,25 +1,40 @@
-"""What both clients share beyond the wire protocol: the bookkeeping of one connection to the
-agent (Session), and the behaviour of the Lock, Leadership and Observation they hand out that
-does not depend on how a client waits (LockBase, LeadershipBase, ObservationBase). No I/O here.
+"""What both clients share beyond the wire protocol: the bookkeeping of a client's connection
+to the agent and of the locks it resumes through the agent's next run (Session), and the
+behaviour of the Lock, Leadership and Observation they hand out that does not depend on how a
+client waits (LockBase, LeadershipBase, ObservationBase). No I/O here.
 
 A client sends the line `Session.start` returns, feeds every line it reads to
 `Session.receive`, and calls `Session.end` once the connection is gone. Those return effects
 (callables) for the client to run: the blocking client calls the Session under its mutex and
 runs the effects after releasing it, so a user's callback never runs with the mutex held.
+
+Resuming (docs/protocol.md#resume). When the connection ends unexpectedly (`end(resume=True)`),
+the locks it held (not leaderships; detached leases are not the connection's) are not lost at
+once: they wait in the Session for a new connection to the agent's next run. The client's keeper
+(a thread, or a task) asks `chores()` what is due and does it: connect again (then `reopen()`,
+or `connect_failed()`), write the `resume` requests it started, write the `held` request that
+keeps each renewed lock's validity current, and run the losses it found (a lock whose validity
+ran out before its resume succeeded is lost, agent_lost). The Session calls `wake` (an effect)
+when the keeper has new work.
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import time
 from functools import partial
-from typing import (Any, Callable, ContextManager, Dict, Generic, List, Optional, Tuple, Type,
-                    TypeVar)
+from typing import (Any, Callable, ContextManager, Dict, Generic, List, Optional, Set, Tuple,
+                    Type, TypeVar)
 
-from ._protocol import (Code, Hold, Json, LeaderEvent, LockError, LockLost, ObservationState,
-                        disconnected_reply, encode)
+from ._protocol import (AGENT_LOST, RESUME_REFUSED, Code, Hold, Json, LeaderEvent, LockError,
+                        LockLost, ObservationState, disconnected_reply, encode, resume_fields)
 
 Effect = Callable[[], None]
+
+RETRY_FIRST_S = 0.05  # the first pause between connects (or resume rounds), doubling...
+RETRY_MAX_S = 0.5  # ...up to this
+HELD_MIN_S = 0.1  # `held` is read every third of the smallest renewed ttl, at most this often
 
 _log = logging.getLogger("lockwarden")
 
@@ -42,13 +57,39 @@ class LockBase(Hold, Generic[C]):
     """A granted lock of `client` (see Hold for its fields), as both clients' Lock has it.
 
     `on_lost`, if set, is called with the lock from the client's reader (its thread, or its
-    task) when the lock is lost; an exception it raises is logged. It must not wait for a reply
-    of the same client: that reader reads them. `check()` raises LockLost once it happened."""
+    task), or its keeper (a lock not resumed), when the lock is lost; an exception it raises
+    is logged. It must not wait for a reply of the same client: that reader reads them.
+    `check()` raises LockLost once it happened."""
 
     def __init__(self, client: C, resource: str, reply: Json, detached: bool = False) -> None:
         super().__init__(resource, reply, detached)
         self.client = client
         self.on_lost: Optional[Callable[[Any], Any]] = None
+        # What a resume repeats of the acquire (_ttl_ms: of the last extend; None: the agent's
+        # default), and the monotonic time (time.monotonic()) until which it is known valid.
+        self._ttl_ms: Optional[int] = None
+        self._renew = False
+        self._permits: Optional[int] = None
+        self._shared = False
+        self._valid_until = 0.0
+
+    def _granted(self, asked: Json, sent: float) -> None:
+        """Keeps what the acquire (fields `asked`, sent at `sent`) asked for; its validity
+        counts from before the request was sent, less the wait the reply reports."""
+        self._ttl_ms = asked.get("ttl_ms")
+        self._renew = bool(asked.get("renew"))
+        self._permits = asked.get("permits")
+        self._shared = bool(asked.get("shared"))
+        self._valid_until = sent + (self.validity_ms + self.waited_ms) / 1000
+
+    def _ended(self) -> bool:
+        return bool(self.lost) or self.released
+
+    def _resume_fields(self) -> Json:
+        # A lock released or lost meanwhile is resumed only to be given back: never renewed.
+        return resume_fields(self.resource, self.token, self._ttl_ms,
+                             self._renew and not self._ended(), self.fence, self._permits,
+                             self.permit, self._shared)
 
     def _mark_lost(self, reason: str) -> None:
         if self._set_lost(reason):
@@ -137,6 +178,8 @@ class Pending(Generic[L, O]):
         self.reply: Optional[Json] = None
         self.lock: Optional[L] = None
         self.observation: Optional[O] = None
+        self.sent = time.monotonic()  # a validity in its reply counts from (before) then
+        self.target: Optional[L] = None  # the lock a keeper's resume or give-back is for
 
     # What a client returns of an ok reply (the reply checked, by the client, to be ok).
 
@@ -154,30 +197,72 @@ class Pending(Generic[L, O]):
         return self.observation
 
 
+def _nothing(*_: Any) -> None:
+    pass
+
+
+class Chores:
+    """What a client's keeper does now (Session.chores): run `effects` (losses), write `lines`
+    (requests started on the open connection, in order), connect again if `connect`; then wait
+    until `wake_at` (time.monotonic(); None: until woken). `deadline` is when the next lock
+    waiting for its resume runs out of validity (bounds a connect); `done`: nothing will ever
+    be due again (the client is closed for good), the keeper may stop."""
+
+    def __init__(self, effects: List[Effect], lines: List[bytes], connect: bool,
+                 wake_at: Optional[float], deadline: Optional[float], done: bool) -> None:
+        self.effects = effects
+        self.lines = lines
+        self.connect = connect
+        self.wake_at = wake_at
+        self.deadline = deadline
+        self.done = done
+
+
 class Session(Generic[L, O]):
-    """One connection's state. Not thread-safe: the blocking client serialises the calls."""
+    """A client's state: its connection's requests, locks and observations, and the locks it
+    resumes after that connection ended. Not thread-safe: the blocking client serialises the
+    calls."""
 
     def __init__(self, make_lock: Callable[[str, Json, bool], L],
                  make_leadership: Callable[[Json], L],
-                 make_observation: Callable[[Json], O]) -> None:
+                 make_observation: Callable[[Json], O],
+                 wake: Callable[[], None] = _nothing) -> None:
         """The factories make what an ok reply grants: a Lock (resource, reply, detached) for an
-        acquire, a Leadership for a campaign, an Observation for an observe."""
+        acquire, a Leadership for a campaign, an Observation for an observe. `wake` (run as an
+        effect) tells the client's keeper that chores() has new work."""
         self._make_lock = make_lock
         self._make_leadership = make_leadership
         self._make_observation = make_observation
+        self._wake = wake
         self._ids = itertools.count(1)
         self._pending: Dict[int, Pending[L, O]] = {}
         self._locks: Dict[str, L] = {}  # token -> lock (detached leases are not here)
         self._observations: Dict[str, O] = {}  # election name -> observation
         self.closed: Optional[str] = None  # why, once the connection is gone
         self._unasked: Optional[str] = None  # an error line with no id (sent before a close)
+        # Resuming: locks of an ended connection, not resumed yet (token -> lock; a lock that
+        # ended meanwhile, released or lost, is resumed only to be given back), the tokens
+        # whose resume is unanswered on this connection, and locks resumed after they ended.
+        self._resuming: Dict[str, L] = {}
+        self._resume_sent: Set[str] = set()
+        self._giving_back: List[L] = []
+        self._retry_at = 0.0  # the next connect or resume round, not before (monotonic)
+        self._backoff = RETRY_FIRST_S
+        self._held_id: Optional[int] = None  # the keeper's `held`, unanswered
+        self._held_at: Optional[float] = None  # when the keeper last sent `held` (None: no
+        # renewed lock was held at its last chores)
 
     def start(self, op: str, fields: Json,
               on_done: Callable[[Pending[L, O]], None]) -> Tuple[Pending[L, O], bytes]:
         """Registers a request; returns it and the line to send. `on_done(pending)` is the
-        effect that comes with its reply. Raises LockError(disconnected) once closed."""
+        effect that comes with its reply. Raises LockError(disconnected) once closed, and for
+        the release or extend of a lock waiting for its resume (it would reach the agent's
+        next run before the resume: not_held)."""
         if self.closed is not None:
             raise LockError(Code.DISCONNECTED, self.closed)
+        if op in ("release", "extend") and str(fields.get("token")) in self._resuming:
+            raise LockError(Code.DISCONNECTED, "the lock on %r waits for its resume through the "
+                            "agent's next run" % fields.get("resource"))
         request_id = next(self._ids)
         line = encode(request_id, op, fields)
         pending: Pending[L, O] = Pending(request_id, op, fields, on_done)
@@ -192,6 +277,14 @@ class Session(Generic[L, O]):
         """Forgets a lock that was released: no `lost` is expected for it any more."""
         if self._locks.get(lock.token) is lock:
             del self._locks[lock.token]
+
+    def release_resuming(self, lock: L) -> bool:
+        """Releases a lock that waits for its resume (False if it does not): marked released
+        now, it is given back once resumed (or expires on the masters at its ttl)."""
+        if self._resuming.get(lock.token) is not lock:
+            return False
+        lock.released = True
+        return True
 
     def receive(self, message: Json) -> List[Effect]:
         """Takes one line the agent sent (decoded)."""
@@ -213,6 +306,12 @@ class Session(Generic[L, O]):
             if message.get("ok") is False:  # e.g. too_many for max_connections, then the end
                 self._unasked = "%s: %s" % (message.get("error"), message.get("message"))
             return effects
+        if pending.op == "resume":
+            effects.extend(self._resumed(pending, message))
+        elif pending.op == "held" and pending.id == self._held_id:
+            self._held_id = None
+        elif pending.op == "release" and pending.target is not None:  # a give-back, answered
+            self.forget(pending.target)
         if message.get("ok"):
             # Registered before anyone sees the reply, so that an event right behind it (`lost`,
             # `leader`) finds what it is for.
@@ -222,9 +321,23 @@ class Session(Generic[L, O]):
                 else:
                     lock = self._make_lock(str(message["resource"]), message,
                                            bool(pending.fields.get("detach")))
+                lock._granted(pending.fields, pending.sent)
                 pending.lock = lock
                 if not lock.detached:  # no `lost` comes for a detached lease, nor ends it here
                     self._locks[lock.token] = lock
+                    if lock._renew:
+                        effects.append(self._wake)  # its validity is read from now on
+            elif pending.op == "extend":
+                lock = self._locks.get(str(pending.fields.get("token")))
+                if lock is not None and lock.resource == pending.fields.get("resource"):
+                    lock.validity_ms = int(message["validity_ms"])
+                    lock._valid_until = pending.sent + lock.validity_ms / 1000
+                    lock._ttl_ms = pending.fields.get("ttl_ms")
+            elif pending.op == "held":
+                for entry in message.get("locks", []):
+                    lock = self._locks.get(str(entry.get("token")))
+                    if lock is not None:
+                        lock._valid_until = pending.sent + int(entry["validity_ms"]) / 1000
             elif pending.op == "observe":
                 name = str(message["name"])
                 observation = self._make_observation(message)
@@ -241,21 +354,147 @@ class Session(Generic[L, O]):
         effects.append(partial(pending.on_done, pending))
         return effects
 
-    def end(self, reason: str) -> List[Effect]:
-        """The connection is gone: every request waiting is answered disconnected, every lock
-        is lost (disconnected), every observation ends. Later calls do nothing."""
-        if self.closed is not None:
-            return []
-        self.closed = self._unasked or reason
-        pending, self._pending = self._pending, {}
-        locks, self._locks = self._locks, {}
-        observations, self._observations = self._observations, {}
+    def _resumed(self, pending: Pending[L, O], reply: Json) -> List[Effect]:
+        """The answer to a keeper's resume."""
+        lock = pending.target
+        assert lock is not None
+        self._resume_sent.discard(lock.token)
+        if reply.get("ok"):
+            self._resuming.pop(lock.token, None)
+            lock.validity_ms = int(reply["validity_ms"])
+            lock._valid_until = pending.sent + lock.validity_ms / 1000
+            self._locks[lock.token] = lock  # held on this connection now
+            self._backoff = RETRY_FIRST_S
+            if lock._ended():  # released, or reported lost, while it waited: give it back
+                self._giving_back.append(lock)
+                return [self._wake]
+            _log.info("resumed the lock on %r (validity %d ms)", lock.resource, lock.validity_ms)
+            return [self._wake] if lock._renew else []
+        code = str(reply.get("error", Code.INTERNAL))
+        if code in RESUME_REFUSED:
+            self._resuming.pop(lock.token, None)
+            if not lock._ended():
+                _log.info("the lock on %r is lost: the agent did not resume it: %s: %s",
+                          lock.resource, code, reply.get("message", ""))
+            return [partial(lock._mark_lost, AGENT_LOST)]
+        now = time.monotonic()  # no_quorum, shutting_down, too_many, ...: another round
+        if self._retry_at <= now:
+            self._retry_at = now + self._backoff
+            self._backoff = min(self._backoff * 2, RETRY_MAX_S)
+        return [self._wake]
+
+    def end(self, reason: str, resume: bool = False) -> List[Effect]:
+        """The connection is gone: every request waiting is answered disconnected, every
+        observation ends, and every lock is lost (disconnected); but with `resume` (it ended
+        unexpectedly) the locks that are not leaderships wait for their resume on a new
+        connection (see chores()). Without `resume` (the client is closed), the locks still
+        waiting for one are lost (disconnected) too."""
         effects: List[Effect] = []
-        for request in pending.values():
-            request.reply = disconnected_reply(self.closed)
-            effects.append(partial(request.on_done, request))
-        for lock in locks.values():
-            effects.append(partial(lock._mark_lost, Code.DISCONNECTED))
-        for observation in observations.values():
-            effects.append(partial(observation._end, "disconnected"))
+        now = time.monotonic()
+        if self.closed is None:
+            self.closed = self._unasked or reason
+            pending, self._pending = self._pending, {}
+            locks, self._locks = self._locks, {}
+            observations, self._observations = self._observations, {}
+            self._resume_sent.clear()
+            self._giving_back.clear()  # still among the locks: given back after a resume
+            self._held_id = None
+            was_resuming = bool(self._resuming)
+            for request in pending.values():
+                request.reply = disconnected_reply(self.closed)
+                effects.append(partial(request.on_done, request))
+            for lock in locks.values():
+                if resume and not isinstance(lock, LeadershipBase):
+                    self._resuming[lock.token] = lock
+                else:
+                    effects.append(partial(lock._mark_lost, Code.DISCONNECTED))
+            for observation in observations.values():
+                effects.append(partial(observation._end, "disconnected"))
+            if self._resuming:
+                if was_resuming:  # a new connection ended before its resumes: back off
+                    self.connect_failed(now)
+                else:
+                    self._retry_at = now
+                    self._backoff = RETRY_FIRST_S
+                    _log.info("the connection to the agent ended (%s): resuming %d lock(s)",
+                              self.closed, len(self._resuming))
+                effects.append(self._wake)
+        if resume:
+            effects.extend(self._expire(now))
+        else:
+            resuming, self._resuming = self._resuming, {}
+            for lock in resuming.values():
+                effects.append(partial(lock._mark_lost, Code.DISCONNECTED))
         return effects
+
+    def reopen(self, now: float) -> None:
+        """A new connection to the agent (after end(resume=True)): requests can be sent again,
+        and the locks waiting for their resume are resumed at once."""
+        self.closed = None
+        self._unasked = None
+        self._retry_at = now
+
+    def connect_failed(self, now: float) -> None:
+        """A connect (or a new connection) failed: the next one after a backoff."""
+        self._retry_at = now + self._backoff
+        self._backoff = min(self._backoff * 2, RETRY_MAX_S)
+
+    def _expire(self, now: float) -> List[Effect]:
+        """The locks whose validity ran out before their resume succeeded: lost (agent_lost);
+        a resume answered ok later gives them back."""
+        effects: List[Effect] = []
+        for token, lock in list(self._resuming.items()):
+            if now >= lock._valid_until:
+                del self._resuming[token]
+                if not lock._ended():
+                    _log.info("the lock on %r is lost: its validity ran out before the agent "
+                              "resumed it", lock.resource)
+                effects.append(partial(lock._mark_lost, AGENT_LOST))
+        return effects
+
+    def chores(self, now: float) -> Chores:
+        """What the keeper does now (see Chores): the requests it must send are started."""
+        effects = self._expire(now)
+        deadline = min((lock._valid_until for lock in self._resuming.values()), default=None)
+        due: List[float] = [] if deadline is None else [deadline]
+        lines: List[bytes] = []
+        if self.closed is not None:
+            if not self._resuming:
+                return Chores(effects, [], False, None, None, True)
+            if now >= self._retry_at:
+                return Chores(effects, [], True, now, deadline, False)
+            return Chores(effects, [], False, min(due + [self._retry_at]), deadline, False)
+        unsent = [lock for token, lock in self._resuming.items()
+                  if token not in self._resume_sent]
+        if unsent and now < self._retry_at:
+            due.append(self._retry_at)
+        elif unsent:
+            for lock in unsent:
+                pending, line = self.start("resume", lock._resume_fields(), _nothing)
+                pending.target = lock
+                self._resume_sent.add(lock.token)
+                lines.append(line)
+        giving_back, self._giving_back = self._giving_back, []
+        for lock in giving_back:
+            if self._locks.get(lock.token) is lock:
+                pending, line = self.start("release", {"resource": lock.resource,
+                                                       "token": lock.token}, _nothing)
+                pending.target = lock
+                lines.append(line)
+        renewed = [lock for lock in self._locks.values() if lock._renew and not lock._ended()]
+        if not renewed:
+            self._held_at = None
+        else:
+            # The agent renews at a third of the ttl: read the validity as often.
+            every = max(HELD_MIN_S, min(lock._ttl_ms if lock._ttl_ms is not None
+                                        else lock.validity_ms for lock in renewed) / 3000)
+            if self._held_at is None:
+                self._held_at = now  # the first renewed lock: its grant is that fresh
+            if self._held_id is None and now >= self._held_at + every:
+                pending, line = self.start("held", {}, _nothing)
+                self._held_id = pending.id
+                self._held_at = now
+                lines.append(line)
+            # While one is unanswered, look again in `every` (never sooner).
+            due.append(self._held_at + every if self._held_id is None else now + every)
+        return Chores(effects, lines, False, min(due, default=None), deadline, False)

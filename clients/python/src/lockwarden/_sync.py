@@ -4,6 +4,11 @@ One Client is one connection, that is one agent session: its locks are released 
 A background thread reads the socket continuously, hands each reply to the request with the
 same id, marks a Lock lost when the agent pushes a `lost` event for it, and queues the `leader`
 events of an Observation. A Client may be shared by threads.
+
+When the connection ends unexpectedly (the agent stopped or died) while the client holds locks,
+a second thread, the keeper, connects again and resumes them through the agent's next run (see
+lockwarden._session). The keeper also reads `held` while renewed locks are held, to know how
+long each stays valid. Each connection has its own reader thread.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import logging
 import socket
 import threading
+import time
 from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Iterator, List, Optional, Type
@@ -18,7 +24,7 @@ from typing import Any, Callable, Iterator, List, Optional, Type
 from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, acquire_fields,
                         campaign_fields, checked, decode, default_socket, leader_of, locks_of,
                         name_fields, token_fields, validity_of)
-from ._session import Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
+from ._session import Chores, Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 _log = logging.getLogger("lockwarden")
 
@@ -26,8 +32,8 @@ _log = logging.getLogger("lockwarden")
 class Lock(LockBase["Client"]):
     """A granted lock (see LockBase and Hold). Use it as a context manager to release it at the
     end of the block: if the lock was lost meanwhile and the block raised nothing, leaving it
-    raises LockLost, so a loss is never silent. `on_lost` runs in the client's reader thread;
-    `wait_lost` blocks until the loss."""
+    raises LockLost, so a loss is never silent. `on_lost` runs in the client's reader (or
+    keeper) thread; `wait_lost` blocks until the loss."""
 
     on_lost: Optional[Callable[[Lock], Any]]
 
@@ -37,17 +43,26 @@ class Lock(LockBase["Client"]):
 
     def extend(self, ttl_ms: Optional[int] = None) -> int:
         """Resets the lock's ttl to ttl_ms (default: the agent's) from now; returns the new
-        validity_ms. Raises LockLost if the lock was lost, LockError not_held if it just was."""
+        validity_ms. Raises LockLost if the lock was lost, LockError not_held if it just was,
+        LockError disconnected while it waits for its resume (the agent restarting)."""
         self.check()
         self.validity_ms = self.client.extend(self.resource, self.token, ttl_ms)
         return self.validity_ms
 
     def release(self) -> None:
         """Gives the lock back. No-op if it was already released or lost; LockError not_held
-        if the agent found it gone (lost, its event still on the way)."""
-        if self.released or self.lost:
+        if the agent found it gone (lost, its event still on the way). A lock waiting for its
+        resume (the agent restarting) is released at once here, and given back to the agent
+        once the client has resumed it."""
+        if self.released or self.lost or self.client._release_resuming(self):
             return
-        self._give_back()
+        try:
+            self._give_back()
+        except LockError as e:
+            # The connection ended under the release: the lock now waits for its resume.
+            if e.code == Code.DISCONNECTED and self.client._release_resuming(self):
+                return
+            raise
         self.released = True
         self.client._forget(self)
 
@@ -128,8 +143,10 @@ def _run(effects: List[Effect]) -> None:
 
 
 class Client:
-    """One connection (session) to the agent at `path` (default: default_socket()). Closing it
-    releases every lock it holds (but detached leases). Raises OSError if it cannot connect."""
+    """A connection (session) to the agent at `path` (default: default_socket()). Closing it
+    releases every lock it holds (but detached leases). Raises OSError if it cannot connect.
+    If the connection ends while it holds locks, it connects again and resumes them (see the
+    module's doc)."""
 
     def __init__(self, path: Optional[str] = None) -> None:
         self.path = path or default_socket()
@@ -139,13 +156,20 @@ class Client:
         except OSError:
             self._sock.close()
             raise
-        self._mutex = threading.Lock()  # guards _session
+        # _mutex guards _session, and which connection is current (_sock, _reader), and the
+        # keeper's state (_keeper, _woken, _closing); _wake is the keeper's condition on it.
+        self._mutex = threading.Lock()
+        self._wake = threading.Condition(self._mutex)
         self._write_mutex = threading.Lock()  # one request line at a time on the socket
         self._session: Session[Lock, Observation] = Session(
-            partial(Lock, self), partial(Leadership, self), partial(Observation, self))
-        self._close_after_reading = False  # close() came from the reader thread
-        self._reader = threading.Thread(target=self._read_loop, name="lockwarden", daemon=True)
-        self._reader.start()
+            partial(Lock, self), partial(Leadership, self), partial(Observation, self),
+            wake=self._wake_keeper)
+        self._closing = False  # close() was called: no more connections
+        self._close_after_reading = False  # close() came from the current reader thread
+        self._keeper: Optional[threading.Thread] = None  # started when it has work
+        self._woken = False  # the keeper has work it has not looked at yet
+        self._threads = threading.local()  # `own` in the client's reader and keeper threads
+        self._reader = self._start_reader(self._sock)
 
     def request(self, op: str, **fields: Any) -> Json:
         """Sends one request and returns its reply (a dict); raises LockError if ok is false."""
@@ -218,13 +242,27 @@ class Client:
 
     def close(self) -> None:
         """Closes the connection; the agent releases every lock this client still holds, and
-        they are marked lost (disconnected). Detached leases stay."""
-        self._shut_down()
-        if threading.current_thread() is self._reader:  # e.g. close() from on_lost
+        they are marked lost (disconnected), as are the locks waiting for their resume.
+        Detached leases stay."""
+        with self._mutex:  # from here on the keeper installs no new connection
+            self._closing = True
+            self._wake.notify_all()
+            keeper, sock, reader = self._keeper, self._sock, self._reader
+        self._shut_down(sock)  # a writer blocked on it fails
+        if threading.current_thread() is reader:  # e.g. close() from on_lost
             self._close_after_reading = True  # the reader cannot wait for itself
         else:
-            self._reader.join()
-            self._sock.close()
+            reader.join()
+            with self._write_mutex:
+                sock.close()
+        with self._mutex:
+            effects = self._session.end("the client was closed")
+        _run(effects)
+        # The keeper stops at once now. Not waited for from the client's own threads (an
+        # on_lost calling close()): the keeper may itself be in an on_lost, in close(), waiting
+        # for that thread.
+        if keeper is not None and not getattr(self._threads, "own", False):
+            keeper.join()
 
     def __enter__(self) -> Client:
         return self
@@ -238,9 +276,10 @@ class Client:
         done = threading.Event()
         with self._mutex:
             pending, line = self._session.start(op, fields, lambda _: done.set())
+            sock = self._sock
         try:
             with self._write_mutex:  # not _mutex: the reader must never wait for a writer
-                self._sock.sendall(line)
+                sock.sendall(line)
         except OSError as e:
             with self._mutex:
                 self._session.drop(pending)
@@ -253,31 +292,119 @@ class Client:
         with self._mutex:
             self._session.forget(lock)
 
-    def _read_loop(self) -> None:
+    def _release_resuming(self, lock: Lock) -> bool:
+        with self._mutex:
+            return self._session.release_resuming(lock)
+
+    def _start_reader(self, sock: socket.socket) -> threading.Thread:
+        reader = threading.Thread(target=self._read_loop, args=(sock,), name="lockwarden",
+                                  daemon=True)
+        reader.start()
+        return reader
+
+    def _read_loop(self, sock: socket.socket) -> None:
+        self._threads.own = True
         reason = "connection closed by the agent"
+        resume = True  # the connection ended (not a line the client cannot read)
         try:
-            with self._sock.makefile("rb") as stream:
+            with sock.makefile("rb") as stream:
                 for line in stream:
+                    if not line.endswith(b"\n"):
+                        break  # cut short by the end of the connection
                     message = decode(line)
                     with self._mutex:
                         effects = self._session.receive(message)
                     _run(effects)
-        except (OSError, ValueError) as e:  # ValueError: a line that is not a JSON object
+        except OSError as e:
             reason = str(e)
+        except ValueError as e:  # a line that is not a JSON object
+            reason = str(e)
+            resume = False
         except Exception as e:  # a reply the client cannot read
             reason = "unreadable line from the agent: %r" % e
+            resume = False
             _log.exception("lockwarden reader")
         # Gives the connection up, so that the agent ends the session too: else it would hold
         # and renew the locks that are now marked lost.
-        self._shut_down()
+        self._shut_down(sock)
         with self._mutex:
-            effects = self._session.end(reason)
+            effects = self._session.end(reason, resume=resume and not self._closing)
         _run(effects)
-        if self._close_after_reading:
-            self._sock.close()
+        if self._close_after_reading and threading.current_thread() is self._reader:
+            sock.close()
 
-    def _shut_down(self) -> None:
+    def _wake_keeper(self) -> None:
+        """The session has new work for the keeper: starts it if it is not running."""
+        with self._mutex:
+            if self._closing:
+                return
+            self._woken = True
+            if self._keeper is None:
+                self._keeper = threading.Thread(target=self._keep, name="lockwarden-keeper",
+                                                daemon=True)
+                self._keeper.start()
+            self._wake.notify_all()
+
+    def _keep(self) -> None:
+        """The keeper thread: does the session's chores (reads `held`, connects again and
+        resumes, reports what ran out of validity) until the client is closed for good."""
+        self._threads.own = True
+        wake_at: Optional[float] = time.monotonic()
+        while True:
+            with self._mutex:
+                while not (self._woken or self._closing):
+                    now = time.monotonic()
+                    if wake_at is not None and now >= wake_at:
+                        break
+                    self._wake.wait(None if wake_at is None else wake_at - now)
+                self._woken = False
+                if self._closing:
+                    self._keeper = None
+                    return
+                chores = self._session.chores(time.monotonic())
+                sock = self._sock
+                if chores.done:
+                    self._keeper = None
+            _run(chores.effects)
+            if chores.done:
+                return
+            if chores.lines:
+                try:
+                    with self._write_mutex:
+                        sock.sendall(b"".join(chores.lines))
+                except OSError:
+                    self._shut_down(sock)  # its reader ends the session
+            if chores.connect:
+                self._reconnect(chores)
+            wake_at = chores.wake_at
+
+    def _reconnect(self, chores: Chores) -> None:
+        """One connect to the agent's next run; the session then resumes its locks on it."""
+        now = time.monotonic()
+        # Bounded: the keeper reports the locks whose validity runs out meanwhile.
+        timeout = 1.0 if chores.deadline is None else min(1.0, max(0.05, chores.deadline - now))
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            sock.settimeout(timeout)
+            sock.connect(self.path)
+            sock.settimeout(None)
+        except OSError:
+            sock.close()
+            with self._mutex:
+                self._session.connect_failed(time.monotonic())
+            return
+        with self._mutex:
+            if self._closing:
+                old = sock  # not used: close() takes the connection it finds
+            else:
+                old, self._sock = self._sock, sock
+                self._session.reopen(time.monotonic())
+                self._reader = self._start_reader(sock)
+        with self._write_mutex:  # its reader is done with it, and no writer is on it now
+            old.close()
+
+    def _shut_down(self, sock: socket.socket) -> None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass

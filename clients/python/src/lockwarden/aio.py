@@ -36,6 +36,11 @@ is its __context__) in place of that CancelledError. So:
 A request whose awaiting task is cancelled is still answered: a lock, leadership or
 observation granted after its caller stopped waiting is given back (released, resigned,
 unobserved) by the client.
+
+When the connection ends unexpectedly (the agent stopped or died) while the client holds locks,
+a keeper task connects again and resumes them through the agent's next run (see
+lockwarden._session); it also reads `held` while renewed locks are held, to know how long each
+stays valid. A lock it cannot resume is lost (agent_lost), and so cancels its block.
 """
 
 from __future__ import annotations
@@ -44,14 +49,15 @@ import asyncio
 import contextlib
 import logging
 import sys
+import time
 from functools import partial
 from types import TracebackType
 from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Type
 
-from ._protocol import (Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
                         campaign_fields, checked, decode, default_socket, leader_of, locks_of,
                         name_fields, token_fields, validity_of)
-from ._session import LeadershipBase, LockBase, ObservationBase, Pending, Session
+from ._session import Chores, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
 
@@ -62,7 +68,7 @@ _LINE_LIMIT = 1 << 26  # the longest line read (a `locks` reply of a busy agent 
 class Lock(LockBase["Client"]):
     """A granted lock (see LockBase and Hold), released by `await lock.release()` or at the end
     of `async with lock:` (see the module's doc for what a loss does to the block). `on_lost`
-    runs in the reader task; `await wait_lost()` returns at the loss."""
+    runs in the reader (or keeper) task; `await wait_lost()` returns at the loss."""
 
     on_lost: Optional[Callable[[Lock], Any]]
 
@@ -80,10 +86,17 @@ class Lock(LockBase["Client"]):
         return self.validity_ms
 
     async def release(self) -> None:
-        """As lockwarden.Lock.release: no-op once released or lost."""
-        if self.released or self.lost:
+        """As lockwarden.Lock.release: no-op once released or lost (and a lock waiting for its
+        resume is released at once, given back once resumed)."""
+        if self.released or self.lost or self.client._session.release_resuming(self):
             return
-        await self._give_back()
+        try:
+            await self._give_back()
+        except LockError as e:
+            # The connection ended under the release: the lock now waits for its resume.
+            if e.code == Code.DISCONNECTED and self.client._session.release_resuming(self):
+                return
+            raise
         self.released = True
         self.client._session.forget(self)
 
@@ -212,19 +225,24 @@ class _LockBlock:
 
 
 class Client:
-    """One connection (session) to the agent; made by connect(). Closing it releases every
-    lock it holds (but detached leases), and they are marked lost (disconnected)."""
+    """A connection (session) to the agent; made by connect(). Closing it releases every
+    lock it holds (but detached leases), and they are marked lost (disconnected). If the
+    connection ends while it holds locks, it connects again and resumes them (see the
+    module's doc)."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                  path: str) -> None:
         self.path = path
-        self._reader = reader
-        self._writer = writer
+        self._writer = writer  # the current connection's
         self._session: Session[Lock, Observation] = Session(
-            partial(Lock, self), partial(Leadership, self), partial(Observation, self))
+            partial(Lock, self), partial(Leadership, self), partial(Observation, self),
+            wake=self._wake_keeper)
         self._drain_lock = asyncio.Lock()  # one drain() at a time (Python < 3.10 needs it)
         self._chores: Set[asyncio.Task[None]] = set()  # giving back unwanted grants
-        self._reading = asyncio.ensure_future(self._read_loop())
+        self._closing = False  # close() was called: no more connections
+        self._keeper: Optional[asyncio.Task[None]] = None  # started when it has work
+        self._woken = asyncio.Event()  # the keeper has work it has not looked at yet
+        self._reading = asyncio.ensure_future(self._read_loop(reader, writer))
 
     async def request(self, op: str, **fields: Any) -> Json:
         """As lockwarden.Client.request: the reply (a dict) to one request."""
@@ -290,11 +308,20 @@ class Client:
 
     async def close(self) -> None:
         """Closes the connection and waits for the reader to finish: the agent releases every
-        lock this client still holds, and they are marked lost (disconnected)."""
-        self._writer.close()
+        lock this client still holds, and they are marked lost (disconnected), as are the
+        locks waiting for their resume."""
+        self._closing = True
+        keeper = self._keeper
+        if keeper is not None:
+            keeper.cancel()
+            await asyncio.wait([keeper])
+        writer = self._writer  # the last connection: the keeper connects no more
+        writer.close()
         await asyncio.wait([self._reading])  # not `await`: a cancelled close leaves it running
+        for effect in self._session.end("the client was closed"):
+            effect()
         try:
-            await self._writer.wait_closed()
+            await writer.wait_closed()
         except OSError:
             pass
 
@@ -312,13 +339,10 @@ class Client:
         """Sends a request and waits for its reply; raises LockError unless it is ok."""
         answered: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         pending, line = self._session.start(op, fields, partial(self._answered, answered))
-        self._writer.write(line)  # whole, before any await: lines never interleave
+        writer = self._writer
+        writer.write(line)  # whole, before any await: lines never interleave
         try:
-            async with self._drain_lock:
-                try:
-                    await self._writer.drain()
-                except ConnectionError:
-                    pass  # the reader sees the end and answers every pending request
+            await self._drain(writer)
             await answered
         except asyncio.CancelledError:
             if answered.done() and not answered.cancelled():
@@ -355,27 +379,94 @@ class Client:
         self._chores.add(task)
         task.add_done_callback(self._chores.discard)
 
-    async def _read_loop(self) -> None:
+    async def _drain(self, writer: asyncio.StreamWriter) -> None:
+        async with self._drain_lock:
+            try:
+                await writer.drain()
+            except ConnectionError:
+                pass  # the reader sees the end and answers every pending request
+
+    async def _read_loop(self, reader: asyncio.StreamReader,
+                         writer: asyncio.StreamWriter) -> None:
         reason = "connection closed by the agent"
+        resume = True  # the connection ended (not a line the client cannot read)
         try:
             while True:
-                line = await self._reader.readline()
-                if not line:
-                    break
+                line = await reader.readline()
+                if not line.endswith(b"\n"):
+                    break  # the end of the connection (after a line it cut short)
                 for effect in self._session.receive(decode(line)):
                     effect()
-        except (OSError, ValueError) as e:
+        except OSError as e:
             reason = str(e) or type(e).__name__
+        except ValueError as e:
+            reason = str(e) or type(e).__name__
+            resume = False
         except asyncio.CancelledError:
             reason = "the client's reader task was cancelled"
+            resume = False
             raise
         except Exception as e:  # a line the client cannot read: give up the connection
             reason = "unreadable line from the agent: %r" % e
+            resume = False
             _log.exception("lockwarden reader")
         finally:
-            self._writer.close()
-            for effect in self._session.end(reason):
+            writer.close()
+            for effect in self._session.end(reason, resume=resume and not self._closing):
                 effect()
+
+    def _wake_keeper(self) -> None:
+        """The session has new work for the keeper: starts it if it is not running."""
+        if self._closing:
+            return
+        self._woken.set()
+        if self._keeper is None:
+            self._keeper = asyncio.ensure_future(self._keep())
+
+    async def _keep(self) -> None:
+        """The keeper task: does the session's chores (reads `held`, connects again and
+        resumes, reports what ran out of validity) until the client is closed for good."""
+        try:
+            while not self._closing:
+                self._woken.clear()
+                chores = self._session.chores(time.monotonic())
+                for effect in chores.effects:
+                    effect()
+                if chores.done:
+                    return
+                if chores.lines:
+                    writer = self._writer
+                    writer.write(b"".join(chores.lines))
+                    await self._drain(writer)
+                if chores.connect:
+                    await self._reconnect(chores)
+                elif not self._woken.is_set():
+                    timeout = (None if chores.wake_at is None
+                               else max(0.0, chores.wake_at - time.monotonic()))
+                    try:
+                        await asyncio.wait_for(self._woken.wait(), timeout)
+                    except asyncio.TimeoutError:
+                        pass
+        finally:
+            self._keeper = None
+
+    async def _reconnect(self, chores: Chores) -> None:
+        """One connect to the agent's next run; the session then resumes its locks on it."""
+        now = time.monotonic()
+        # Bounded: the keeper reports the locks whose validity runs out meanwhile.
+        timeout = 1.0 if chores.deadline is None else min(1.0, max(0.05, chores.deadline - now))
+        try:
+            reader, writer = await asyncio.wait_for(
+                asyncio.open_unix_connection(self.path, limit=_LINE_LIMIT), timeout)
+        except (OSError, asyncio.TimeoutError):
+            self._session.connect_failed(time.monotonic())
+            return
+        if self._closing:
+            writer.close()
+            return
+        self._writer = writer
+        self._session.reopen(time.monotonic())
+        self._reading = asyncio.ensure_future(self._read_loop(reader, writer))
 
 
 class _Connecting:

@@ -425,16 +425,15 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   }
 
   /**
-   * A resume sent at {@code sentAt} answered ok: the lock is held again, unless it ended
-   * meanwhile (then false: the caller gives it back).
+   * A resume sent at {@code sentAt} answered ok with {@code validity}: the lock is held again,
+   * unless it ended meanwhile (then false: the caller gives it back).
    */
-  boolean resumed(Map<String, Object> reply, long sentAt) throws Wire.ProtocolException {
-    Duration v = Wire.millis(reply, "validity_ms");
+  boolean resumed(Duration validity, long sentAt) {
     synchronized (mu) {
       if (state != State.HELD) return false;
     }
-    validity = v;
-    validFor(sentAt, v);
+    this.validity = validity;
+    validFor(sentAt, validity);
     return true;
   }
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
 import java.util.List;
@@ -223,6 +224,55 @@ class LockTest extends Harness {
     }
     assertEquals(ErrorCode.NO_QUORUM, e.code(), e.toString());
     a.acquire("java:quorum", ttl(Duration.ofSeconds(1)).waitFor(WAIT_LONG).build()).release();
+  }
+
+  @Test
+  void aRenewedLockIsResumedAfterTheAgentRestarts() throws Exception {
+    Client a = client();
+    Lock lock = a.acquire("java:resume",
+        ttl(Duration.ofSeconds(4)).waitFor(WAIT_LONG).renew(true).build());
+    CompletableFuture<Lock> heard = new CompletableFuture<>();
+    lock.onLost(heard::complete);
+    control("restart-agent"); // kill -9: the lock stays on the masters for the next run
+    // Resumed once the client's new connection lists it (held fails while it reconnects).
+    long deadline = System.nanoTime() + EVENT_WAIT.toNanos();
+    for (;;) {
+      try {
+        if (a.held().stream().anyMatch(l -> lock.token().equals(l.get("token")))) break;
+      } catch (LockException e) {
+        assertEquals(ErrorCode.DISCONNECTED, e.code(), e.toString());
+      }
+      assertFalse(lock.isLost(), lock.toString());
+      if (System.nanoTime() > deadline) fail("the lock was not resumed");
+      Thread.sleep(20);
+    }
+    assertFalse(a.isClosed());
+    // Past the ttl: only the new run's renewals keep it.
+    Thread.sleep(4_500);
+    assertEquals(5, controlLong("count java:resume"));
+    lock.check();
+    assertFalse(heard.isDone(), "reported lost");
+    lock.release();
+    assertEquals(0, controlLong("count java:resume"));
+    assertEquals(List.of(), a.held());
+    assertFalse(lock.isLost());
+  }
+
+  @Test
+  void aLockWhoseKeysAreGoneIsReportedLostAfterTheAgentRestarts() throws Exception {
+    Client a = client();
+    Lock lock = a.acquire("java:resume-gone",
+        ttl(Duration.ofSeconds(2)).waitFor(WAIT_LONG).renew(true).build());
+    CompletableFuture<Lock> heard = new CompletableFuture<>();
+    lock.onLost(heard::complete);
+    control("flush"); // the keys vanish...
+    control("restart-agent"); // ...and the next run answers the resume not_held
+    Optional<String> reason = lock.awaitLost(EVENT_WAIT);
+    // renew_failed if the old run noticed first.
+    assertTrue(Set.of("agent_lost", "renew_failed").contains(reason.orElse("")),
+        reason.toString());
+    assertSame(lock, heard.get(EVENT_WAIT.toMillis(), TimeUnit.MILLISECONDS));
+    expectCode(ErrorCode.LOST, lock::check);
   }
 
   @Test
