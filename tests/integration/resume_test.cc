@@ -53,11 +53,12 @@ class ResumeTest : public ::testing::Test {
   std::string out_ = dir_ + "/lock.out";
 };
 
-// `lockwarden lock --ttl 2s RESOURCE -- sh`: says "$LOCKWARDEN_TOKEN" into the fifo, then runs
-// until the file go_ exists and says job-finished.
+// `lockwarden lock --ttl 6s RESOURCE -- sh`: says "$LOCKWARDEN_TOKEN" into the fifo, then runs
+// until the file go_ exists and says job-finished. A 6 s ttl leaves at least 4 s of validity at
+// any moment (renewed at a third of it) for the next run to start in, sanitizers included.
 pid_t LockJob(const std::string& socket, const std::string& resource, const std::string& fifo,
               const std::string& go, const std::string& out) {
-  return SpawnTestProcess({LockwardenBinary(), "lock", "--socket", socket, "--ttl", "2s", resource,
+  return SpawnTestProcess({LockwardenBinary(), "lock", "--socket", socket, "--ttl", "6s", resource,
                            "--", "sh", "-c",
                            "echo \"$LOCKWARDEN_TOKEN\" > " + fifo + "; while [ ! -e " + go +
                                " ]; do sleep 0.02; done; echo job-finished"},
@@ -82,13 +83,13 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
   ASSERT_TRUE(Eventually([&] { return ReadFile(out_).find("resumed lock") != std::string::npos; },
                          milliseconds(15'000)))
       << ReadFile(out_) << next->Log();
-  // The next run renews it (the 2 s ttl would have run out without that).
+  // The next run renews it, three times: a whole 6 s ttl after the resume.
   ASSERT_TRUE(Eventually(
       [&] {
         return MetricNow(next->admin_port(), "lockwarden_renewals_total",
-                         {{"outcome", "extended"}}) >= 2;
+                         {{"outcome", "extended"}}) >= 3;
       },
-      milliseconds(15'000)))
+      milliseconds(30'000)))
       << next->Log();
   EXPECT_EQ(MetricNow(next->admin_port(), "lockwarden_resumes_total", {{"outcome", "resumed"}}),
             1);
