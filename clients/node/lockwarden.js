@@ -1,6 +1,7 @@
 'use strict';
 // Client for the lockwarden agent's Unix socket (docs/protocol.md). Node.js 18+, builtins only.
-// Its types are lockwarden.d.ts; README.md describes the API.
+// Its types are lockwarden.d.ts; README.md describes the API. Lock, Leadership and LockError
+// are in lock.js, the resuming of the locks across the agent's restarts (below) in resume.js.
 //
 //   const { Client } = require('lockwarden');
 //   const client = await Client.connect();
@@ -36,36 +37,14 @@
 
 const net = require('net');
 const { EventEmitter } = require('events');
-const { performance } = require('perf_hooks');
+const { LockError, Lock, Leadership, emitEach, now } = require('./lock');
+const { mixInto: mixInResuming, RECONNECT_FIRST_MS } = require('./resume');
 
 const DEFAULT_SOCKET = '/run/lockwarden/lockwarden.sock';
 const OBSERVATION_BUFFER = 16; // events an async iterator keeps for a slow reader
-const DEFAULT_TTL_MS = 30000; // the agent's, for a lock acquired without ttlMs
-const RECONNECT_FIRST_MS = 50; // the backoff between reconnections: doubling up to the cap
-const RECONNECT_MAX_MS = 500;
-const HELD_MIN_MS = 100; // `held` reads of the renewed locks' validity: at most this often
-// The resume refusals that will never turn into a success: the lock is lost. Anything else
-// (no_quorum, shutting_down, too_many, internal, the connection's end) is tried again.
-const RESUME_FINAL = new Set(['not_held', 'forbidden', 'kind_mismatch', 'bad_request']);
-
-// A monotonic clock, in ms.
-const now = () => performance.now();
 
 function defaultSocket() {
   return process.env.LOCKWARDEN_SOCKET || DEFAULT_SOCKET;
-}
-
-// Calls each listener of `event` on `emitter` in turn, as emit() does, except that one that
-// throws does not stop the others, nor the client's reading of the lines after: its error is
-// thrown again after this, on its own.
-function emitEach(emitter, event, ...args) {
-  for (const listener of emitter.rawListeners(event)) {
-    try {
-      listener.apply(emitter, args);
-    } catch (err) {
-      process.nextTick(() => { throw err; });
-    }
-  }
 }
 
 // The message on a line from the agent, or null if the line is not a JSON object.
@@ -77,128 +56,6 @@ function parseLine(line) {
     return null;
   }
   return msg !== null && typeof msg === 'object' && !Array.isArray(msg) ? msg : null;
-}
-
-// An error reply of the agent. `code` is the machine code to branch on (timeout, no_quorum,
-// not_held, too_many, forbidden, bad_request, kind_mismatch, shutting_down, internal), `detail`
-// the agent's message, for people. The client adds `disconnected` (the connection ended) and
-// `lost` (see Lock).
-class LockError extends Error {
-  constructor(code, message) {
-    super(`${code}: ${message}`);
-    this.name = 'LockError';
-    this.code = code;
-    this.detail = message;
-  }
-}
-
-// A granted lock. Emits 'lost' (reason) when it ends without being released: stop the work it
-// protected. `lost` is null while held, else the reason (renew_failed, expired, revoked,
-// disconnected, not_held, agent_lost); `signal` is an AbortSignal aborted at the same moment, its
-// reason a LockError 'lost'. `mode` is 'exclusive' (a mutex's hold, or the write hold), 'shared'
-// (a read hold) or 'permit' (a semaphore's); `permit` is which permit (0..K-1) for a semaphore's,
-// else null; `fence` the fencing token if asked for (fence: true), else null. A detached lease
-// (`detached` true) outlives the connection: no 'lost' comes for it, not even when the client
-// closes.
-//
-// What a resume needs is kept from the acquire (`fields`: its ttl_ms, renew, permits) and from
-// each extend (its ttl_ms); `_validUntil` is the monotonic time (now()) until which the lock is
-// known valid: the client sets it (Client._dispatch, _pollHeld).
-class Lock extends EventEmitter {
-  constructor(client, reply, detached = false, fields = {}) {
-    super();
-    this.client = client;
-    this.resource = reply.resource;
-    this.token = reply.token;
-    this.validityMs = reply.validity_ms;
-    this.waitedMs = reply.waited_ms;
-    this.fence = reply.fence === undefined ? null : reply.fence;
-    this.mode = reply.mode || 'exclusive';
-    this.permit = reply.permit === undefined ? null : reply.permit;
-    this.detached = detached;
-    this.lost = null;
-    this.released = false;
-    this._abort = new AbortController();
-    this.signal = this._abort.signal;
-    this._ttlMs = fields.ttl_ms; // undefined: the agent's default
-    this._renew = Boolean(fields.renew);
-    this._permits = fields.permits;
-    this._validUntil = now() + (reply.validity_ms || 0); // the client sets it from the request
-    this._lostDetail = null;
-  }
-
-  // Resets the ttl to ttlMs from now (the agent's default ttl if omitted); resolves to the new
-  // validity in ms.
-  async extend(ttlMs) {
-    this.check();
-    this.validityMs = await this.client.extend(this.resource, this.token, ttlMs);
-    return this.validityMs;
-  }
-
-  // Gives the lock back. No-op if it was already released or lost. (The client marks a lock of
-  // its connection released as it reads the reply: see Client._dispatch.)
-  async release() {
-    if (this.released || this.lost) return;
-    await this._giveBack();
-    this.released = true;
-  }
-
-  _giveBack() { return this.client.release(this.resource, this.token); }
-
-  // Throws a LockError with code 'lost' if the lock was lost.
-  check() {
-    if (this.lost) throw this._lostError();
-  }
-
-  // Whether the client resumes it through the agent's next run once its connection ends.
-  _resumable() { return !this.detached && !this.lost && !this.released; }
-
-  // The fields of a resume of this lock (docs/protocol.md#resume).
-  _resumeFields() {
-    const fields = { resource: this.resource, token: this.token };
-    if (this._ttlMs !== undefined) fields.ttl_ms = this._ttlMs;
-    if (this._renew) fields.renew = true;
-    if (this.fence !== null) fields.fence = this.fence;
-    if (this.mode === 'permit') {
-      fields.permits = this._permits;
-      fields.permit = this.permit;
-    }
-    if (this.mode === 'shared') fields.shared = true;
-    return fields;
-  }
-
-  _lostError() {
-    const why = this._lostDetail ? `${this.lost}: ${this._lostDetail}` : this.lost;
-    return new LockError('lost', `lock on "${this.resource}" was lost (${why})`);
-  }
-
-  _markLost(reason, detail = null) {
-    if (this.lost || this.released) return;
-    this.lost = reason;
-    this._lostDetail = detail;
-    this.client._forget(this);
-    this._abort.abort(this._lostError());
-    emitEach(this, 'lost', reason);
-  }
-}
-
-// A won campaign: this client leads `name` (also `resource`) with `term` (also `fence`: the term
-// is the fence of the leadership's grant) while its connection lives. Lost like a Lock ('lost'
-// event, .lost, .signal): stop acting as the leader at once. release() and resign() resign;
-// extend() works too.
-class Leadership extends Lock {
-  constructor(client, reply) {
-    super(client, { ...reply, resource: reply.name, fence: reply.term });
-    this.name = reply.name;
-    this.term = reply.term;
-  }
-
-  resign() { return this.release(); }
-
-  _giveBack() { return this.client.resign(this.name, this.token); }
-
-  // A leader campaigns again: a leadership ends with its connection.
-  _resumable() { return false; }
 }
 
 // Follows who leads an election (Client.observe). `leader` is the latest leader ({ value, agent,
@@ -645,189 +502,10 @@ class Client extends EventEmitter {
       }
     }
   }
-
-  // A lock lost: the client keeps it no more.
-  _forget(lock) {
-    if (this._locks.get(lock.token) === lock) this._locks.delete(lock.token);
-    if (this._toResume.get(lock.token) === lock) this._toResume.delete(lock.token);
-  }
-
-  // The connection `socket` is gone: every request waiting rejects 'disconnected', every
-  // observation ends, every leadership is lost ('disconnected'). The locks are resumed through
-  // the agent's next run (see _advance), unless close() or a bad line ended it, or the client
-  // has no path to reconnect to: they are lost ('disconnected') then, and the client is done.
-  _onClose(socket) {
-    if (socket !== this._socket) return; // a connection already replaced, or ended by _fail
-    this._socket = null;
-    this._buffer = '';
-    this._stopHeld();
-    const reason = this._closed || 'connection closed by the agent';
-    this._closed = reason;
-    const resume = Boolean(this._path) && !this._userClosed && !this._noResume;
-    const pending = [...this._pending.values()];
-    const locks = [...this._locks.values()];
-    const observations = [...this._observations.values()];
-    this._pending.clear();
-    this._locks.clear();
-    this._observations.clear();
-    for (const lock of locks) {
-      if (resume && lock._resumable()) this._toResume.set(lock.token, lock);
-    }
-    for (const p of pending) p.reject(new LockError('disconnected', reason));
-    for (const lock of locks) if (!this._toResume.has(lock.token)) lock._markLost('disconnected');
-    for (const observation of observations) observation._end('disconnected');
-    if (!resume || !this._toResume.size) {
-      this._finish(reason);
-      return;
-    }
-    if (!this._resuming) {
-      this._resuming = true;
-      this._backoff = RECONNECT_FIRST_MS;
-      emitEach(this, 'resuming', reason);
-    }
-    this._advance();
-  }
-
-  // What resuming does next: once nothing is left to resume, 'resumed' if connected, else done;
-  // otherwise the next reconnection or resume round after the backoff, and a timer for the
-  // earliest validity.
-  _advance() {
-    if (this._ended) return;
-    if (!this._toResume.size) {
-      clearTimeout(this._retryTimer);
-      clearTimeout(this._expiryTimer);
-      this._retryTimer = this._expiryTimer = null;
-      if (!this._resuming) return;
-      this._resuming = false;
-      if (this._socket) {
-        this._backoff = RECONNECT_FIRST_MS;
-        emitEach(this, 'resumed');
-      } else {
-        this._finish(this._closed);
-      }
-      return;
-    }
-    clearTimeout(this._expiryTimer);
-    const first = Math.min(...[...this._toResume.values()].map((lock) => lock._validUntil));
-    this._expiryTimer = setTimeout(() => this._expire(), Math.max(0, first - now()) + 1);
-    if (!this._retryTimer && !this._connecting && !this._round) {
-      this._retryTimer = setTimeout(() => this._resumeStep(), this._backoff);
-      this._backoff = Math.min(this._backoff * 2, RECONNECT_MAX_MS);
-    }
-  }
-
-  // The locks to resume whose validity has passed are lost: the app must not go on believing
-  // it holds them.
-  _expire() {
-    this._expiryTimer = null;
-    const t = now();
-    for (const lock of [...this._toResume.values()]) {
-      if (lock._validUntil <= t && this._toResume.get(lock.token) === lock) {
-        lock._markLost('agent_lost', 'its validity ran out before the agent could resume it');
-      }
-    }
-    this._advance();
-  }
-
-  // Reconnects, or, connected, sends the resumes.
-  _resumeStep() {
-    this._retryTimer = null;
-    if (this._ended || !this._toResume.size) return;
-    if (this._socket) {
-      this._resumeRound();
-      return;
-    }
-    const socket = net.createConnection(this._path);
-    this._connecting = socket;
-    const failed = () => {
-      if (this._connecting !== socket) return;
-      this._connecting = null;
-      socket.destroy();
-      this._advance();
-    };
-    socket.once('error', failed);
-    socket.once('connect', () => {
-      socket.off('error', failed);
-      if (this._connecting !== socket) {
-        socket.destroy();
-        return;
-      }
-      this._connecting = null;
-      this._attach(socket);
-      this._resumeRound();
-    });
-  }
-
-  // Sends a resume for each lock to resume, on this connection. ok: held again (_recordEnd);
-  // a final refusal: lost ('agent_lost'); anything else: tried again after the backoff.
-  async _resumeRound() {
-    this._round = true;
-    const locks = [...this._toResume.values()];
-    const resume = (lock) => this.request('resume', lock._resumeFields()).catch((err) => {
-      if (RESUME_FINAL.has(err.code) && this._toResume.get(lock.token) === lock) {
-        lock._markLost('agent_lost', err.message);
-      }
-    });
-    await Promise.all(locks.map(resume));
-    this._round = false;
-    this._advance();
-  }
-
-  // Done: timers stopped, the locks still to resume lost ('disconnected'), 'close'. Once only.
-  _finish(reason) {
-    if (this._ended) return;
-    this._ended = true;
-    this._resuming = false;
-    this._closed = this._closed || reason || 'closed';
-    clearTimeout(this._retryTimer);
-    clearTimeout(this._expiryTimer);
-    this._stopHeld();
-    if (this._connecting) this._connecting.destroy();
-    this._connecting = null;
-    const locks = [...this._toResume.values()];
-    this._toResume.clear();
-    for (const lock of locks) lock._markLost('disconnected');
-    emitEach(this, 'close', this._closed);
-    for (const resolve of this._closeWaiters.splice(0)) resolve();
-  }
-
-  // Reads `held` every third of the smallest ttl among the renewed locks of this connection (at
-  // most every HELD_MIN_MS): each such lock is valid until the read was sent plus its
-  // validity_ms. Unreferenced: the connection keeps the process alive, not this timer.
-  _scheduleHeld() {
-    if (!this._socket) return;
-    let ttl = Infinity;
-    for (const lock of this._locks.values()) {
-      if (lock._renew && lock._resumable()) ttl = Math.min(ttl, lock._ttlMs ?? DEFAULT_TTL_MS);
-    }
-    if (ttl === Infinity) return; // read again when the timer fires, if one is set
-    const interval = Math.max(HELD_MIN_MS, ttl / 3);
-    const due = now() + interval;
-    if (this._heldTimer && this._heldDue <= due) return;
-    clearTimeout(this._heldTimer);
-    this._heldDue = due;
-    this._heldTimer = setTimeout(() => this._pollHeld(), interval);
-    this._heldTimer.unref();
-  }
-
-  _pollHeld() {
-    this._heldTimer = null;
-    if (!this._socket) return;
-    const sent = now();
-    this.request('held').then(({ locks }) => {
-      for (const entry of locks || []) {
-        const lock = this._locks.get(entry.token);
-        if (lock && lock._renew && lock._resumable()) lock._validUntil = sent + entry.validity_ms;
-      }
-    }, () => {}); // the connection's end: the validity known so far stands
-    this._scheduleHeld();
-  }
-
-  _stopHeld() {
-    clearTimeout(this._heldTimer);
-    this._heldTimer = null;
-  }
 }
+
+// The methods of the connection's end, of resuming and of the client's end (resume.js).
+mixInResuming(Client);
 
 module.exports = {
   Client, Lock, Leadership, Observation, LockError, defaultSocket, DEFAULT_SOCKET,
