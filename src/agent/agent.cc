@@ -83,6 +83,9 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
       [this](SessionId session, std::string line) { server_.Send(session, std::move(line)); });
   ServiceOptions service_options = ServiceOptionsFrom(cfg, std::move(host.policy));
   service_options.elections = elections_.get();
+  service_options.upgrade = [this](SessionId session, const nlohmann::json& id) {
+    BeginUpgrade(session, id);
+  };
   service_ = std::make_unique<LockService>(server_, sessions_, *engine_,
                                            std::move(service_options), request_stats_);
 }
@@ -104,9 +107,11 @@ Agent::~Agent() {
 }
 
 bool Agent::Start() {
-  if (auto problem = server_.Listen(*service_)) {
-    spdlog::critical("{}", *problem);
-    return false;
+  if (handover_fd_ < 0) {
+    if (auto problem = server_.Listen(*service_)) {
+      spdlog::critical("{}", *problem);
+      return false;
+    }
   }
   if (auto problem = SaveAgentId(cfg_.socket_path, fleet_->record().id)) {
     spdlog::warn("{}: the agent's next run will not resume this run's locks", *problem);
@@ -115,24 +120,38 @@ bool Agent::Start() {
   PublishSnapshot();
   snapshot_timer_.StartRepeat(kSnapshotMs, [this] { PublishSnapshot(); });
   if (cfg_.scan_interval_ms > 0) StartScanner();
-  if (auto problem = StartAdmin()) {
+  if (handover_fd_ >= 0) {
+    AwaitMastersThenReady();  // the socket and the rest come with the running agent's state
+    return true;
+  }
+  if (auto problem = FinishStart()) {
     spdlog::critical("{}", *problem);
     return false;
   }
+  return true;
+}
+
+std::optional<std::string> Agent::FinishStart() {
+  if (auto problem = StartAdmin()) return problem;
   StartFleet();
-  for (int signum : {SIGTERM, SIGINT}) {
+  for (int signum : {SIGTERM, SIGINT, SIGUSR2}) {
     auto* h = new uv_signal_t;
     uv_signal_init(loop_, h);
     h->data = this;
     uv_signal_start(h, [](uv_signal_t* s, int sig) {
-      static_cast<Agent*>(s->data)->BeginShutdown(sig);
+      auto* self = static_cast<Agent*>(s->data);
+      if (sig == SIGUSR2) {
+        self->BeginUpgrade(0, nullptr);
+      } else {
+        self->BeginShutdown(sig);
+      }
     }, signum);
     signals_.push_back(h);
   }
   spdlog::info("lockwarden listening on {} with {} master(s), quorum {}", cfg_.socket_path,
                nodes_.size(), engine_->quorum());
   systemd_.Start(cfg_.socket_path);  // READY=1 follows from a snapshot with a usable quorum
-  return true;
+  return std::nullopt;
 }
 
 void Agent::PublishSnapshot() {
@@ -280,6 +299,7 @@ std::optional<fleet::HolderReport> Agent::HolderReportFromOtherThread() {
 }
 
 void Agent::BeginShutdown(int sig) {
+  if (upgrade_) AbortUpgrade("signal " + std::to_string(sig) + " arrived");
   if (shutting_down_) {
     spdlog::warn("second signal {}: exiting now", sig);
     Finish();

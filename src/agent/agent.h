@@ -15,11 +15,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "admin/admin_server.h"
 #include "agent/elections.h"
 #include "agent/fleet_member.h"
+#include "agent/handover_state.h"
 #include "agent/lock_service.h"
 #include "agent/loop_commands.h"
 #include "agent/request_stats.h"
@@ -64,8 +66,13 @@ class Agent final : private EngineEvents {
   // Listens on the socket, connects to the masters, starts the snapshot timer, the scanner,
   // the admin server and the signal handlers. False (logged) when the agent cannot serve.
   bool Start();
+  // Before Start: this process takes over from the running agent through `channel` (the
+  // LOCKWARDEN_HANDOVER_FD its upgrade gave it) instead of listening on the socket.
+  void TakeOverFrom(int channel) { handover_fd_ = channel; }
 
  private:
+  // Start's second half, once the socket is served: admin, fleet, signals, systemd.
+  std::optional<std::string> FinishStart();
   // Loop thread: the state other threads may read, and the state gauges.
   void PublishSnapshot();
 
@@ -106,6 +113,21 @@ class Agent final : private EngineEvents {
 
   void Finish();
 
+  // ---- the in-place upgrade, old process (agent/agent_upgrade.cc, docs/upgrade.md)
+  struct Upgrade;
+  // requester 0: SIGUSR2 (nobody to answer).
+  void BeginUpgrade(SessionId requester, const nlohmann::json& id);
+  void OnChildMessage();
+  void HoldForHandOver();
+  void SendState();
+  void HandedOver();
+  void AbortUpgrade(const std::string& why);
+  void EndUpgradeHandles();
+  // ---- the new process (agent/agent_takeover.cc)
+  void AwaitMastersThenReady();
+  void ReceiveState();
+  [[noreturn]] void RefuseTakeOver(const std::string& why);
+
   uv_loop_t* loop_;
   const Config& cfg_;
   Metrics metrics_;
@@ -143,6 +165,31 @@ class Agent final : private EngineEvents {
   SystemdNotifier systemd_;  // no-op unless started by systemd (NOTIFY_SOCKET)
   bool shutting_down_ = false;
   bool finished_ = false;
+  // The in-place upgrade.
+  int handover_fd_ = -1;  // the new process's channel until it took over
+  std::unique_ptr<Timer> takeover_timer_;
+  std::unique_ptr<Upgrade> upgrade_;  // the old process's, while one runs
+  bool handed_over_ = false;
+  std::optional<std::tuple<SessionId, nlohmann::json, protocol::Upgraded>> upgrade_reply_;
+};
+
+// What the old process keeps while an upgrade runs (agent/agent_upgrade.cc).
+struct Agent::Upgrade {
+  SessionId requester = 0;  // 0: SIGUSR2
+  nlohmann::json id;
+  int channel = -1;
+  uv_process_t* child = nullptr;  // freed by its close callback
+  int child_pid = 0;
+  std::string child_version;
+  uv_poll_t* poll = nullptr;
+  std::unique_ptr<Timer> deadline;
+  std::unique_ptr<Timer> settle;
+  bool held = false;
+  bool sent = false;
+  std::chrono::steady_clock::time_point held_at;
+  // What Capture took from each session: asked again here if the upgrade fails.
+  std::vector<std::pair<SessionId, std::vector<handover::PendingAsk>>> taken;
+  bool admin_stopped = false;
 };
 
 }  // namespace lw

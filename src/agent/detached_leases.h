@@ -45,6 +45,10 @@ class DetachedLeases {
   // Forgets the lease (released, lost, expired or revoked); nothing when it is not known.
   void Drop(const std::string& resource, const std::string& token);
   size_t size() const { return by_hold_.size(); }
+  template <class Visit>  // visit(const DetachedLease&) for every lease
+  void ForEach(Visit&& visit) const {
+    for (const auto& [hold, lease] : by_hold_) visit(lease);
+  }
 
  private:
   std::unordered_map<uint64_t, DetachedLease> by_hold_;

@@ -95,6 +95,7 @@ void LockService::AdoptLease(SessionId sid, const std::string& resource, const s
   ask.resource = resource;
   ask.token = token;
   ask.ttl_ms = ttl_ms;
+  ask.confirm_first = true;  // a release or extend names no kind: a lock's key is tried
   engine_.Resume(
       LeaseSessionOf(uid), std::move(ask),
       [this, uid, resource, not_held, op = std::string(op),

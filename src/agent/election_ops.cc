@@ -30,6 +30,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::CampaignRe
   engine_.Acquire(
       sid, op.name, op.ttl_ms, op.wait_ms, /*renew=*/true,
       [this, sid, id, name = op.name](const std::variant<Grant, Failure>& result) {
+        Asked(sid, id);
         if (const auto* g = std::get_if<Grant>(&result)) {
           if (!g->fence) {  // an election's grant always carries its term
             Fail(sid, id, "campaign",

@@ -1,5 +1,7 @@
 #include "agent/lock_service.h"
 
+#include <unistd.h>
+
 #include <spdlog/spdlog.h>
 
 #include <cassert>
@@ -66,6 +68,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
       sid, op.resource, op.ttl_ms, op.wait_ms, op.renew,
       [this, sid, id, resource = op.resource,
        detach = op.detach](const std::variant<Grant, Failure>& result) {
+        Asked(sid, id);
         if (detach) LeaseAnswered(sid, resource, result);
         if (const auto* g = std::get_if<Grant>(&result)) {
           Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
@@ -188,6 +191,22 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ExtendRequ
 }
 
 template <>
+void LockService::Handle(SessionId sid, const Id& id, const protocol::UpgradeRequest&) {
+  const ClientSession& s = *sessions_.Find(sid);  // Line found it
+  if (s.ids.uid != 0 && s.ids.uid != geteuid()) {
+    return Fail(sid, id, "upgrade",
+                Failure{ErrorCode::kForbidden, "only root and the agent's own user (uid " +
+                                                   std::to_string(geteuid()) +
+                                                   ") may upgrade it"});
+  }
+  if (!options_.upgrade) {
+    return Fail(sid, id, "upgrade",
+                Failure{ErrorCode::kUnavailable, "this agent cannot be upgraded in place"});
+  }
+  options_.upgrade(sid, id);
+}
+
+template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::HeldRequest&) {
   Answer(sid, protocol::EncodeHeld(id, engine_.books().HeldBy(sid)));
 }
@@ -237,6 +256,10 @@ void LockService::Line(SessionId sid, std::string_view line) {
     return;
   }
   ++s.inflight;
+  if (std::holds_alternative<protocol::AcquireRequest>(request.op) ||
+      std::holds_alternative<protocol::CampaignRequest>(request.op)) {
+    s.asks.push_back({request.id.dump(), std::string(line), std::chrono::steady_clock::now()});
+  }
   std::visit([&](const auto& decoded_op) { Handle(sid, request.id, decoded_op); }, request.op);
 }
 
@@ -282,6 +305,18 @@ void LockService::Answer(SessionId sid, std::string line) {
   if (s == nullptr) return;
   if (s->inflight > 0) --s->inflight;
   transport_.Send(sid, std::move(line));
+}
+
+void LockService::Asked(SessionId sid, const Id& id) {
+  ClientSession* s = sessions_.Find(sid);
+  if (s == nullptr) return;
+  const std::string key = id.dump();
+  for (auto it = s->asks.begin(); it != s->asks.end(); ++it) {
+    if (it->id == key) {
+      s->asks.erase(it);
+      return;
+    }
+  }
 }
 
 void LockService::Fail(SessionId sid, const Id& id, std::string_view op,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "agent/detached_leases.h"
+#include "agent/handover_state.h"
 #include "agent/request_stats.h"
 #include "agent/server.h"
 #include "core/access.h"
@@ -43,6 +44,9 @@ struct ServiceOptions {
   // Not owned; null: leader, observe and unobserve fail with internal. Campaign and resign
   // need it too (a campaign's payload).
   Elections* elections = nullptr;
+  // The `upgrade` op of an allowed peer: the agent starts handing over (agent/upgrade.h) and
+  // answers `id` on the session itself, or through the next process. Null: refused.
+  std::function<void(SessionId session, const nlohmann::json& id)> upgrade;
 };
 
 class LockService final : public SessionHandler {
@@ -75,10 +79,33 @@ class LockService final : public SessionHandler {
   // The `limit` longest-waiting acquires (LockEngine::AllWaiters), each with its session's peer.
   std::vector<WaiterView> Waiters(size_t limit) const;
 
+  // ---- an in-place upgrade (agent/service_handover.cc, agent/upgrade.h)
+  // Every request in flight is an acquire or campaign that waits (the engine dropped those
+  // with DropWaiters): nothing is answered any more until they are asked again.
+  // `upgrading`: the session whose upgrade request is answered through the next process (its
+  // request stays in flight).
+  bool Settled(SessionId upgrading) const;
+  // The state to hand over: each handed connection's holds, waiting asks (taken from it: they
+  // are asked again by whichever process serves next) and observations; the detached leases.
+  // fds: each connection's descriptor, indexed by SessionState::fd (the listener's is not in it).
+  handover::State Capture(const std::vector<Server::Handed>& handed, std::vector<int>& fds);
+  // A handed connection, served here as session sid: its holds taken over, its observations
+  // followed again (their first reading not sent: the client had its reply), its asks asked
+  // again (wait_ms shortened by their age). Holds that cannot be taken are told `lost`.
+  void Restore(SessionId sid, const handover::SessionState& state);
+  void RestoreLeases(const std::vector<handover::LeaseState>& leases);
+  // The upgrade request `id` of the session answered (a line, or its failure).
+  void AnswerUpgrade(SessionId sid, const nlohmann::json& id,
+                     const std::variant<std::string, Failure>& answer);
+  // Asks again, on session sid, requests taken by Capture (an upgrade that failed).
+  void AskAgain(SessionId sid, const std::vector<handover::PendingAsk>& asks);
+
  private:
   using Id = nlohmann::json;
 
   std::optional<Failure> Refusal(ClientSession& s, const protocol::Request& request);
+  // The acquire or campaign `id` of the session was answered.
+  void Asked(SessionId sid, const Id& id);
   // Answers one request of the session (it is no longer in flight).
   void Answer(SessionId sid, std::string line);
   void Fail(SessionId sid, const Id& id, std::string_view op, const Failure& failure);

@@ -99,16 +99,22 @@ std::optional<std::string> Server::Listen(SessionHandler& handler) {
       return "cannot chmod " + options_.socket_path + ": " + std::strerror(errno);
     }
     if (auto problem = Chown(options_.socket_path, access)) return problem;
-    rc = uv_listen(reinterpret_cast<uv_stream_t*>(listener_), 511, [](uv_stream_t* l, int status) {
-      // Not accepted here: libuv would call again at once for the next pending connection,
-      // and a connect storm would keep the loop in this callback forever. Left unaccepted,
-      // the listener pauses until the accept at the start of the next loop iteration, after
-      // every other ready socket was served: one connection per iteration, fairly.
-      if (status == 0) static_cast<Server*>(l->data)->accept_timer_.Start(0, [l] {
-        static_cast<Server*>(l->data)->OnConnection();
-      });
-    });
+    return StartListening();
   }
+  return "cannot listen on " + options_.socket_path + ": " + uv_strerror(rc);
+}
+
+std::optional<std::string> Server::StartListening() {
+  const int rc =
+      uv_listen(reinterpret_cast<uv_stream_t*>(listener_), 511, [](uv_stream_t* l, int status) {
+        // Not accepted here: libuv would call again at once for the next pending connection,
+        // and a connect storm would keep the loop in this callback forever. Left unaccepted,
+        // the listener pauses until the accept at the start of the next loop iteration, after
+        // every other ready socket was served: one connection per iteration, fairly.
+        if (status == 0) static_cast<Server*>(l->data)->accept_timer_.Start(0, [l] {
+          static_cast<Server*>(l->data)->OnConnection();
+        });
+      });
   if (rc != 0) {
     return "cannot listen on " + options_.socket_path + ": " + uv_strerror(rc);
   }
@@ -119,6 +125,60 @@ std::optional<std::string> Server::Listen(SessionHandler& handler) {
     idle_timer_.StartRepeat(period, [this] { CloseIdleSessions(); });
   }
   return std::nullopt;
+}
+
+std::optional<std::string> Server::AdoptListener(int fd, SessionHandler& handler) {
+  handler_ = &handler;
+  listener_ = new uv_pipe_t;
+  uv_pipe_init(loop_, listener_, 0);
+  listener_->data = this;
+  if (const int rc = uv_pipe_open(listener_, fd); rc != 0) {
+    return "cannot serve the handed listening socket: " + std::string(uv_strerror(rc));
+  }
+  return StartListening();
+}
+
+SessionId Server::AdoptSession(int fd, std::string input) {
+  const SessionId id = next_session_++;
+  auto session = std::make_unique<Session>(loop_, id, options_.limits.max_line_bytes,
+                                           options_.limits.max_unsent_bytes, CallbacksFor());
+  Session* raw = session.get();
+  sessions_.emplace(id, std::move(session));
+  if (!raw->Open(fd, std::move(input))) return 0;
+  raw->MarkAccepted();
+  Opened(*raw);
+  return id;
+}
+
+void Server::Hold(bool held) {
+  held_ = held;
+  for (auto& [id, s] : sessions_) s->Hold(held);
+}
+
+bool Server::Flushed() const {
+  for (const auto& [id, s] : sessions_) {
+    if (s->queued_bytes() > 0) return false;
+  }
+  return true;
+}
+
+int Server::ListenerFd() const {
+  uv_os_fd_t fd = -1;
+  if (listener_ != nullptr) uv_fileno(reinterpret_cast<const uv_handle_t*>(listener_), &fd);
+  return fd;
+}
+
+std::vector<Server::Handed> Server::HandOver() {
+  if (accept_timer_.active()) {
+    accept_timer_.Stop();
+    OnConnection();
+  }
+  std::vector<Handed> out;
+  for (auto& [id, s] : sessions_) {
+    if (s->closing() || !s->accepted()) continue;
+    out.push_back({id, s->fd(), s->partial_input()});
+  }
+  return out;
 }
 
 void Server::CloseIdleSessions() {
@@ -132,7 +192,7 @@ void Server::CloseIdleSessions() {
   }
 }
 
-void Server::StopListening() {
+void Server::Abandon() {
   if (!listening_) return;
   listening_ = false;
   idle_timer_.Stop();
@@ -140,7 +200,12 @@ void Server::StopListening() {
   uv_close(reinterpret_cast<uv_handle_t*>(listener_),
            [](uv_handle_t* h) { delete reinterpret_cast<uv_pipe_t*>(h); });
   listener_ = nullptr;
-  unlink(options_.socket_path.c_str());
+}
+
+void Server::StopListening() {
+  const bool was = listening_;
+  Abandon();
+  if (was) unlink(options_.socket_path.c_str());
 }
 
 void Server::CloseSessions() {
@@ -198,11 +263,16 @@ void Server::OnConnection() {
     return;
   }
   raw->MarkAccepted();
-  spdlog::debug("session {} opened by pid {} uid {}", id, raw->peer_pid(), raw->peer_uid());
-  handler_->Opened(id,
-                   Peer{static_cast<int>(raw->peer_pid()), static_cast<int>(raw->peer_uid()),
-                        static_cast<int>(raw->peer_gid()), raw->peer_cmdline()},
-                   raw->peer_groups());
+  if (held_) raw->Hold(true);
+  Opened(*raw);
+}
+
+void Server::Opened(Session& s) {
+  spdlog::debug("session {} opened by pid {} uid {}", s.id(), s.peer_pid(), s.peer_uid());
+  handler_->Opened(s.id(),
+                   Peer{static_cast<int>(s.peer_pid()), static_cast<int>(s.peer_uid()),
+                        static_cast<int>(s.peer_gid()), s.peer_cmdline()},
+                   s.peer_groups());
 }
 
 void Server::Send(SessionId session, std::string line) {

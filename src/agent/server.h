@@ -80,12 +80,38 @@ class Server final : public SessionWriter {
   // Stops accepting and removes the socket file; sessions stay open so that in-flight
   // requests still get their (shutting_down) replies. CloseSessions ends them.
   void StopListening();
+  // The same without removing the socket file: another process serves it now.
+  void Abandon();
   void CloseSessions();
   size_t session_count() const { return sessions_.size(); }
+
+  // ---- an in-place upgrade (agent/upgrade.h)
+  // Held: no session is read from (their bytes wait in the kernel) and new connections are
+  // accepted but not read; replies are still written. Release(false) undoes it.
+  void Hold(bool held);
+  // Every reply written to its socket (nothing queued in any session).
+  bool Flushed() const;
+  // The listening socket and every session's (id, descriptor, partial line), after accepting
+  // a connection libuv has taken from the kernel but not handed to us yet.
+  struct Handed {
+    SessionId id;
+    int fd;
+    std::string input;
+  };
+  int ListenerFd() const;
+  std::vector<Handed> HandOver();
+  // Serves a listening socket handed over by the previous process (instead of Listen).
+  std::optional<std::string> AdoptListener(int fd, SessionHandler& handler);
+  // Serves one handed connection as a new session (the handler hears Opened); 0 on failure.
+  SessionId AdoptSession(int fd, std::string input);
 
  private:
   void OnConnection();
   void CloseIdleSessions();
+  // Listens on listener_ (bound), starts the idle sweep.
+  std::optional<std::string> StartListening();
+  // The handler hears of an accepted session.
+  void Opened(Session& s);
   Session::Callbacks CallbacksFor();
 
   uv_loop_t* loop_;
@@ -94,6 +120,7 @@ class Server final : public SessionWriter {
   SessionHandler* handler_ = nullptr;
   uv_pipe_t* listener_ = nullptr;
   bool listening_ = false;
+  bool held_ = false;
   SessionId next_session_ = 1;
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
   Timer idle_timer_;

@@ -1,6 +1,7 @@
 #include "agent/session.h"
 
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -88,20 +89,51 @@ bool Session::Accept(uv_stream_t* listener) {
     Close();
     return false;
   }
-  uv_os_fd_t fd;
-  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) == 0) {
-    ucred cred{};
-    socklen_t len = sizeof cred;
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
-      pid_ = cred.pid;
-      uid_ = cred.uid;
-      gid_ = cred.gid;
-      cmdline_ = ReadCmdline(pid_);
-    }
-    groups_ = PeerGroups(fd);
-  }
+  ReadPeer();
   StartReading();
   return true;
+}
+
+bool Session::Open(int fd, std::string input) {
+  if (uv_pipe_open(&pipe_, fd) != 0) {
+    close(fd);
+    Close();
+    return false;
+  }
+  inbuf_ = std::move(input);
+  ReadPeer();
+  StartReading();
+  return true;
+}
+
+void Session::ReadPeer() {
+  uv_os_fd_t fd;
+  if (uv_fileno(reinterpret_cast<uv_handle_t*>(&pipe_), &fd) != 0) return;
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+    pid_ = cred.pid;
+    uid_ = cred.uid;
+    gid_ = cred.gid;
+    cmdline_ = ReadCmdline(pid_);
+  }
+  groups_ = PeerGroups(fd);
+}
+
+int Session::fd() const {
+  uv_os_fd_t fd = -1;
+  uv_fileno(reinterpret_cast<const uv_handle_t*>(&pipe_), &fd);
+  return fd;
+}
+
+void Session::Hold(bool held) {
+  if (held_ == held || closing_) return;
+  held_ = held;
+  if (held) {
+    uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+  } else if (!paused_) {
+    StartReading();
+  }
 }
 
 void Session::StartReading() {
@@ -123,7 +155,7 @@ void Session::UpdateBackpressure() {
     if (callbacks_.on_backpressure) callbacks_.on_backpressure(*this, true);
   } else if (paused_ && queued_bytes_ <= max_unsent_ / 2) {
     paused_ = false;
-    StartReading();
+    if (!held_) StartReading();
     if (callbacks_.on_backpressure) callbacks_.on_backpressure(*this, false);
   }
 }

@@ -40,6 +40,14 @@ class Session {
   // Accepts the pending connection from `listener` and starts reading. False on failure
   // (the session then closes itself).
   bool Accept(uv_stream_t* listener);
+  // Serves a connected socket handed over by the previous process (agent/upgrade.h), with the
+  // bytes of a partial line it had read; owns fd from now on. False on failure (closing).
+  bool Open(int fd, std::string input);
+  // The connection's descriptor (-1 if none), and the bytes of a partial line read so far.
+  int fd() const;
+  const std::string& partial_input() const { return inbuf_; }
+  // While held, nothing more is read (the bytes wait in the socket); replies are still sent.
+  void Hold(bool held);
 
   // Queues one complete line for the client. Dropped once the session is closing.
   void Send(std::string line);
@@ -70,6 +78,7 @@ class Session {
   void Consume(const char* data, size_t len);
   void StartReading();
   void UpdateBackpressure();
+  void ReadPeer();  // SO_PEERCRED, the peer's groups and command line
 
   uv_pipe_t pipe_;
   SessionId id_;
@@ -86,6 +95,7 @@ class Session {
   std::string cmdline_;
   size_t queued_bytes_ = 0;
   bool paused_ = false;
+  bool held_ = false;
   bool accepted_ = false;
   std::chrono::steady_clock::time_point last_input_ = std::chrono::steady_clock::now();
 };

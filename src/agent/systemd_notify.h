@@ -41,6 +41,8 @@ class SystemdNotifier {
   void Stopping(const std::string& status);
   // The loop is about to run dry: stop the watchdog timer (it would keep the loop alive).
   void Stop();
+  // An in-place upgrade's new process: it is the service's main process now (NotifyAccess=all).
+  void MainPid(int pid) { Send("MAINPID=" + std::to_string(pid)); }
 
   bool enabled() const { return enabled_; }
 

@@ -82,6 +82,10 @@ int RunServe(const ConfigSources& sources, bool check_only) {
     Agent agent(&loop, cfg, std::move(admin_token),
                 {std::get<SocketAccess>(socket_access),
                  std::get<AccessPolicy>(std::move(policy))});
+    if (const char* channel = std::getenv("LOCKWARDEN_HANDOVER_FD")) {
+      agent.TakeOverFrom(std::atoi(channel));  // an upgrade of the running agent started us
+      unsetenv("LOCKWARDEN_HANDOVER_FD");
+    }
     if (agent.Start()) {
       uv_run(&loop, UV_RUN_DEFAULT);
     } else {

@@ -77,11 +77,13 @@ Reason ApplyTomlFile(const std::string& path, Config& config, Origins& origins,
 
 // LOCKWARDEN_* variables that are not agent settings: the config path (read by the caller) and
 // the variables the CLI uses as a client (the socket; the admin token of `status --fleet` and
-// `who`) or sets for the children of `lockwarden lock`.
+// `who`) or sets for the children of `lockwarden lock`, and the channel an in-place upgrade
+// gives the new process (docs/upgrade.md).
 bool IsForeignEnv(std::string_view name) {
   static const std::set<std::string_view> foreign = {
       "LOCKWARDEN_CONFIG",   "LOCKWARDEN_SOCKET", "LOCKWARDEN_ADMIN_TOKEN",
-      "LOCKWARDEN_RESOURCE", "LOCKWARDEN_TOKEN",  "LOCKWARDEN_FENCE"};
+      "LOCKWARDEN_RESOURCE", "LOCKWARDEN_TOKEN",  "LOCKWARDEN_FENCE",
+      "LOCKWARDEN_HANDOVER_FD"};
   return foreign.contains(name);
 }
 

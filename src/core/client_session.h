@@ -8,6 +8,7 @@
 // from its first detached acquire for the life of the agent, since its leases outlive every
 // connection. Plain data: loop thread only.
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <set>
@@ -48,6 +49,14 @@ struct ClientSession {
   // A connection's: its detached acquires not yet answered. A lease session's: all of its
   // uid's (what the uid's lease limit counts besides its leases).
   size_t detaching = 0;
+  // Its acquires and campaigns read but not answered, as the client sent them (id: the
+  // request's id as JSON): what an in-place upgrade asks again in the next process.
+  struct Ask {
+    std::string id;
+    std::string line;
+    std::chrono::steady_clock::time_point received;
+  };
+  std::vector<Ask> asks;
   // ---- the engine's
   SessionLocks locks;
   // ---- elections' (agent/elections.h): the names it observes
@@ -71,6 +80,10 @@ class SessionTable {
   template <class Visit>  // visit(ClientSession&) for every session
   void ForEach(Visit&& visit) {
     for (auto& [id, s] : sessions_) visit(s);
+  }
+  template <class Visit>  // visit(const ClientSession&) for every session
+  void ForEach(Visit&& visit) const {
+    for (const auto& [id, s] : sessions_) visit(s);
   }
 
  private:

@@ -61,6 +61,21 @@ struct Holder {
   std::string LeaseValue() const { return lease ? lease->str() : token.str(); }
 };
 
+// One hold as an in-place upgrade hands it to the next process (LockEngine::HoldsOf, Adopt).
+struct HandedHold {
+  std::string resource;
+  std::string token;
+  std::string value;  // the key's value on the masters (Holder::LeaseValue)
+  int64_t ttl_ms = 0;
+  bool renew = false;
+  std::optional<int64_t> fence;
+  LockShape shape;
+  HoldMode mode = HoldMode::kExclusive;
+  int part = -1;
+  std::string note;  // Holder::note ("": none)
+  std::chrono::steady_clock::time_point valid_until;
+};
+
 // Whole milliseconds from now until `until`, rounded down: a lock's validity as answered to a
 // client (never more than is really left).
 inline int64_t MsLeft(std::chrono::steady_clock::time_point until,

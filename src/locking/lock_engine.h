@@ -137,8 +137,25 @@ class LockEngine {
     std::optional<int64_t> fence;  // as the grant answered it: carried, not checked
     AcquireKind kind;              // shape and shared, as the acquire asked
     int permit = -1;               // a semaphore's permit, as the grant answered it
+    // The kind is a guess (a release or extend by token names none): the key is confirmed on
+    // the masters before the resource is entered here in that shape, so an acquire of another
+    // kind arriving meanwhile is never refused for it. One more round trip.
+    bool confirm_first = false;
   };
   void Resume(SessionId session, ResumeAsk ask, AcquireDone done);
+
+  // ---- an in-place upgrade (lock_engine_handover.cc, agent/upgrade.h)
+  // Every hold of `session`, as the next process takes it over.
+  std::vector<HandedHold> HoldsOf(SessionId session) const;
+  // Drops every waiter without answering it (an attempt in flight is undone when it ends, as
+  // for a closed session), for its request to be asked again; returns how many.
+  size_t DropWaiters();
+  // An acquire attempt's round is in flight somewhere (its win would still be undone).
+  bool AttemptsInFlight() const;
+  // Takes over a hold handed from the previous process, with no round trip: its validity is
+  // the one that process counted (CLOCK_MONOTONIC is the host's), renewed on the same schedule.
+  // A failure: not taken (validity ran out, or the resource is of another kind here).
+  std::optional<Failure> Adopt(SessionId session, const HandedHold& hold);
 
   int quorum() const { return rounds_.quorum(); }
   int fence_quorum() const { return fence_quorum_; }
@@ -252,6 +269,11 @@ class LockEngine {
   // Revoke of the holds in `holds` (each held in r).
   void RevokeHeld(Resource& r, const std::string& name, std::vector<const Holder*> holds,
                   RevokeDone done);
+
+  // ---- resume (lock_engine_resume.cc)
+  // Resume's confirm_first: the ask's extend round run with nothing entered in the books; a
+  // quorum's yes goes on to Resume, anything else is answered as Resume answers it.
+  void ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone done);
 
   // ---- sessions, shutdown (lock_engine_sessions.cc)
   void ForgetWaiter(SessionId session, const std::string& name);

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/redlock_math.h"
 #include "locking/failure_text.h"
 #include "locking/lock_engine.h"
 
@@ -37,6 +38,9 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
   };
   if (shutting_down_) return refuse(ShuttingDown(/*retry_hint=*/true));
   const Resource* existing = Find(name);
+  if (ask.confirm_first && existing == nullptr) {
+    return ConfirmThenResume(session, std::move(ask), std::move(done));
+  }
   if (existing != nullptr && !(existing->shape == ask.kind.shape)) {
     return refuse(KindMismatch(name, ask.kind.shape.WithArticle(),
                                existing->shape.WithArticle() + " through this agent"));
@@ -106,6 +110,28 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
               }
               done(ResumeFailure(name, lost));
             });
+}
+
+void LockEngine::ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone done) {
+  const HoldMode mode = KindOf(ask.kind.shape).ModeAsked(ask.kind.shared);
+  const HoldPlace place{table_.key_prefix(), options_.fence_prefix, ask.resource, ask.kind.shape,
+                        mode, mode == HoldMode::kPermit ? ask.permit : -1};
+  RoundRequest req = KindOf(ask.kind.shape).ExtendRound(place, ask.token, ask.ttl_ms);
+  rounds_.Run(std::move(req), [this, session, ask = std::move(ask),
+                               done = std::move(done)](const RoundResult& res) mutable {
+    const VoteTally& t = res.tally;
+    const int64_t validity = ValidityMs(ask.ttl_ms, CeilMs(Clock::now() - res.started),
+                                        options_.drift_factor);
+    if (t.Won() && validity > 0 && !shutting_down_) {
+      ask.confirm_first = false;
+      Resume(session, std::move(ask), std::move(done));
+      return;
+    }
+    MaybeFinishShutdown();
+    const bool lost = t.counting_answered() - t.counting_yes() >= t.quorum();
+    stats_->resumes[lost ? ResumeOutcome::kNotHeld : ResumeOutcome::kFailed].Inc();
+    done(shutting_down_ ? ShuttingDown(/*retry_hint=*/true) : ResumeFailure(ask.resource, lost));
+  });
 }
 
 }  // namespace lw

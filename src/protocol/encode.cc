@@ -90,6 +90,17 @@ std::string SuccessPrefix(const nlohmann::json& id) {
 
 std::string EncodeOk(const nlohmann::json& id) { return SuccessPrefix(id) + "}\n"; }
 
+std::string EncodeUpgraded(const nlohmann::json& id, const Upgraded& u) {
+  Line line = Success(id);
+  line["pid"] = u.pid;
+  line["previous_pid"] = u.previous_pid;
+  line["version"] = u.version;
+  line["handover_ms"] = u.handover_ms;
+  line["sessions"] = u.sessions;
+  line["locks"] = u.locks;
+  return Finish(line);
+}
+
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
                            std::optional<int64_t> fence, HoldMode mode, int permit) {

@@ -88,6 +88,14 @@ struct PingRequest {
   static constexpr const auto& kFields = kBareFields;
   bool operator==(const PingRequest&) const = default;
 };
+// The agent hands everything over to the binary now at its path (docs/upgrade.md); the reply
+// comes from the new process, or from this one when the upgrade failed (it keeps serving).
+// Only the agent's own uid and root may ask.
+struct UpgradeRequest {
+  static constexpr std::string_view kName = "upgrade";
+  static constexpr const auto& kFields = kBareFields;
+  bool operator==(const UpgradeRequest&) const = default;
+};
 // Every lock held through this agent (all sessions), without tokens: for operators.
 struct LocksRequest {
   static constexpr std::string_view kName = "locks";
@@ -142,7 +150,7 @@ struct UnobserveRequest {
 
 using Op = std::variant<AcquireRequest, ReleaseRequest, ExtendRequest, HeldRequest, HealthRequest,
                         PingRequest, LocksRequest, CampaignRequest, ResignRequest, LeaderRequest,
-                        ObserveRequest, UnobserveRequest, ResumeRequest>;
+                        ObserveRequest, UnobserveRequest, ResumeRequest, UpgradeRequest>;
 
 // `id` is echoed verbatim in the reply: a JSON integer or a string of at most 128 bytes, or
 // null when the client sent none.
@@ -207,6 +215,16 @@ LeaderView LeaderViewOf(const ElectionRecord& record);
 
 // Encoders. Each returns one complete line, '\n'-terminated.
 std::string EncodeOk(const nlohmann::json& id);
+// The upgrade's reply, from the new process: who serves now and what it took over.
+struct Upgraded {
+  int pid = 0;
+  int previous_pid = 0;
+  std::string version;
+  int64_t handover_ms = 0;  // from the old process holding its sessions to this reply
+  size_t sessions = 0;
+  size_t locks = 0;
+};
+std::string EncodeUpgraded(const nlohmann::json& id, const Upgraded& upgraded);
 // fence: only for acquires that asked for one. mode: written unless exclusive (a mutex), with
 // permit for a semaphore's.
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,

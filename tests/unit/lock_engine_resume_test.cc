@@ -12,13 +12,14 @@ namespace {
 class ResumeEngineTest : public LockEngineTest {
  protected:
   AcquireRecord* Resume(SessionId session, const std::string& resource, const std::string& token,
-                        int64_t ttl_ms = 10'000) {
+                        int64_t ttl_ms = 10'000, bool confirm_first = false) {
     AcquireRecord* rec = &acquires_.emplace_back();
     rec->session = session;
     LockEngine::ResumeAsk ask;
     ask.resource = resource;
     ask.token = token;
     ask.ttl_ms = ttl_ms;
+    ask.confirm_first = confirm_first;
     engine_->Resume(session, std::move(ask), [rec](const std::variant<Grant, Failure>& r) {
       ++rec->calls;
       rec->result = r;
@@ -53,6 +54,25 @@ TEST_F(ResumeEngineTest, AQuorumHoldingTheTokenMakesItThisSessionsHold) {
   ASSERT_TRUE(RunUntil([&] { return rel->calls > 0 && next->calls > 0; }));
   EXPECT_FALSE(rel->failure);
   EXPECT_TRUE(next->granted()) << next->Describe();
+}
+
+// A release or extend by an unknown token guesses the kind: until the masters confirm the key,
+// the resource is not entered here, so an acquire of another kind meanwhile is not refused.
+TEST_F(ResumeEngineTest, AGuessedKindEntersNothingUntilTheMastersConfirmIt) {
+  MakeEngine();
+  AcquireRecord* stale = Resume(LeaseSessionOf(7), "job", token_, 10'000, true);
+  EXPECT_EQ(engine_->books().Find("job"), nullptr) << "entered before any master answered";
+  ASSERT_TRUE(RunUntil([stale] { return stale->calls > 0; }));
+  EXPECT_TRUE(stale->failed(ErrorCode::kNotHeld)) << stale->Describe();
+  EXPECT_EQ(engine_->books().Find("job"), nullptr);
+  for (const auto& n : nodes_) EXPECT_EQ(n->Count(Op::kExtend), 1u) << n->index();
+
+  Left("job", token_, 3);
+  AcquireRecord* r = Resume(LeaseSessionOf(7), "job", token_, 10'000, true);
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  ASSERT_TRUE(r->granted()) << r->Describe();
+  EXPECT_EQ(engine_->books().HeldBy(LeaseSessionOf(7)).size(), 1u);
+  for (const auto& n : nodes_) EXPECT_EQ(n->Count(Op::kExtend), 3u) << n->index();
 }
 
 TEST_F(ResumeEngineTest, TooFewMastersHoldingItIsNotHeldAndTheTokenIsDeletedWhereLeft) {

@@ -1,0 +1,113 @@
+// Agent: the new process's side of an in-place upgrade (agent/agent_upgrade.cc has the old
+// one's, docs/upgrade.md the whole). Started with LOCKWARDEN_HANDOVER_FD, it connects to the
+// masters, says it is ready, receives the state with the listening socket and every
+// connection, takes them over, then says so; whatever it cannot take it refuses and exits,
+// and the old process keeps serving.
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "agent/fd_passing.h"
+#include "agent/handover_state.h"
+
+namespace lw {
+namespace {
+
+constexpr int64_t kMastersWaitMs = 3'000;  // ready with fewer usable masters after this
+constexpr int64_t kStateTimeoutMs = 20'000;
+
+}  // namespace
+
+void Agent::AwaitMastersThenReady() {
+  takeover_timer_ = std::make_unique<Timer>(loop_);
+  const auto since = std::chrono::steady_clock::now();
+  takeover_timer_->StartRepeat(5, [this, since] {
+    int usable = 0;
+    for (const auto& n : engine_->NodeStatuses()) usable += n.up && !n.quarantined ? 1 : 0;
+    if (usable < engine_->quorum() &&
+        std::chrono::steady_clock::now() - since < std::chrono::milliseconds(kMastersWaitMs)) {
+      return;
+    }
+    takeover_timer_->Stop();
+    const nlohmann::json ready = {{"ready", true},
+                                  {"format", handover::kFormat},
+                                  {"version", LOCKWARDEN_VERSION},
+                                  {"pid", static_cast<int>(getpid())}};
+    if (auto why = handover::SendMessage(handover_fd_, ready.dump())) {
+      RefuseTakeOver("cannot tell the running agent it is ready: " + *why);
+    }
+    ReceiveState();
+  });
+}
+
+void Agent::ReceiveState() {
+  auto got = handover::ReceiveMessage(handover_fd_, kStateTimeoutMs);
+  if (const auto* why = std::get_if<std::string>(&got)) {
+    return RefuseTakeOver("no state from the running agent: " + *why);
+  }
+  auto& msg = std::get<handover::Message>(got);
+  auto decoded = handover::Decode(msg.payload);
+  if (const auto* why = std::get_if<std::string>(&decoded)) return RefuseTakeOver(*why);
+  const auto& state = std::get<handover::State>(decoded);
+  if (state.agent_id != fleet_->record().id) {
+    return RefuseTakeOver("the running agent's id " + state.agent_id + " is not this one's (" +
+                          fleet_->record().id + "): another socket path's id file?");
+  }
+  const auto fd_at = [&msg](int i) {
+    return i >= 0 && static_cast<size_t>(i) < msg.fds.size() ? msg.fds[static_cast<size_t>(i)]
+                                                              : -1;
+  };
+  if (fd_at(state.listener) < 0) return RefuseTakeOver("the state names no listening socket");
+  if (auto problem = server_.AdoptListener(fd_at(state.listener), *service_)) {
+    return RefuseTakeOver(*problem);
+  }
+  size_t sessions = 0;
+  for (const auto& s : state.sessions) {
+    const int fd = fd_at(s.fd);
+    const SessionId sid = fd < 0 ? 0 : server_.AdoptSession(fd, s.input);
+    if (sid == 0) {
+      spdlog::warn("a handed connection could not be served; its client reconnects");
+      continue;
+    }
+    ++sessions;
+    service_->Restore(sid, s);
+    if (!s.upgrade_id.empty()) {
+      protocol::Upgraded u;
+      u.pid = static_cast<int>(getpid());
+      u.previous_pid = state.previous_pid;
+      u.version = LOCKWARDEN_VERSION;
+      u.handover_ms = state.held_ms;  // plus this process's part, below
+      u.sessions = state.sessions.size();
+      upgrade_reply_ = {sid, nlohmann::json::parse(s.upgrade_id, nullptr, false), u};
+    }
+  }
+  service_->RestoreLeases(state.leases);
+  const size_t locks = engine_->locks_held();
+  spdlog::info("took over from pid {} (version {}): {} session(s), {} lock(s), requests held "
+               "{} ms there", state.previous_pid, state.version, sessions, locks, state.held_ms);
+  if (auto problem = FinishStart()) {
+    spdlog::critical("{}", *problem);  // the connections are ours already: serve without admin
+  }
+  systemd_.MainPid(static_cast<int>(getpid()));
+  const nlohmann::json took = {{"took_over", true}};
+  handover::SendMessage(handover_fd_, took.dump());
+  close(handover_fd_);
+  handover_fd_ = -1;
+  if (upgrade_reply_) {
+    auto& [sid, id, u] = *upgrade_reply_;
+    u.locks = locks;
+    service_->AnswerUpgrade(sid, id, protocol::EncodeUpgraded(id, u));
+    upgrade_reply_.reset();
+  }
+}
+
+void Agent::RefuseTakeOver(const std::string& why) {
+  spdlog::critical("cannot take over from the running agent: {}; it keeps serving", why);
+  const nlohmann::json refused = {{"refused", why}};
+  handover::SendMessage(handover_fd_, refused.dump());
+  close(handover_fd_);
+  _exit(1);
+}
+
+}  // namespace lw

@@ -1,0 +1,270 @@
+// Agent: the in-place upgrade (docs/upgrade.md). The running agent starts the binary now at its
+// path with one end of a socket pair (LOCKWARDEN_HANDOVER_FD); the new process connects to the
+// masters and says it is ready; the old one stops reading requests, drops its waiters (their
+// requests are asked again by whoever serves next), waits until every other request is
+// answered and written, and sends its state (agent/handover_state.h) with the listening socket
+// and every connection (agent/fd_passing.h). The new process takes the holds over with no round
+// trip, serves the connections and says it took over; only then does the old one exit, leaving
+// every lock on the masters. Any failure before that leaves the old agent serving as before.
+
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "agent/agent.h"
+#include "agent/fd_passing.h"
+#include "agent/handover_state.h"
+
+extern char** environ;
+
+namespace lw {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int64_t kReadyTimeoutMs = 15'000;   // the new process starts and reaches its masters
+constexpr int64_t kSettleTimeoutMs = 3'000;   // requests in flight are answered
+constexpr int64_t kVerdictTimeoutMs = 10'000;  // the new process takes the state over
+constexpr int kChildChannelFd = 3;
+
+std::string BinaryPath() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "";
+  std::string path(buf, static_cast<size_t>(n));
+  const std::string deleted = " (deleted)";  // the package replaced the file under us
+  if (path.size() > deleted.size() && path.ends_with(deleted)) path.resize(path.size() - deleted.size());
+  return path;
+}
+
+std::vector<std::string> OwnArguments() {
+  std::ifstream f("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  size_t at = 0;
+  while (at < raw.size()) {
+    const size_t end = raw.find('\0', at);
+    args.push_back(raw.substr(at, end == std::string::npos ? std::string::npos : end - at));
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return args;
+}
+
+int64_t MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+void Agent::BeginUpgrade(SessionId requester, const nlohmann::json& id) {
+  if (upgrade_ || shutting_down_ || handover_fd_ >= 0) {
+    const std::string why = upgrade_ ? "an upgrade is already in progress"
+                                     : "the agent is stopping or still taking over";
+    if (requester != 0) {
+      service_->AnswerUpgrade(requester, id, Failure{ErrorCode::kUnavailable, why});
+    }
+    spdlog::warn("upgrade refused: {}", why);
+    return;
+  }
+  upgrade_ = std::make_unique<Upgrade>();
+  upgrade_->requester = requester;
+  upgrade_->id = id;
+  const std::string binary = BinaryPath();
+  int pair[2];
+  if (binary.empty() || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
+    return AbortUpgrade("cannot prepare the hand-over: " + std::string(std::strerror(errno)));
+  }
+  upgrade_->channel = pair[0];
+  std::vector<std::string> args = OwnArguments();
+  if (args.empty()) args.push_back(binary);
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "LOCKWARDEN_HANDOVER_FD=", 23) != 0) env_strings.emplace_back(*e);
+  }
+  env_strings.push_back("LOCKWARDEN_HANDOVER_FD=" + std::to_string(kChildChannelFd));
+  std::vector<char*> env;
+  for (auto& e : env_strings) env.push_back(e.data());
+  env.push_back(nullptr);
+  uv_stdio_container_t stdio[4];
+  for (int i = 0; i < 3; ++i) {
+    stdio[i].flags = UV_INHERIT_FD;
+    stdio[i].data.fd = i;
+  }
+  stdio[3].flags = UV_INHERIT_FD;
+  stdio[3].data.fd = pair[1];
+  uv_process_options_t options{};
+  options.file = binary.c_str();
+  options.args = argv.data();
+  options.env = env.data();
+  options.stdio = stdio;
+  options.stdio_count = 4;
+  options.exit_cb = [](uv_process_t* p, int64_t status, int sig) {
+    auto* self = static_cast<Agent*>(p->data);
+    uv_close(reinterpret_cast<uv_handle_t*>(p),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_process_t*>(h); });
+    if (self == nullptr || !self->upgrade_ || self->upgrade_->child != p) return;
+    self->upgrade_->child = nullptr;
+    self->AbortUpgrade("the new process exited (" +
+                       (sig != 0 ? "signal " + std::to_string(sig)
+                                 : "status " + std::to_string(status)) +
+                       ") before it took over; its log says why");
+  };
+  auto* child = new uv_process_t;
+  child->data = this;
+  const int rc = uv_spawn(loop_, child, &options);
+  close(pair[1]);
+  if (rc != 0) {
+    delete child;
+    return AbortUpgrade("cannot start " + binary + ": " + uv_strerror(rc));
+  }
+  upgrade_->child = child;
+  upgrade_->child_pid = child->pid;
+  spdlog::info("upgrade: started {} as pid {}; handing over once it reaches its masters", binary,
+               child->pid);
+  upgrade_->deadline = std::make_unique<Timer>(loop_);
+  upgrade_->deadline->Start(kReadyTimeoutMs, [this] {
+    AbortUpgrade("the new process did not say it was ready within " +
+                 std::to_string(kReadyTimeoutMs) + " ms");
+  });
+  upgrade_->poll = new uv_poll_t;
+  uv_poll_init(loop_, upgrade_->poll, upgrade_->channel);
+  upgrade_->poll->data = this;
+  uv_poll_start(upgrade_->poll, UV_READABLE, [](uv_poll_t* p, int, int) {
+    static_cast<Agent*>(p->data)->OnChildMessage();
+  });
+}
+
+void Agent::OnChildMessage() {
+  auto got = handover::ReceiveMessage(upgrade_->channel, 1'000);
+  if (const auto* why = std::get_if<std::string>(&got)) {
+    return AbortUpgrade("the hand-over channel failed: " + *why);
+  }
+  const auto msg = nlohmann::json::parse(std::get<handover::Message>(got).payload, nullptr, false);
+  if (!upgrade_->sent) {
+    if (!msg.is_object() || msg.value("format", 0) != handover::kFormat) {
+      return AbortUpgrade("the new process reads hand-over format " +
+                          (msg.is_object() ? msg.value("format", nlohmann::json()).dump() : "?") +
+                          ", this one writes " + std::to_string(handover::kFormat));
+    }
+    upgrade_->child_version = msg.value("version", "");
+    return HoldForHandOver();
+  }
+  if (msg.is_object() && msg.value("took_over", false)) return HandedOver();
+  AbortUpgrade(msg.is_object() && msg.contains("refused")
+                   ? "the new process refused the state: " + msg["refused"].get<std::string>()
+                   : "the new process answered " + msg.dump());
+}
+
+void Agent::HoldForHandOver() {
+  uv_poll_stop(upgrade_->poll);
+  upgrade_->held = true;
+  upgrade_->held_at = Clock::now();
+  server_.Hold(true);
+  const size_t dropped = engine_->DropWaiters();
+  spdlog::info("upgrade: pid {} (version {}) is ready; requests held, {} waiter(s) to be asked "
+               "again there", upgrade_->child_pid, upgrade_->child_version, dropped);
+  upgrade_->deadline->Start(kSettleTimeoutMs, [this] {
+    AbortUpgrade("requests in flight were not answered within " +
+                 std::to_string(kSettleTimeoutMs) + " ms");
+  });
+  upgrade_->settle = std::make_unique<Timer>(loop_);
+  upgrade_->settle->StartRepeat(1, [this] {
+    if (!service_->Settled(upgrade_->requester) || !server_.Flushed() ||
+        engine_->AttemptsInFlight()) {
+      return;
+    }
+    upgrade_->settle->Stop();
+    SendState();
+  });
+}
+
+void Agent::SendState() {
+  // The admin port is the new process's from here on.
+  if (presence_) presence_->Stop();
+  if (admin_) admin_->Stop();
+  upgrade_->admin_stopped = true;
+  std::vector<int> fds{server_.ListenerFd()};
+  const auto handed = server_.HandOver();
+  handover::State state = service_->Capture(handed, fds);
+  state.version = LOCKWARDEN_VERSION;
+  state.agent_id = fleet_->record().id;
+  state.listener = 0;
+  for (auto& s : state.sessions) {
+    upgrade_->taken.emplace_back(handed[static_cast<size_t>(s.fd - 1)].id, s.asks);
+    if (handed[static_cast<size_t>(s.fd - 1)].id == upgrade_->requester) s.upgrade_id = upgrade_->id.dump();
+  }
+  state.held_ms = MsSince(upgrade_->held_at);
+  state.previous_pid = static_cast<int>(getpid());
+  upgrade_->sent = true;
+  if (auto why = handover::SendMessage(upgrade_->channel, handover::Encode(state), fds)) {
+    return AbortUpgrade("cannot send the state: " + *why);
+  }
+  upgrade_->deadline->Start(kVerdictTimeoutMs, [this] {
+    AbortUpgrade("the new process did not take over within " +
+                 std::to_string(kVerdictTimeoutMs) + " ms");
+  });
+  uv_poll_start(upgrade_->poll, UV_READABLE, [](uv_poll_t* p, int, int) {
+    static_cast<Agent*>(p->data)->OnChildMessage();
+  });
+}
+
+void Agent::HandedOver() {
+  spdlog::info("upgrade: pid {} took over {} session(s) and {} lock(s); this process exits "
+               "leaving every lock to it", upgrade_->child_pid, server_.session_count(),
+               engine_->locks_held());
+  if (upgrade_->child != nullptr) upgrade_->child->data = nullptr;  // its exit is not ours
+  upgrade_->child = nullptr;
+  EndUpgradeHandles();
+  shutting_down_ = true;
+  handed_over_ = true;
+  server_.Abandon();
+  engine_->Shutdown([this] { Finish(); }, /*release=*/false);
+}
+
+void Agent::AbortUpgrade(const std::string& why) {
+  if (!upgrade_) return;
+  spdlog::error("upgrade failed: {}; this agent (pid {}) keeps serving", why, getpid());
+  if (upgrade_->child != nullptr) {
+    uv_process_kill(upgrade_->child, SIGKILL);
+    upgrade_->child->data = nullptr;
+  }
+  EndUpgradeHandles();
+  if (upgrade_->admin_stopped) {
+    presence_.reset();
+    admin_.reset();
+    if (auto problem = StartAdmin()) spdlog::error("admin HTTP not restarted: {}", *problem);
+  }
+  if (upgrade_->held) server_.Hold(false);
+  for (const auto& [sid, asks] : upgrade_->taken) service_->AskAgain(sid, asks);
+  if (upgrade_->requester != 0) {
+    service_->AnswerUpgrade(upgrade_->requester, upgrade_->id,
+                            Failure{ErrorCode::kUnavailable,
+                                    "upgrade failed: " + why + "; this agent (pid " +
+                                        std::to_string(getpid()) + ") keeps serving"});
+  }
+  upgrade_.reset();
+}
+
+void Agent::EndUpgradeHandles() {
+  if (upgrade_->deadline) upgrade_->deadline->Stop();
+  if (upgrade_->settle) upgrade_->settle->Stop();
+  if (upgrade_->poll != nullptr) {
+    uv_poll_stop(upgrade_->poll);
+    uv_close(reinterpret_cast<uv_handle_t*>(upgrade_->poll),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); });
+    upgrade_->poll = nullptr;
+  }
+  if (upgrade_->channel >= 0) close(upgrade_->channel);
+  upgrade_->channel = -1;
+}
+
+}  // namespace lw

@@ -1,0 +1,124 @@
+// LockService's part of an in-place upgrade (agent/upgrade.h): what a connection holds, awaits
+// and observes, captured for the next process and served again there.
+
+#include <spdlog/spdlog.h>
+
+#include <map>
+
+#include "agent/elections.h"
+#include "agent/lock_service.h"
+#include "core/quote.h"
+#include "protocol/messages.h"
+
+namespace lw {
+namespace {
+
+int64_t AgeMs(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now() - since)
+      .count();
+}
+
+bool Detaches(const std::string& line) {
+  const auto j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() && j.contains("detach") && j["detach"] == true;
+}
+
+}  // namespace
+
+bool LockService::Settled(SessionId upgrading) const {
+  bool settled = true;
+  sessions_.ForEach([&](const ClientSession& s) {
+    if (s.inflight != s.asks.size() + (s.id == upgrading ? 1 : 0)) settled = false;
+  });
+  return settled;
+}
+
+handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
+                                     std::vector<int>& fds) {
+  handover::State state;
+  for (const auto& h : handed) {
+    ClientSession* s = sessions_.Find(h.id);
+    if (s == nullptr) continue;
+    handover::SessionState out;
+    out.fd = static_cast<int>(fds.size());
+    fds.push_back(h.fd);
+    out.input = h.input;
+    out.holds = engine_.HoldsOf(h.id);
+    for (auto& ask : s->asks) {
+      out.asks.push_back({std::move(ask.line), AgeMs(ask.received)});
+      if (Detaches(out.asks.back().line) && s->detaching > 0) {
+        --s->detaching;
+        Undetaching(s->ids.uid, 1);
+      }
+    }
+    s->inflight -= std::min(s->inflight, s->asks.size());
+    s->asks.clear();
+    out.observed.assign(s->observed.begin(), s->observed.end());
+    state.sessions.push_back(std::move(out));
+  }
+  std::map<uid_t, handover::LeaseState> leases;
+  sessions_.ForEach([&](const ClientSession& s) {
+    if (!s.lease()) return;
+    auto& l = leases[s.ids.uid];
+    l.uid = s.ids.uid;
+    l.holds = engine_.HoldsOf(s.id);
+  });
+  leases_.ForEach([&](const DetachedLease& lease) {
+    auto& l = leases[UidOfLeaseSession(lease.session)];
+    l.uid = UidOfLeaseSession(lease.session);
+    l.creators.push_back({lease.resource, lease.token, lease.creator});
+  });
+  for (auto& [uid, l] : leases) state.leases.push_back(std::move(l));
+  return state;
+}
+
+void LockService::Restore(SessionId sid, const handover::SessionState& state) {
+  for (const auto& hold : state.holds) {
+    if (auto refused = engine_.Adopt(sid, hold)) {
+      spdlog::warn("lock {} of session {} not taken over from the previous process: {}",
+                   QuoteClientText(hold.resource), sid, refused->message);
+      transport_.Send(sid, protocol::EncodeLost(hold.resource, hold.token, "upgrade"));
+    }
+  }
+  if (options_.elections != nullptr) {
+    for (const auto& name : state.observed) {
+      options_.elections->Observe(sid, name, [](const auto&) {});
+    }
+  }
+  AskAgain(sid, state.asks);
+}
+
+void LockService::AnswerUpgrade(SessionId sid, const nlohmann::json& id,
+                                const std::variant<std::string, Failure>& answer) {
+  if (const auto* f = std::get_if<Failure>(&answer)) return Fail(sid, id, "upgrade", *f);
+  Answer(sid, std::get<std::string>(answer));
+}
+
+void LockService::AskAgain(SessionId sid, const std::vector<handover::PendingAsk>& asks) {
+  for (const auto& ask : asks) {
+    if (sessions_.Find(sid) == nullptr) return;
+    Line(sid, handover::Aged(ask.line, ask.age_ms));
+  }
+}
+
+void LockService::RestoreLeases(const std::vector<handover::LeaseState>& leases) {
+  for (const auto& l : leases) {
+    const SessionId lease = LeaseSession(l.uid).id;
+    for (const auto& hold : l.holds) {
+      if (auto refused = engine_.Adopt(lease, hold)) {
+        spdlog::warn("detached lease on {} not taken over from the previous process: {}",
+                     QuoteClientText(hold.resource), refused->message);
+        continue;
+      }
+      for (const auto& c : l.creators) {
+        if (c.resource != hold.resource || c.token != hold.token) continue;
+        const Holder* h = engine_.books().FindHolder(hold.resource, hold.token);
+        leases_.Add({c.resource, c.token, h->serial, lease, c.creator});
+      }
+    }
+  }
+  stats_.detached_leases.Set(static_cast<double>(leases_.size()));
+}
+
+}  // namespace lw

@@ -1,0 +1,92 @@
+// LockEngine's part of an in-place upgrade (agent/upgrade.h): the holds a session has, as the
+// next process needs them, its waiters dropped so that their requests can be asked again there,
+// and a handed hold taken over with no round trip.
+
+#include <set>
+
+#include "locking/lock_engine.h"
+
+namespace lw {
+
+std::vector<HandedHold> LockEngine::HoldsOf(SessionId session) const {
+  std::vector<HandedHold> out;
+  const ClientSession* s = table_.sessions().Find(session);
+  if (s == nullptr) return out;
+  std::set<std::string> names(s->locks.held.begin(), s->locks.held.end());
+  for (const auto& name : names) {
+    const Resource* r = table_.Find(name);
+    if (r == nullptr) continue;
+    for (const auto& h : r->holders) {
+      if (h->session != session) continue;
+      HandedHold d;
+      d.resource = name;
+      d.token = h->token.str();
+      d.value = h->LeaseValue();
+      d.ttl_ms = h->ttl_ms;
+      d.renew = h->renew;
+      d.fence = h->fence;
+      d.shape = r->shape;
+      d.mode = h->mode;
+      d.part = h->part;
+      if (h->note) d.note = *h->note;
+      d.valid_until = h->valid_until;
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+size_t LockEngine::DropWaiters() {
+  size_t dropped = 0;
+  table_.ForEach([&](const std::string& name, Resource& r) {
+    r.waiters.CancelAll([&](Waiter& w) {
+      if (w.cancelled) return;
+      ++dropped;
+      deadlines_.Erase(w.id);
+      ForgetWaiter(w.session, name);
+    });
+    if (r.retry_timer) r.retry_timer->Stop();
+  });
+  return dropped;
+}
+
+bool LockEngine::AttemptsInFlight() const {
+  bool any = false;
+  const_cast<ResourceTable&>(table_).ForEach(
+      [&](const std::string&, Resource& r) { any = any || r.attempt_in_flight; });
+  return any;
+}
+
+std::optional<Failure> LockEngine::Adopt(SessionId session, const HandedHold& hold) {
+  const Resource* existing = Find(hold.resource);
+  if (existing != nullptr && !(existing->shape == hold.shape)) {
+    return KindMismatch(hold.resource, hold.shape.WithArticle(),
+                        existing->shape.WithArticle() + " through this agent");
+  }
+  const auto now = Clock::now();
+  if (hold.valid_until <= now) {
+    return Failure{ErrorCode::kNotHeld, "its validity ran out during the hand-over"};
+  }
+  Resource& r = table_.Add(hold.resource, hold.shape);
+  auto h = std::make_unique<Holder>();
+  h->serial = next_waiter_id_++;
+  h->session = session;
+  h->token = FixedToken(hold.token);
+  if (hold.value != hold.token) h->lease = std::make_unique<FixedToken>(hold.value);
+  h->ttl_ms = hold.ttl_ms;
+  h->renew = hold.renew;
+  h->fence = hold.fence;
+  h->mode = hold.mode;
+  h->part = static_cast<int16_t>(hold.part);
+  h->kept = IsLeaseSession(session);
+  if (!hold.note.empty()) h->note = std::make_unique<std::string>(hold.note);
+  h->acquired = now;
+  h->valid_until = hold.valid_until;
+  stats_->holds[hold.mode].Inc();
+  Holder& held = table_.Install(r, hold.resource, std::move(h));
+  ScheduleHolder(hold.resource, held,
+                 RenewDelayMs(held.renew, held.ttl_ms, MsLeft(held.valid_until, now)));
+  return std::nullopt;
+}
+
+}  // namespace lw

@@ -1,0 +1,160 @@
+// The in-place upgrade's hand-over: its state's versioned form, the asks' aged wait, and the
+// descriptors passed beside it over a real socket pair.
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "agent/fd_passing.h"
+#include "agent/handover_state.h"
+
+namespace lw::handover {
+namespace {
+
+HandedHold SomeHold() {
+  HandedHold h;
+  h.resource = "jobs/nightly";
+  h.token = std::string(40, 'a');
+  h.value = std::string(40, 'b');
+  h.ttl_ms = 2'000;
+  h.renew = true;
+  h.fence = 41;
+  h.shape = LockShape{LockKind::kSemaphore, 4};
+  h.mode = HoldMode::kPermit;
+  h.part = 3;
+  h.note = "{\"leader\":1}";
+  h.valid_until = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(123456789012));
+  return h;
+}
+
+TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
+  State st;
+  st.version = "0.2.0";
+  st.agent_id = "c075dc218fc50dd3";
+  st.listener = 0;
+  st.previous_pid = 4242;
+  st.held_ms = 7;
+  SessionState s;
+  s.fd = 1;
+  s.input = "{\"op\":\"hel";
+  s.holds.push_back(SomeHold());
+  s.asks.push_back({"{\"op\":\"acquire\",\"resource\":\"x\",\"wait_ms\":500}", 120});
+  s.observed = {"leader/a"};
+  s.upgrade_id = "\"up\"";
+  st.sessions.push_back(s);
+  st.leases.push_back({1000, {SomeHold()}, {{"jobs/nightly", std::string(40, 'a'),
+                                             Peer{77, 1000, 1000, "python3 job.py"}}}});
+  auto decoded = Decode(Encode(st));
+  ASSERT_TRUE(std::holds_alternative<State>(decoded)) << std::get<std::string>(decoded);
+  const State& back = std::get<State>(decoded);
+  EXPECT_EQ(back.agent_id, st.agent_id);
+  EXPECT_EQ(back.previous_pid, 4242);
+  EXPECT_EQ(back.held_ms, 7);
+  ASSERT_EQ(back.sessions.size(), 1u);
+  const SessionState& bs = back.sessions[0];
+  EXPECT_EQ(bs.fd, 1);
+  EXPECT_EQ(bs.input, s.input);
+  EXPECT_EQ(bs.upgrade_id, "\"up\"");
+  EXPECT_EQ(bs.observed, s.observed);
+  ASSERT_EQ(bs.asks.size(), 1u);
+  EXPECT_EQ(bs.asks[0].line, s.asks[0].line);
+  EXPECT_EQ(bs.asks[0].age_ms, 120);
+  ASSERT_EQ(bs.holds.size(), 1u);
+  const HandedHold& h = bs.holds[0];
+  const HandedHold want = SomeHold();
+  EXPECT_EQ(h.resource, want.resource);
+  EXPECT_EQ(h.token, want.token);
+  EXPECT_EQ(h.value, want.value);
+  EXPECT_EQ(h.ttl_ms, want.ttl_ms);
+  EXPECT_TRUE(h.renew);
+  EXPECT_EQ(h.fence, want.fence);
+  EXPECT_EQ(h.shape, want.shape);
+  EXPECT_EQ(h.mode, HoldMode::kPermit);
+  EXPECT_EQ(h.part, 3);
+  EXPECT_EQ(h.note, want.note);
+  EXPECT_EQ(h.valid_until, want.valid_until) << "the deadline is CLOCK_MONOTONIC, to the ns";
+  ASSERT_EQ(back.leases.size(), 1u);
+  EXPECT_EQ(back.leases[0].uid, 1000u);
+  ASSERT_EQ(back.leases[0].creators.size(), 1u);
+  EXPECT_EQ(back.leases[0].creators[0].creator.cmdline, "python3 job.py");
+  EXPECT_EQ(back.leases[0].creators[0].creator.pid, 77);
+}
+
+TEST(HandoverState, AnotherFormatOrAMalformedStateIsRefusedWithTheReason) {
+  State st;
+  st.format = kFormat + 1;
+  auto newer = Decode(Encode(st));
+  ASSERT_TRUE(std::holds_alternative<std::string>(newer));
+  EXPECT_NE(std::get<std::string>(newer).find("format " + std::to_string(kFormat + 1)),
+            std::string::npos)
+      << std::get<std::string>(newer);
+  auto broken = Decode(R"({"format":1,"version":"x"})");
+  ASSERT_TRUE(std::holds_alternative<std::string>(broken));
+  EXPECT_NE(std::get<std::string>(broken).find("malformed"), std::string::npos);
+  EXPECT_TRUE(std::holds_alternative<std::string>(Decode("not json")));
+}
+
+TEST(HandoverState, AnAskIsAskedAgainWithWhatIsLeftOfItsWait) {
+  EXPECT_EQ(Aged(R"({"op":"acquire","wait_ms":500,"id":3})", 120),
+            R"({"id":3,"op":"acquire","wait_ms":380})");
+  EXPECT_EQ(Aged(R"({"op":"acquire","wait_ms":100})", 250), R"({"op":"acquire","wait_ms":0})");
+  const std::string no_wait = R"({"op":"acquire","resource":"x"})";
+  EXPECT_EQ(Aged(no_wait, 250), no_wait);
+}
+
+TEST(FdPassing, APayloadAndMoreDescriptorsThanOneChunkArriveInOrder) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  // 300 descriptors: two chunks. Each is a pipe's read end, told apart by what is written.
+  std::vector<int> reads, writes;
+  for (int i = 0; i < 300; ++i) {
+    int p[2];
+    ASSERT_EQ(pipe2(p, O_CLOEXEC), 0);
+    reads.push_back(p[0]);
+    writes.push_back(p[1]);
+  }
+  const std::string payload(100'000, 'x');  // more than one socket buffer's worth
+  int send_error = 0;
+  std::thread sender([&] { send_error = SendMessage(pair[0], payload, reads).has_value(); });
+  auto got = ReceiveMessage(pair[1], 5'000);
+  sender.join();
+  ASSERT_EQ(send_error, 0);
+  ASSERT_TRUE(std::holds_alternative<Message>(got)) << std::get<std::string>(got);
+  const Message& m = std::get<Message>(got);
+  EXPECT_EQ(m.payload, payload);
+  ASSERT_EQ(m.fds.size(), 300u);
+  for (int i : {0, 249, 250, 299}) {
+    const char c = static_cast<char>('A' + i % 26);
+    ASSERT_EQ(write(writes[static_cast<size_t>(i)], &c, 1), 1);
+    char r = 0;
+    ASSERT_EQ(read(m.fds[static_cast<size_t>(i)], &r, 1), 1);
+    EXPECT_EQ(r, c) << "descriptor " << i;
+    EXPECT_NE(fcntl(m.fds[static_cast<size_t>(i)], F_GETFD) & FD_CLOEXEC, 0);
+  }
+  for (int fd : m.fds) close(fd);
+  for (int fd : reads) close(fd);
+  for (int fd : writes) close(fd);
+  close(pair[0]);
+  close(pair[1]);
+}
+
+TEST(FdPassing, APeerThatClosesOrStaysSilentIsAnErrorNotAHang) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
+  auto silent = ReceiveMessage(pair[1], 20);
+  ASSERT_TRUE(std::holds_alternative<std::string>(silent));
+  EXPECT_EQ(std::get<std::string>(silent), "timed out");
+  close(pair[0]);
+  auto closed = ReceiveMessage(pair[1], 1'000);
+  ASSERT_TRUE(std::holds_alternative<std::string>(closed));
+  EXPECT_NE(std::get<std::string>(closed).find("closed"), std::string::npos);
+  close(pair[1]);
+}
+
+}  // namespace
+}  // namespace lw::handover
