@@ -36,6 +36,7 @@ lw_unit_edit("^[^[]*\\[Unit\\]" "# lockwarden agent, installed by the lockwarden
 
 [Unit]")
 lw_unit_edit("ExecStart=/usr/local/bin/lockwarden " "ExecStart=/usr/bin/lockwarden ")
+lw_unit_edit("ExecReload=/usr/local/bin/lockwarden " "ExecReload=/usr/bin/lockwarden ")
 lw_unit_edit("\nDocumentation=[^\n]*" "\nDocumentation=man:lockwarden-serve(1) man:lockwarden(1)")
 lw_unit_edit("\nLoadCredential=" "\n#LoadCredential=")
 lw_unit_edit("Drop a line \\(and the setting\\) if you do not use that secret\\."

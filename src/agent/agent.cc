@@ -16,13 +16,13 @@ namespace {
 
 constexpr int64_t kSnapshotMs = 250;
 
+}  // namespace
+
 std::vector<std::string> MasterNames(const Config& cfg) {
   std::vector<std::string> names;
   for (const auto& m : cfg.masters) names.push_back(m.Display());
   return names;
 }
-
-}  // namespace
 
 Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host)
     : loop_(loop),
@@ -132,7 +132,7 @@ bool Agent::Start() {
 }
 
 std::optional<std::string> Agent::FinishStart() {
-  if (auto problem = StartAdmin()) return problem;
+  auto admin_problem = StartAdmin();
   StartFleet();
   for (int signum : {SIGTERM, SIGINT, SIGUSR2}) {
     auto* h = new uv_signal_t;
@@ -151,7 +151,7 @@ std::optional<std::string> Agent::FinishStart() {
   spdlog::info("lockwarden listening on {} with {} master(s), quorum {}", cfg_.socket_path,
                nodes_.size(), engine_->quorum());
   systemd_.Start(cfg_.socket_path);  // READY=1 follows from a snapshot with a usable quorum
-  return std::nullopt;
+  return admin_problem;
 }
 
 void Agent::PublishSnapshot() {
@@ -299,7 +299,7 @@ std::optional<fleet::HolderReport> Agent::HolderReportFromOtherThread() {
 }
 
 void Agent::BeginShutdown(int sig) {
-  if (upgrade_) AbortUpgrade("signal " + std::to_string(sig) + " arrived");
+  if (upgrade_ && !handed_over_) AbortUpgrade("signal " + std::to_string(sig) + " arrived");
   if (shutting_down_) {
     spdlog::warn("second signal {}: exiting now", sig);
     Finish();

@@ -48,6 +48,9 @@
 
 namespace lw {
 
+// The masters as configured, by their display names (metrics labels, the hand-over's check).
+std::vector<std::string> MasterNames(const Config& cfg);
+
 // The Agent is the engine's EngineEvents: a lost lock goes to its holder's connection
 // (LockService) and to the page's event log (Activity); the rest to Activity.
 class Agent final : private EngineEvents {
@@ -71,7 +74,8 @@ class Agent final : private EngineEvents {
   void TakeOverFrom(int channel) { handover_fd_ = channel; }
 
  private:
-  // Start's second half, once the socket is served: admin, fleet, signals, systemd.
+  // Start's second half, once the socket is served: admin, fleet, signals, systemd. A problem
+  // of the admin server is returned (fatal at a start) after the rest was started.
   std::optional<std::string> FinishStart();
   // Loop thread: the state other threads may read, and the state gauges.
   void PublishSnapshot();
@@ -188,8 +192,9 @@ struct Agent::Upgrade {
   bool sent = false;
   std::chrono::steady_clock::time_point held_at;
   // What Capture took from each session: asked again here if the upgrade fails.
-  std::vector<std::pair<SessionId, std::vector<handover::PendingAsk>>> taken;
+  std::vector<std::pair<SessionId, handover::PendingAsk>> taken;
   bool admin_stopped = false;
+  int listener = -1;  // a duplicate of the listening socket while the new process has it
 };
 
 }  // namespace lw

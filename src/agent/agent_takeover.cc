@@ -7,6 +7,8 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "agent/agent.h"
 #include "agent/fd_passing.h"
 #include "agent/handover_state.h"
@@ -16,6 +18,14 @@ namespace {
 
 constexpr int64_t kMastersWaitMs = 3'000;  // ready with fewer usable masters after this
 constexpr int64_t kStateTimeoutMs = 20'000;
+
+// Milliseconds since a CLOCK_MONOTONIC time of the old process (the clock is the host's).
+int64_t HeldMs(int64_t since_ns) {
+  const auto now = std::chrono::steady_clock::now().time_since_epoch();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             now - std::chrono::nanoseconds(since_ns))
+      .count();
+}
 
 }  // namespace
 
@@ -54,6 +64,11 @@ void Agent::ReceiveState() {
     return RefuseTakeOver("the running agent's id " + state.agent_id + " is not this one's (" +
                           fleet_->record().id + "): another socket path's id file?");
   }
+  if (state.masters != MasterNames(cfg_) || state.key_prefix != cfg_.key_prefix ||
+      state.fence_prefix != cfg_.fence_prefix) {
+    return RefuseTakeOver("the masters, key_prefix or fence_prefix differ from the running "
+                          "agent's: its locks live there; change them with a restart instead");
+  }
   const auto fd_at = [&msg](int i) {
     return i >= 0 && static_cast<size_t>(i) < msg.fds.size() ? msg.fds[static_cast<size_t>(i)]
                                                               : -1;
@@ -63,6 +78,7 @@ void Agent::ReceiveState() {
     return RefuseTakeOver(*problem);
   }
   size_t sessions = 0;
+  std::vector<std::pair<SessionId, handover::PendingAsk>> asks;
   for (const auto& s : state.sessions) {
     const int fd = fd_at(s.fd);
     const SessionId sid = fd < 0 ? 0 : server_.AdoptSession(fd, s.input);
@@ -72,20 +88,26 @@ void Agent::ReceiveState() {
     }
     ++sessions;
     service_->Restore(sid, s);
+    for (const auto& ask : s.asks) asks.emplace_back(sid, ask);
     if (!s.upgrade_id.empty()) {
       protocol::Upgraded u;
       u.pid = static_cast<int>(getpid());
       u.previous_pid = state.previous_pid;
       u.version = LOCKWARDEN_VERSION;
-      u.handover_ms = state.held_ms;  // plus this process's part, below
+      u.handover_ms = 0;  // set as it is answered
       u.sessions = state.sessions.size();
       upgrade_reply_ = {sid, nlohmann::json::parse(s.upgrade_id, nullptr, false), u};
     }
   }
   service_->RestoreLeases(state.leases);
+  // Every waiter asked again in the order it first came, whichever connection it came on.
+  std::stable_sort(asks.begin(), asks.end(),
+                   [](const auto& a, const auto& b) { return a.second.age_ms > b.second.age_ms; });
+  service_->AskAgain(asks);
   const size_t locks = engine_->locks_held();
-  spdlog::info("took over from pid {} (version {}): {} session(s), {} lock(s), requests held "
-               "{} ms there", state.previous_pid, state.version, sessions, locks, state.held_ms);
+  spdlog::info("took over from pid {} (version {}): {} session(s), {} lock(s); requests held "
+               "for {} ms so far", state.previous_pid, state.version, sessions, locks,
+               HeldMs(state.held_since_ns));
   if (auto problem = FinishStart()) {
     spdlog::critical("{}", *problem);  // the connections are ours already: serve without admin
   }
@@ -97,6 +119,7 @@ void Agent::ReceiveState() {
   if (upgrade_reply_) {
     auto& [sid, id, u] = *upgrade_reply_;
     u.locks = locks;
+    u.handover_ms = HeldMs(state.held_since_ns);
     service_->AnswerUpgrade(sid, id, protocol::EncodeUpgraded(id, u));
     upgrade_reply_.reset();
   }

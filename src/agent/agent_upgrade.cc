@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -56,9 +57,6 @@ std::vector<std::string> OwnArguments() {
   return args;
 }
 
-int64_t MsSince(Clock::time_point t) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t).count();
-}
 
 }  // namespace
 
@@ -88,7 +86,11 @@ void Agent::BeginUpgrade(SessionId requester, const nlohmann::json& id) {
   argv.push_back(nullptr);
   std::vector<std::string> env_strings;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "LOCKWARDEN_HANDOVER_FD=", 23) != 0) env_strings.emplace_back(*e);
+    // WATCHDOG_PID names this process: the new one would not feed systemd's watchdog.
+    if (std::strncmp(*e, "LOCKWARDEN_HANDOVER_FD=", 23) != 0 &&
+        std::strncmp(*e, "WATCHDOG_PID=", 13) != 0) {
+      env_strings.emplace_back(*e);
+    }
   }
   env_strings.push_back("LOCKWARDEN_HANDOVER_FD=" + std::to_string(kChildChannelFd));
   std::vector<char*> env;
@@ -194,20 +196,34 @@ void Agent::SendState() {
   upgrade_->admin_stopped = true;
   std::vector<int> fds{server_.ListenerFd()};
   const auto handed = server_.HandOver();
-  handover::State state = service_->Capture(handed, fds);
+  std::vector<SessionId> ids;
+  handover::State state = service_->Capture(handed, fds, ids);
   state.version = LOCKWARDEN_VERSION;
   state.agent_id = fleet_->record().id;
+  state.masters = MasterNames(cfg_);
+  state.key_prefix = cfg_.key_prefix;
+  state.fence_prefix = cfg_.fence_prefix;
   state.listener = 0;
-  for (auto& s : state.sessions) {
-    upgrade_->taken.emplace_back(handed[static_cast<size_t>(s.fd - 1)].id, s.asks);
-    if (handed[static_cast<size_t>(s.fd - 1)].id == upgrade_->requester) s.upgrade_id = upgrade_->id.dump();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    for (auto& ask : state.sessions[i].asks) upgrade_->taken.emplace_back(ids[i], ask);
+    if (ids[i] == upgrade_->requester) state.sessions[i].upgrade_id = upgrade_->id.dump();
   }
-  state.held_ms = MsSince(upgrade_->held_at);
+  std::stable_sort(upgrade_->taken.begin(), upgrade_->taken.end(),
+                   [](const auto& a, const auto& b) { return a.second.age_ms > b.second.age_ms; });
+  state.held_since_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            upgrade_->held_at.time_since_epoch())
+                            .count();
   state.previous_pid = static_cast<int>(getpid());
   upgrade_->sent = true;
   if (auto why = handover::SendMessage(upgrade_->channel, handover::Encode(state), fds)) {
     return AbortUpgrade("cannot send the state: " + *why);
   }
+  // From here the sockets are the new process's: nothing more is accepted or written here
+  // unless it fails (then the listener comes back from its duplicate, the lines are written).
+  upgrade_->listener = dup(fds[0]);
+  server_.Abandon();
+  server_.Mute(true);
+
   upgrade_->deadline->Start(kVerdictTimeoutMs, [this] {
     AbortUpgrade("the new process did not take over within " +
                  std::to_string(kVerdictTimeoutMs) + " ms");
@@ -221,12 +237,17 @@ void Agent::HandedOver() {
   spdlog::info("upgrade: pid {} took over {} session(s) and {} lock(s); this process exits "
                "leaving every lock to it", upgrade_->child_pid, server_.session_count(),
                engine_->locks_held());
-  if (upgrade_->child != nullptr) upgrade_->child->data = nullptr;  // its exit is not ours
-  upgrade_->child = nullptr;
+  if (upgrade_->child != nullptr) {  // the new process lives on: its handle must not keep our loop
+    uv_close(reinterpret_cast<uv_handle_t*>(upgrade_->child),
+             [](uv_handle_t* h) { delete reinterpret_cast<uv_process_t*>(h); });
+    upgrade_->child = nullptr;
+  }
   EndUpgradeHandles();
+  if (upgrade_->listener >= 0) close(upgrade_->listener);
+  upgrade_.reset();
+  server_.DiscardMuted();
   shutting_down_ = true;
   handed_over_ = true;
-  server_.Abandon();
   engine_->Shutdown([this] { Finish(); }, /*release=*/false);
 }
 
@@ -243,8 +264,17 @@ void Agent::AbortUpgrade(const std::string& why) {
     admin_.reset();
     if (auto problem = StartAdmin()) spdlog::error("admin HTTP not restarted: {}", *problem);
   }
+  if (upgrade_->listener >= 0) {
+    if (auto problem = server_.AdoptListener(upgrade_->listener, *service_)) {
+      spdlog::critical("the listening socket is lost: {}; connected clients are still served",
+                       *problem);
+    }
+  }
+  server_.Mute(false);
   if (upgrade_->held) server_.Hold(false);
-  for (const auto& [sid, asks] : upgrade_->taken) service_->AskAgain(sid, asks);
+  // Waiters dropped before the state was sent are still the sessions' asks.
+  if (upgrade_->held && !upgrade_->sent) upgrade_->taken = service_->TakeAsks();
+  service_->AskAgain(upgrade_->taken);
   if (upgrade_->requester != 0) {
     service_->AnswerUpgrade(upgrade_->requester, upgrade_->id,
                             Failure{ErrorCode::kUnavailable,

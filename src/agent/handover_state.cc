@@ -103,9 +103,12 @@ std::string Encode(const State& state) {
   return json{{"format", state.format},
               {"version", state.version},
               {"agent_id", state.agent_id},
+              {"masters", state.masters},
+              {"key_prefix", state.key_prefix},
+              {"fence_prefix", state.fence_prefix},
               {"listener", state.listener},
               {"previous_pid", state.previous_pid},
-              {"held_ms", state.held_ms},
+              {"held_since_ns", state.held_since_ns},
               {"sessions", std::move(sessions)},
               {"leases", std::move(leases)}}
       .dump(-1, ' ', false, json::error_handler_t::replace);
@@ -122,9 +125,12 @@ std::variant<State, std::string> Decode(std::string_view text) {
     }
     st.version = j.at("version").get<std::string>();
     st.agent_id = j.at("agent_id").get<std::string>();
+    st.masters = j.at("masters").get<std::vector<std::string>>();
+    st.key_prefix = j.at("key_prefix").get<std::string>();
+    st.fence_prefix = j.at("fence_prefix").get<std::string>();
     st.listener = j.at("listener").get<int>();
     st.previous_pid = j.at("previous_pid").get<int>();
-    st.held_ms = j.at("held_ms").get<int64_t>();
+    st.held_since_ns = j.at("held_since_ns").get<int64_t>();
     for (const auto& s : j.at("sessions")) {
       SessionState ss;
       ss.fd = s.at("fd").get<int>();

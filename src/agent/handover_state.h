@@ -3,10 +3,11 @@
 // (agent/upgrade.h), and its versioned JSON form. The file descriptors travel beside it
 // (agent/fd_passing.h); the state names them by their index in that list. Pure: no I/O.
 //
-// Format 1: {"format":1, "version", "agent_id", "listener": fd index,
+// Format 1: {"format":1, "version", "agent_id", "masters", "key_prefix", "fence_prefix",
+//   "listener": fd index,
 //   "sessions": [{"fd", "input": unread bytes of a partial line, "holds": [hold], "asks":
 //   [{"line", "age_ms"}] (acquires and campaigns waiting, to be asked again), "observed":
-//   [name], "upgrade_id"}], "previous_pid", "held_ms", "leases": [{"uid", "holds": [hold], "creators": [{"resource", "token", "pid",
+//   [name], "upgrade_id"}], "previous_pid", "held_since_ns", "leases": [{"uid", "holds": [hold], "creators": [{"resource", "token", "pid",
 //   "uid", "gid", "cmdline"}]}]}
 // hold: {"resource", "token", "value", "ttl_ms", "renew", "fence"?, "kind", "permits", "mode",
 //   "part", "note"?, "valid_until_ns": CLOCK_MONOTONIC}.
@@ -59,9 +60,13 @@ struct State {
   int format = kFormat;
   std::string version;
   std::string agent_id;
+  // What the holds depend on: the new process refuses to take them over if any differs.
+  std::vector<std::string> masters;
+  std::string key_prefix, fence_prefix;
   int listener = -1;
   int previous_pid = 0;
-  int64_t held_ms = 0;  // how long requests had been held when the state was sent
+  // When the old process held its requests (CLOCK_MONOTONIC ns): the hand-over's start.
+  int64_t held_since_ns = 0;
   std::vector<SessionState> sessions;
   std::vector<LeaseState> leases;
 };

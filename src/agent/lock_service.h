@@ -88,22 +88,32 @@ class LockService final : public SessionHandler {
   // The state to hand over: each handed connection's holds, waiting asks (taken from it: they
   // are asked again by whichever process serves next) and observations; the detached leases.
   // fds: each connection's descriptor, indexed by SessionState::fd (the listener's is not in it).
-  handover::State Capture(const std::vector<Server::Handed>& handed, std::vector<int>& fds);
+  // ids: the session of each captured connection, in state.sessions' order.
+  handover::State Capture(const std::vector<Server::Handed>& handed, std::vector<int>& fds,
+                          std::vector<SessionId>& ids);
+  // Every session's waiting asks, taken from it (oldest first): an upgrade that failed after
+  // the engine dropped its waiters asks them again with AskAgain.
+  std::vector<std::pair<SessionId, handover::PendingAsk>> TakeAsks();
   // A handed connection, served here as session sid: its holds taken over, its observations
-  // followed again (their first reading not sent: the client had its reply), its asks asked
-  // again (wait_ms shortened by their age). Holds that cannot be taken are told `lost`.
+  // followed again (their first reading not sent: the client had its reply). Holds that
+  // cannot be taken are told `lost`. Its asks are the caller's to ask again (AskAgain), in
+  // age order across every session.
   void Restore(SessionId sid, const handover::SessionState& state);
   void RestoreLeases(const std::vector<handover::LeaseState>& leases);
   // The upgrade request `id` of the session answered (a line, or its failure).
   void AnswerUpgrade(SessionId sid, const nlohmann::json& id,
                      const std::variant<std::string, Failure>& answer);
-  // Asks again, on session sid, requests taken by Capture (an upgrade that failed).
-  void AskAgain(SessionId sid, const std::vector<handover::PendingAsk>& asks);
+  // Asks again, on session sid, requests taken by Capture or TakeAsks.
+  // In the order given (TakeAsks: oldest first, whichever session); a closed session's are
+  // dropped.
+  void AskAgain(const std::vector<std::pair<SessionId, handover::PendingAsk>>& asks);
 
  private:
   using Id = nlohmann::json;
 
   std::optional<Failure> Refusal(ClientSession& s, const protocol::Request& request);
+  // The session's waiting asks, taken from it (its in-flight and detaching counts with them).
+  std::vector<handover::PendingAsk> TakeAsks(ClientSession& s);
   // The acquire or campaign `id` of the session was answered.
   void Asked(SessionId sid, const Id& id);
   // Answers one request of the session (it is no longer in flight).

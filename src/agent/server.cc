@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -197,6 +198,9 @@ void Server::Abandon() {
   listening_ = false;
   idle_timer_.Stop();
   accept_timer_.Stop();
+  // libuv unlinks the path a pipe was bound to when the handle closes: not ours to remove.
+  free(const_cast<char*>(listener_->pipe_fname));
+  listener_->pipe_fname = nullptr;
   uv_close(reinterpret_cast<uv_handle_t*>(listener_),
            [](uv_handle_t* h) { delete reinterpret_cast<uv_pipe_t*>(h); });
   listener_ = nullptr;
@@ -275,7 +279,21 @@ void Server::Opened(Session& s) {
                    s.peer_groups());
 }
 
+void Server::Mute(bool muted) {
+  muted_ = muted;
+  if (muted) return;
+  auto lines = std::move(muted_lines_);
+  muted_lines_.clear();
+  for (auto& [session, queued] : lines) {
+    for (auto& line : queued) Send(session, std::move(line));
+  }
+}
+
 void Server::Send(SessionId session, std::string line) {
+  if (muted_) {
+    muted_lines_[session].push_back(std::move(line));
+    return;
+  }
   auto it = sessions_.find(session);
   if (it != sessions_.end()) it->second->Send(std::move(line));
 }

@@ -91,6 +91,10 @@ class Server final : public SessionWriter {
   void Hold(bool held);
   // Every reply written to its socket (nothing queued in any session).
   bool Flushed() const;
+  // While muted, lines for the sessions are kept here, not written (their sockets are the new
+  // process's until it says whether it took over); Mute(false) writes them, Discard drops them.
+  void Mute(bool muted);
+  void DiscardMuted() { muted_lines_.clear(); }
   // The listening socket and every session's (id, descriptor, partial line), after accepting
   // a connection libuv has taken from the kernel but not handed to us yet.
   struct Handed {
@@ -121,6 +125,8 @@ class Server final : public SessionWriter {
   uv_pipe_t* listener_ = nullptr;
   bool listening_ = false;
   bool held_ = false;
+  bool muted_ = false;
+  std::unordered_map<SessionId, std::vector<std::string>> muted_lines_;
   SessionId next_session_ = 1;
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
   Timer idle_timer_;

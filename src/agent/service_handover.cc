@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <map>
 
 #include "agent/elections.h"
@@ -34,8 +35,33 @@ bool LockService::Settled(SessionId upgrading) const {
   return settled;
 }
 
+std::vector<handover::PendingAsk> LockService::TakeAsks(ClientSession& s) {
+  std::vector<handover::PendingAsk> out;
+  for (auto& ask : s.asks) {
+    out.push_back({std::move(ask.line), AgeMs(ask.received)});
+    if (Detaches(out.back().line) && s.detaching > 0) {
+      --s.detaching;
+      Undetaching(s.ids.uid, 1);
+    }
+  }
+  s.inflight -= std::min(s.inflight, s.asks.size());
+  s.asks.clear();
+  return out;
+}
+
+std::vector<std::pair<SessionId, handover::PendingAsk>> LockService::TakeAsks() {
+  std::vector<std::pair<SessionId, handover::PendingAsk>> all;
+  sessions_.ForEach([&](ClientSession& s) {
+    if (s.lease()) return;
+    for (auto& ask : TakeAsks(s)) all.emplace_back(s.id, std::move(ask));
+  });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return a.second.age_ms > b.second.age_ms; });
+  return all;
+}
+
 handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
-                                     std::vector<int>& fds) {
+                                     std::vector<int>& fds, std::vector<SessionId>& ids) {
   handover::State state;
   for (const auto& h : handed) {
     ClientSession* s = sessions_.Find(h.id);
@@ -43,17 +69,10 @@ handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
     handover::SessionState out;
     out.fd = static_cast<int>(fds.size());
     fds.push_back(h.fd);
+    ids.push_back(h.id);
     out.input = h.input;
     out.holds = engine_.HoldsOf(h.id);
-    for (auto& ask : s->asks) {
-      out.asks.push_back({std::move(ask.line), AgeMs(ask.received)});
-      if (Detaches(out.asks.back().line) && s->detaching > 0) {
-        --s->detaching;
-        Undetaching(s->ids.uid, 1);
-      }
-    }
-    s->inflight -= std::min(s->inflight, s->asks.size());
-    s->asks.clear();
+    out.asks = TakeAsks(*s);
     out.observed.assign(s->observed.begin(), s->observed.end());
     state.sessions.push_back(std::move(out));
   }
@@ -74,6 +93,7 @@ handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
 }
 
 void LockService::Restore(SessionId sid, const handover::SessionState& state) {
+  if (!state.upgrade_id.empty()) ++sessions_.Find(sid)->inflight;  // answered by the agent
   for (const auto& hold : state.holds) {
     if (auto refused = engine_.Adopt(sid, hold)) {
       spdlog::warn("lock {} of session {} not taken over from the previous process: {}",
@@ -86,7 +106,6 @@ void LockService::Restore(SessionId sid, const handover::SessionState& state) {
       options_.elections->Observe(sid, name, [](const auto&) {});
     }
   }
-  AskAgain(sid, state.asks);
 }
 
 void LockService::AnswerUpgrade(SessionId sid, const nlohmann::json& id,
@@ -95,9 +114,9 @@ void LockService::AnswerUpgrade(SessionId sid, const nlohmann::json& id,
   Answer(sid, std::get<std::string>(answer));
 }
 
-void LockService::AskAgain(SessionId sid, const std::vector<handover::PendingAsk>& asks) {
-  for (const auto& ask : asks) {
-    if (sessions_.Find(sid) == nullptr) return;
+void LockService::AskAgain(const std::vector<std::pair<SessionId, handover::PendingAsk>>& asks) {
+  for (const auto& [sid, ask] : asks) {
+    if (sessions_.Find(sid) == nullptr) continue;
     Line(sid, handover::Aged(ask.line, ask.age_ms));
   }
 }

@@ -72,6 +72,10 @@ struct ElectArgs {
 };
 int RunElect(const ElectArgs& args);
 
+// `lockwarden upgrade`: the agent on socket_path upgrades in place (docs/upgrade.md); 0 when
+// the new process answered, kExitUnavailable when not (the old one keeps serving).
+int RunUpgrade(const std::string& socket_path, int64_t timeout_ms, bool json);
+
 // Exit codes of `lockwarden leader`: a leader, none; kExitUnavailable when the agent or a
 // quorum of masters could not tell, kExitUsage for a bad name.
 inline constexpr int kExitLeader = 0;

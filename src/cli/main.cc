@@ -264,6 +264,17 @@ int main(int argc, char** argv) {
   who->add_flag("--json", who_json, "machine-readable output");
   AddAdminOptions(who, who_admin);
 
+  std::string upgrade_socket, upgrade_timeout = "60s";
+  bool upgrade_json = false;
+  auto* upgrade = app.add_subcommand(
+      "upgrade", "Upgrade the running agent in place to the binary now at its path: its socket, "
+                 "connections and locks are handed over, clients notice nothing; exit 0 "
+                 "upgraded, 69 not (the old agent keeps serving)");
+  upgrade->add_option("--socket", upgrade_socket, "agent socket (env LOCKWARDEN_SOCKET)");
+  upgrade->add_option("--timeout", upgrade_timeout, "how long to wait for the answer")
+      ->check(duration)->capture_default_str();
+  upgrade->add_flag("--json", upgrade_json, "print the new process's reply as JSON");
+
   bool scan_json = false;
   auto* scan = app.add_subcommand(
       "scan", "Scan the masters once for leaked lock keys; exit 1 if a key has no TTL");
@@ -310,6 +321,10 @@ int main(int argc, char** argv) {
   if (leader->parsed()) {
     if (leader_socket.empty()) leader_socket = lw::client::DefaultSocketPath();
     return lw::cli::RunLeader(leader_socket, leader_name, leader_json, leader_watch);
+  }
+  if (upgrade->parsed()) {
+    if (upgrade_socket.empty()) upgrade_socket = lw::client::DefaultSocketPath();
+    return lw::cli::RunUpgrade(upgrade_socket, Ms(upgrade_timeout), upgrade_json);
   }
   if (who->parsed()) return lw::cli::RunWho(WithConfig(who_admin), who_resource, who_json);
   if (status_fleet) {

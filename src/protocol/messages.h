@@ -220,7 +220,7 @@ struct Upgraded {
   int pid = 0;
   int previous_pid = 0;
   std::string version;
-  int64_t handover_ms = 0;  // from the old process holding its sessions to this reply
+  int64_t handover_ms = 0;  // from the old process holding its requests to this reply
   size_t sessions = 0;
   size_t locks = 0;
 };

@@ -89,8 +89,8 @@ def check_systemd(root, binary, tmp, secrets):
     # systemd-analyze verify loads the unit as systemd would: unknown sections or keys, bad
     # values, a missing or non-executable ExecStart binary. It only warns about most of these
     # and still exits 0, so any output at all fails the check. The unit's ExecStart names the
-    # installed path (/usr/local/bin/lockwarden), absent here: a copy points at the built
-    # binary instead. Without systemd as PID 1, nothing is started; the hardening options are
+    # installed path (/usr/local/bin/lockwarden), absent here: a copy points it (and
+    # ExecReload's) at the built binary instead. Without systemd as PID 1, nothing is started; the hardening options are
     # parsed, not exercised.
     m = re.search(r"^ExecStart=(\S+)", text, re.M)
     if not m:
@@ -100,7 +100,8 @@ def check_systemd(root, binary, tmp, secrets):
     os.makedirs(copy_dir, exist_ok=True)
     copy = os.path.join(copy_dir, "lockwarden.service")
     with open(copy, "w") as f:
-        f.write(text.replace(f"ExecStart={m.group(1)}", f"ExecStart={binary}", 1))
+        text_here = text.replace(f"ExecStart={m.group(1)}", f"ExecStart={binary}", 1)
+        f.write(text_here.replace(f"ExecReload={m.group(1)}", f"ExecReload={binary}", 1))
     r = run(["systemd-analyze", "verify", "--man=no", copy])
     out = (r.stdout + r.stderr).strip()
     if r.returncode != 0 or out:

@@ -36,9 +36,12 @@ TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
   State st;
   st.version = "0.2.0";
   st.agent_id = "c075dc218fc50dd3";
+  st.masters = {"127.0.0.1:7301", "127.0.0.1:7302"};
+  st.key_prefix = "lock:";
+  st.fence_prefix = "fence:";
   st.listener = 0;
   st.previous_pid = 4242;
-  st.held_ms = 7;
+  st.held_since_ns = 7;
   SessionState s;
   s.fd = 1;
   s.input = "{\"op\":\"hel";
@@ -53,8 +56,11 @@ TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
   ASSERT_TRUE(std::holds_alternative<State>(decoded)) << std::get<std::string>(decoded);
   const State& back = std::get<State>(decoded);
   EXPECT_EQ(back.agent_id, st.agent_id);
+  EXPECT_EQ(back.masters, st.masters);
+  EXPECT_EQ(back.key_prefix, "lock:");
+  EXPECT_EQ(back.fence_prefix, "fence:");
   EXPECT_EQ(back.previous_pid, 4242);
-  EXPECT_EQ(back.held_ms, 7);
+  EXPECT_EQ(back.held_since_ns, 7);
   ASSERT_EQ(back.sessions.size(), 1u);
   const SessionState& bs = back.sessions[0];
   EXPECT_EQ(bs.fd, 1);
