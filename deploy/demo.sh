@@ -273,6 +273,14 @@ start_agent() {
     --scan-interval-ms 10000 --max-ttl-ms 15000 --default-ttl-ms 10000 \
     --release-on-stop true </dev/null &
   agent_pid=$!
+  agent_is_child=1
+}
+# After `lockwarden upgrade` the agent serving the socket is the old one's child, not ours: its
+# pid, once the old one exited 0 and the socket still answers.
+upgraded_agent() {
+  local next
+  next=$(pgrep -n -f -- "serve --socket $socket " || true)
+  [[ -n $next && $next != "$agent_pid" ]] && agent_answers && echo "$next"
 }
 start_agent
 
@@ -294,21 +302,42 @@ if [[ -n $demo_seconds ]]; then
   timer_pid=$!
 fi
 
+demo_end=$((SECONDS + ${demo_seconds:-0}))
 while :; do
   finished=''
   set +e
-  if [[ -n $timer_pid ]]; then
-    wait -n -p finished "$agent_pid" "$timer_pid"
+  if ((agent_is_child)); then
+    if [[ -n $timer_pid ]]; then
+      wait -n -p finished "$agent_pid" "$timer_pid"
+    else
+      wait -n -p finished "$agent_pid"
+    fi
+    status=$?
   else
-    wait -n -p finished "$agent_pid"
+    # Not our child (upgraded): watched, not waited for. A stop removes its socket; a kill -9
+    # leaves it, and is handled as one of our own agent's.
+    while kill -0 "$agent_pid" 2>/dev/null; do
+      if [[ -n $timer_pid ]] && ((SECONDS >= demo_end)); then finished=$timer_pid; break; fi
+      sleep 0.2 &
+      wait $!
+    done
+    if [[ -z $finished ]]; then
+      status=0
+      [[ -S $socket ]] && status=137
+    fi
   fi
-  status=$?
   set -e
 
   if [[ $finished == "$timer_pid" && -n $timer_pid ]]; then
     timer_pid=''
     say "LOCKWARDEN_DEMO_SECONDS=$demo_seconds elapsed"
     cleanup 0
+  fi
+  if ((status == 0)) && next=$(upgraded_agent); then
+    say "the agent was upgraded in place: pid $agent_pid -> $next, its clients kept their locks"
+    agent_pid=$next
+    agent_is_child=0
+    continue
   fi
   ((status == 137)) || break
   say "the agent was killed (kill -9): starting it again on the same socket; its clients resume their locks"

@@ -134,7 +134,7 @@ bool Agent::Start() {
 std::optional<std::string> Agent::FinishStart() {
   auto admin_problem = StartAdmin();
   StartFleet();
-  for (int signum : {SIGTERM, SIGINT, SIGUSR2}) {
+  for (int signum : {SIGTERM, SIGINT, SIGUSR2, SIGHUP}) {
     auto* h = new uv_signal_t;
     uv_signal_init(loop_, h);
     h->data = this;
@@ -142,6 +142,9 @@ std::optional<std::string> Agent::FinishStart() {
       auto* self = static_cast<Agent*>(s->data);
       if (sig == SIGUSR2) {
         self->BeginUpgrade(0, nullptr);
+      } else if (sig == SIGHUP) {
+        spdlog::warn("SIGHUP ignored: settings are not reloaded in place yet; `lockwarden "
+                     "upgrade` (systemctl reload) reads the config again and keeps every lock");
       } else {
         self->BeginShutdown(sig);
       }

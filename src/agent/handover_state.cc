@@ -25,6 +25,14 @@ HoldMode ModeNamed(const std::string& name) {
   throw std::invalid_argument("unknown hold mode " + json(name).dump());
 }
 
+int64_t Ns(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
+
+Clock::time_point At(int64_t ns) {
+  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(ns)));
+}
+
 json HoldJson(const HandedHold& h) {
   json j = {{"resource", h.resource},
             {"token", h.token},
@@ -35,9 +43,8 @@ json HoldJson(const HandedHold& h) {
             {"permits", h.shape.permits},
             {"mode", NameOf(h.mode)},
             {"part", h.part},
-            {"valid_until_ns", std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   h.valid_until.time_since_epoch())
-                                   .count()}};
+            {"acquired_ns", Ns(h.acquired)},
+            {"valid_until_ns", Ns(h.valid_until)}};
   if (h.fence) j["fence"] = *h.fence;
   if (!h.note.empty()) j["note"] = h.note;
   return j;
@@ -53,8 +60,8 @@ HandedHold HoldOf(const json& j) {
   h.shape = LockShape{KindNamed(j.at("kind").get<std::string>()), j.at("permits").get<int>()};
   h.mode = ModeNamed(j.at("mode").get<std::string>());
   h.part = j.at("part").get<int>();
-  h.valid_until = Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::nanoseconds(j.at("valid_until_ns").get<int64_t>())));
+  h.acquired = At(j.at("acquired_ns").get<int64_t>());
+  h.valid_until = At(j.at("valid_until_ns").get<int64_t>());
   if (j.contains("fence")) h.fence = j.at("fence").get<int64_t>();
   if (j.contains("note")) h.note = j.at("note").get<std::string>();
   return h;

@@ -10,7 +10,7 @@
 //   [name], "upgrade_id"}], "previous_pid", "held_since_ns", "leases": [{"uid", "holds": [hold], "creators": [{"resource", "token", "pid",
 //   "uid", "gid", "cmdline"}]}]}
 // hold: {"resource", "token", "value", "ttl_ms", "renew", "fence"?, "kind", "permits", "mode",
-//   "part", "note"?, "valid_until_ns": CLOCK_MONOTONIC}.
+//   "part", "note"?, "acquired_ns", "valid_until_ns": CLOCK_MONOTONIC}.
 // A reader refuses any other format: the running agent then keeps serving.
 
 #include <sys/types.h>

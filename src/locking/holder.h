@@ -73,7 +73,7 @@ struct HandedHold {
   HoldMode mode = HoldMode::kExclusive;
   int part = -1;
   std::string note;  // Holder::note ("": none)
-  std::chrono::steady_clock::time_point valid_until;
+  std::chrono::steady_clock::time_point acquired, valid_until;
 };
 
 // Whole milliseconds from now until `until`, rounded down: a lock's validity as answered to a

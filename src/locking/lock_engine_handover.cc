@@ -29,6 +29,7 @@ std::vector<HandedHold> LockEngine::HoldsOf(SessionId session) const {
       d.mode = h->mode;
       d.part = h->part;
       if (h->note) d.note = *h->note;
+      d.acquired = h->acquired;
       d.valid_until = h->valid_until;
       out.push_back(std::move(d));
     }
@@ -80,7 +81,7 @@ std::optional<Failure> LockEngine::Adopt(SessionId session, const HandedHold& ho
   h->part = static_cast<int16_t>(hold.part);
   h->kept = IsLeaseSession(session);
   if (!hold.note.empty()) h->note = std::make_unique<std::string>(hold.note);
-  h->acquired = now;
+  h->acquired = hold.acquired;  // held since its grant, whichever process granted it
   h->valid_until = hold.valid_until;
   stats_->holds[hold.mode].Inc();
   Holder& held = table_.Install(r, hold.resource, std::move(h));

@@ -28,6 +28,7 @@ HandedHold SomeHold() {
   h.mode = HoldMode::kPermit;
   h.part = 3;
   h.note = "{\"leader\":1}";
+  h.acquired = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(123000000000));
   h.valid_until = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(123456789012));
   return h;
 }
@@ -84,6 +85,7 @@ TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(h.part, 3);
   EXPECT_EQ(h.note, want.note);
   EXPECT_EQ(h.valid_until, want.valid_until) << "the deadline is CLOCK_MONOTONIC, to the ns";
+  EXPECT_EQ(h.acquired, want.acquired);
   ASSERT_EQ(back.leases.size(), 1u);
   EXPECT_EQ(back.leases[0].uid, 1000u);
   ASSERT_EQ(back.leases[0].creators.size(), 1u);
