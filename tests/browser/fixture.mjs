@@ -133,6 +133,45 @@ export function hasExited(child) {
   return child.exitCode !== null || child.signalCode !== null;
 }
 
+// A process that is no child of ours (an agent that took over by an in-place upgrade: the old
+// one started it): signalled by pid, its end found by polling /proc, where, reparented to init,
+// it may linger as a zombie (gone all the same). Its exit status is not known: -1.
+class AdoptedProcess {
+  constructor(pid) {
+    this.pid = pid;
+    this.exitCode = null;
+    this.signalCode = null;
+    this.exited = this.watch();
+    liveChildren.add(this);
+  }
+
+  kill(sig = 'SIGTERM') {
+    try {
+      process.kill(this.pid, sig);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  gone() {
+    try {
+      const stat = fs.readFileSync(`/proc/${this.pid}/stat`, 'utf8');
+      return stat[stat.lastIndexOf(')') + 2] === 'Z';
+    } catch {
+      return true;
+    }
+  }
+
+  async watch() {
+    // Unref'd: watching must not keep the test process alive.
+    while (!this.gone()) await new Promise((resolve) => setTimeout(resolve, 10).unref());
+    this.exitCode = -1;
+    liveChildren.delete(this);
+    return { code: -1, signal: null };
+  }
+}
+
 // Sends sig and waits up to graceMs for the exit; SIGKILL after that.
 export async function stopChild(child, sig = 'SIGTERM', graceMs = 3000) {
   if (!child || hasExited(child)) return;
@@ -435,6 +474,27 @@ export class Agent {
   async restart() {
     if (this.running) throw new Error('the agent is still running');
     await this.spawn();
+  }
+
+  // An in-place upgrade (docs/upgrade.md): the agent hands its socket, connections and locks to
+  // a new process of its binary, which this object follows from then on (kill, restart, its
+  // admin port). Returns the new process's reply; throws when the upgrade failed.
+  async upgrade() {
+    const logOffset = fs.statSync(this.logPath).size;
+    const client = await LockClient.connect(this.socketPath);
+    let reply;
+    try {
+      reply = await client.call({ op: 'upgrade' }, { timeoutMs: 60000 });
+    } finally {
+      client.close();
+    }
+    if (!reply.ok) throw new Error(`the upgrade of ${this.label} failed: ${reply.message}`);
+    await this.child.exited;
+    this.child = new AdoptedProcess(reply.pid);
+    // The new process bound --admin-listen 127.0.0.1:0 again, before it answered.
+    const bound = [...fileFrom(this.logPath, logOffset).matchAll(/admin HTTP on [^\s:]+:(\d+)/g)];
+    if (bound.length > 0) this.adminPort = Number(bound.at(-1)[1]);
+    return reply;
   }
 
   get baseUrl() {

@@ -35,7 +35,7 @@ const HEADERS = ['fenced mutex', 'mutex', 'semaphore', 'rw shared', 'rw exclusiv
 
 // Faults aimed at one agent, for histories whose fault records do not name it (f.agents): the
 // target's first word is the agent's label.
-const AGENT_FAULTS = new Set(['kill -9 one agent', 'kill -9 agent + resume',
+const AGENT_FAULTS = new Set(['kill -9 one agent', 'kill -9 agent + resume', 'upgrade under load',
   'SIGSTOP one agent', 'partition one agent']);
 
 // Sets of times: sorted, disjoint [from, to] pairs (µs).

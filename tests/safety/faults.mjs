@@ -132,6 +132,22 @@ export const FAULTS = [
     },
   },
   {
+    // The round's agent upgraded in place while its clients hold, wait and observe: the new
+    // process takes over its socket, every connection and every hold with no round trip
+    // (docs/upgrade.md). No client sees anything (no lost, no closed connection), and nobody
+    // else may hold what they hold meanwhile.
+    name: 'upgrade under load',
+    run: async (ctx, round) => {
+      const agent = ctx.agents[round % ctx.agents.length];
+      const holder = await slowHolder(ctx, round);
+      const start = nowUs();
+      const up = await agent.upgrade();
+      return { start, healing: nowUs(), heal: nowUs(), agents: [agent.label],
+        target: `${agent.label} (pid ${up.previous_pid} -> ${up.pid}, requests held ` +
+          `${up.handover_ms} ms${holder ? `, ${holder} holding` : ''})` };
+    },
+  },
+  {
     // One holder of each kind at once (a plain mutex holder, a semaphore holder, a reader, a
     // leader and a writer: the first of each kind to report that it holds), each stopped inside
     // its hold until 1 s after its validity ended: others take its permit or the lock meanwhile, and its late release must

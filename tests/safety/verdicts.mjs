@@ -54,6 +54,7 @@ export const VERDICTS = {
   'SIGSTOP one client': allSafe,
   'kill -9 one agent': allSafe,
   'kill -9 agent + resume': allSafe,
+  'upgrade under load': allSafe,
   'SIGSTOP holders': allSafe,
   'clock jump, one master': clockJumpOne,
   'clock jump, 3 masters': clockJumpThree,
