@@ -124,15 +124,16 @@ bool Agent::Start() {
     AwaitMastersThenReady();  // the socket and the rest come with the running agent's state
     return true;
   }
-  if (auto problem = FinishStart()) {
+  if (auto problem = FinishStart(/*admin_required=*/true)) {
     spdlog::critical("{}", *problem);
     return false;
   }
   return true;
 }
 
-std::optional<std::string> Agent::FinishStart() {
+std::optional<std::string> Agent::FinishStart(bool admin_required) {
   auto admin_problem = StartAdmin();
+  if (admin_problem && admin_required) return admin_problem;
   StartFleet();
   for (int signum : {SIGTERM, SIGINT, SIGUSR2, SIGHUP}) {
     auto* h = new uv_signal_t;

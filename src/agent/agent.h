@@ -75,8 +75,9 @@ class Agent final : private EngineEvents {
 
  private:
   // Start's second half, once the socket is served: admin, fleet, signals, systemd. A problem
-  // of the admin server is returned (fatal at a start) after the rest was started.
-  std::optional<std::string> FinishStart();
+  // of the admin server is returned: at once when admin_required (a start: fatal), else after
+  // the rest was started (a take-over: the connections are served already).
+  std::optional<std::string> FinishStart(bool admin_required);
   // Loop thread: the state other threads may read, and the state gauges.
   void PublishSnapshot();
 

@@ -108,7 +108,7 @@ void Agent::ReceiveState() {
   spdlog::info("took over from pid {} (version {}): {} session(s), {} lock(s); requests held "
                "for {} ms so far", state.previous_pid, state.version, sessions, locks,
                HeldMs(state.held_since_ns));
-  if (auto problem = FinishStart()) {
+  if (auto problem = FinishStart(/*admin_required=*/false)) {
     spdlog::critical("{}", *problem);  // the connections are ours already: serve without admin
   }
   systemd_.MainPid(static_cast<int>(getpid()));
