@@ -31,11 +31,25 @@ bool WaitReadable(int sock, Clock::time_point deadline, bool bounded) {
   }
 }
 
+constexpr int kSendStallMs = 10'000;  // the peer reads nothing for this long: give up
+
+// The socket may be non-blocking (the old process polls it on its loop): a full buffer waits
+// until the peer reads. False when it read nothing for kSendStallMs.
+bool WaitWritable(int sock) {
+  pollfd p{sock, POLLOUT, 0};
+  for (;;) {
+    const int n = poll(&p, 1, kSendStallMs);
+    if (n > 0) return true;
+    if (n == 0 || errno != EINTR) return false;
+  }
+}
+
 std::optional<std::string> SendAll(int sock, const char* data, size_t len) {
   while (len > 0) {
     const ssize_t n = send(sock, data, len, MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      if ((errno == EAGAIN || errno == EWOULDBLOCK) && WaitWritable(sock)) continue;
       return Errno("send");
     }
     data += n;
@@ -68,7 +82,9 @@ std::optional<std::string> SendChunk(int sock, const int* fds, size_t count) {
   std::memcpy(CMSG_DATA(c), fds, sizeof(int) * count);
   for (;;) {
     if (sendmsg(sock, &msg, MSG_NOSIGNAL) == 1) return std::nullopt;
-    if (errno != EINTR) return Errno("sendmsg");
+    if (errno == EINTR) continue;
+    if ((errno == EAGAIN || errno == EWOULDBLOCK) && WaitWritable(sock)) continue;
+    return Errno("sendmsg");
   }
 }
 
@@ -95,7 +111,7 @@ class Reader {
       const ssize_t n = recv(sock_, out, len, 0);
       if (n == 0) return "the other process closed the channel";
       if (n < 0) {
-        if (errno == EINTR) continue;
+        if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
         return Errno("recv");
       }
       out += n;
@@ -113,6 +129,7 @@ class Reader {
     do {
       n = recvmsg(sock_, &msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return Chunk(fds, count);
     if (n < 0) return Errno("recvmsg");
     if (n == 0) return "the other process closed the channel";
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {

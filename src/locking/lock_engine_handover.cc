@@ -86,7 +86,7 @@ std::optional<Failure> LockEngine::Adopt(SessionId session, const HandedHold& ho
   stats_->holds[hold.mode].Inc();
   Holder& held = table_.Install(r, hold.resource, std::move(h));
   ScheduleHolder(hold.resource, held,
-                 RenewDelayMs(held.renew, held.ttl_ms, MsLeft(held.valid_until, now)));
+                 AdoptedDelayMs(held.renew, held.ttl_ms, MsLeft(held.valid_until, now)));
   return std::nullopt;
 }
 

@@ -13,6 +13,10 @@ int64_t RenewDelayMs(bool renew, int64_t ttl_ms, int64_t validity_ms) {
   return renew ? std::min(ttl_ms / 3, validity_ms) : validity_ms;
 }
 
+int64_t AdoptedDelayMs(bool renew, int64_t ttl_ms, int64_t left_ms) {
+  return renew ? std::clamp<int64_t>(left_ms - ttl_ms * 2 / 3, 0, left_ms) : left_ms;
+}
+
 int64_t RenewRoundTimeoutMs(int64_t left_ms, int64_t node_timeout_ms) {
   return std::clamp<int64_t>(left_ms / 2, node_timeout_ms,
                              std::max<int64_t>(node_timeout_ms, 2000));

@@ -21,6 +21,11 @@ namespace lw {
 // validity): a third of the ttl, never past the validity.
 int64_t RenewDelayMs(bool renew, int64_t ttl_ms, int64_t validity_ms);
 
+// The same for a hold taken over with left_ms of validity (an in-place upgrade): renewed when
+// a grant's renewal would come, as two thirds of the ttl are left, at once when that is past;
+// a non-renewed one ends with its validity.
+int64_t AdoptedDelayMs(bool renew, int64_t ttl_ms, int64_t left_ms);
+
 // How long a renewal round waits for the masters when `left_ms` of validity is left: half of
 // it, at least the node timeout, at most 2 s (or the node timeout if longer). A renewal has
 // until the validity ends, not a client waiting on it: under a burst of renewals a short

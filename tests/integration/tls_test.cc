@@ -90,7 +90,13 @@ class Children {
 };
 
 // One command on a plain connection to 127.0.0.1:port (a tunnel's accept port, or a TLS port to
-// show that it does not work), after AUTH. The reply as text; "(no reply: ...)" when there is none.
+// show that it does not work), after AUTH. The reply as text; "(no reply: ...)" when there is none,
+// "(no connection: ...)" when the connection was refused or reset before it was made.
+// The other end dropped the connection, at connect or after it: no master answered.
+bool Dropped(const std::string& answer) {
+  return answer.rfind("(no reply", 0) == 0 || answer.rfind("(no connection", 0) == 0;
+}
+
 std::string Ask(int port, const std::vector<std::string>& command) {
   timeval tv{2, 0};
   redisContext* ctx = redisConnectWithTimeout("127.0.0.1", port, tv);
@@ -339,7 +345,7 @@ TEST_F(TlsTunnelTest, APlainTcpClientGetsNothingFromATlsPort) {
   // The TLS port takes the TCP connection but answers plain RESP with nothing.
   for (const Tunnel& t : tunnels_) {
     const std::string answer = Ask(t.tls_port, {"PING"});
-    EXPECT_EQ(answer.rfind("(no reply", 0), 0u) << answer;
+    EXPECT_TRUE(Dropped(answer)) << answer;
   }
   // Nor can the agent use it without the tunnel.
   std::vector<std::string> direct;
@@ -361,7 +367,7 @@ TEST_F(TlsTunnelTest, ATunnelRefusesAMasterWhoseCertificateIsNotForTheCheckedNam
   StartStunnel(std::nullopt, "wrong-name");
   for (const Tunnel& t : tunnels_) {
     const std::string answer = Ask(t.accept_port, {"PING"});
-    EXPECT_EQ(answer.rfind("(no reply", 0), 0u) << answer;
+    EXPECT_TRUE(Dropped(answer)) << answer;
   }
   const std::string log = ReadFile(stunnel_log_);
   EXPECT_EQ(log.find("Certificate accepted"), std::string::npos) << log;

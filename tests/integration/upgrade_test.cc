@@ -40,6 +40,11 @@ bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
 class UpgradeTest : public ::testing::Test {
  protected:
   ~UpgradeTest() override {
+    // SIGTERM: `lockwarden lock` passes it on to its command, then exits.
+    if (job_ > 0 && kill(job_, SIGTERM) == 0 && WaitChild(job_, milliseconds(5'000)) < 0) {
+      kill(job_, SIGKILL);
+      WaitChild(job_, milliseconds(5'000));
+    }
     // The new process is no child of the test (the old agent started it): ended here.
     for (pid_t pid : started_) {
       if (!Alive(pid)) continue;
@@ -86,6 +91,7 @@ class UpgradeTest : public ::testing::Test {
   std::string dir_ = MakeTempDir("lw-upgrade-");
   std::string socket_ = dir_ + "/agent.sock";
   std::vector<pid_t> started_;
+  pid_t job_ = -1;  // a `lockwarden lock` job, killed if a failure left it running
 };
 
 TEST_F(UpgradeTest, EverythingLiveOnTheAgentCarriesOnInTheNewProcess) {
@@ -106,7 +112,7 @@ void UpgradeTest::CarryOn(AgentProcess* agent) {
   // A `lockwarden lock` job (ttl 2 s: renewed by the agent).
   const std::string go = dir_ + "/go", out = dir_ + "/lock.out";
   Fifo fifo(dir_ + "/fifo");
-  const pid_t job = SpawnTestProcess(
+  const pid_t job = job_ = SpawnTestProcess(
       {LockwardenBinary(), "lock", "--socket", socket_, "--ttl", "2s", "u:job", "--", "sh", "-c",
        "echo \"$LOCKWARDEN_TOKEN\" > " + fifo.path() + "; while [ ! -e " + go +
            " ]; do sleep 0.02; done; echo job-finished"},
@@ -164,6 +170,7 @@ void UpgradeTest::CarryOn(AgentProcess* agent) {
   // The job finishes normally, and the observer hears the leader resign.
   std::ofstream(go) << "go\n";
   EXPECT_EQ(WaitChild(job, kAwait), 0) << ReadFile(out);
+  job_ = -1;
   EXPECT_EQ(ReadFile(out).find("was lost"), std::string::npos) << ReadFile(out);
   ASSERT_TRUE(leader.Resign("u:election", elected.value("token", "")).value("ok", false));
   bool heard_none = false;

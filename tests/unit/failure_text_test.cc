@@ -175,6 +175,15 @@ TEST(HandOff, AWaiterGoesFirstOnlyIfTheLastGrantHeardEveryoneWhoCameBeforeIt) {
   EXPECT_FALSE(first(at - milliseconds(500), heard, at));
 }
 
+// A hold taken over by an upgrade is renewed as a grant's would be (two thirds of its ttl left),
+// at once when that is past: never left to lapse unrenewed at the end of its validity.
+TEST(Renewal, AnAdoptedHoldIsRenewedWhenAGrantsWouldBeOrAtOnce) {
+  EXPECT_EQ(AdoptedDelayMs(true, 3000, 2900), 900);
+  EXPECT_EQ(AdoptedDelayMs(true, 3000, 2000), 0);
+  EXPECT_EQ(AdoptedDelayMs(true, 3000, 500), 0);
+  EXPECT_EQ(AdoptedDelayMs(false, 3000, 500), 500);
+}
+
 TEST(Renewal, TimingStaysWithinTheValidity) {
   EXPECT_EQ(RenewDelayMs(true, 3000, 2900), 1000);
   EXPECT_EQ(RenewDelayMs(true, 3000, 500), 500);

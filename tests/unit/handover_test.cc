@@ -151,6 +151,25 @@ TEST(FdPassing, APayloadAndMoreDescriptorsThanOneChunkArriveInOrder) {
   close(pair[1]);
 }
 
+// The old process's end is non-blocking (its loop polls it): a state larger than the socket's
+// buffer waits for the reader instead of failing.
+TEST(FdPassing, AStateLargerThanTheBufferCrossesANonBlockingSocket) {
+  int pair[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, pair), 0);
+  const std::string payload(8 << 20, 's');
+  std::optional<std::string> send_error;
+  std::thread sender([&] { send_error = SendMessage(pair[0], payload, {pair[0]}); });
+  auto got = ReceiveMessage(pair[1], 20'000);
+  sender.join();
+  EXPECT_FALSE(send_error) << *send_error;
+  ASSERT_TRUE(std::holds_alternative<Message>(got)) << std::get<std::string>(got);
+  EXPECT_EQ(std::get<Message>(got).payload.size(), payload.size());
+  ASSERT_EQ(std::get<Message>(got).fds.size(), 1u);
+  close(std::get<Message>(got).fds[0]);
+  close(pair[0]);
+  close(pair[1]);
+}
+
 TEST(FdPassing, APeerThatClosesOrStaysSilentIsAnErrorNotAHang) {
   int pair[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair), 0);
