@@ -2,12 +2,15 @@
 // separate Unix-socket connections, each a closed loop of acquire -> release -> next.
 //
 //   lw_bench --socket PATH [--agent-pid PID] [--redis-pids P1,P2,...]
-//            --mode uncontended|contended|mixed|hold [--clients C] [--seconds S]
+//            --mode uncontended|contended|mixed|hold|upgrade [--clients C] [--seconds S]
 //            [--warmup-seconds W] [--ttl-ms T] [--wait-ms W] [--own-wait-ms W] [--prefix P]
 //            [--hot-keys K] [--hot-share F] [--label L] [--json FILE]
 //            [--permits K | --shared-clients N]
 //   hold mode: --sessions S --locks L [--ttl-ms T] [--wait-ms W] [--seconds D]
 //            --masters H:P,... [--sample-keys-per-second N] [--key-prefix lock:] (see hold.h)
+//   upgrade mode: the hold's flags (no --seconds) and --load-sessions N --think-ms P
+//            --load-wait-ms W --load-prefix P --before-seconds B --after-seconds A
+//            --grace-ms G --watch-ms W --upgrade-timeout-ms T --pid-file PATH (see upgrade.h)
 //
 // --wait-ms is the wait_ms of a contended acquire (a hot key); --own-wait-ms that of a client's
 // own, uncontended key (default 0: one attempt, the path measured, as lw_bench_raw and
@@ -35,6 +38,7 @@
 #include "cycle_load.h"
 #include "hold.h"
 #include "measure.h"
+#include "upgrade.h"
 
 namespace lw::bench {
 namespace {
@@ -241,9 +245,14 @@ int main(int argc, char** argv) {
                                "label",          "json",      "sessions",
                                "locks",          "masters",   "sample-keys-per-second",
                                "key-prefix",     "inflight",  "own-wait-ms",
-                               "permits",        "shared-clients"},
+                               "permits",        "shared-clients",
+                               "load-sessions",  "think-ms",  "load-wait-ms",
+                               "load-prefix",    "before-seconds", "after-seconds",
+                               "grace-ms",       "upgrade-timeout-ms", "pid-file",
+                               "watch-ms"},
                   {});
     if (f.Str("mode", "") == "hold") return RunHold(f);
+    if (f.Str("mode", "") == "upgrade") return RunUpgradeBench(f);
     return RunCycles(f);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "lw_bench: %s\n", e.what());

@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Turns bench/run.sh's results.jsonl into the markdown table of bench/README.md.
 
-    python3 bench/results.py results.jsonl [--smoke 0|1] [--note TEXT] [--kinds-only]
+    python3 bench/results.py results.jsonl [--smoke 0|1] [--note TEXT]
+        [--kinds-only | --upgrade-only]
 
 Each line of the input is one part's result (lw_bench, lw_bench_raw, redlock_bench.mjs or
-idle_cost.py), labelled "<shape> <bench>" (or "idle", "hold"). Ratios are computed from this
-one run only. The goals table is issue 21's, with the rows of issue 7's that still apply.
+idle_cost.py), labelled "<shape> <bench>" (or "idle", "hold", "upgrade"). Ratios are computed
+from this one run only. The goals table is issue 21's, with the rows of issue 7's that still
+apply, and the upgrade part's.
 """
 import argparse
 import json
@@ -120,12 +122,57 @@ def kinds_table(rows):
     return out
 
 
+def ms(us_value):
+    return "–" if us_value is None else f"{us_value / 1000:.1f} ms"
+
+
+def upgrade_rows(up):
+    """The upgrade part's goal rows (the note's figures), or [] when it did not run."""
+    if not up:
+        return []
+    size = (f"{up.get('sessions', 0):,.0f} sessions holding {up.get('locks', 0):,.0f} renewed "
+            f"locks; {up.get('load_sessions', 0):,.0f} of them asking, a request every "
+            f"{up.get('think_ms', 0):,.0f} ms each")
+    if not up.get("upgrade_ok"):
+        return [f"| upgrade in place ({size}) | ≤ 100 ms at p99, 0 lost | "
+                f"**the upgrade failed**: {up.get('upgrade_error', '?')} |"]
+    # One lost lock shows in each of these at most once; the largest is the count.
+    lost = max(up.get("lost_events", 0), up.get("release_not_held", 0),
+               up.get("locks", 0) - up.get("held_listed", 0))
+    return [
+        f"| upgrade in place ({size}): request latency across the hand-over, p99 | ≤ 100 ms | "
+        f"{ms(up.get('across_us_p99'))} (p50 {ms(up.get('across_us_p50'))}, max "
+        f"{ms(up.get('across_us_max'))}, {up.get('across_requests', 0):,.0f} requests; before: "
+        f"p99 {ms(up.get('before_us_p99'))}, after: p99 {ms(up.get('after_us_p99'))}) |",
+        f"| upgrade in place: locks lost | 0 | {lost:,.0f} (lost events "
+        f"{up.get('lost_events', 0):,.0f}; `held` listed {up.get('held_listed', 0):,.0f} of "
+        f"{up.get('locks', 0):,.0f}; release not_held {up.get('release_not_held', 0):,.0f}; "
+        f"connections broken {up.get('broken_connections', 0):,.0f}; pid "
+        f"{up.get('previous_pid', 0):.0f} → {up.get('new_pid', 0):.0f}) |",
+    ]
+
+
+def upgrade_text(up):
+    return (f"Upgrade: the hand-over took {up.get('upgrade_wall_ms', 0):,.1f} ms from sending "
+            f"`upgrade` to its reply (the reply's handover_ms {up.get('handover_ms', 0):,.0f}); "
+            f"longest request {up.get('longest_ms', 0):,.1f} ms ({up.get('longest_op', '?')}, "
+            f"sent {up.get('longest_sent_ms', 0):,.1f} ms after `upgrade`); longest stretch "
+            f"with no reply at all {up.get('reply_gap_max_ms', 0):,.1f} ms; "
+            f"{up.get('handed_sessions', 0):,.0f} sessions and {up.get('handed_locks', 0):,.0f} "
+            f"locks handed over; agent RSS {up.get('rss_before_kib', 0) / 1024:.1f} MiB before, "
+            f"{up.get('rss_after_kib', 0) / 1024:.1f} MiB after (the new process); renewals: "
+            f"{up.get('late_samples', 0):,.0f} late of {up.get('pttl_samples', 0):,.0f} PTTL "
+            f"samples, worst {up.get('late_max_ms', 0):,.0f} ms; load failures "
+            f"{up.get('load_failed', 0):,.0f}.")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("jsonl")
     ap.add_argument("--smoke", default="0")
     ap.add_argument("--note", default="")
     ap.add_argument("--kinds-only", action="store_true")
+    ap.add_argument("--upgrade-only", action="store_true")
     a = ap.parse_args()
     rows = {}
     with open(a.jsonl) as f:
@@ -141,6 +188,15 @@ def main():
                         + uncontended_kinds_table(rows)
                         + ["", "Contended, one resource:", ""]
                         + kinds_table(rows)))
+        return
+
+    if a.upgrade_only:
+        up = rows.get("upgrade")
+        print("\n".join(["### Upgrade in place", "",
+                         f"One run of `bash bench/run.sh --upgrade`: {a.note}.", "",
+                         "| goal | target | this run |", "|---|---|---|"]
+                        + (upgrade_rows(up) or ["| upgrade in place | | (did not run) |"])
+                        + (["", upgrade_text(up)] if up and up.get("upgrade_ok") else [])))
         return
 
     def get(shape, bench, key):
@@ -235,6 +291,7 @@ def main():
     out.append(f"| idle agent (fresh, 5 masters): CPU, RSS, and the masters' CPU | near zero "
                f"(was 0.12 % of a core, 12.5 MiB) | {idle_text(idle) or '(did not run)'} |")
     out.append(f"| contended 16-on-1 wait p99 (agent) | ≤ 5 ms | {us(wait99)} |")
+    out.extend(upgrade_rows(rows.get("upgrade")))
     if hold:
         mib = hold.get("rss_hold_max_kib", 0) / 1024
         out.append(f"| hold {hold.get('locks', 0):,.0f} renewed locks over "
@@ -260,6 +317,9 @@ def main():
                    f"{hm.get('renewals_extended', '?')} extended, {hm.get('renewals_retry', '?')} "
                    f"retried; min PTTL seen {hold.get('min_pttl_ms', 0):,.0f} ms, missing-key "
                    f"samples {hold.get('missing_samples', 0):,.0f}.")
+    if rows.get("upgrade", {}).get("upgrade_ok"):
+        out.append("")
+        out.append(upgrade_text(rows["upgrade"]))
     print("\n".join(out))
 
 

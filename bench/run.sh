@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark of bench/README.md in one command: the agent (lw_bench), the raw
 # pipelined limit (lw_bench_raw) and node-redlock with and without ioredis auto-pipelining
-# (bench/node), in the same run on the same 5 fresh local masters, then the hold test, then a
-# results table with the ratios of issue 21's goals (and issue 7's that still apply). Figures
-# only: nothing here asserts a speed.
+# (bench/node), in the same run on the same 5 fresh local masters, then the hold test and the
+# upgrade-in-place test, then a results table with the ratios of issue 21's goals (and issue
+# 7's that still apply). Figures only: nothing here asserts a speed.
 #
-#   bash bench/run.sh            # full run, about 4 minutes
+#   bash bench/run.sh            # full run, about 6 minutes
 #   bash bench/run.sh --smoke    # everything tiny (CI: keeps it compiling and working)
 #   bash bench/run.sh --kinds    # only the agent's mutex, semaphore and read-write parts, ~50 s
 #   bash bench/run.sh --fairness [ARGS]  # only bench/fairness.py (issue 34), ~1 min; ARGS go to it
+#   bash bench/run.sh --upgrade  # only the upgrade-in-place part (full size), ~1.5 min
 # Before its first request, the agent's idle cost is measured (CPU, RSS, what it costs the
 # masters). Every run measures the semaphore and read-write kinds beside the mutex, on the same
 # agent and masters, and prints their ratios to it: uncontended at C=64 (each client its own
@@ -22,8 +23,10 @@
 #                        it is build/, else `cmake --build` of the needed targets)
 # LOCKWARDEN_BENCH_NO_BUILD=1  use the binaries as they are (the ctest registration does)
 # LOCKWARDEN_BENCH_OUT   where results.md and results.jsonl go (default <build>/bench-results)
-# BENCH_SECONDS, BENCH_WARMUP, HOLD_SESSIONS, HOLD_LOCKS, HOLD_TTL_MS, HOLD_SECONDS and
-# IDLE_SECONDS override the shape sizes. BENCH_SEED seeds the node part's random choices (default 1; printed).
+# BENCH_SECONDS, BENCH_WARMUP, HOLD_SESSIONS, HOLD_LOCKS, HOLD_TTL_MS, HOLD_SECONDS,
+# IDLE_SECONDS, UPGRADE_SESSIONS, UPGRADE_LOCKS, UPGRADE_TTL_MS, UPGRADE_THINK_MS and
+# UPGRADE_SECONDS (load before and after the upgrade, each) override the shape sizes.
+# BENCH_SEED seeds the node part's random choices (default 1; printed).
 #
 # Exit status: 0 when every part ran and no cycle failed; 1 otherwise (the table is printed
 # either way).
@@ -37,13 +40,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-smoke=0 kinds_only=0 fairness=0
+smoke=0 kinds_only=0 fairness=0 upgrade_only=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
   --kinds) kinds_only=1 ;;
+  --upgrade) upgrade_only=1 ;;
   --fairness) fairness=1; shift ;;  # the arguments after it are bench/fairness.py's
   '') ;;
-  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --fairness [ARGS]]" >&2; exit 64 ;;
+  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --upgrade | --fairness [ARGS]]" >&2
+     exit 64 ;;
 esac
 
 build=${LOCKWARDEN_BUILD_DIR:-build}
@@ -77,18 +82,23 @@ build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2
 
 # node-redlock, pinned in bench/node/package-lock.json; npm ci only when the lockfile changed.
 node_dir=bench/node
-lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
-stamp=$node_dir/node_modules/.lockwarden-lock.sha256
-if [[ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
-  echo "bench/run.sh: npm ci in $node_dir"
-  (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
-  echo "$lock_sum" >"$stamp"
+if ((!upgrade_only)); then  # the upgrade part needs no node
+  lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
+  stamp=$node_dir/node_modules/.lockwarden-lock.sha256
+  if [[ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
+    echo "bench/run.sh: npm ci in $node_dir"
+    (cd "$node_dir" && npm ci --no-audit --no-fund >/dev/null)
+    echo "$lock_sum" >"$stamp"
+  fi
 fi
 
 if ((smoke)); then
   seconds=${BENCH_SECONDS:-1} warmup=${BENCH_WARMUP:-0.2}
   hold_sessions=${HOLD_SESSIONS:-20} hold_locks=${HOLD_LOCKS:-10}
   hold_ttl=${HOLD_TTL_MS:-3000} hold_seconds=${HOLD_SECONDS:-4}
+  upgrade_sessions=${UPGRADE_SESSIONS:-20} upgrade_locks=${UPGRADE_LOCKS:-10}
+  upgrade_ttl=${UPGRADE_TTL_MS:-3000} upgrade_think=${UPGRADE_THINK_MS:-20}
+  upgrade_seconds=${UPGRADE_SECONDS:-1}
   idle_seconds=${IDLE_SECONDS:-1}
   # min_ttl_ms must be at least twice node_timeout_ms (the agent checks it).
   agent_timing=(--node-timeout-ms 500 --min-ttl-ms 1000)
@@ -97,6 +107,9 @@ else
   seconds=${BENCH_SECONDS:-5} warmup=${BENCH_WARMUP:-1}
   hold_sessions=${HOLD_SESSIONS:-1000} hold_locks=${HOLD_LOCKS:-100}
   hold_ttl=${HOLD_TTL_MS:-30000} hold_seconds=${HOLD_SECONDS:-30}
+  upgrade_sessions=${UPGRADE_SESSIONS:-1000} upgrade_locks=${UPGRADE_LOCKS:-100}
+  upgrade_ttl=${UPGRADE_TTL_MS:-30000} upgrade_think=${UPGRADE_THINK_MS:-1000}
+  upgrade_seconds=${UPGRADE_SECONDS:-5}
   idle_seconds=${IDLE_SECONDS:-10}
   agent_timing=() own_wait=() hold_wait=()
 fi
@@ -115,6 +128,8 @@ hostports=${hostports%,}
 redis_pids=$(IFS=,; echo "${rpids[*]}")
 redis_ports=$(IFS=,; echo "${ports[*]}")
 
+# What start_agent adds: the log level, where the agent's stderr goes, extra flags.
+agent_log_level=warn agent_log=$run/agent.log agent_extra=()
 # Starts a fresh agent on its own socket; sets agent and admin_port. Waits (60 s at most: an
 # ASan build on a loaded machine starts slowly) until it is ready; if it exited meanwhile (the
 # admin port picked was taken by then), starts it again on another port, 5 times at most.
@@ -125,9 +140,10 @@ start_agent() {
     # The agent refuses LOCKWARDEN_* variables that are not settings (ours included): it gets
     # none, its whole configuration is on the command line.
     env $(compgen -e | grep '^LOCKWARDEN_' | sed 's/^/-u /') \
-      ${LW_AGENT_WRAPPER:-} "$bin" serve --socket "$sock" "${masters[@]}" --log-level warn \
-      --admin-listen "127.0.0.1:$admin_port" --scan-interval-ms 0 --restart-quarantine false \
-      "${agent_timing[@]}" 2>>"$run/agent.log" &
+      ${LW_AGENT_WRAPPER:-} "$bin" serve --socket "$sock" "${masters[@]}" \
+      --log-level "$agent_log_level" --admin-listen "127.0.0.1:$admin_port" \
+      --scan-interval-ms 0 --restart-quarantine false "${agent_timing[@]}" \
+      "${agent_extra[@]}" 2>>"$agent_log" &
     agent=$!
     pids+=("$agent")
     agent_sock=$sock
@@ -143,7 +159,7 @@ start_agent() {
     echo "bench/run.sh: the agent exited at start (attempt $attempt); trying another port" >&2
   done
   echo "bench/run.sh: the agent did not come up; its log:" >&2
-  cat "$run/agent.log" >&2
+  cat "$agent_log" >&2
   exit 1
 }
 stop_agent() {
@@ -171,10 +187,58 @@ part() {
   flushall
 }
 
-echo "lockwarden side-by-side bench: 5 local masters, $(nproc) cores, $build_type build," \
-  "${seconds}s per part (+${warmup}s warmup)$( ((smoke)) && echo ', SMOKE mode'), seed $seed"
+# Upgrade in place: a fresh agent, logging at info (its hand-over lines are kept in
+# <out>/upgrade-agent.log), limits raised for the sessions and their locks. lw_bench writes the
+# new process's pid as soon as it answers; that process is stopped here, not by the old one.
+upgrade_part() {
+  agent_log_level=info agent_log=$run/agent-upgrade.log
+  agent_extra=(--max-connections $((upgrade_sessions + 64 > 1024 ? upgrade_sessions + 64 : 1024))
+    --max-locks-per-session $((upgrade_locks + 8 > 1024 ? upgrade_locks + 8 : 1024)))
+  start_agent upgrade
+  part "upgrade" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode upgrade \
+    --sessions "$upgrade_sessions" --locks "$upgrade_locks" --ttl-ms "$upgrade_ttl" \
+    --think-ms "$upgrade_think" --before-seconds "$upgrade_seconds" \
+    --after-seconds "$upgrade_seconds" --masters "$hostports" --pid-file "$run/upgrade.pid"
+  stop_agent  # the old process: exited once it handed over, or still serving if that failed
+  if [[ -s $run/upgrade.pid ]]; then
+    new_agent=$(cat "$run/upgrade.pid")
+    pids+=("$new_agent")
+    kill "$new_agent" 2>/dev/null || true
+    for _ in $(seq 200); do kill -0 "$new_agent" 2>/dev/null || break; sleep 0.05; done
+  fi
+  grep -E 'upgrade: |took over from|upgrade failed|cannot take over' "$agent_log" |
+    sed 's/^/    agent: /' || true
+  cp "$agent_log" "$out/upgrade-agent.log"
+  agent_log_level=warn agent_log=$run/agent.log agent_extra=()
+}
+
+if ((upgrade_only)); then
+  echo "lockwarden upgrade-in-place bench: 5 local masters, $(nproc) cores, $build_type build"
+else
+  echo "lockwarden side-by-side bench: 5 local masters, $(nproc) cores, $build_type build," \
+    "${seconds}s per part (+${warmup}s warmup)$( ((smoke)) && echo ', SMOKE mode'), seed $seed"
+fi
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average before: $load_before"
+
+# results.md from the parts run so far (results.py's flags: "$@"), printed; exit 1 if a part
+# failed, else 0.
+report_and_exit() {
+  python3 bench/results.py "$results" "$@" >"$out/results.md"
+  echo
+  cat "$out/results.md"
+  if ((${#failed_parts[@]})); then
+    echo "bench/run.sh: FAILED parts: ${failed_parts[*]}" >&2
+    exit 1
+  fi
+  exit 0
+}
+
+if ((upgrade_only)); then
+  upgrade_part
+  report_and_exit --upgrade-only --note "$(date -u +%F), $(nproc) cores, \
+$build_type, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+fi
 start_agent cycles
 # Idle: the cycles agent, ready (its readiness check is the only request it has served) and
 # asked nothing during the window; the masters' CPU and commands are what its health checks
@@ -218,16 +282,9 @@ part "rw15+1 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode 
 stop_agent
 
 if ((kinds_only)); then
-  python3 bench/results.py "$results" --kinds-only --note "$(date -u +%F), $(nproc) cores, \
+  report_and_exit --kinds-only --note "$(date -u +%F), $(nproc) cores, \
 $build_type, ${seconds} s per part, load average $load_before before, \
-$(cut -d' ' -f1-3 /proc/loadavg) after" >"$out/results.md"
-  echo
-  cat "$out/results.md"
-  if ((${#failed_parts[@]})); then
-    echo "bench/run.sh: FAILED parts: ${failed_parts[*]}" >&2
-    exit 1
-  fi
-  exit 0
+$(cut -d' ' -f1-3 /proc/loadavg) after"
 fi
 
 # Hold: a fresh agent, so its RSS is the hold's alone.
@@ -243,6 +300,8 @@ echo "{\"label\":\"hold-metrics\",\"renewals_extended\":$renewed,\"renewals_retr
   >>"$results"
 printf '%-34s agent metrics: %s renewals extended, %s retried\n' "" "$renewed" "$retried"
 stop_agent
+
+upgrade_part
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "load average after: $load_after"
 
