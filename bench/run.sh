@@ -53,7 +53,7 @@ esac
 
 build=${LOCKWARDEN_BUILD_DIR:-build}
 build=$(cd "$(dirname "$build")" && echo "$PWD/$(basename "$build")")
-targets=(lockwarden lw_bench lw_bench_raw)
+targets=(lockwarden lw_bench lw_bench_raw lw_bench_handover_codec)
 ((fairness)) && targets=(lockwarden)
 if [[ -z ${LOCKWARDEN_BENCH_NO_BUILD:-} ]]; then
   if [[ $build == "$root/build" ]]; then
@@ -191,6 +191,7 @@ part() {
 # <out>/upgrade-agent.log), limits raised for the sessions and their locks. lw_bench writes the
 # new process's pid as soon as it answers; that process is stopped here, not by the old one.
 upgrade_part() {
+  "$build/bench/lw_bench_handover_codec" "$upgrade_sessions" "$upgrade_locks" | sed 's/^/    /'
   agent_log_level=info agent_log=$run/agent-upgrade.log
   agent_extra=(--max-connections $((upgrade_sessions + 64 > 1024 ? upgrade_sessions + 64 : 1024))
     --max-locks-per-session $((upgrade_locks + 8 > 1024 ? upgrade_locks + 8 : 1024)))

@@ -186,6 +186,7 @@ struct Agent::Upgrade {
   uv_process_t* child = nullptr;  // freed by its close callback
   int child_pid = 0;
   std::string child_version;
+  int format = 0;  // of the state: the newest the new process reads (handover::FormatFor)
   uv_poll_t* poll = nullptr;
   std::unique_ptr<Timer> deadline;
   std::unique_ptr<Timer> settle;

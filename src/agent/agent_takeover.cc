@@ -41,7 +41,9 @@ void Agent::AwaitMastersThenReady() {
     }
     takeover_timer_->Stop();
     const nlohmann::json ready = {{"ready", true},
-                                  {"format", handover::kFormat},
+                                  // "format": what 0.2.0 checks (it writes only 1)
+                                  {"format", handover::kFormatJson},
+                                  {"formats", handover::Formats()},
                                   {"version", LOCKWARDEN_VERSION},
                                   {"pid", static_cast<int>(getpid())}};
     if (auto why = handover::SendMessage(handover_fd_, ready.dump())) {

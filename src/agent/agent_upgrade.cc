@@ -58,6 +58,19 @@ std::vector<std::string> OwnArguments() {
 }
 
 
+// The formats a new process's ready message says it reads: "formats", or only "format" from a
+// build that sends that alone (0.2.0 reads format 1 only).
+std::vector<int> ReadsFormats(const nlohmann::json& ready) {
+  std::vector<int> out;
+  if (!ready.is_object()) return out;
+  const auto& list = ready.value("formats", nlohmann::json::array({ready.value("format", 0)}));
+  if (!list.is_array()) return out;
+  for (const auto& f : list) {
+    if (f.is_number_integer()) out.push_back(f.get<int>());
+  }
+  return out;
+}
+
 }  // namespace
 
 void Agent::BeginUpgrade(SessionId requester, const nlohmann::json& id) {
@@ -152,10 +165,11 @@ void Agent::OnChildMessage() {
   }
   const auto msg = nlohmann::json::parse(std::get<handover::Message>(got).payload, nullptr, false);
   if (!upgrade_->sent) {
-    if (!msg.is_object() || msg.value("format", 0) != handover::kFormat) {
-      return AbortUpgrade("the new process reads hand-over format " +
-                          (msg.is_object() ? msg.value("format", nlohmann::json()).dump() : "?") +
-                          ", this one writes " + std::to_string(handover::kFormat));
+    upgrade_->format = handover::FormatFor(ReadsFormats(msg));
+    if (upgrade_->format == 0) {
+      return AbortUpgrade("the new process reads hand-over format(s) " +
+                          (msg.is_object() ? msg.value("formats", msg.value("format", nlohmann::json())).dump() : "?") +
+                          ", this one writes 1 or 2");
     }
     upgrade_->child_version = msg.value("version", "");
     return HoldForHandOver();
@@ -198,6 +212,7 @@ void Agent::SendState() {
   const auto handed = server_.HandOver();
   std::vector<SessionId> ids;
   handover::State state = service_->Capture(handed, fds, ids);
+  state.format = upgrade_->format;
   state.version = LOCKWARDEN_VERSION;
   state.agent_id = fleet_->record().id;
   state.masters = MasterNames(cfg_);

@@ -1,5 +1,7 @@
 #include "agent/handover_state.h"
 
+#include "agent/handover_binary.h"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -81,7 +83,23 @@ std::vector<HandedHold> HoldsOf(const json& j) {
 
 }  // namespace
 
+std::vector<int> Formats() { return {kFormatJson, kFormatBinary}; }
+
+int FormatFor(const std::vector<int>& theirs) {
+  int best = 0;
+  for (int f : Formats()) {
+    if (std::find(theirs.begin(), theirs.end(), f) != theirs.end()) best = std::max(best, f);
+  }
+  return best;
+}
+
+std::string NotRead(int format) {
+  return "hand-over format " + std::to_string(format) + " is not one this build reads (" +
+         std::to_string(kFormatJson) + " or " + std::to_string(kFormatBinary) + ")";
+}
+
 std::string Encode(const State& state) {
+  if (state.format == kFormatBinary) return EncodeBinary(state);
   json sessions = json::array();
   for (const auto& s : state.sessions) {
     json asks = json::array();
@@ -122,14 +140,12 @@ std::string Encode(const State& state) {
 }
 
 std::variant<State, std::string> Decode(std::string_view text) {
+  if (IsBinary(text)) return DecodeBinary(text);
   try {
     const json j = json::parse(text);
     State st;
     st.format = j.at("format").get<int>();
-    if (st.format != kFormat) {
-      return "hand-over format " + std::to_string(st.format) + " is not one this build reads (" +
-             std::to_string(kFormat) + ")";
-    }
+    if (st.format != kFormatJson) return NotRead(st.format);
     st.version = j.at("version").get<std::string>();
     st.agent_id = j.at("agent_id").get<std::string>();
     st.masters = j.at("masters").get<std::vector<std::string>>();

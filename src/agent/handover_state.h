@@ -1,6 +1,9 @@
 #pragma once
 // The state an in-place upgrade hands from the running agent to the next process
-// (agent/upgrade.h), and its versioned JSON form. The file descriptors travel beside it
+// (docs/upgrade.md), and its versioned forms: format 1, JSON (what 0.2.0 reads and writes), and
+// format 2, binary (agent/handover_binary.h; the default, 50x faster at 100,000 holds). A new
+// process says which formats it reads; the running one writes the newest both know, so an
+// upgrade from 0.2.0 and a rollback to it both work. The file descriptors travel beside it
 // (agent/fd_passing.h); the state names them by their index in that list. Pure: no I/O.
 //
 // Format 1: {"format":1, "version", "agent_id", "masters", "key_prefix", "fence_prefix",
@@ -26,7 +29,18 @@
 
 namespace lw::handover {
 
-inline constexpr int kFormat = 1;
+inline constexpr int kFormatJson = 1;
+inline constexpr int kFormatBinary = 2;
+inline constexpr int kFormat = kFormatBinary;  // what this build writes unless told otherwise
+
+// The formats this build reads and writes, oldest first.
+std::vector<int> Formats();
+// The format to write for a new process that said it reads `theirs` (its ready message's
+// "formats", or [its "format"] from a build that sends only that): the newest one both know,
+// or 0 when none.
+int FormatFor(const std::vector<int>& theirs);
+// Why a state of `format` is not taken.
+std::string NotRead(int format);
 
 // A request read but not yet answered that the next process asks again: its line as the client
 // sent it, and how long ago it came (its wait_ms is shortened by that much).
@@ -71,8 +85,11 @@ struct State {
   std::vector<LeaseState> leases;
 };
 
+// The state in state.format (format 1 for any number but 2, so that a test can write one this
+// build does not read).
 std::string Encode(const State& state);
-// The state, or why it cannot be taken (malformed, or a format this build does not read).
+// The state, whichever format it is in, or why it cannot be taken (malformed, or a format this
+// build does not read).
 std::variant<State, std::string> Decode(std::string_view text);
 
 // The request line asked again after age_ms: wait_ms shortened by the age (not below 0). A line

@@ -33,8 +33,9 @@ HandedHold SomeHold() {
   return h;
 }
 
-TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
+State EveryField(int format) {
   State st;
+  st.format = format;
   st.version = "0.2.0";
   st.agent_id = "c075dc218fc50dd3";
   st.masters = {"127.0.0.1:7301", "127.0.0.1:7302"};
@@ -53,7 +54,19 @@ TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
   st.sessions.push_back(s);
   st.leases.push_back({1000, {SomeHold()}, {{"jobs/nightly", std::string(40, 'a'),
                                              Peer{77, 1000, 1000, "python3 job.py"}}}});
-  auto decoded = Decode(Encode(st));
+  return st;
+}
+
+// Each format this build reads carries every field: format 1 is what 0.2.0 writes (an upgrade
+// from it) and what this build writes for a new process that reads only that (a rollback).
+class HandoverFormats : public ::testing::TestWithParam<int> {};
+
+TEST_P(HandoverFormats, EveryFieldSurvivesTheRoundTrip) {
+  const State st = EveryField(GetParam());
+  const SessionState& s = st.sessions[0];
+  const std::string encoded = Encode(st);
+  EXPECT_EQ(encoded.front() == '{', GetParam() == kFormatJson) << "format 1 is JSON";
+  auto decoded = Decode(encoded);
   ASSERT_TRUE(std::holds_alternative<State>(decoded)) << std::get<std::string>(decoded);
   const State& back = std::get<State>(decoded);
   EXPECT_EQ(back.agent_id, st.agent_id);
@@ -91,6 +104,50 @@ TEST(HandoverState, EveryFieldSurvivesTheRoundTrip) {
   ASSERT_EQ(back.leases[0].creators.size(), 1u);
   EXPECT_EQ(back.leases[0].creators[0].creator.cmdline, "python3 job.py");
   EXPECT_EQ(back.leases[0].creators[0].creator.pid, 77);
+  EXPECT_EQ(back.format, GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, HandoverFormats, ::testing::Values(kFormatJson, kFormatBinary));
+
+TEST(HandoverState, AStateOf0_2_0IsRead) {
+  // Written by 0.2.0 (format 1, the first), byte for byte as it wrote it.
+  const std::string v020 =
+      R"({"agent_id":"c075dc218fc50dd3","fence_prefix":"fence:","format":1,)"
+      R"("held_since_ns":7,"key_prefix":"lock:","leases":[],"listener":0,)"
+      R"("masters":["127.0.0.1:7301"],"previous_pid":4242,"sessions":[{"asks":[],"fd":1,)"
+      R"("holds":[{"acquired_ns":123000000000,"fence":41,"kind":"mutex","mode":"exclusive",)"
+      R"("part":-1,"permits":1,"renew":true,"resource":"jobs/a","token":"t","ttl_ms":2000,)"
+      R"("valid_until_ns":123456789012,"value":"v"}],"input":"","observed":[],)"
+      R"("upgrade_id":""}],"version":"0.2.0"})";
+  auto decoded = Decode(v020);
+  ASSERT_TRUE(std::holds_alternative<State>(decoded)) << std::get<std::string>(decoded);
+  const State& st = std::get<State>(decoded);
+  ASSERT_EQ(st.sessions.size(), 1u);
+  ASSERT_EQ(st.sessions[0].holds.size(), 1u);
+  EXPECT_EQ(st.sessions[0].holds[0].resource, "jobs/a");
+  EXPECT_EQ(st.sessions[0].holds[0].fence, 41);
+  EXPECT_EQ(st.version, "0.2.0");
+}
+
+TEST(HandoverState, TheNewestFormatBothProcessesReadIsWritten) {
+  EXPECT_EQ(FormatFor({1, 2}), kFormatBinary);
+  EXPECT_EQ(FormatFor({1}), kFormatJson) << "0.2.0's ready says only format 1";
+  EXPECT_EQ(FormatFor({1, 2, 3}), kFormatBinary);
+  EXPECT_EQ(FormatFor({3}), 0);
+  EXPECT_EQ(FormatFor({}), 0);
+}
+
+TEST(HandoverState, ATruncatedOrPaddedBinaryStateIsRefused) {
+  const std::string whole = Encode(EveryField(kFormatBinary));
+  for (size_t cut : {size_t{4}, size_t{9}, whole.size() / 2, whole.size() - 1}) {
+    auto decoded = Decode(whole.substr(0, cut));
+    ASSERT_TRUE(std::holds_alternative<std::string>(decoded)) << "cut at " << cut;
+    EXPECT_NE(std::get<std::string>(decoded).find("malformed"), std::string::npos);
+  }
+  EXPECT_TRUE(std::holds_alternative<std::string>(Decode(whole + "x")));
+  std::string huge_count = whole;
+  huge_count.replace(8, 4, std::string("\xff\xff\xff\x7f", 4));  // the version's length
+  EXPECT_TRUE(std::holds_alternative<std::string>(Decode(huge_count)));
 }
 
 TEST(HandoverState, AnotherFormatOrAMalformedStateIsRefusedWithTheReason) {
