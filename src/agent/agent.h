@@ -193,6 +193,7 @@ struct Agent::Upgrade {
   bool held = false;
   bool sent = false;
   std::chrono::steady_clock::time_point held_at;
+  int64_t settle_ms = 0;  // from holding requests to nothing in flight
   // What Capture took from each session: asked again here if the upgrade fails.
   std::vector<std::pair<SessionId, handover::PendingAsk>> taken;
   bool admin_stopped = false;

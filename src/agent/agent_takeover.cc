@@ -12,6 +12,7 @@
 #include "agent/agent.h"
 #include "agent/fd_passing.h"
 #include "agent/handover_state.h"
+#include "agent/phase_clock.h"
 
 namespace lw {
 namespace {
@@ -59,7 +60,9 @@ void Agent::ReceiveState() {
     return RefuseTakeOver("no state from the running agent: " + *why);
   }
   auto& msg = std::get<handover::Message>(got);
+  PhaseClock phases;  // from the whole state's arrival
   auto decoded = handover::Decode(msg.payload);
+  phases.Mark("decode");
   if (const auto* why = std::get_if<std::string>(&decoded)) return RefuseTakeOver(*why);
   const auto& state = std::get<handover::State>(decoded);
   if (state.agent_id != fleet_->record().id) {
@@ -107,12 +110,15 @@ void Agent::ReceiveState() {
                    [](const auto& a, const auto& b) { return a.second.age_ms > b.second.age_ms; });
   service_->AskAgain(asks);
   const size_t locks = engine_->locks_held();
-  spdlog::info("took over from pid {} (version {}): {} session(s), {} lock(s); requests held "
-               "for {} ms so far", state.previous_pid, state.version, sessions, locks,
-               HeldMs(state.held_since_ns));
+  phases.Mark("take over");
   if (auto problem = FinishStart(/*admin_required=*/false)) {
     spdlog::critical("{}", *problem);  // the connections are ours already: serve without admin
   }
+  phases.Mark("start");
+  spdlog::info("took over from pid {} (version {}, format {}): {} session(s), {} lock(s); "
+               "requests held for {} ms so far: {}",
+               state.previous_pid, state.version, state.format, sessions, locks,
+               HeldMs(state.held_since_ns), phases.text());
   systemd_.MainPid(static_cast<int>(getpid()));
   const nlohmann::json took = {{"took_over", true}};
   handover::SendMessage(handover_fd_, took.dump());

@@ -20,6 +20,7 @@
 #include "agent/agent.h"
 #include "agent/fd_passing.h"
 #include "agent/handover_state.h"
+#include "agent/phase_clock.h"
 
 extern char** environ;
 
@@ -57,6 +58,10 @@ std::vector<std::string> OwnArguments() {
   return args;
 }
 
+
+int64_t MsBetween(Clock::time_point from, Clock::time_point to) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(to - from).count();
+}
 
 // The formats a new process's ready message says it reads: "formats", or only "format" from a
 // build that sends that alone (0.2.0 reads format 1 only).
@@ -199,6 +204,7 @@ void Agent::HoldForHandOver() {
       return;
     }
     upgrade_->settle->Stop();
+    upgrade_->settle_ms = MsBetween(upgrade_->held_at, Clock::now());
     SendState();
   });
 }
@@ -208,6 +214,7 @@ void Agent::SendState() {
   if (presence_) presence_->Stop();
   if (admin_) admin_->Stop();
   upgrade_->admin_stopped = true;
+  PhaseClock phases;
   std::vector<int> fds{server_.ListenerFd()};
   const auto handed = server_.HandOver();
   std::vector<SessionId> ids;
@@ -230,9 +237,17 @@ void Agent::SendState() {
                             .count();
   state.previous_pid = static_cast<int>(getpid());
   upgrade_->sent = true;
-  if (auto why = handover::SendMessage(upgrade_->channel, handover::Encode(state), fds)) {
+  phases.Mark("capture");
+  const std::string encoded = handover::Encode(state);
+  phases.Mark("encode");
+  if (auto why = handover::SendMessage(upgrade_->channel, encoded, fds)) {
     return AbortUpgrade("cannot send the state: " + *why);
   }
+  phases.Mark("send");
+  spdlog::info("upgrade: state sent in format {} ({} bytes, {} descriptors) {} ms after "
+               "holding requests (settle {} ms): {}",
+               state.format, encoded.size(), fds.size(), MsBetween(upgrade_->held_at, Clock::now()),
+               upgrade_->settle_ms, phases.text());
   // From here the sockets are the new process's: nothing more is accepted or written here
   // unless it fails (then the listener comes back from its duplicate, the lines are written).
   upgrade_->listener = dup(fds[0]);

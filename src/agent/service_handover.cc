@@ -63,6 +63,11 @@ std::vector<std::pair<SessionId, handover::PendingAsk>> LockService::TakeAsks() 
 handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
                                      std::vector<int>& fds, std::vector<SessionId>& ids) {
   handover::State state;
+  auto holds = engine_.HoldsBySession();
+  const auto take = [&holds](SessionId sid) {
+    auto it = holds.find(sid);
+    return it == holds.end() ? std::vector<HandedHold>{} : std::move(it->second);
+  };
   for (const auto& h : handed) {
     ClientSession* s = sessions_.Find(h.id);
     if (s == nullptr) continue;
@@ -71,7 +76,7 @@ handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
     fds.push_back(h.fd);
     ids.push_back(h.id);
     out.input = h.input;
-    out.holds = engine_.HoldsOf(h.id);
+    out.holds = take(h.id);
     out.asks = TakeAsks(*s);
     out.observed.assign(s->observed.begin(), s->observed.end());
     state.sessions.push_back(std::move(out));
@@ -81,7 +86,7 @@ handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
     if (!s.lease()) return;
     auto& l = leases[s.ids.uid];
     l.uid = s.ids.uid;
-    l.holds = engine_.HoldsOf(s.id);
+    l.holds = take(s.id);
   });
   leases_.ForEach([&](const DetachedLease& lease) {
     auto& l = leases[UidOfLeaseSession(lease.session)];

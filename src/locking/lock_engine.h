@@ -144,9 +144,9 @@ class LockEngine {
   };
   void Resume(SessionId session, ResumeAsk ask, AcquireDone done);
 
-  // ---- an in-place upgrade (lock_engine_handover.cc, agent/upgrade.h)
-  // Every hold of `session`, as the next process takes it over.
-  std::vector<HandedHold> HoldsOf(SessionId session) const;
+  // ---- an in-place upgrade (lock_engine_handover.cc, docs/upgrade.md)
+  // Every hold, by session, as the next process takes it over (one pass over the books).
+  std::unordered_map<SessionId, std::vector<HandedHold>> HoldsBySession() const;
   // Drops every waiter without answering it (an attempt in flight is undone when it ends, as
   // for a closed session), for its request to be asked again; returns how many.
   size_t DropWaiters();

@@ -2,38 +2,31 @@
 // next process needs them, its waiters dropped so that their requests can be asked again there,
 // and a handed hold taken over with no round trip.
 
-#include <set>
+#include <unordered_map>
 
 #include "locking/lock_engine.h"
 
 namespace lw {
 
-std::vector<HandedHold> LockEngine::HoldsOf(SessionId session) const {
-  std::vector<HandedHold> out;
-  const ClientSession* s = table_.sessions().Find(session);
-  if (s == nullptr) return out;
-  std::set<std::string> names(s->locks.held.begin(), s->locks.held.end());
-  for (const auto& name : names) {
-    const Resource* r = table_.Find(name);
-    if (r == nullptr) continue;
-    for (const auto& h : r->holders) {
-      if (h->session != session) continue;
-      HandedHold d;
+std::unordered_map<SessionId, std::vector<HandedHold>> LockEngine::HoldsBySession() const {
+  std::unordered_map<SessionId, std::vector<HandedHold>> out;
+  const_cast<ResourceTable&>(table_).ForEach([&](const std::string& name, const Resource& r) {
+    for (const auto& h : r.holders) {
+      HandedHold& d = out[h->session].emplace_back();
       d.resource = name;
       d.token = h->token.str();
       d.value = h->LeaseValue();
       d.ttl_ms = h->ttl_ms;
       d.renew = h->renew;
       d.fence = h->fence;
-      d.shape = r->shape;
+      d.shape = r.shape;
       d.mode = h->mode;
       d.part = h->part;
       if (h->note) d.note = *h->note;
       d.acquired = h->acquired;
       d.valid_until = h->valid_until;
-      out.push_back(std::move(d));
     }
-  }
+  });
   return out;
 }
 
