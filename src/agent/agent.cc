@@ -144,8 +144,9 @@ std::optional<std::string> Agent::FinishStart(bool admin_required) {
       if (sig == SIGUSR2) {
         self->BeginUpgrade(0, nullptr);
       } else if (sig == SIGHUP) {
-        spdlog::warn("SIGHUP ignored: settings are not reloaded in place yet; `lockwarden "
-                     "upgrade` (systemctl reload) reads the config again and keeps every lock");
+        spdlog::info("SIGHUP: reading the settings again through a hand-over to a new run of "
+                     "this same binary (docs/configuration.md, \"Changing settings\")");
+        self->BeginUpgrade(0, nullptr, NextBinary::kRunning);
       } else {
         self->BeginShutdown(sig);
       }

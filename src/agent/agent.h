@@ -120,8 +120,11 @@ class Agent final : private EngineEvents {
 
   // ---- the in-place upgrade, old process (agent/agent_upgrade.cc, docs/upgrade.md)
   struct Upgrade;
-  // requester 0: SIGUSR2 (nobody to answer).
-  void BeginUpgrade(SessionId requester, const nlohmann::json& id);
+  // requester 0: a signal (nobody to answer). An upgrade starts the binary now at the agent's
+  // path; a reload (SIGHUP) the very binary this process runs, to read the settings again.
+  enum class NextBinary { kAtPath, kRunning };
+  void BeginUpgrade(SessionId requester, const nlohmann::json& id,
+                    NextBinary next = NextBinary::kAtPath);
   void OnChildMessage();
   void HoldForHandOver();
   void SendState();

@@ -78,7 +78,7 @@ std::vector<int> ReadsFormats(const nlohmann::json& ready) {
 
 }  // namespace
 
-void Agent::BeginUpgrade(SessionId requester, const nlohmann::json& id) {
+void Agent::BeginUpgrade(SessionId requester, const nlohmann::json& id, NextBinary next) {
   if (upgrade_ || shutting_down_ || handover_fd_ >= 0) {
     const std::string why = upgrade_ ? "an upgrade is already in progress"
                                      : "the agent is stopping or still taking over";
@@ -91,7 +91,9 @@ void Agent::BeginUpgrade(SessionId requester, const nlohmann::json& id) {
   upgrade_ = std::make_unique<Upgrade>();
   upgrade_->requester = requester;
   upgrade_->id = id;
-  const std::string binary = BinaryPath();
+  // /proc/self/exe, exec'd by the child, is the file this process runs even when a package
+  // has replaced the path since.
+  const std::string binary = next == NextBinary::kRunning ? "/proc/self/exe" : BinaryPath();
   int pair[2];
   if (binary.empty() || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return AbortUpgrade("cannot prepare the hand-over: " + std::string(std::strerror(errno)));

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "metrics_util.h"
+#include "state_util.h"
 #include "support/agent_process.h"
 #include "support/files.h"
 #include "support/redis_cluster.h"
@@ -210,6 +211,42 @@ TEST_F(UpgradeTest, ANewProcessThatCannotStartLeavesTheOldAgentServing) {
   EXPECT_TRUE(granted.value("ok", false)) << granted << agent->Log();
   EXPECT_TRUE(Client(socket_).Ping().value("ok", false));
   EXPECT_FALSE(renewed.NextEvent(milliseconds(0)).has_value());
+}
+
+TEST_F(UpgradeTest, SighupReadsTheSettingsAgainAndKeepsEveryLock) {
+  const std::string config = dir_ + "/config.toml";
+  std::ofstream(config) << "max_locks_per_session = 4\n";
+  auto agent = Start({"--config", config});
+  Client renewed(socket_);
+  const json r = renewed.Acquire("h:renewed", 2'000, 0, /*renew=*/true);
+  ASSERT_TRUE(r.value("ok", false)) << r;
+  std::ofstream(config) << "max_locks_per_session = 1\n";
+  const pid_t old_pid = agent->pid();
+  ASSERT_EQ(kill(old_pid, SIGHUP), 0);
+  // The old process exits once a new run of the same binary took everything over.
+  EXPECT_EQ(agent->WaitExit(kAwait), 0) << agent->Log();
+  const json state = StateWhen(
+      *agent, [old_pid](const json& s) { return s["agent"].value("pid", old_pid) != old_pid; },
+      kAwait);
+  const pid_t new_pid = state["agent"].value("pid", 0);
+  ASSERT_NE(new_pid, 0) << state;
+  started_.push_back(new_pid);
+  // The new limit holds; the lock held across is the same hold, renewed past its ttl.
+  Client fresh(socket_);
+  ASSERT_TRUE(fresh.Acquire("h:one", 5'000, 0).value("ok", false));
+  EXPECT_EQ(Code(fresh.Acquire("h:two", 5'000, 0)), "too_many") << agent->Log();
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return MetricNow(agent->admin_port(), "lockwarden_renewals_total",
+                         {{"outcome", "extended"}}) >= 2;
+      },
+      kAwait))
+      << agent->Log();
+  const json held = renewed.Held();
+  ASSERT_EQ(held["locks"].size(), 1u) << held;
+  EXPECT_EQ(held["locks"][0].value("token", ""), r.value("token", ""));
+  EXPECT_FALSE(renewed.NextEvent(milliseconds(0)).has_value()) << "no lost event";
+  EXPECT_NE(agent->Log().find("SIGHUP: reading the settings again"), std::string::npos);
 }
 
 TEST_F(UpgradeTest, OnlyRootAndTheAgentsOwnUserMayUpgrade) {
