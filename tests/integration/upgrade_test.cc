@@ -38,6 +38,17 @@ json Reply(Client& c) {
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0; }
 
+// The agent serving on `agent`'s admin port has extended holds at least `n` times (its counters
+// start from 0 in a new process).
+bool Renewed(const AgentProcess& agent, double n) {
+  return Eventually(
+      [&] {
+        return MetricNow(agent.admin_port(), "lockwarden_renewals_total",
+                         {{"outcome", "extended"}}) >= n;
+      },
+      kAwait);
+}
+
 class UpgradeTest : public ::testing::Test {
  protected:
   ~UpgradeTest() override {
@@ -143,13 +154,7 @@ void UpgradeTest::CarryOn(AgentProcess* agent) {
 
   // Three renewals of each of the three renewed holds (the lock, the job's, the leadership),
   // a whole 2 s ttl past the hand-over, by the new process (its counters start from 0).
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return MetricNow(agent->admin_port(), "lockwarden_renewals_total",
-                         {{"outcome", "extended"}}) >= 9;
-      },
-      kAwait))
-      << agent->Log();
+  ASSERT_TRUE(Renewed(*agent, 9)) << agent->Log();
   const json held = renewed.Held();
   ASSERT_EQ(held["locks"].size(), 1u) << held;
   EXPECT_EQ(held["locks"][0].value("token", ""), r.value("token", ""));
@@ -235,13 +240,7 @@ TEST_F(UpgradeTest, SighupReadsTheSettingsAgainAndKeepsEveryLock) {
   Client fresh(socket_);
   ASSERT_TRUE(fresh.Acquire("h:one", 5'000, 0).value("ok", false));
   EXPECT_EQ(Code(fresh.Acquire("h:two", 5'000, 0)), "too_many") << agent->Log();
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return MetricNow(agent->admin_port(), "lockwarden_renewals_total",
-                         {{"outcome", "extended"}}) >= 2;
-      },
-      kAwait))
-      << agent->Log();
+  ASSERT_TRUE(Renewed(*agent, 2)) << agent->Log();
   const json held = renewed.Held();
   ASSERT_EQ(held["locks"].size(), 1u) << held;
   EXPECT_EQ(held["locks"][0].value("token", ""), r.value("token", ""));
