@@ -9,6 +9,7 @@
 #include "agent/agent_id.h"
 #include "agent/detached_leases.h"
 #include "agent/options_from_config.h"
+#include "core/build_commit.h"
 #include "core/redlock_math.h"
 
 namespace lw {
@@ -27,7 +28,7 @@ std::vector<std::string> MasterNames(const Config& cfg) {
 Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAccess host)
     : loop_(loop),
       cfg_(cfg),
-      metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, LOCKWARDEN_GIT_COMMIT}),
+      metrics_(MasterNames(cfg), BuildInfo{LOCKWARDEN_VERSION, std::string(BuildCommit())}),
       activity_(events_,
                 [this](uint64_t session) {
                   return service_ ? service_->Describe(session)

@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "client/client.h"
 #include "config/config.h"
+#include "core/build_commit.h"
 #include "core/duration.h"
 #include "core/lock_kind.h"
 
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
   CLI::App app{"lockwarden: distributed locks (Redlock over N Redis masters) for local apps"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("lockwarden ") + LOCKWARDEN_VERSION + " (" +
-                                        LOCKWARDEN_GIT_COMMIT + ")");
+                                        std::string(lw::BuildCommit()) + ")");
 
   // serve and scan: the settings they read are flags; flags override LOCKWARDEN_* env, which
   // overrides the file.
