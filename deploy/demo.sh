@@ -252,7 +252,7 @@ cat <<BANNER
     redis-cli -p ${ports[1]} shutdown nosave   # and another: still a quorum (3 of 5)
     redis-cli -p ${ports[2]} shutdown nosave   # a third: QUORUM LOST, lock exits 69
     curl -s 127.0.0.1:$admin_port/metrics | grep -E '^lockwarden_(masters_up|quorum_margin)'
-    $BIN lock demo:long --ttl 15s -- sleep 600 &  # a lock to look at (or force-release) on the page
+    $BIN lock --ttl 15s demo:long -- sleep 600 &  # a lock to look at (or force-release) on the page
     redis-cli -p ${ports[3]} set lock:forgotten x   # a key without TTL: on the page, under leaked keys
     $BIN scan ${master_args[*]}
                                                # one-shot leak scan: exit 1 on a key without TTL

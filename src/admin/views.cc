@@ -158,15 +158,9 @@ nlohmann::ordered_json HistoryView(const std::vector<HistoryPoint>& history) {
 
 }  // namespace
 
-std::string_view QuorumState(const Snapshot& s) {
-  if (!ReadinessOf(s).ready) return "lost";
-  if (s.masters_usable < static_cast<int>(s.masters.size())) return "at_risk";
-  return "healthy";
-}
-
 nlohmann::ordered_json StateView(const StateInputs& in) {
   const Snapshot& s = *in.snapshot;
-  const int margin = s.masters_usable - s.quorum;
+  const QuorumCounts quorum = QuorumOf(s);
   const int64_t uptime_ms =
       in.agent.started_unix_ms > 0 ? s.taken_unix_ms - in.agent.started_unix_ms : 0;
   nlohmann::ordered_json actions = {{"enabled", in.actions_enabled}};
@@ -188,8 +182,8 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
             {"up", s.masters_up},
             {"usable", s.masters_usable},
             {"needed", s.quorum},
-            {"margin", margin},
-            {"state", QuorumState(s)}}},
+            {"margin", QuorumMargin(quorum)},
+            {"state", QuorumStateName(QuorumStateOf(quorum))}}},
           {"masters", MastersView(in)},
           {"sessions", s.sessions},
           {"waiters", s.waiters},

@@ -51,11 +51,6 @@ nlohmann::ordered_json StateView(const Snapshot& snapshot);
 // report null: the first pass has not finished yet. interval_ms 0: the scanner is off.
 nlohmann::ordered_json LeaksView(const ScanReport* report, int64_t interval_ms);
 
-// "healthy": every master usable (up and not in restart quarantine); "at_risk": some are not but
-// the agent is ready (ReadinessOf; the margin says how many more failures locking survives);
-// "lost": not ready, no lock can be granted or renewed.
-std::string_view QuorumState(const Snapshot& s);
-
 // Why a lock counts as stuck ("" if it does not): held longer than stuck_after, or not
 // renewed with a ttl longer than stuck_after.
 std::string StuckReason(const LockView& lock, int64_t stuck_after_ms);

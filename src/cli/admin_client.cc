@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <toml++/toml.h>
 
+#include "cli/agent_config.h"
 #include "cli/commands.h"
 
 namespace lw::cli {
@@ -49,40 +49,17 @@ ListenUrl UrlOfListen(const std::string& listen) {
   return {"http://" + host + ":" + std::to_string(address->port), ""};
 }
 
-// admin_listen and admin_token_file as the agent would read them: LOCKWARDEN_* over the file.
-// Only these two settings are read (the rest of the file, and its secrets, are the agent's).
-struct ConfigAdmin {
-  std::string listen = "";
-  std::string token_file = "";
-};
-
-std::variant<ConfigAdmin, std::string> ReadConfigAdmin(const std::string& path) {
-  ConfigAdmin out;
-  if (!path.empty()) {
-    try {
-      const toml::table table = toml::parse_file(path);
-      out.listen = table["admin_listen"].value_or(std::string());
-      out.token_file = table["admin_token_file"].value_or(std::string());
-    } catch (const toml::parse_error& e) {
-      return path + ": " + std::string(e.description());
-    }
-  }
-  if (const char* env = std::getenv("LOCKWARDEN_ADMIN_LISTEN")) out.listen = env;
-  if (const char* env = std::getenv("LOCKWARDEN_ADMIN_TOKEN_FILE")) out.token_file = env;
-  return out;
-}
-
 }  // namespace
 
 std::variant<AdminEndpoint, std::string> ResolveAdmin(const AdminArgs& args) {
-  auto config = ReadConfigAdmin(args.config_path);
+  auto config = ReadAgentConfig(args.config_path);
   if (auto* error = std::get_if<std::string>(&config)) return *error;
-  const ConfigAdmin& from_config = std::get<ConfigAdmin>(config);
+  const AgentConfig& from_config = std::get<AgentConfig>(config);
   AdminEndpoint out;
   if (!args.url.empty()) {
     out.url = args.url.find("://") == std::string::npos ? "http://" + args.url : args.url;
-  } else if (!from_config.listen.empty()) {
-    ListenUrl url = UrlOfListen(from_config.listen);
+  } else if (!from_config.admin_listen.empty()) {
+    ListenUrl url = UrlOfListen(from_config.admin_listen);
     if (!url.error.empty()) return url.error;
     out.url = url.url;
   } else {
@@ -94,10 +71,10 @@ std::variant<AdminEndpoint, std::string> ResolveAdmin(const AdminArgs& args) {
     out.token = *token;
   } else if (const char* env = std::getenv("LOCKWARDEN_ADMIN_TOKEN")) {
     out.token = Trimmed(env);
-  } else if (!from_config.token_file.empty()) {
+  } else if (!from_config.admin_token_file.empty()) {
     // The agent's own token file, when this user may read it; otherwise none is sent (a
     // loopback listener needs none for reads).
-    out.token = ReadFile(from_config.token_file).value_or("");
+    out.token = ReadFile(from_config.admin_token_file).value_or("");
   }
   return out;
 }

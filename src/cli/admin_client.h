@@ -18,7 +18,7 @@ namespace lw::cli {
 struct AdminArgs {
   std::string url;         // --admin: "http://host:port" or "host:port"; "": from the config
   std::string token_file;  // --admin-token-file; "": LOCKWARDEN_ADMIN_TOKEN, then the config's
-  std::string config_path;  // --config / LOCKWARDEN_CONFIG; "": none
+  std::string config_path;  // --config; "": $LOCKWARDEN_CONFIG, if set (ReadAgentConfig)
 };
 
 struct AdminEndpoint {

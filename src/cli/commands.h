@@ -7,6 +7,7 @@
 
 #include "cli/admin_client.h"
 #include "config/config.h"
+#include "core/error_code.h"
 
 namespace lw::cli {
 
@@ -57,7 +58,7 @@ struct LeaseArgs {
 int RunAcquireDetached(const LeaseArgs& args);
 int RunRelease(const LeaseArgs& args);
 int RunExtend(const LeaseArgs& args);
-// `lockwarden elect NAME --value V -- CMD...`: campaign, run the command while leading, stop it
+// `lockwarden elect --value V NAME [--] CMD...`: campaign, run the command while leading, stop it
 // as `lock` does when the leadership is lost, resign when it exits. Exit codes as `lock`'s.
 struct ElectArgs {
   std::string socket_path;
@@ -83,7 +84,14 @@ inline constexpr int kExitNoLeader = 1;
 // watch: print the leader, then each change, until the connection ends (exit 69).
 int RunLeader(const std::string& socket_path, const std::string& name, bool json, bool watch);
 
+// Exit 0 when a quorum of masters is usable, kExitUnavailable when not or when the agent does
+// not answer (with json: a JSON error object on stdout, as ReportFailure).
 int RunStatus(const std::string& socket_path, bool json);
+
+// A failure before the agent answered: with json, {"ok":false,"error":<code>,"message":...} on
+// stdout (the shape of the agent's own errors); the message on stderr in any case. Returns
+// exit_code.
+int ReportFailure(bool json, ErrorCode code, const std::string& message, int exit_code);
 
 // `status --fleet`: every agent (drift flagged) and the fleet lock table, from the local agent's
 // admin API. 0: a quorum of masters was read; kExitUnavailable: not, or no answer.

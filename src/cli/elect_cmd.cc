@@ -1,4 +1,4 @@
-// `lockwarden elect NAME --value V -- CMD...`: lead an election while a command runs.
+// `lockwarden elect --value V NAME [--] CMD...`: lead an election while a command runs.
 
 #include <cerrno>
 #include <cstdio>
@@ -7,6 +7,7 @@
 
 #include "cli/child.h"
 #include "cli/commands.h"
+#include "cli/quorum_report.h"
 #include "client/client.h"
 
 namespace lw::cli {
@@ -45,6 +46,7 @@ int RunElect(const ElectArgs& a) {
   nlohmann::json reply;
   try {
     c.emplace(a.socket_path);
+    SayIfWaitingForQuorum(*c, "lead \"" + a.name + "\"", a.wait_ms);
     reply = CampaignUntilElected(a, *c);
   } catch (const client::ClientError& e) {
     std::fprintf(stderr, "lockwarden: %s\n", e.what());

@@ -3,21 +3,25 @@
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/quorum_report.h"
 #include "client/client.h"
 
 namespace lw::cli {
 namespace {
 
-// One request on a fresh connection; the reply, or nullopt (said on stderr) when the agent could
-// not be reached or did not answer.
+// One request on a fresh connection (after `before`, when given); the reply, or nullopt (said on
+// stderr) when the agent could not be reached or did not answer.
 std::optional<nlohmann::json> Ask(const LeaseArgs& a, nlohmann::json request,
-                                  std::chrono::milliseconds timeout) {
+                                  std::chrono::milliseconds timeout,
+                                  const std::function<void(client::Client&)>& before = {}) {
   try {
     client::Client c(a.socket_path);
+    if (before) before(c);
     return c.Call(std::move(request), timeout);
   } catch (const client::ClientError& e) {
     std::fprintf(stderr, "lockwarden: %s\n", e.what());
@@ -46,7 +50,10 @@ int RunAcquireDetached(const LeaseArgs& a) {
                             {"detach", true}};
   if (a.ttl_ms > 0) request["ttl_ms"] = a.ttl_ms;
   if (a.fence) request["fence"] = true;
-  const auto reply = Ask(a, std::move(request), std::chrono::milliseconds(a.wait_ms + 30'000));
+  const auto reply = Ask(a, std::move(request), std::chrono::milliseconds(a.wait_ms + 30'000),
+                         [&a](client::Client& c) {
+                           SayIfWaitingForQuorum(c, "acquire \"" + a.resource + "\"", a.wait_ms);
+                         });
   if (!reply) return kExitUnavailable;
   if (!reply->value("ok", false)) return Failed(a, "acquire", *reply);
   if (a.json) {

@@ -1,4 +1,4 @@
-// `lockwarden lock RESOURCE -- CMD...`: hold a renewed lock while a command runs.
+// `lockwarden lock RESOURCE [--] CMD...`: hold a renewed lock while a command runs.
 
 #include <algorithm>
 #include <cerrno>
@@ -10,6 +10,7 @@
 
 #include "cli/child.h"
 #include "cli/commands.h"
+#include "cli/quorum_report.h"
 #include "client/client.h"
 
 namespace lw::cli {
@@ -80,7 +81,8 @@ Resumer ResumerOf(const LockArgs& a, const std::string& token, const GrantExtras
   return r;
 }
 
-// The acquire, waiting up to --wait in all. When the agent goes away meanwhile (it answers
+// The acquire, waiting up to --wait in all, for a quorum of masters (said at once on stderr)
+// as for another holder. When the agent goes away meanwhile (it answers
 // shutting_down, or the connection ends), the wait goes on through its next run, at the back of
 // the line, saying so. *asked: when the acquire that was answered was sent. Throws ClientError
 // when the agent cannot be reached at first, or not again before the wait ran out.
@@ -96,7 +98,9 @@ nlohmann::json AcquireThroughRestarts(const LockArgs& a, std::optional<client::C
     std::string why;
     try {
       c.emplace(a.socket_path);
+      const int64_t wait_said = reached ? left : a.wait_ms;  // --wait as given, at first
       reached = true;
+      SayIfWaitingForQuorum(*c, "lock \"" + a.resource + "\"", wait_said);
       *asked = Clock::now();
       nlohmann::json reply =
           c->Acquire(a.resource, a.ttl_ms, left, {a.permits, a.shared}, /*renew=*/true,

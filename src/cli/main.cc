@@ -8,8 +8,9 @@
 #include <variant>
 #include <vector>
 
+#include "cli/agent_config.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
-#include "client/client.h"
 #include "config/config.h"
 #include "core/build_commit.h"
 #include "core/duration.h"
@@ -91,6 +92,31 @@ class ConfigFlags {
   std::map<std::string, std::vector<std::string>> lists_;
 };
 
+// --socket and --config: where a client subcommand finds the agent (cli/agent_config.h). Without
+// config, only --socket (the subcommand has its own --config).
+void AddSocketOptions(CLI::App* command, lw::cli::SocketArgs& args, bool with_config = true) {
+  command->add_option("--socket", args.socket,
+                      "agent socket (default: env LOCKWARDEN_SOCKET, else socket_path of the "
+                      "agent's --config, else /run/lockwarden/lockwarden.sock)");
+  if (with_config) {
+    command->add_option("--config", args.config_path,
+                        "the agent's TOML configuration, for its socket_path (env "
+                        "LOCKWARDEN_CONFIG)");
+  }
+}
+
+// args resolved into *path (cli/agent_config.h); false when the agent's configuration cannot
+// be read, said as ReportFailure says it (on stdout too with json).
+bool SocketOf(const lw::cli::SocketArgs& args, std::string* path, bool json = false) {
+  auto resolved = lw::cli::ResolveSocket(args);
+  if (auto* error = std::get_if<std::string>(&resolved)) {
+    lw::cli::ReportFailure(json, lw::ErrorCode::kBadRequest, *error, lw::cli::kExitUsage);
+    return false;
+  }
+  *path = std::get<lw::cli::SocketPath>(resolved).path;
+  return true;
+}
+
 // The options of the commands that ask the agent's admin HTTP API.
 void AddAdminOptions(CLI::App* command, lw::cli::AdminArgs& args) {
   command->add_option("--admin", args.url,
@@ -100,22 +126,15 @@ void AddAdminOptions(CLI::App* command, lw::cli::AdminArgs& args) {
                       "file with the admin token, needed when the agent listens beyond loopback "
                       "(default: env LOCKWARDEN_ADMIN_TOKEN, else the config's admin_token_file)");
   command->add_option("--config", args.config_path,
-                      "the agent's TOML configuration, for admin_listen and admin_token_file "
-                      "(env LOCKWARDEN_CONFIG)");
-}
-
-// args with --config defaulting to LOCKWARDEN_CONFIG.
-lw::cli::AdminArgs WithConfig(lw::cli::AdminArgs args) {
-  if (args.config_path.empty()) {
-    if (const char* env = std::getenv("LOCKWARDEN_CONFIG")) args.config_path = env;
-  }
-  return args;
+                      "the agent's TOML configuration, for socket_path, admin_listen and "
+                      "admin_token_file (env LOCKWARDEN_CONFIG)");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"lockwarden: distributed locks (Redlock over N Redis masters) for local apps"};
+  CLI::App app{"lockwarden: distributed locks (Redlock over N Redis masters) for local apps",
+               "lockwarden"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("lockwarden ") + LOCKWARDEN_VERSION + " (" +
                                         std::string(lw::BuildCommit()) + ")");
@@ -132,15 +151,18 @@ int main(int argc, char** argv) {
 
   const DurationValidator duration;
   lw::cli::LockArgs lock_args;
+  lw::cli::SocketArgs lock_socket;
   std::string ttl, wait = "30s", grace = "2s";
   auto* lock = app.add_subcommand(
       "lock", "Run a command while holding a lock (renewed while it runs), like flock(1)");
   lock->add_option("--ttl", ttl,
                    "lock time-to-live, renewed at ttl/3 (default: the agent's default_ttl_ms)")
       ->check(duration);
-  lock->add_option("--wait", wait, "how long to wait for the lock")
+  lock->add_option("--wait", wait,
+                   "how long to wait for the lock: while another holder has it, and while too "
+                   "few masters are up for a quorum")
       ->check(duration)->capture_default_str();
-  lock->add_option("--socket", lock_args.socket_path, "agent socket (env LOCKWARDEN_SOCKET)");
+  AddSocketOptions(lock, lock_socket);
   lock->add_option("--kill-grace", grace, "after a lost lock: SIGTERM, then SIGKILL after this")
       ->check(duration)->capture_default_str();
   lock->add_option("-E,--conflict-exit-code", lock_args.conflict_exit_code,
@@ -158,11 +180,12 @@ int main(int argc, char** argv) {
   lock->add_flag("--shared", lock_args.shared,
                  "hold a shared (read) hold: readers share, an exclusive (default) hold of the "
                  "resource excludes them");
-  lock->add_option("resource", lock_args.resource, "resource name")->required();
-  lock->add_option("command", lock_args.command, "command and arguments (after --)")->required();
+  lw::cli::AddNameAndCommand(lock, "RESOURCE", "resource name", &lock_args.resource,
+                             &lock_args.command);
 
   // Detached leases: acquire prints the token; release and extend take it.
   lw::cli::LeaseArgs lease_args;
+  lw::cli::SocketArgs lease_socket;
   std::string lease_ttl, lease_wait = "30s";
   bool detach = false;
   auto* acquire = app.add_subcommand(
@@ -177,7 +200,9 @@ int main(int argc, char** argv) {
                       "lease time-to-live, never renewed; keep it with `lockwarden extend` "
                       "(default: the agent's default_ttl_ms)")
       ->check(duration);
-  acquire->add_option("--wait", lease_wait, "how long to wait for the lock")
+  acquire->add_option("--wait", lease_wait,
+                      "how long to wait for the lock: while another holder has it, and while "
+                      "too few masters are up for a quorum")
       ->check(duration)->capture_default_str();
   acquire->add_flag("--fence", lease_args.fence,
                     "also get a fencing token, printed after the token: \"TOKEN FENCE\"");
@@ -193,16 +218,17 @@ int main(int argc, char** argv) {
                                          "default_ttl_ms)")
       ->check(duration);
   for (CLI::App* command : {acquire, release, extend}) {
-    command->add_option("--socket", lease_args.socket_path, "agent socket (env LOCKWARDEN_SOCKET)");
+    AddSocketOptions(command, lease_socket);
     command->add_flag("--json", lease_args.json, "print the agent's reply as JSON");
-    command->add_option("resource", lease_args.resource, "resource name")->required();
+    command->add_option("RESOURCE", lease_args.resource, "resource name")->required();
   }
   for (CLI::App* command : {release, extend}) {
-    command->add_option("token", lease_args.token, "the token `lockwarden acquire` printed")
+    command->add_option("TOKEN", lease_args.token, "the token `lockwarden acquire` printed")
         ->required();
   }
 
   lw::cli::ElectArgs elect_args;
+  lw::cli::SocketArgs elect_socket;
   std::string elect_ttl, elect_wait, elect_grace = "2s";
   auto* elect = app.add_subcommand(
       "elect", "Run a command while leading an election: wait to lead, run it, stop it if the "
@@ -215,10 +241,11 @@ int main(int argc, char** argv) {
                     "within about this long (default: the agent's default_ttl_ms)")
       ->check(duration);
   elect->add_option("--wait", elect_wait,
-                    "give up (exit 75, or -E) when not leading after this long (default: wait "
-                    "for as long as it takes)")
+                    "give up when not leading after this long (exit 75, or -E; exit 69 when it "
+                    "was too few masters up for a quorum); default: wait for as long as it "
+                    "takes while another candidate leads")
       ->check(duration);
-  elect->add_option("--socket", elect_args.socket_path, "agent socket (env LOCKWARDEN_SOCKET)");
+  AddSocketOptions(elect, elect_socket);
   elect->add_option("--kill-grace", elect_grace,
                     "after a lost leadership: SIGTERM, then SIGKILL after this")
       ->check(duration)->capture_default_str();
@@ -226,26 +253,27 @@ int main(int argc, char** argv) {
                     "exit code when not elected within --wait")
       ->capture_default_str();
   elect->add_flag("-v,--verbose", elect_args.verbose, "say when elected and when resigning");
-  elect->add_option("name", elect_args.name, "election name")->required();
-  elect->add_option("command", elect_args.command, "command and arguments (after --)")
-      ->required();
+  lw::cli::AddNameAndCommand(elect, "NAME", "election name", &elect_args.name,
+                             &elect_args.command);
 
-  std::string leader_name, leader_socket;
+  std::string leader_name;
+  lw::cli::SocketArgs leader_socket;
   bool leader_json = false, leader_watch = false;
   auto* leader = app.add_subcommand(
       "leader", "Who leads an election (value, agent, host, pid, term, since); exit 0 a leader, "
                 "1 none, 69 unknown (agent or a quorum of masters unreachable)");
-  leader->add_option("name", leader_name, "election name")->required();
+  leader->add_option("NAME", leader_name, "election name")->required();
   leader->add_flag("--json", leader_json, "machine-readable output (JSON lines with --watch)");
   leader->add_flag("--watch", leader_watch,
                    "print the leader, then one line at each change, until interrupted");
-  leader->add_option("--socket", leader_socket, "agent socket (env LOCKWARDEN_SOCKET)");
+  AddSocketOptions(leader, leader_socket);
 
-  std::string status_socket, status_prefix;
+  std::string status_prefix;
+  lw::cli::SocketArgs status_socket;
   bool status_json = false, status_fleet = false;
   lw::cli::AdminArgs status_admin;
   auto* status = app.add_subcommand("status", "Show masters, quorum and the agent's locks");
-  status->add_option("--socket", status_socket, "agent socket (env LOCKWARDEN_SOCKET)");
+  AddSocketOptions(status, status_socket, /*with_config=*/false);
   status->add_flag("--json", status_json, "machine-readable output");
   status->add_flag("--fleet", status_fleet,
                    "every agent on the masters (settings drift flagged) and every lock held in "
@@ -261,17 +289,18 @@ int main(int argc, char** argv) {
   auto* who = app.add_subcommand(
       "who", "Who holds a lock anywhere in the fleet, since when, and who waits for it; exit 0 "
              "held, 1 not held, 69 unknown (agent or a quorum of masters unreachable)");
-  who->add_option("resource", who_resource, "resource name")->required();
+  who->add_option("RESOURCE", who_resource, "resource name")->required();
   who->add_flag("--json", who_json, "machine-readable output");
   AddAdminOptions(who, who_admin);
 
-  std::string upgrade_socket, upgrade_timeout = "60s";
+  std::string upgrade_timeout = "60s";
+  lw::cli::SocketArgs upgrade_socket;
   bool upgrade_json = false;
   auto* upgrade = app.add_subcommand(
       "upgrade", "Upgrade the running agent in place to the binary now at its path: its socket, "
                  "connections and locks are handed over, clients notice nothing; exit 0 "
                  "upgraded, 69 not (the old agent keeps serving)");
-  upgrade->add_option("--socket", upgrade_socket, "agent socket (env LOCKWARDEN_SOCKET)");
+  AddSocketOptions(upgrade, upgrade_socket);
   upgrade->add_option("--timeout", upgrade_timeout, "how long to wait for the answer")
       ->check(duration)->capture_default_str();
   upgrade->add_flag("--json", upgrade_json, "print the new process's reply as JSON");
@@ -282,30 +311,34 @@ int main(int argc, char** argv) {
   scan_flags.AddTo(scan, ConfigFlags::Use::kScan);
   scan->add_flag("--json", scan_json, "machine-readable output");
 
+  std::string help_topic;
+  CLI::App* help = lw::cli::AddHelpCommand(app, &help_topic);
+  lw::cli::UseUsageLines(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : lw::cli::kExitUsage;
+    return lw::cli::ParseFailed(app, e);
   }
 
+  if (help->parsed()) return lw::cli::RunHelp(app, help_topic);
   if (serve->parsed()) return lw::cli::RunServe(serve_flags.Sources(serve), serve_check_only);
   if (scan->parsed()) return lw::cli::RunScan(scan_flags.Sources(scan), scan_json);
   if (lock->parsed()) {
     if (lock_args.permits > 0 && lock_args.shared) {
-      std::fprintf(stderr, "lockwarden lock: --permits and --shared cannot go together: a "
-                           "semaphore has no shared holds. Use --permits K for a permit of a "
-                           "semaphore, or --shared for a read hold of a lock\n");
-      return lw::cli::kExitUsage;
+      return lw::cli::UsageError("lock", "--permits and --shared cannot go together: a "
+                                         "semaphore has no shared holds. Use --permits K for a "
+                                         "permit of a semaphore, or --shared for a read hold "
+                                         "of a lock");
     }
-    if (lock_args.socket_path.empty()) lock_args.socket_path = lw::client::DefaultSocketPath();
+    if (!lw::cli::CommandGiven("lock", "RESOURCE", &lock_args.command)) return lw::cli::kExitUsage;
+    if (!SocketOf(lock_socket, &lock_args.socket_path)) return lw::cli::kExitUsage;
     lock_args.ttl_ms = ttl.empty() ? 0 : Ms(ttl);
     lock_args.wait_ms = Ms(wait);
     lock_args.kill_grace_ms = Ms(grace);
     return lw::cli::RunLock(lock_args);
   }
   if (acquire->parsed() || release->parsed() || extend->parsed()) {
-    if (lease_args.socket_path.empty()) lease_args.socket_path = lw::client::DefaultSocketPath();
+    if (!SocketOf(lease_socket, &lease_args.socket_path)) return lw::cli::kExitUsage;
     lease_args.ttl_ms = lease_ttl.empty() ? 0 : Ms(lease_ttl);
     lease_args.wait_ms = Ms(lease_wait);
     if (acquire->parsed()) return lw::cli::RunAcquireDetached(lease_args);
@@ -313,24 +346,27 @@ int main(int argc, char** argv) {
     return lw::cli::RunExtend(lease_args);
   }
   if (elect->parsed()) {
-    if (elect_args.socket_path.empty()) elect_args.socket_path = lw::client::DefaultSocketPath();
+    if (!lw::cli::CommandGiven("elect", "NAME", &elect_args.command)) return lw::cli::kExitUsage;
+    if (!SocketOf(elect_socket, &elect_args.socket_path)) return lw::cli::kExitUsage;
     elect_args.ttl_ms = elect_ttl.empty() ? 0 : Ms(elect_ttl);
     elect_args.wait_ms = elect_wait.empty() ? -1 : Ms(elect_wait);
     elect_args.kill_grace_ms = Ms(elect_grace);
     return lw::cli::RunElect(elect_args);
   }
   if (leader->parsed()) {
-    if (leader_socket.empty()) leader_socket = lw::client::DefaultSocketPath();
-    return lw::cli::RunLeader(leader_socket, leader_name, leader_json, leader_watch);
+    std::string socket;
+    if (!SocketOf(leader_socket, &socket)) return lw::cli::kExitUsage;
+    return lw::cli::RunLeader(socket, leader_name, leader_json, leader_watch);
   }
   if (upgrade->parsed()) {
-    if (upgrade_socket.empty()) upgrade_socket = lw::client::DefaultSocketPath();
-    return lw::cli::RunUpgrade(upgrade_socket, Ms(upgrade_timeout), upgrade_json);
+    std::string socket;
+    if (!SocketOf(upgrade_socket, &socket, upgrade_json)) return lw::cli::kExitUsage;
+    return lw::cli::RunUpgrade(socket, Ms(upgrade_timeout), upgrade_json);
   }
-  if (who->parsed()) return lw::cli::RunWho(WithConfig(who_admin), who_resource, who_json);
-  if (status_fleet) {
-    return lw::cli::RunFleetStatus(WithConfig(status_admin), status_prefix, status_json);
-  }
-  if (status_socket.empty()) status_socket = lw::client::DefaultSocketPath();
-  return lw::cli::RunStatus(status_socket, status_json);
+  if (who->parsed()) return lw::cli::RunWho(who_admin, who_resource, who_json);
+  if (status_fleet) return lw::cli::RunFleetStatus(status_admin, status_prefix, status_json);
+  status_socket.config_path = status_admin.config_path;
+  std::string socket;
+  if (!SocketOf(status_socket, &socket, status_json)) return lw::cli::kExitUsage;
+  return lw::cli::RunStatus(socket, status_json);
 }

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/quorum_report.h"
 #include "client/client.h"
 #include "core/duration.h"
+#include "core/error_code.h"
 
 namespace lw::cli {
 namespace {
@@ -33,6 +35,16 @@ std::string KindOf(const nlohmann::json& l) {
 
 }  // namespace
 
+int ReportFailure(bool json, ErrorCode code, const std::string& message, int exit_code) {
+  if (json) {
+    const nlohmann::ordered_json out = {
+        {"ok", false}, {"error", std::string(ErrorCodeName(code))}, {"message", message}};
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  std::fprintf(stderr, "lockwarden: %s\n", message.c_str());
+  return exit_code;
+}
+
 int RunStatus(const std::string& socket_path, bool json) {
   nlohmann::json health, locks;
   try {
@@ -40,35 +52,31 @@ int RunStatus(const std::string& socket_path, bool json) {
     health = c.Health();
     locks = c.Call({{"op", "locks"}});
   } catch (const client::ClientError& e) {
-    std::fprintf(stderr, "lockwarden: %s\n", e.what());
-    return kExitUnavailable;
+    return ReportFailure(json, ErrorCode::kUnavailable, e.what(), kExitUnavailable);
   }
-  const int quorum = health.value("quorum", 0);
-  int up = 0, usable = 0;  // usable: up and out of restart quarantine (its votes count)
-  for (const auto& n : health.value("nodes", nlohmann::json::array())) {
-    const bool node_up = n.value("up", false);
-    up += node_up;
-    usable += node_up && !n.value("quarantined", false);
-  }
-  const bool healthy = usable >= quorum && quorum > 0;
+  const QuorumCounts quorum = QuorumOfHealth(health);
+  const int exit_code = QuorumReady(quorum) ? 0 : kExitUnavailable;
   auto all = locks.value("locks", nlohmann::json::array());
   CountHolders(all);
   if (json) {
-    nlohmann::json out = {{"socket", socket_path}, {"quorum", quorum}, {"masters_up", up},
-                          {"masters_usable", usable},
+    nlohmann::json out = {{"socket", socket_path},
+                          {"quorum", quorum.quorum},
+                          {"masters_up", quorum.up},
+                          {"masters_usable", quorum.usable},
+                          {"quorum_state", std::string(QuorumStateName(QuorumStateOf(quorum)))},
+                          {"quorum_margin", QuorumMargin(quorum)},
                           {"nodes", health.value("nodes", nlohmann::json::array())},
                           {"locks", all}};
     std::printf("%s\n", out.dump(2).c_str());
-    return healthy ? 0 : kExitUnavailable;
+    return exit_code;
   }
   const auto& nodes = health["nodes"];
   const std::string quarantined =
-      up > usable ? " (" + std::to_string(up - usable) + " in restart quarantine)" : "";
-  std::printf("agent   %s\nmasters %d up of %zu%s, quorum %d: %s\n", socket_path.c_str(), up,
-              nodes.size(), quarantined.c_str(), quorum,
-              !healthy ? "QUORUM LOST (no lock can be granted)"
-              : usable - quorum == 0 ? "at risk (one more failure loses quorum)"
-                                     : "healthy");
+      quorum.up > quorum.usable
+          ? " (" + std::to_string(quorum.up - quorum.usable) + " in restart quarantine)"
+          : "";
+  std::printf("agent   %s\nmasters %d up of %d%s, quorum %d: %s\n", socket_path.c_str(), quorum.up,
+              quorum.masters, quarantined.c_str(), quorum.quorum, QuorumVerdict(quorum).c_str());
   for (const auto& n : nodes) {
     const bool node_up = n.value("up", false);
     std::printf("  %-24s %-4s", n.value("addr", "?").c_str(), node_up ? "up" : "DOWN");
@@ -92,7 +100,7 @@ int RunStatus(const std::string& socket_path, bool json) {
                                            : "",
                 l.value("waiters", 0));
   }
-  return healthy ? 0 : kExitUnavailable;
+  return exit_code;
 }
 
 }  // namespace lw::cli

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 namespace lw::client {
@@ -21,11 +20,6 @@ int RemainingMs(SteadyClock::time_point deadline) {
 }
 
 }  // namespace
-
-std::string DefaultSocketPath() {
-  const char* env = std::getenv("LOCKWARDEN_SOCKET");
-  return env && *env ? env : "/run/lockwarden/lockwarden.sock";
-}
 
 Client::Client(const std::string& socket_path) {
   sockaddr_un addr{};

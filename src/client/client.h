@@ -18,9 +18,6 @@ class ClientError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The agent's default socket: $LOCKWARDEN_SOCKET if set, else /run/lockwarden/lockwarden.sock.
-std::string DefaultSocketPath();
-
 class Client {
  public:
   // Connects to the agent's Unix socket; throws ClientError when it cannot.

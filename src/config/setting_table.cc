@@ -7,6 +7,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "core/closest_name.h"
+
 namespace lw {
 namespace {
 
@@ -31,22 +33,6 @@ std::string DefaultText(const SettingDef& def) {
                         [](std::vector<std::string> Config::*) { return std::string("none"); },
                     },
                     def.target);
-}
-
-// Levenshtein distance, for "did you mean" hints; names are short so O(n*m) is fine.
-size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 
 }  // namespace
@@ -75,18 +61,11 @@ bool IsList(const SettingDef& def) {
 
 std::string Suggestion(std::string_view wrong,
                        const std::function<std::string(const std::string&)>& render) {
-  const SettingDef* best = nullptr;
-  size_t best_distance = 4;  // farther than this is a guess, not a typo
-  for (const SettingDef& def : SettingDefs()) {
-    const std::string_view key = def.key;
-    const bool prefix = wrong.size() >= 3 && (key.starts_with(wrong) || wrong.starts_with(key));
-    const size_t distance = prefix ? 1 : EditDistance(wrong, key);
-    if (distance < best_distance) {
-      best = &def;
-      best_distance = distance;
-    }
-  }
-  return best ? "; did you mean " + render(best->key) + "?" : "";
+  std::vector<std::string_view> keys;
+  for (const SettingDef& def : SettingDefs()) keys.push_back(def.key);
+  // Farther than 3 edits is a guess, not a typo.
+  const auto best = ClosestName(wrong, keys, 3);
+  return best ? "; did you mean " + render(std::string(*best)) + "?" : "";
 }
 
 std::string SettingError(const std::string& key, const std::string& source,

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <iterator>
 
+#include "core/quorum_state.h"
+
 namespace lw {
 
 // The agent as a whole: what it is, and its state as of the last snapshot.
@@ -53,7 +55,7 @@ void Metrics::SetState(const StateSample& s) {
   state_->masters.Set(s.masters);
   state_->masters_up.Set(s.masters_up);
   state_->quorum.Set(s.quorum);
-  state_->margin.Set(s.masters_usable - s.quorum);
+  state_->margin.Set(QuorumMargin({s.masters, s.masters_up, s.masters_usable, s.quorum}));
 }
 
 void Metrics::AddConditional(std::shared_ptr<stats::Registry> registry,

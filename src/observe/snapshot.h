@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/lock_view.h"
+#include "core/quorum_state.h"
 #include "redis/node.h"
 
 namespace lw {
@@ -45,9 +46,13 @@ struct Snapshot {
   std::set<std::pair<std::string, std::string>> held_grants;
 };
 
+// The counts of masters that decide the quorum's state (core/quorum_state.h).
+inline QuorumCounts QuorumOf(const Snapshot& s) {
+  return {static_cast<int>(s.masters.size()), s.masters_up, s.masters_usable, s.quorum};
+}
+
 // Whether the agent can grant a lock: enough masters up and out of restart quarantine to reach
-// the quorum. The one rule behind /readyz, systemd's READY=1 and the page's quorum state, so
-// that probes, systemd and operators agree.
+// the quorum (QuorumReady, the rule behind every front's quorum state).
 struct Readiness {
   bool ready = false;
   // "5 of 5 masters up (2 in restart quarantine), 3 usable, quorum 3": the counts that decide.
@@ -55,12 +60,8 @@ struct Readiness {
 };
 
 inline Readiness ReadinessOf(const Snapshot& s) {
-  const int quarantined = s.masters_up - s.masters_usable;
-  std::string reason = std::to_string(s.masters_up) + " of " + std::to_string(s.masters.size()) +
-                       " masters up";
-  if (quarantined > 0) reason += " (" + std::to_string(quarantined) + " in restart quarantine)";
-  reason += ", " + std::to_string(s.masters_usable) + " usable, quorum " + std::to_string(s.quorum);
-  return {s.quorum > 0 && s.masters_usable >= s.quorum, std::move(reason)};
+  const QuorumCounts counts = QuorumOf(s);
+  return {QuorumReady(counts), DescribeQuorum(counts)};
 }
 
 inline constexpr size_t kMaxListedWaiters = 1000;

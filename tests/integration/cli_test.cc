@@ -1,14 +1,18 @@
-// The `lockwarden lock` command and the agent's own lifecycle (SIGTERM, socket file).
+// The `lockwarden lock` command, how the client subcommands find the agent and report its
+// quorum, and the agent's own lifecycle (SIGTERM, socket file).
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <set>
+#include <utility>
 
-#include <gtest/gtest.h>
-
+#include "state_util.h"
 #include "support/agent_process.h"
 #include "support/files.h"
 #include "support/redis_cluster.h"
@@ -18,6 +22,7 @@ namespace lw::test::cli {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
 
 class CliTest : public ::testing::Test {
  protected:
@@ -50,8 +55,28 @@ class CliTest : public ::testing::Test {
     return ReadFile(out);
   }
 
+  // `lockwarden ARGS` (extra_env added to its environment) run to its end: its exit code and
+  // its stdout and stderr.
+  std::pair<int, std::string> Run(const std::vector<std::string>& args,
+                                  const std::vector<std::string>& extra_env = {}) {
+    const std::string out = agent_.dir() + "/run.out";
+    std::remove(out.c_str());
+    std::vector<std::string> argv = {LockwardenBinary()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const int code = WaitChild(SpawnTestProcess(argv, out, extra_env), milliseconds(30'000));
+    return {code, ReadFile(out)};
+  }
+  // Masters up and out of restart quarantine, as the agent's health says.
+  int UsableMasters() {
+    const json health = agent_.Connect().Health();
+    int usable = 0;
+    for (const auto& n : health["nodes"]) usable += n["up"] == true && n["quarantined"] == false;
+    return usable;
+  }
+
   RedisCluster cluster_{5};
   AgentProcess agent_{cluster_};
+  const std::string socket_ = agent_.socket_path();
   std::string out_path_ = agent_.dir() + "/lock.out";
   std::string go_path_ = agent_.dir() + "/go";
 };
@@ -167,6 +192,89 @@ TEST_F(CliTest, PermitsWithSharedOrOutOfRangeIsAUsageError) {
     EXPECT_EQ(WaitChild(bad, milliseconds(15'000)), 64) << k << ": " << Output();
   }
   EXPECT_EQ(agent_.Connect().Call({{"op", "locks"}})["locks"].size(), 0u) << "nothing was held";
+}
+
+TEST_F(CliTest, StatusNamesTheQuorumStateAsTheStateApiDoes) {
+  cluster_.Kill(4);
+  const json state = StateWhen(
+      agent_, [](const json& s) { return s["quorum"]["up"] == 4; }, milliseconds(15'000));
+  ASSERT_EQ(state["quorum"]["state"], "at_risk") << state["quorum"].dump();
+  ASSERT_TRUE(Eventually([&] { return UsableMasters() == 4; }, milliseconds(15'000)));
+  const json s = json::parse(Status({"--json"}));
+  EXPECT_EQ(s["quorum_state"], state["quorum"]["state"]) << s.dump();
+  EXPECT_EQ(s["quorum_margin"], state["quorum"]["margin"]) << s.dump();
+  EXPECT_THAT(Status(), HasSubstr("masters 4 up of 5, quorum 3: at_risk, margin 1 ("));
+}
+
+TEST_F(CliTest, LockAndElectWithoutAQuorumSayAtOnceThatTheyWaitForOne) {
+  for (int i : {0, 1, 2}) cluster_.Kill(i);
+  ASSERT_TRUE(Eventually([&] { return UsableMasters() == 2; }, milliseconds(15'000)));
+  const auto [status_code, status] = Run({"status", "--socket", socket_});
+  EXPECT_EQ(status_code, 69) << status;
+  EXPECT_THAT(status, HasSubstr("quorum 3: lost, margin -1 ("));
+
+  // --wait bounds the wait for a quorum too.
+  const auto [lock_code, lock] =
+      Run({"lock", "--socket", socket_, "--wait", "1s", "demo:q", "--", "true"});
+  EXPECT_EQ(lock_code, 69) << lock;
+  EXPECT_THAT(lock, HasSubstr("waiting for a quorum of masters to lock \"demo:q\" (2 of 5 "
+                              "masters up, 2 usable, quorum 3): up to "));
+  const auto [elect_code, elect] =
+      Run({"elect", "--socket", socket_, "--value", "v", "--wait", "1s", "jobs", "--", "true"});
+  EXPECT_EQ(elect_code, 69) << elect;
+  EXPECT_THAT(elect, HasSubstr("waiting for a quorum of masters to lead \"jobs\" ("));
+
+  // Said while the wait goes on, not when it ends; the lock is taken once a quorum is back.
+  Fifo fifo(agent_.dir() + "/fifo");
+  const pid_t waiting =
+      Lock({"--wait", "5m", "demo:q", "--", "sh", "-c", "echo ran > " + fifo.path()});
+  EXPECT_TRUE(Eventually([&] { return Output().find("waiting for a quorum") != std::string::npos; },
+                         milliseconds(30'000)))
+      << Output();
+  EXPECT_EQ(WaitChild(waiting, milliseconds(0)), -1) << "no longer waiting: " << Output();
+  for (int i : {0, 1, 2}) cluster_.Restart(i);
+  EXPECT_EQ(fifo.ReadLine(milliseconds(60'000)), "ran") << Output();
+  EXPECT_EQ(WaitChild(waiting, milliseconds(15'000)), 0) << Output();
+}
+
+TEST_F(CliTest, EverythingAfterTheResourceIsTheCommand) {
+  const auto [flag_code, flag] =
+      Run({"lock", "--socket", socket_, "demo:x", "echo", "--ttl", "5s"});
+  EXPECT_EQ(flag_code, 0) << flag;
+  EXPECT_EQ(flag, "--ttl 5s\n");
+  const auto [dash_code, dash] =
+      Run({"lock", "--socket", socket_, "--wait", "0s", "demo:x", "echo", "-n", "hello"});
+  EXPECT_EQ(dash_code, 0) << dash;
+  EXPECT_EQ(dash, "hello");
+  const auto [sep_code, sep] =
+      Run({"lock", "--socket", socket_, "demo:x", "--", "echo", "a", "--", "b"});
+  EXPECT_EQ(sep_code, 0) << sep;
+  EXPECT_EQ(sep, "a -- b\n");  // the `--` after the resource is lockwarden's, later ones are not
+  const auto [elect_code, elect] =
+      Run({"elect", "--socket", socket_, "--value", "v", "jobs", "echo", "--wait", "1s"});
+  EXPECT_EQ(elect_code, 0) << elect;
+  EXPECT_EQ(elect, "--wait 1s\n");
+}
+
+TEST_F(CliTest, ClientSubcommandsFindTheAgentThroughTheConfigsSocketPath) {
+  const std::string cfg =
+      WriteFile(agent_.dir() + "/cfg.toml", "socket_path = \"" + socket_ + "\"\n");
+  const auto [status_code, status] = Run({"status", "--config", cfg});
+  EXPECT_EQ(status_code, 0) << status;
+  EXPECT_THAT(status, HasSubstr("agent   " + socket_ + "\n"));
+  EXPECT_EQ(Run({"lock", "--config", cfg, "demo:c", "--", "true"}).first, 0);
+  EXPECT_EQ(Run({"leader", "--config", cfg, "jobs"}).first, 1);  // reached: no leader
+  EXPECT_EQ(Run({"status"}, {"LOCKWARDEN_CONFIG=" + cfg}).first, 0);
+
+  // $LOCKWARDEN_SOCKET comes before the config's socket_path, and --socket before both.
+  const std::string elsewhere = agent_.dir() + "/nobody.sock";
+  const auto [env_code, env] = Run({"status", "--config", cfg}, {"LOCKWARDEN_SOCKET=" + elsewhere});
+  EXPECT_EQ(env_code, 69) << env;
+  EXPECT_THAT(env, HasSubstr(elsewhere));
+  EXPECT_EQ(
+      Run({"status", "--config", cfg, "--socket", socket_}, {"LOCKWARDEN_SOCKET=" + elsewhere})
+          .first,
+      0);
 }
 
 TEST(AgentLifecycleTest, SigtermWithReleaseOnStopReleasesEveryLockAndRemovesTheSocket) {

@@ -2,10 +2,13 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 #include <string>
 #include <variant>
+#include <vector>
 
+#include "core/closest_name.h"
 #include "core/duration.h"
 #include "core/error_code.h"
 #include "core/redlock_math.h"
@@ -350,6 +353,17 @@ TEST(ErrorCodeTest, NamesRoundTrip) {
   }
   EXPECT_EQ(ErrorCodeFromName("nope"), std::nullopt);
   EXPECT_EQ(ErrorCodeFromName("BAD_REQUEST"), std::nullopt);
+}
+
+// ---- closest_name.h -------------------------------------------------------------------------
+
+TEST(ClosestNameTest, SuggestsATypoOrAPrefixAndNothingFarther) {
+  const std::vector<std::string_view> names = {"serve", "lock", "status", "scan"};
+  EXPECT_EQ(ClosestName("stauts", names, 3), "status");
+  EXPECT_EQ(ClosestName("stat", names, 1), "status");  // a prefix counts as one edit
+  EXPECT_EQ(ClosestName("lokc", names, 2), "lock");
+  EXPECT_EQ(ClosestName("xyz", names, 1), std::nullopt);
+  EXPECT_EQ(ClosestName("lock", {}, 3), std::nullopt);
 }
 
 }  // namespace
