@@ -350,8 +350,16 @@ class Client extends EventEmitter {
     this._userClosed = true;
     if (this._ended) return Promise.resolve();
     const done = new Promise((resolve) => this._closeWaiters.push(resolve));
-    if (this._socket) this._socket.end(); // done as the connection's end is read
-    else this._finish(this._closed);
+    const socket = this._socket;
+    if (socket) {
+      // What was written goes out, then the socket is closed outright: only shut down for
+      // writing, it would have the agent answer every request in flight first, waits included
+      // (docs/protocol.md, end of input), and keep the locks until then.
+      this._closed = this._closed || 'the client was closed';
+      socket.end(() => socket.destroy());
+    } else {
+      this._finish(this._closed);
+    }
     return done;
   }
 
