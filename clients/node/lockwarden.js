@@ -169,12 +169,22 @@ class Observation extends EventEmitter {
 // it resumes, then 'resumed' once connected again with each of them held again or lost.
 class Client extends EventEmitter {
   // Resolves to a connected Client; path defaults to $LOCKWARDEN_SOCKET, then the default.
+  // Rejects with the socket's error (its code, e.g. ENOENT, kept; the socket it was in `cause`)
+  // whose message names the socket: `cannot connect to the lockwarden agent at PATH: ...`.
   static connect(path = defaultSocket()) {
     return new Promise((resolve, reject) => {
       const socket = net.createConnection(path);
-      socket.once('error', reject);
+      const unreachable = (err) => {
+        const why = err.message.replace(` ${path}`, ''); // "connect ENOENT", without the path again
+        const error = new Error(`cannot connect to the lockwarden agent at ${path}: ${why}`,
+          { cause: err });
+        error.code = err.code;
+        error.path = path;
+        reject(error);
+      };
+      socket.once('error', unreachable);
       socket.once('connect', () => {
-        socket.off('error', reject);
+        socket.off('error', unreachable);
         resolve(new Client(socket, { path }));
       });
     });

@@ -30,7 +30,7 @@ printf '%s\n' '{"id":"who","op":"locks"}' '{"id":"up","op":"ping"}' |
 # 3. A session: acquire with wait, extend, watch for `lost`, release.
 # shellcheck source=lockwarden.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lockwarden.sh"
-lw_open || { echo "agent unreachable at $LW_SOCKET" >&2; exit 69; }
+lw_open || { echo "$LW_MESSAGE" >&2; exit 69; }
 if ! lw_acquire "$resource" 3000 5000; then  # ttl 3 s, wait 5 s, no renew: we extend ourselves
   case $LW_ERROR in
     timeout) echo "busy: $LW_MESSAGE"; exit 75 ;;
