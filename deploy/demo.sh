@@ -16,7 +16,8 @@
 #   LOCKWARDEN_DEMO_ADMIN_PORT=9477  admin HTTP port on 127.0.0.1 (/metrics, /readyz, /api/v1)
 #   LOCKWARDEN_DEMO_PROMETHEUS=1     also run Debian's Prometheus server, scraping the agent
 #                                    every 5 s with the rules of alerts/ loaded, so the alerts
-#                                    can be watched firing (http://127.0.0.1:9090/alerts)
+#                                    can be watched firing (http://127.0.0.1:9090/classic/alerts:
+#                                    Debian's Prometheus 2.42 has only the classic UI)
 #   LOCKWARDEN_DEMO_PROMETHEUS_PORT=9090  its port on 127.0.0.1
 set -euo pipefail
 
@@ -233,7 +234,7 @@ cat <<BANNER
 BANNER
 if ((with_prometheus)); then
   cat <<BANNER
-  prometheus    http://127.0.0.1:$prom_port/alerts  (alerts/lockwarden.rules.yml, scraping the
+  prometheus    http://127.0.0.1:$prom_port/classic/alerts  (alerts/lockwarden.rules.yml, scraping the
                 agent every 5 s; kill 3 masters: LockwardenQuorumLost pending, firing 1 min later)
 BANNER
 fi

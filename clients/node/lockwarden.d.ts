@@ -302,7 +302,11 @@ export interface ClientOptions {
  * came back before every lock to resume was lost, or close().
  */
 export declare class Client extends EventEmitter {
-  /** Connects to path (default: $LOCKWARDEN_SOCKET, then DEFAULT_SOCKET). */
+  /**
+   * Connects to path (default: $LOCKWARDEN_SOCKET, then DEFAULT_SOCKET). Rejects, when it
+   * cannot, with an Error whose message names the socket (`cannot connect to the lockwarden
+   * agent at PATH: ...`), with the socket error's `code` (e.g. `ENOENT`), `path`, and `cause`.
+   */
   static connect(path?: string): Promise<Client>;
   /** A Client on a connected socket (Client.connect makes one). */
   constructor(socket: Socket, options?: ClientOptions);

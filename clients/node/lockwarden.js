@@ -169,12 +169,22 @@ class Observation extends EventEmitter {
 // it resumes, then 'resumed' once connected again with each of them held again or lost.
 class Client extends EventEmitter {
   // Resolves to a connected Client; path defaults to $LOCKWARDEN_SOCKET, then the default.
+  // Rejects with the socket's error (its code, e.g. ENOENT, kept; the socket it was in `cause`)
+  // whose message names the socket: `cannot connect to the lockwarden agent at PATH: ...`.
   static connect(path = defaultSocket()) {
     return new Promise((resolve, reject) => {
       const socket = net.createConnection(path);
-      socket.once('error', reject);
+      const unreachable = (err) => {
+        const why = err.message.replace(` ${path}`, ''); // "connect ENOENT", without the path again
+        const error = new Error(`cannot connect to the lockwarden agent at ${path}: ${why}`,
+          { cause: err });
+        error.code = err.code;
+        error.path = path;
+        reject(error);
+      };
+      socket.once('error', unreachable);
       socket.once('connect', () => {
-        socket.off('error', reject);
+        socket.off('error', unreachable);
         resolve(new Client(socket, { path }));
       });
     });
@@ -350,8 +360,16 @@ class Client extends EventEmitter {
     this._userClosed = true;
     if (this._ended) return Promise.resolve();
     const done = new Promise((resolve) => this._closeWaiters.push(resolve));
-    if (this._socket) this._socket.end(); // done as the connection's end is read
-    else this._finish(this._closed);
+    const socket = this._socket;
+    if (socket) {
+      // What was written goes out, then the socket is closed outright: only shut down for
+      // writing, it would have the agent answer every request in flight first, waits included
+      // (docs/protocol.md, end of input), and keep the locks until then.
+      this._closed = this._closed || 'the client was closed';
+      socket.end(() => socket.destroy());
+    } else {
+      this._finish(this._closed);
+    }
     return done;
   }
 

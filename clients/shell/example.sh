@@ -19,9 +19,10 @@ case $? in
   *) echo "the command failed, or a usage error (64)" >&2 ;;
 esac
 
-# 2. One-liners, for questions answered at once. socat half-closes the connection when its input
-#    ends and the agent takes that as the client leaving: a request still in flight (an acquire
-#    that waits) gets no reply, and locks of the connection are released. Hold locks with 1 or 3.
+# 2. One-liners. socat half-closes the connection when its input ends: the agent answers every
+#    request it was sent (an acquire waits up to its wait_ms: give socat a -t longer than that,
+#    it reads only 0.5 s by default), then ends the session and releases its locks. Hold locks
+#    with 1 or 3.
 echo '{"id":1,"op":"health"}' | socat - "UNIX-CONNECT:$LOCKWARDEN_SOCKET"
 printf '%s\n' '{"id":"who","op":"locks"}' '{"id":"up","op":"ping"}' |
   socat - "UNIX-CONNECT:$LOCKWARDEN_SOCKET"  # one reply per line, matched by id
@@ -29,7 +30,7 @@ printf '%s\n' '{"id":"who","op":"locks"}' '{"id":"up","op":"ping"}' |
 # 3. A session: acquire with wait, extend, watch for `lost`, release.
 # shellcheck source=lockwarden.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lockwarden.sh"
-lw_open || { echo "agent unreachable at $LW_SOCKET" >&2; exit 69; }
+lw_open || { echo "$LW_MESSAGE" >&2; exit 69; }
 if ! lw_acquire "$resource" 3000 5000; then  # ttl 3 s, wait 5 s, no renew: we extend ourselves
   case $LW_ERROR in
     timeout) echo "busy: $LW_MESSAGE"; exit 75 ;;

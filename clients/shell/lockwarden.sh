@@ -15,7 +15,7 @@
 # One session per shell (a bash coprocess); a subshell can open its own. Closing it, or the
 # script exiting, makes the agent release its locks. After each call: LW_REPLY is the reply
 # line; on failure LW_ERROR is the error code and LW_MESSAGE the message (LW_ERROR=disconnected
-# when the connection ended). Lines pushed by the agent (the `lost` event) are queued in
+# when the connection ended, unreachable when lw_open could not connect). Lines pushed by the agent (the `lost` event) are queued in
 # LW_EVENTS while waiting for a reply; lw_wait_event and lw_check_lost take them from there.
 # Needs bash 4+ and socat. Field extraction is a regex on flat top-level fields, not a JSON
 # parser: use jq on LW_REPLY for anything nested.
@@ -24,18 +24,31 @@ LW_SOCKET=${LOCKWARDEN_SOCKET:-/run/lockwarden/lockwarden.sock}
 LW_ID=0
 LW_EVENTS=()
 
-# lw_open: connects (a socat coprocess) and pings the agent; returns 1 if unreachable.
+# lw_open: connects (a socat coprocess) and pings the agent; returns 1 if unreachable, with
+# LW_ERROR=unreachable and LW_MESSAGE naming the socket tried.
 lw_open() {
   coproc LW_CONN { exec socat - "UNIX-CONNECT:$LW_SOCKET" 2>/dev/null; }
-  lw_call '"op":"ping"'
+  lw_call '"op":"ping"' && return 0
+  if [[ $LW_ERROR == disconnected ]]; then
+    LW_ERROR=unreachable
+    if [[ -S $LW_SOCKET ]]; then
+      LW_MESSAGE="cannot connect to the lockwarden agent at $LW_SOCKET: nothing answers there (agent stopped, or no permission)"
+    else
+      LW_MESSAGE="cannot connect to the lockwarden agent at $LW_SOCKET: no socket there (is the agent running? LOCKWARDEN_SOCKET names the socket)"
+    fi
+  fi
+  return 1
 }
 
 # lw_close: ends the session; the agent releases every lock it still holds.
 lw_close() {
   [[ -n ${LW_CONN_PID:-} ]] || return 0
-  local pid=$LW_CONN_PID in=${LW_CONN[0]} out=${LW_CONN[1]}
-  exec {out}>&- {in}<&-  # socat sees EOF and exits; the agent releases the session's locks
-  wait "$pid" 2>/dev/null
+  local pid=$LW_CONN_PID in=${LW_CONN[0]:-} out=${LW_CONN[1]:-}
+  # socat sees EOF and exits; the agent releases the session's locks. (No descriptors left:
+  # socat has exited already, e.g. it could not connect.)
+  [[ -n $out ]] && exec {out}>&-
+  [[ -n $in ]] && exec {in}<&-
+  wait "$pid" 2>/dev/null || true  # socat's status (1 when it could not connect)
   return 0
 }
 

@@ -199,6 +199,13 @@ test_cli_lock_resumes_across_an_agent_restart() {
   expect "masters holding it after" "$(control "count sh:resume")" 0
 }
 
+test_unreachable_agent_error_names_the_socket() {
+  LW_SOCKET=$tmp/no-agent.sock
+  if lw_open; then return 1; fi
+  expect "error" "$LW_ERROR" unreachable
+  [[ $LW_MESSAGE == *"at $tmp/no-agent.sock:"* ]] || { echo "  message: $LW_MESSAGE" >&2; return 1; }
+}
+
 test_no_quorum_when_a_majority_of_masters_is_down() {
   controlled || return 77
   lw_open

@@ -55,6 +55,11 @@ bool LockService::Idle(SessionId session) const {
   return s == nullptr || s->idle();
 }
 
+bool LockService::Answered(SessionId session) const {
+  const ClientSession* s = sessions_.Find(session);
+  return s == nullptr || s->inflight == 0;
+}
+
 // The op table's handlers: one per request type.
 
 template <>

@@ -61,6 +61,7 @@ class LockService final : public SessionHandler {
   void Line(SessionId session, std::string_view line) override;
   void Closed(SessionId session) override;
   bool Idle(SessionId session) const override;
+  bool Answered(SessionId session) const override;
 
   // Pushes a `lost` event to the session, if it is still connected; a detached lease's session
   // has no connection: the lease is forgotten.

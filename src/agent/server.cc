@@ -20,6 +20,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// How often a half-closed session waiting for answers is checked for a client that closed its
+// socket entirely since (then its locks are released at once, not after the answers).
+constexpr int64_t kGoneCheckMs = 500;
+
 // True if something accepts connections on the socket at `path` (a live agent).
 bool SomeoneListens(const std::string& path) {
   const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -74,7 +78,9 @@ Server::Server(uv_loop_t* loop, ServerOptions options, RequestStats& stats)
       options_(std::move(options)),
       stats_(stats),
       idle_timer_(loop),
-      accept_timer_(loop) {}
+      accept_timer_(loop),
+      ended_check_(loop),
+      gone_timer_(loop) {}
 
 Server::~Server() {
   if (listener_ != nullptr && !uv_is_closing(reinterpret_cast<uv_handle_t*>(listener_))) {
@@ -154,11 +160,13 @@ SessionId Server::AdoptSession(int fd, std::string input) {
 void Server::Hold(bool held) {
   held_ = held;
   for (auto& [id, s] : sessions_) s->Hold(held);
+  if (!held) ScheduleCheckEnded();
 }
 
 bool Server::Flushed() const {
   for (const auto& [id, s] : sessions_) {
-    if (s->queued_bytes() > 0) return false;
+    // A closing session's locks are released when it is closed: not handed over.
+    if (s->queued_bytes() > 0 || s->closing()) return false;
   }
   return true;
 }
@@ -235,9 +243,11 @@ Session::Callbacks Server::CallbacksFor() {
       stats_.sessions_paused.Dec();
     }
   };
+  cb.on_input_ended = [this](Session& s) { InputEnded(s); };
   cb.on_closed = [this](Session& s) {
     const SessionId sid = s.id();
     spdlog::debug("session {} closed", sid);
+    if (ended_.erase(sid) > 0 && ended_.empty()) gone_timer_.Stop();
     if (s.paused()) stats_.sessions_paused.Dec();
     if (s.accepted()) handler_->Closed(sid);
     sessions_.erase(sid);  // destroys s
@@ -279,9 +289,41 @@ void Server::Opened(Session& s) {
                    s.peer_groups());
 }
 
+void Server::InputEnded(Session& s) {
+  if (!s.accepted() || s.PeerGone()) {
+    spdlog::debug("session {} closed by its client", s.id());
+    s.Close();
+    return;
+  }
+  spdlog::debug("session {}: end of input; it ends once its requests are answered", s.id());
+  ended_.insert(s.id());
+  if (!gone_timer_.active()) gone_timer_.StartRepeat(kGoneCheckMs, [this] { CheckEnded(); });
+  ScheduleCheckEnded();
+}
+
+void Server::ScheduleCheckEnded() {
+  if (!ended_.empty()) ended_check_.Start(0, [this] { CheckEnded(); });
+}
+
+void Server::CheckEnded() {
+  for (auto it = ended_.begin(); !held_ && !muted_ && it != ended_.end();) {
+    Session& s = *sessions_.at(*it);
+    if (s.PeerGone()) {
+      spdlog::debug("session {} closed by its client before its answers", s.id());
+      s.Close();
+    } else if (handler_->Answered(s.id())) {
+      spdlog::debug("session {} answered after its end of input: ending it", s.id());
+      s.Finish();
+    }
+    it = s.closing() ? ended_.erase(it) : std::next(it);
+  }
+  if (ended_.empty()) gone_timer_.Stop();  // a repeating timer keeps the loop running
+}
+
 void Server::Mute(bool muted) {
   muted_ = muted;
   if (muted) return;
+  ScheduleCheckEnded();
   auto lines = std::move(muted_lines_);
   muted_lines_.clear();
   for (auto& [session, queued] : lines) {
@@ -295,7 +337,9 @@ void Server::Send(SessionId session, std::string line) {
     return;
   }
   auto it = sessions_.find(session);
-  if (it != sessions_.end()) it->second->Send(std::move(line));
+  if (it == sessions_.end()) return;
+  it->second->Send(std::move(line));
+  if (ended_.contains(session)) ScheduleCheckEnded();
 }
 
 }  // namespace lw

@@ -3,6 +3,12 @@
 // into lines and writes lines back, enforcing the connection-level limits (connections, line
 // length, idle time, unsent bytes). It knows nothing of locks: every complete line goes to the
 // SessionHandler it serves (LockService), which answers through Send. Loop thread only.
+//
+// End of input: a client that shuts down its writing side (shutdown(SHUT_WR), what socat and
+// `nc -U` do at the end of their input) still gets the answer to every request it sent; its
+// session ends once the handler says all are answered and the replies are written. A client
+// that closes its socket entirely is gone: its session ends at once, and so does a half-closed
+// one whose client closes it entirely later (checked every kGoneCheckMs).
 
 #include <uv.h>
 
@@ -10,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "agent/request_stats.h"
 #include "agent/session.h"
@@ -32,6 +39,9 @@ class SessionHandler {
   // False while the session holds or awaits something, or has a request unanswered: the idle
   // sweep leaves such a session open however quiet it is.
   virtual bool Idle(SessionId session) const = 0;
+  // Every request the session sent has been answered. A session whose input ended (the client
+  // shut down its writing side) ends once this holds and its replies are written.
+  virtual bool Answered(SessionId session) const = 0;
 };
 
 // Where the service's lines for a session go (the transport; loop thread).
@@ -112,6 +122,12 @@ class Server final : public SessionWriter {
  private:
   void OnConnection();
   void CloseIdleSessions();
+  // The session's input ended: it ends now if its client is gone, else once answered.
+  void InputEnded(Session& s);
+  // Ends the sessions of ended_ that are answered (on the next loop turn; not while held or
+  // muted: an upgrade may still hand them over, and their requests may be asked again).
+  void CheckEnded();
+  void ScheduleCheckEnded();
   // Listens on listener_ (bound), starts the idle sweep.
   std::optional<std::string> StartListening();
   // The handler hears of an accepted session.
@@ -131,6 +147,9 @@ class Server final : public SessionWriter {
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
   Timer idle_timer_;
   Timer accept_timer_;  // accepts the pending connection on the next loop iteration
+  std::unordered_set<SessionId> ended_;  // sessions whose input ended, not closing yet
+  Timer ended_check_;   // CheckEnded on the next loop iteration
+  Timer gone_timer_;    // CheckEnded every kGoneCheckMs while ended_ is not empty
 };
 
 }  // namespace lw

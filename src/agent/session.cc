@@ -1,5 +1,6 @@
 #include "agent/session.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -137,6 +138,7 @@ void Session::Hold(bool held) {
 }
 
 void Session::StartReading() {
+  if (input_ended_) return;
   uv_read_start(
       reinterpret_cast<uv_stream_t*>(&pipe_),
       [](uv_handle_t*, size_t, uv_buf_t* buf) {
@@ -162,7 +164,11 @@ void Session::UpdateBackpressure() {
 
 void Session::OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf) {
   auto* self = static_cast<Session*>(stream->data);
-  if (nread < 0) {  // EOF or error: the client is gone
+  if (nread == UV_EOF) {
+    self->EndInput();
+    return;
+  }
+  if (nread < 0) {  // a read error: the client is gone
     self->Close();
     return;
   }
@@ -203,6 +209,23 @@ void Session::Consume(const char* data, size_t len) {
   }
 }
 
+void Session::EndInput() {
+  if (input_ended_ || closing_) return;
+  input_ended_ = true;
+  uv_read_stop(reinterpret_cast<uv_stream_t*>(&pipe_));
+  inbuf_.clear();
+  inbuf_.shrink_to_fit();
+  discarding_ = false;
+  callbacks_.on_input_ended(*this);
+}
+
+bool Session::PeerGone() const {
+  pollfd p{fd(), 0, 0};
+  if (p.fd < 0) return true;
+  // POLLHUP: both directions are shut, which for a Unix socket means the peer closed it.
+  return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR)) != 0;
+}
+
 void Session::Send(std::string line) {
   if (closing_) return;
   auto* stream = reinterpret_cast<uv_stream_t*>(&pipe_);
@@ -240,10 +263,31 @@ void Session::Send(std::string line) {
 }
 
 void Session::Close() {
+  closing_ = true;
+  CloseHandle();
+}
+
+void Session::Finish() {
   if (closing_) return;
   closing_ = true;
-  // Pending writes complete (with UV_ECANCELED) before the close callback runs.
-  uv_close(reinterpret_cast<uv_handle_t*>(&pipe_), [](uv_handle_t* h) {
+  if (queued_bytes_ > 0) {
+    shutdown_req_.data = this;
+    // Runs once the queued writes are done (or cancelled by a Close, before on_closed).
+    const int rc = uv_shutdown(&shutdown_req_, reinterpret_cast<uv_stream_t*>(&pipe_),
+                               [](uv_shutdown_t* req, int) {
+                                 static_cast<Session*>(req->data)->CloseHandle();
+                               });
+    if (rc == 0) return;
+  }
+  CloseHandle();
+}
+
+void Session::CloseHandle() {
+  auto* handle = reinterpret_cast<uv_handle_t*>(&pipe_);
+  if (uv_is_closing(handle)) return;
+  // Pending writes and a pending shutdown complete (with UV_ECANCELED) before the close
+  // callback runs.
+  uv_close(handle, [](uv_handle_t* h) {
     auto* self = static_cast<Session*>(h->data);
     self->callbacks_.on_closed(*self);
   });

@@ -1,7 +1,8 @@
 #pragma once
 // Session: one client connection on the Unix socket. Splits the byte stream into lines
 // (at most max_line bytes each), writes replies in order, and records the peer's
-// credentials. The Server owns sessions; a session tells it when it is fully closed.
+// credentials. The Server owns sessions; a session tells it when its input ends (the peer
+// shut down its writing side) and when it is fully closed.
 
 #include <sys/types.h>
 #include <uv.h>
@@ -29,6 +30,9 @@ class Session {
     std::function<void(Session&)> on_closed;  // after the handle is closed; may delete *this
     // Reading stopped (true) because unsent replies exceed max_unsent, or resumed (false).
     std::function<void(Session&, bool paused)> on_backpressure;
+    // The peer sent end of input: nothing more is read, and bytes after its last '\n' (not a
+    // request) are dropped. The session stays open for replies until Finish or Close.
+    std::function<void(Session&)> on_input_ended;
   };
 
   // max_unsent: unsent reply bytes above which the session is not read from until they drain
@@ -51,11 +55,17 @@ class Session {
 
   // Queues one complete line for the client. Dropped once the session is closing.
   void Send(std::string line);
-  // Starts closing (idempotent). on_closed follows from the event loop.
+  // Starts closing at once, dropping unsent replies (idempotent, also during Finish).
+  // on_closed follows from the event loop.
   void Close();
+  // Closes once every queued reply is written (at once if none is); nothing more is sent.
+  void Finish();
+  // The peer closed its end entirely (not only its writing side): nobody reads replies any more.
+  bool PeerGone() const;
 
   SessionId id() const { return id_; }
   bool closing() const { return closing_; }
+  bool input_ended() const { return input_ended_; }
   pid_t peer_pid() const { return pid_; }
   uid_t peer_uid() const { return uid_; }
   gid_t peer_gid() const { return gid_; }
@@ -76,6 +86,8 @@ class Session {
  private:
   static void OnRead(uv_stream_t* stream, ssize_t nread, const uv_buf_t* buf);
   void Consume(const char* data, size_t len);
+  void EndInput();
+  void CloseHandle();
   void StartReading();
   void UpdateBackpressure();
   void ReadPeer();  // SO_PEERCRED, the peer's groups and command line
@@ -87,7 +99,9 @@ class Session {
   Callbacks callbacks_;
   std::string inbuf_;
   bool discarding_ = false;  // inside an over-long line: drop bytes until '\n'
-  bool closing_ = false;
+  bool closing_ = false;       // Close or Finish was called: nothing more is sent
+  bool input_ended_ = false;   // the peer sent end of input
+  uv_shutdown_t shutdown_req_;  // Finish's, while replies are still being written
   pid_t pid_ = -1;
   uid_t uid_ = static_cast<uid_t>(-1);
   gid_t gid_ = static_cast<gid_t>(-1);

@@ -62,4 +62,13 @@ std::string FormatDurationMs(int64_t ms) {
   return out;
 }
 
+std::string FormatDurationMsUp(int64_t ms) {
+  if (ms <= 0) return FormatDurationMs(ms);
+  // The last unit FormatDurationMs shows at this size.
+  const int64_t unit = ms < 1000 ? 1 : ms < 60'000 ? 100 : ms < 3'600'000 ? 1000
+                     : ms < 86'400'000 ? 60'000 : 3'600'000;
+  const int64_t up = ms > INT64_MAX - unit ? ms : (ms + unit - 1) / unit * unit;
+  return FormatDurationMs(up);
+}
+
 }  // namespace lw

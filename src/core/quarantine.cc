@@ -15,9 +15,9 @@ constexpr int64_t kMaxUptimeS = 1'000'000'000;
 
 std::string Short(const std::string& run_id) { return run_id.substr(0, 8); }
 
-std::string Ago(std::chrono::steady_clock::duration d) {
-  const int64_t ms = duration_cast<milliseconds>(d).count();
-  return ms < 1000 ? "just now" : FormatDurationMs(ms) + " ago";
+int64_t CeilMs(std::chrono::steady_clock::duration d) {
+  const auto ms = duration_cast<milliseconds>(d);
+  return (ms < d ? ms + milliseconds(1) : ms).count();
 }
 
 }  // namespace
@@ -39,12 +39,9 @@ QuarantineVerdict JudgeSighting(const MasterSighting& now, const PreviousSightin
   const auto until = v.started_at + max_ttl;
   if (until <= now.answered_at) return v;
   v.until = until;
-  const std::string ago = Ago(now.answered_at - v.started_at);
   if (v.restarted) {
-    v.reason = "restarted " + ago + " (run_id " + Short(before.run_id) + " became " +
-               Short(now.run_id) + "); may have forgotten the locks it held";
-  } else {
-    v.reason = "started " + ago + "; may have forgotten locks it held before a restart";
+    v.previous_run_id = Short(before.run_id);
+    v.run_id = Short(now.run_id);
   }
   return v;
 }
@@ -54,9 +51,26 @@ QuarantineVerdict UnknownStart(std::chrono::steady_clock::time_point answered_at
   QuarantineVerdict v;
   v.started_at = answered_at;
   v.until = answered_at + max_ttl;
-  v.reason = why + ": when it started is unknown, so it counts only after max_ttl (" +
-             FormatDurationMs(max_ttl.count()) + ")";
+  v.unknown_start = why;
   return v;
+}
+
+std::string QuarantineReason(const QuarantineVerdict& v, std::chrono::steady_clock::time_point now) {
+  if (!v.until) return "";
+  const int64_t length = CeilMs(*v.until - v.started_at);
+  const int64_t left = std::clamp<int64_t>(CeilMs(*v.until - now), 0, length);
+  const std::string ago = FormatDurationMsUp(length - left) + " ago";
+  const std::string counts = "counts once up " + FormatDurationMs(length) + " (max_ttl_ms)";
+  if (!v.unknown_start.empty()) {
+    return v.unknown_start + ": when it started is unknown, so it counts " +
+           FormatDurationMs(length) + " (max_ttl_ms) after it was first seen, " + ago;
+  }
+  if (!v.previous_run_id.empty()) {
+    return "restarted " + ago + " (run_id " + v.previous_run_id + " became " + v.run_id +
+           "), and " + counts + ": it may have forgotten the locks it held";
+  }
+  return "started " + ago + ", and " + counts + ": it may have forgotten locks it held before a "
+         "restart";
 }
 
 }  // namespace lw

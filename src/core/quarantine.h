@@ -40,8 +40,20 @@ struct QuarantineVerdict {
   std::chrono::steady_clock::time_point started_at;
   // Until when its votes do not count; nullopt: they count now.
   std::optional<std::chrono::steady_clock::time_point> until;
-  std::string reason;  // why, for people (set when until is)
+  // What QuarantineReason names (set when until is): the run_ids of a restart (the first 8
+  // characters), or why its start is unknown (UnknownStart).
+  std::string previous_run_id;
+  std::string run_id;
+  std::string unknown_start;
 };
+
+// Why the master is quarantined, for people, as of `now` (v.until set and after now): how long
+// ago it started, and the length of the quarantine, until - started_at (max_ttl_ms). E.g. "started
+// 12.7s ago, and counts once up 15.0s (max_ttl_ms): it may have forgotten locks it held before a
+// restart". The time since its start is that length minus the time left, CeilMs(until - now),
+// rounded up where FormatDurationMs rounds the time left down, so that the two, printed side by
+// side ("counts again in 2.3s: started 12.7s ago"), add up to the length printed.
+std::string QuarantineReason(const QuarantineVerdict& v, std::chrono::steady_clock::time_point now);
 
 // The start is estimated as answered_at - uptime_s + 1 s, but never after answered_at, and never
 // earlier than the real start: Redis computes uptime as the difference of two whole-second

@@ -271,7 +271,7 @@ void NodeClient::Quarantine(const QuarantineVerdict& verdict, Clock::time_point 
     return;
   }
   quarantine_until_ = verdict.until;
-  quarantine_reason_ = verdict.reason;
+  quarantine_ = verdict;
   // The same quarantine, its end unchanged: already told.
   if (was && !verdict.restarted && !verdict.start_moved_later) return;
   const auto left = CeilMs(*verdict.until - now);
@@ -281,15 +281,14 @@ void NodeClient::Quarantine(const QuarantineVerdict& verdict, Clock::time_point 
     return;
   }
   spdlog::warn("master {} is quarantined for {}: {}; until then its votes do not count toward "
-               "quorum", display_, FormatDurationMs(left.count()), verdict.reason);
+               "quorum", display_, FormatDurationMs(left.count()), QuarantineReason(verdict, now));
   stats_.quarantined.Set(1);
-  events_.QuarantineEntered(verdict.reason, left);
+  events_.QuarantineEntered(QuarantineReason(verdict, now), left);
 }
 
 void NodeClient::EndQuarantineIfOver(Clock::time_point now) {
   if (!quarantine_until_ || now < *quarantine_until_) return;
   quarantine_until_.reset();
-  quarantine_reason_.clear();
   spdlog::info("master {}: restart quarantine over, its votes count again", display_);
   stats_.quarantined.Set(0);
   events_.QuarantineLeft();
@@ -379,7 +378,7 @@ NodeStatus NodeClient::status() const {
   if (quarantine_until_ && now < *quarantine_until_) {
     s.quarantined = true;
     s.quarantine_left_ms = CeilMs(*quarantine_until_ - now).count();
-    s.quarantine_reason = quarantine_reason_;
+    s.quarantine_reason = QuarantineReason(quarantine_, now);
   }
   return s;
 }

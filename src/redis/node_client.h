@@ -173,7 +173,7 @@ class NodeClient final : public Node, Connection::Listener {
   Clock::time_point run_alive_at_;    // last reply on a connection whose run_id was run_id_
   uint64_t run_id_generation_ = 0;    // the connection whose INFO said run_id_
   std::optional<Clock::time_point> quarantine_until_;  // restart quarantine; none: votes count
-  std::string quarantine_reason_;
+  QuarantineVerdict quarantine_;  // the last verdict that quarantined it: its reason's facts
   std::optional<int64_t> uptime_s_;
   Clock::time_point uptime_at_;     // when uptime_s_ was answered
   uint64_t uptime_generation_ = 0;  // by which connection (uptime is shown only for the current)

@@ -121,4 +121,14 @@ void CarryFirstSeen(std::vector<Finding>& fresh, const std::vector<Finding>& pre
   }
 }
 
+std::optional<ScanPassNews> NewsOfScanPass(std::string_view master,
+                                           const std::string& previous_error,
+                                           const std::string& error) {
+  if (error == previous_error) return std::nullopt;
+  const std::string of = "leak scan of " + std::string(master);
+  if (error.empty()) return ScanPassNews{false, of + " works again"};
+  return ScanPassNews{true, of + " failed: " + error +
+                                " (said again only when it works again or fails otherwise)"};
+}
+
 }  // namespace lw

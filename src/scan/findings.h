@@ -85,4 +85,17 @@ std::set<std::string> PartialCandidates(const std::vector<LockCopy>& copies, int
 void CarryFirstSeen(std::vector<Finding>& fresh, const std::vector<Finding>& previous,
                     int64_t now_unix_ms);
 
+// What the log says of one master's scan pass (`error` "" when it went well), given the error
+// of the master's previous pass ("" when that went well, or for the first pass): a failure when
+// it begins or its error changes, a warning; the first pass that goes well after one, once; and
+// nothing for a pass that goes as the one before: a master that stays down is said once, not
+// every scan interval (lockwarden_scan_errors_total still counts each failed pass).
+struct ScanPassNews {
+  bool warn = false;  // a failure (else news that it works again)
+  std::string text;
+};
+std::optional<ScanPassNews> NewsOfScanPass(std::string_view master,
+                                           const std::string& previous_error,
+                                           const std::string& error);
+
 }  // namespace lw

@@ -389,6 +389,7 @@ void LeakScanner::Loop() {
       else CarryFirstSeen(report->findings, {}, report->finished_unix_ms);
       latest_ = report;
     }
+    last_errors_.resize(report->masters.size());
     for (size_t i = 0; i < report->masters.size(); ++i) {
       const MasterPass& pass = report->masters[i];
       ScanMasterStats* stats = stats_ ? stats_->master(i) : nullptr;
@@ -397,10 +398,18 @@ void LeakScanner::Loop() {
           stats->PassDone(pass.seconds, static_cast<double>(pass.finished_unix_ms) / 1000.0,
                           report->CountsFor(i));
         }
-      } else {
-        if (stats) stats->errors.Inc();
-        spdlog::warn("leak scan of {} failed: {}", pass.master, pass.error);
+      } else if (stats) {
+        stats->errors.Inc();
       }
+      const std::string error = pass.ok ? "" : pass.error.empty() ? "unknown error" : pass.error;
+      if (auto news = NewsOfScanPass(pass.master, last_errors_[i], error)) {
+        if (news->warn) {
+          spdlog::warn("{}", news->text);
+        } else {
+          spdlog::info("{}", news->text);
+        }
+      }
+      last_errors_[i] = error;
     }
     // Log what is new, not the same leak every interval.
     for (const Finding& f : report->findings) {

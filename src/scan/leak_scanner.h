@@ -107,6 +107,7 @@ class LeakScanner {
   bool stop_ = false;
   bool rescan_ = false;
   std::shared_ptr<const ScanReport> latest_;
+  std::vector<std::string> last_errors_;  // each master's last pass's ("" ok); Loop's thread only
   std::thread thread_;
 };
 

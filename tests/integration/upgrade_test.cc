@@ -1,10 +1,11 @@
 // The in-place upgrade (docs/upgrade.md), with real agents and masters: everything live on the
 // agent carries on in the new process over the same connections (a renewed lock, a waiter, a
-// `lockwarden lock` job, a detached lease, an election's leader and an observer), nobody else
-// can take those locks meanwhile, and an upgrade whose new process cannot start leaves the old
-// agent serving.
+// `lockwarden lock` job, a detached lease, an election's leader and an observer, a half-closed
+// waiter), nobody else can take those locks meanwhile, and an upgrade whose new process cannot
+// start leaves the old agent serving.
 
 #include <signal.h>
+#include <sys/socket.h>
 
 #include <filesystem>
 #include <fstream>
@@ -246,6 +247,35 @@ TEST_F(UpgradeTest, SighupReadsTheSettingsAgainAndKeepsEveryLock) {
   EXPECT_EQ(held["locks"][0].value("token", ""), r.value("token", ""));
   EXPECT_FALSE(renewed.NextEvent(milliseconds(0)).has_value()) << "no lost event";
   EXPECT_NE(agent->Log().find("SIGHUP: reading the settings again"), std::string::npos);
+}
+
+// A client that shut down its writing side while its acquire waits (docs/protocol.md, end of
+// input) is answered through the new process, whose session then ends and releases the grant.
+TEST_F(UpgradeTest, AHalfClosedWaiterIsAnsweredThroughTheNewProcess) {
+  auto agent = Start();
+  Client holder(socket_);
+  const json busy = holder.Acquire("h:busy", 60'000, 0);
+  ASSERT_TRUE(busy.value("ok", false)) << busy;
+  Client waiter(socket_);
+  waiter.SendRaw(json{{"id", "w"}, {"op", "acquire"}, {"resource", "h:busy"}, {"ttl_ms", 5'000},
+                      {"wait_ms", 60'000}}
+                     .dump() +
+                 "\n");
+  ASSERT_EQ(shutdown(waiter.fd(), SHUT_WR), 0);
+  ASSERT_TRUE(Eventually(
+      [&] { return agent->Log().find("end of input") != std::string::npos; }, kAwait));
+
+  const json up = Upgrade();
+  ASSERT_TRUE(up.value("ok", false)) << up << agent->Log();
+  EXPECT_EQ(agent->WaitExit(kAwait), 0) << "the old process exits once handed over";
+  ASSERT_TRUE(holder.Release("h:busy", busy.value("token", "")).value("ok", false));
+  const json granted = Reply(waiter);
+  EXPECT_TRUE(granted.value("ok", false)) << granted;
+  EXPECT_EQ(granted.value("id", ""), "w");
+  EXPECT_THROW(waiter.ReadLine(kAwait), lw::client::ClientError) << "the session ends";
+  Client other(socket_);
+  EXPECT_TRUE(other.Acquire("h:busy", 5'000, kAwait.count()).value("ok", false))
+      << "released when the session ended";
 }
 
 TEST_F(UpgradeTest, OnlyRootAndTheAgentsOwnUserMayUpgrade) {

@@ -372,15 +372,25 @@ TEST(ClosestNameTest, SuggestsATypoOrAPrefixAndNothingFarther) {
 namespace lw {
 namespace {
 
-TEST(FormatDurationMs, TwoUnitsAtMost) {
-  EXPECT_EQ(FormatDurationMs(0), "0ms");
-  EXPECT_EQ(FormatDurationMs(850), "850ms");
-  EXPECT_EQ(FormatDurationMs(12'345), "12.3s");
-  EXPECT_EQ(FormatDurationMs(59'999), "59.9s");
-  EXPECT_EQ(FormatDurationMs(372'000), "6m12s");
-  EXPECT_EQ(FormatDurationMs(7'500'000), "2h05m");
-  EXPECT_EQ(FormatDurationMs(273'600'000), "3d04h");
-  EXPECT_EQ(FormatDurationMs(-1500), "-1.5s");
+// Two units at most, rounded down to the last one shown, or up (FormatDurationMsUp).
+TEST(FormatDurationMs, TwoUnitsAtMostRoundedDownOrUp) {
+  const struct {
+    int64_t ms;
+    const char* down;
+    const char* up;
+  } cases[] = {
+      {0, "0ms", "0ms"},           {850, "850ms", "850ms"},         {12'300, "12.3s", "12.3s"},
+      {12'345, "12.3s", "12.4s"},  {59'950, "59.9s", "1m00s"},      {59'999, "59.9s", "1m00s"},
+      {372'000, "6m12s", "6m12s"}, {372'001, "6m12s", "6m13s"},     {7'500'000, "2h05m", "2h05m"},
+      {7'500'001, "2h05m", "2h06m"}, {273'600'000, "3d04h", "3d04h"}, {-1500, "-1.5s", "-1.5s"},
+  };
+  for (const auto& c : cases) {
+    EXPECT_EQ(FormatDurationMs(c.ms), c.down) << c.ms;
+    EXPECT_EQ(FormatDurationMsUp(c.ms), c.up) << c.ms;
+  }
+  // A part rounded up beside the rest rounded down adds up to a whole of their unit.
+  EXPECT_EQ(FormatDurationMs(15'000 - 12'655), "2.3s");
+  EXPECT_EQ(FormatDurationMsUp(12'655), "12.7s");
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "core/duration.h"
+
 namespace lw {
 namespace {
 
@@ -25,13 +29,15 @@ TEST(QuarantineTest, FirstSightOfAYoungMasterIsQuarantinedUntilMaxTtlAfterItsSta
   EXPECT_EQ(v.started_at, kT0 - seconds(3));
   ASSERT_TRUE(v.until.has_value());
   EXPECT_EQ(*v.until, kT0 - seconds(3) + kMaxTtl);
-  EXPECT_EQ(v.reason, "started 3.0s ago; may have forgotten locks it held before a restart");
+  EXPECT_EQ(QuarantineReason(v, kT0),
+            "started 3.0s ago, and counts once up 1m00s (max_ttl_ms): it may have forgotten "
+            "locks it held before a restart");
 }
 
 TEST(QuarantineTest, FirstSightOfAnOldMasterCountsAtOnce) {
   const auto v = JudgeSighting(Seen(kT0, 61, "aaaa"), {}, kMaxTtl);
   EXPECT_FALSE(v.until.has_value());
-  EXPECT_EQ(v.reason, "");
+  EXPECT_EQ(QuarantineReason(v, kT0), "");
   EXPECT_FALSE(JudgeSighting(Seen(kT0, 86'400, "aaaa"), {}, kMaxTtl).until.has_value());
 }
 
@@ -43,7 +49,9 @@ TEST(QuarantineTest, UptimeIsTakenAsUpToOneSecondTooLarge) {
   EXPECT_EQ(*v.until, kT0 + seconds(1));
   const auto young = JudgeSighting(Seen(kT0, 1, "aaaa"), {}, kMaxTtl);
   EXPECT_EQ(young.started_at, kT0);
-  EXPECT_EQ(young.reason, "started just now; may have forgotten locks it held before a restart");
+  EXPECT_EQ(QuarantineReason(young, kT0),
+            "started 0ms ago, and counts once up 1m00s (max_ttl_ms): it may have forgotten locks "
+            "it held before a restart");
 }
 
 // Uptime 0 says it started within the last second, not in the future: the quarantine is
@@ -95,9 +103,9 @@ TEST(QuarantineTest, NewRunIdStartsNoEarlierThanTheOldOneWasLastSeenAlive) {
   EXPECT_EQ(v.started_at, kT0);
   ASSERT_TRUE(v.until.has_value());
   EXPECT_EQ(*v.until, kT0 + kMaxTtl);
-  EXPECT_EQ(v.reason,
-            "restarted 2.0s ago (run_id aaaa1111 became cccc2222); may have forgotten the locks "
-            "it held");
+  EXPECT_EQ(QuarantineReason(v, kT0 + seconds(2)),
+            "restarted 2.0s ago (run_id aaaa1111 became cccc2222), and counts once up 1m00s "
+            "(max_ttl_ms): it may have forgotten the locks it held");
 }
 
 TEST(QuarantineTest, NewRunIdWithAPlausibleUptimeUsesTheUptime) {
@@ -128,9 +136,38 @@ TEST(QuarantineTest, UnknownStartQuarantinesForMaxTtlFromTheAnswer) {
   const auto v = UnknownStart(kT0, "INFO server failed (ERR unknown command)", kMaxTtl);
   ASSERT_TRUE(v.until.has_value());
   EXPECT_EQ(*v.until, kT0 + kMaxTtl);
-  EXPECT_EQ(v.reason,
+  EXPECT_EQ(QuarantineReason(v, kT0 + milliseconds(12'345)),
             "INFO server failed (ERR unknown command): when it started is unknown, so it counts "
-            "only after max_ttl (1m00s)");
+            "1m00s (max_ttl_ms) after it was first seen, 12.4s ago");
+}
+
+// The reason is told as of when it is read, not frozen at the sighting that judged it: `status`
+// prints "counts again in <left>: started <ago> ago", and left (CeilMs, printed rounded down)
+// and ago (printed rounded up) add up to the quarantine's length as printed. It said "counts
+// again in 2.3s: started 10.1s ago" of a 15 s quarantine: the ago of the last INFO answer.
+TEST(QuarantineTest, TheReasonsTimeSinceTheStartAndTheTimeLeftAddUpToItsLength) {
+  constexpr milliseconds kDemoMaxTtl(15'000);
+  const auto v = JudgeSighting(Seen(kT0, 1, "aaaa"), {}, kDemoMaxTtl);  // started at kT0
+  ASSERT_TRUE(v.until.has_value());
+  for (const auto later : {milliseconds(0), milliseconds(2'650), milliseconds(12'655),
+                           milliseconds(12'700), milliseconds(14'999)}) {
+    const auto now = kT0 + later;
+    const int64_t left =
+        std::chrono::ceil<milliseconds>(*v.until - now).count();  // what `health` says is left
+    const std::string reason = QuarantineReason(v, now);
+    const std::string ago = reason.substr(8, reason.find(" ago") - 8);  // "started <ago> ago"
+    const auto seconds_of = [](const std::string& shown) {  // "2.3s" or "850ms"
+      return shown.ends_with("ms") ? std::stod(shown) / 1000 : std::stod(shown);
+    };
+    const double shown_left = seconds_of(FormatDurationMs(left));
+    const double shown_ago = seconds_of(ago);
+    // Exactly when both are printed in tenths of seconds; to the millisecond when one is in ms.
+    const double unit = left < 1000 || ago.ends_with("ms") ? 0.001 : 0;
+    EXPECT_NEAR(shown_left + shown_ago, 15.0, unit + 1e-9)
+        << later.count() << " ms: " << reason << ", left " << FormatDurationMs(left);
+    EXPECT_NE(reason.find("counts once up 15.0s (max_ttl_ms)"), std::string::npos) << reason;
+  }
+  EXPECT_EQ(QuarantineReason(v, kT0 + milliseconds(12'655)).substr(0, 20), "started 12.7s ago, a");
 }
 
 }  // namespace

@@ -183,3 +183,35 @@ TEST(MasterNowMs, ReadsTime) {
 
 }  // namespace
 }  // namespace lw
+
+namespace lw {
+namespace {
+
+// A master that stays down is said once, then only when something changes: it logged "leak scan
+// of 127.0.0.1:7301 failed" every scan interval for as long as it was down.
+TEST(NewsOfScanPass, AFailureIsSaidOnceThenOnlyWhenItChanges) {
+  const std::string refused = "cannot connect to 127.0.0.1:7301: Connection refused";
+  const auto first = NewsOfScanPass("127.0.0.1:7301", "", refused);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_TRUE(first->warn);
+  EXPECT_EQ(first->text, "leak scan of 127.0.0.1:7301 failed: " + refused +
+                             " (said again only when it works again or fails otherwise)");
+  EXPECT_FALSE(NewsOfScanPass("127.0.0.1:7301", refused, refused).has_value());
+
+  const auto other = NewsOfScanPass("127.0.0.1:7301", refused, "SCAN: NOPERM");
+  ASSERT_TRUE(other.has_value());
+  EXPECT_TRUE(other->warn);
+  EXPECT_NE(other->text.find("failed: SCAN: NOPERM"), std::string::npos) << other->text;
+
+  const auto back = NewsOfScanPass("127.0.0.1:7301", "SCAN: NOPERM", "");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_FALSE(back->warn);
+  EXPECT_EQ(back->text, "leak scan of 127.0.0.1:7301 works again");
+}
+
+TEST(NewsOfScanPass, PassesThatGoWellSayNothing) {
+  EXPECT_FALSE(NewsOfScanPass("127.0.0.1:7301", "", "").has_value());
+}
+
+}  // namespace
+}  // namespace lw

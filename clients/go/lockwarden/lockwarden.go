@@ -119,7 +119,27 @@ type Client struct {
 	obs      map[string]*Observation // by election name
 }
 
-// Dial connects to the agent at path ("" means DefaultSocketPath()).
+// UnreachableError is the error of Dial and DialContext when they cannot connect to the agent:
+// it names the socket tried, and wraps the cause (errors.Is(err, syscall.ENOENT) for a socket
+// that does not exist, context.DeadlineExceeded when ctx ended first).
+type UnreachableError struct {
+	Path string
+	Err  error
+}
+
+func (e *UnreachableError) Error() string {
+	cause := e.Err
+	var op *net.OpError // "dial unix PATH: connect: ...": the path is said once, here
+	if errors.As(cause, &op) && op.Err != nil {
+		cause = op.Err
+	}
+	return "lockwarden: cannot connect to the agent at " + e.Path + ": " + cause.Error()
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// Dial connects to the agent at path ("" means DefaultSocketPath()); an *UnreachableError when
+// it cannot.
 func Dial(path string) (*Client, error) {
 	return DialContext(context.Background(), path)
 }
@@ -133,7 +153,7 @@ func DialContext(ctx context.Context, path string) (*Client, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
-		return nil, err
+		return nil, &UnreachableError{Path: path, Err: err}
 	}
 	c := &Client{path: path, closing: make(chan struct{}), locks: map[string]*Lock{},
 		resuming: map[string]*Lock{}, obs: map[string]*Observation{}}

@@ -14,6 +14,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -245,4 +246,21 @@ func TestAReplyLongerThanAnyFixedBufferIsRead(t *testing.T) {
 		t.Fatalf("a reply of %d bytes came back as %d bytes", len(line), len(raw))
 	}
 	agent.sync(c) // and the connection goes on
+}
+
+// An agent that cannot be reached: the error names the socket tried, and keeps its cause.
+func TestDialErrorNamesTheSocket(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "no-agent.sock")
+	_, err := Dial(path)
+	var unreachable *UnreachableError
+	if !errors.As(err, &unreachable) || unreachable.Path != path {
+		t.Fatalf("Dial(%q) = %v, want an *UnreachableError with that path", path, err)
+	}
+	want := "lockwarden: cannot connect to the agent at " + path + ": connect: no such file or directory"
+	if err.Error() != want {
+		t.Errorf("error %q, want %q", err, want)
+	}
+	if !errors.Is(err, syscall.ENOENT) {
+		t.Errorf("errors.Is(%v, ENOENT) is false", err)
+	}
 }

@@ -23,7 +23,13 @@ describe('package', () => {
     assert.equal(esm.default, lockwarden);
   });
 
-  test('connect rejects where no agent listens', limit, async () => {
-    await assert.rejects(lockwarden.Client.connect('/nonexistent/lockwarden.sock'), { code: 'ENOENT' });
+  test('connect rejects where no agent listens, naming the socket', limit, async () => {
+    const where = '/nonexistent/lockwarden.sock';
+    await assert.rejects(lockwarden.Client.connect(where), (err) => {
+      assert.equal(err.code, 'ENOENT');
+      assert.equal(err.path, where);
+      assert.match(err.message, /^cannot connect to the lockwarden agent at \/nonexistent\/lockwarden\.sock: /);
+      return true;
+    });
   });
 });

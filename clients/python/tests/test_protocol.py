@@ -1,7 +1,11 @@
-"""Tests of the clients' pure parts (lockwarden._protocol), without an agent."""
+"""Tests of the clients' pure parts (lockwarden._protocol), and what they do without an agent."""
 
+import os
+import tempfile
 import unittest
 
+import lockwarden
+import lockwarden.aio
 from lockwarden import LeaderEvent
 from lockwarden._protocol import EventBuffer
 
@@ -47,3 +51,30 @@ class EventBufferTest(unittest.TestCase):
         self.assertEqual([e.term for e in taken], list(range(3, SIZE + 3)))
         self.assertEqual(taken[0], event(3, missed=True))
         self.assertFalse(any(e.missed for e in taken[1:]))
+
+
+class UnreachableTest(unittest.IsolatedAsyncioTestCase):
+    """An agent that cannot be reached: the error says which socket was tried (it said only
+    `[Errno 2] No such file or directory`)."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.dir.name, "no-agent.sock")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def check(self, error):
+        self.assertIn(self.path, str(error))
+        self.assertIn("cannot connect to the lockwarden agent", str(error))
+        self.assertEqual(error.filename, self.path)
+
+    def test_the_error_names_the_socket(self):
+        with self.assertRaises(FileNotFoundError) as raised:
+            lockwarden.Client(self.path)
+        self.check(raised.exception)
+
+    async def test_the_aio_error_names_the_socket(self):
+        with self.assertRaises(FileNotFoundError) as raised:
+            await lockwarden.aio.connect(self.path)
+        self.check(raised.exception)

@@ -26,6 +26,17 @@ def default_socket() -> str:
     return os.environ.get("LOCKWARDEN_SOCKET") or DEFAULT_SOCKET
 
 
+def unreachable(path: str, error: OSError) -> OSError:
+    """The error of a connect to the agent at `path` that failed with `error`: the same errno
+    (so the same OSError subclass, e.g. FileNotFoundError), its message naming the socket, as
+    `[Errno 2] cannot connect to the lockwarden agent: No such file or directory: '/run/...'`
+    (the path is also its `filename`)."""
+    if error.errno is None:
+        return type(error)("cannot connect to the lockwarden agent at %r: %s" % (path, error))
+    return OSError(error.errno, "cannot connect to the lockwarden agent: " +
+                   (error.strerror or str(error)), path)
+
+
 class Code:
     """The values of LockError.code. The agent's codes (docs/protocol.md#errors), then the two
     of the clients' own. Compare `error.code` with these (or the strings): a code added by a

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, List, Optional, Type
 
 from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, acquire_fields,
                         campaign_fields, checked, decode, default_socket, leader_of, locks_of,
-                        name_fields, token_fields, validity_of)
+                        name_fields, token_fields, unreachable, validity_of)
 from ._session import Chores, Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 _log = logging.getLogger("lockwarden")
@@ -144,7 +144,8 @@ def _run(effects: List[Effect]) -> None:
 
 class Client:
     """A connection (session) to the agent at `path` (default: default_socket()). Closing it
-    releases every lock it holds (but detached leases). Raises OSError if it cannot connect.
+    releases every lock it holds (but detached leases). Raises OSError if it cannot connect
+    (its message and `filename` name the socket).
     If the connection ends while it holds locks, it connects again and resumes them (see the
     module's doc)."""
 
@@ -153,9 +154,9 @@ class Client:
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             self._sock.connect(self.path)
-        except OSError:
+        except OSError as e:
             self._sock.close()
-            raise
+            raise unreachable(self.path, e) from e
         # _mutex guards _session, and which connection is current (_sock, _reader), and the
         # keeper's state (_keeper, _woken, _closing); _wake is the keeper's condition on it.
         self._mutex = threading.Lock()

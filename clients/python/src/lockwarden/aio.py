@@ -56,7 +56,7 @@ from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Typ
 
 from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
                         campaign_fields, checked, decode, default_socket, leader_of, locks_of,
-                        name_fields, token_fields, validity_of)
+                        name_fields, token_fields, unreachable, validity_of)
 from ._session import Chores, LeadershipBase, LockBase, ObservationBase, Pending, Session
 
 __all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
@@ -490,12 +490,16 @@ class _Connecting:
         await self._client.close()
 
     async def _open(self) -> Client:
-        reader, writer = await asyncio.open_unix_connection(self._path, limit=_LINE_LIMIT)
+        try:
+            reader, writer = await asyncio.open_unix_connection(self._path, limit=_LINE_LIMIT)
+        except OSError as e:
+            raise unreachable(self._path, e) from e
         return Client(reader, writer, self._path)
 
 
 def connect(path: Optional[str] = None) -> _Connecting:
     """Connects to the agent at `path` (default: $LOCKWARDEN_SOCKET, else
     /run/lockwarden/lockwarden.sock): `client = await connect()`, or `async with connect() as
-    client:`. Raises OSError if it cannot connect."""
+    client:`. Raises OSError if it cannot connect (its message and `filename` name the
+    socket)."""
     return _Connecting(path)

@@ -83,7 +83,8 @@ public final class Client implements AutoCloseable {
    * Connects to the agent at {@link #defaultSocketPath()}.
    *
    * @return the connected client
-   * @throws IOException if the socket cannot be connected to
+   * @throws IOException if the socket cannot be connected to: an {@link
+   *     AgentUnreachableException}, naming the socket
    */
   public static Client connect() throws IOException {
     return connect(defaultSocketPath());
@@ -94,7 +95,8 @@ public final class Client implements AutoCloseable {
    *
    * @param socket the agent's socket path
    * @return the connected client
-   * @throws IOException if the socket cannot be connected to
+   * @throws IOException if the socket cannot be connected to: an {@link
+   *     AgentUnreachableException}, naming the socket
    */
   public static Client connect(Path socket) throws IOException {
     Client client = new Client(Objects.requireNonNull(socket, "socket"));

@@ -100,7 +100,10 @@ final class Connection {
     SocketChannel channel = SocketChannel.open(StandardProtocolFamily.UNIX);
     try {
       channel.connect(UnixDomainSocketAddress.of(path));
-    } catch (IOException | RuntimeException e) {
+    } catch (IOException e) {
+      channel.close();
+      throw new AgentUnreachableException(path, e);
+    } catch (RuntimeException e) {
       channel.close();
       throw e;
     }

@@ -240,4 +240,15 @@ class TransportTest {
     assertFalse(after.missed());
     assertEquals(Optional.of("v" + sent), obs.leader().map(Leader::value));
   }
+
+  /** An agent that cannot be reached: the error names the socket tried. */
+  @Test
+  void anUnreachableAgentsErrorNamesTheSocket() {
+    Path nowhere = dir.resolve("no-agent.sock");
+    AgentUnreachableException e =
+        assertThrows(AgentUnreachableException.class, () -> Client.connect(nowhere));
+    assertEquals(nowhere, e.socketPath());
+    String want = "cannot connect to the lockwarden agent at " + nowhere + ": ";
+    assertTrue(e.getMessage().startsWith(want), e.getMessage());
+  }
 }
