@@ -41,7 +41,7 @@ echo "sanitize: building $build/ with $(nproc) jobs"
 targets=(lockwarden lw_unit_tests lw_integration_tests)
 # ASan also runs bench_smoke: the engine's hot paths (pipelining, local hand-off, renewals of
 # held locks) under load, with the load generators built alongside.
-if [[ $mode == address ]]; then targets+=(lw_bench lw_bench_raw); fi
+if [[ $mode == address ]]; then targets+=(lw_bench lw_bench_raw lw_bench_handover_codec); fi
 if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" \
   >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log"

@@ -73,7 +73,7 @@ if ((fairness)); then
 fi
 bench=$build/bench/lw_bench
 raw=$build/bench/lw_bench_raw
-for b in "$bin" "$bench" "$raw"; do
+for b in "$bin" "$bench" "$raw" "$build/bench/lw_bench_handover_codec"; do
   [[ -x $b ]] || { echo "bench/run.sh: $b missing; build first" >&2; exit 1; }
 done
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2)
