@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Builds every target under sanitizers (LOCKWARDEN_SANITIZE) and runs the tests with
-# them: the agent the integration tests spawn is the sanitized one.
+# Builds the agent (and, for ASan, the unit tests and the bench's load generators) under
+# sanitizers (LOCKWARDEN_SANITIZE) and runs the tests with them. The integration tests are the
+# plain build's (build/): their harness only spawns and talks to processes, so it is pointed at
+# the sanitized agent (LOCKWARDEN_BINARY), which is what they exercise, and is not compiled a
+# second and third time under instrumentation.
 #
 #   bash .ci/sanitize.sh address   # ASan + UBSan + LSan into build-asan/: unit tests, then the
 #                                  # integration tests but browser_ui, safety_short, AlertsE2E,
-#                                  # ClientsTest
-#   bash .ci/sanitize.sh thread    # TSan into build-tsan/: unit tests, then the integration
-#                                  # tests of the threaded parts (admin server, scanner,
-#                                  # presence probe, subscriber)
-#   bash .ci/sanitize.sh address -R Fault   # extra arguments go to both ctest runs
+#                                  # ClientsTest; bench_smoke with the sanitized load generators
+#   bash .ci/sanitize.sh thread    # TSan into build-tsan/: the integration tests of the threaded
+#                                  # parts (admin server, scanner, presence probe, subscriber).
+#                                  # No unit tests: they are single-threaded pure logic (ASan
+#                                  # runs them); the agent's threads run in these tests.
+#   bash .ci/sanitize.sh address -R Fault   # extra arguments go to every ctest run
 #   bash .ci/sanitize.sh thread --build-only  # builds, runs nothing (tests/run.sh's prebuild)
 #
 # Every process writes its sanitizer reports to build-<x>/sanitizer-reports/<tool>.<pid>
@@ -38,10 +42,12 @@ if [[ ! -f $build/CMakeCache.txt ]]; then
     -DLOCKWARDEN_SANITIZE="$mode" >/dev/null
 fi
 echo "sanitize: building $build/ with $(nproc) jobs"
-targets=(lockwarden lw_unit_tests lw_integration_tests)
-# ASan also runs bench_smoke: the engine's hot paths (pipelining, local hand-off, renewals of
-# held locks) under load, with the load generators built alongside.
-if [[ $mode == address ]]; then targets+=(lw_bench lw_bench_raw lw_bench_handover_codec); fi
+targets=(lockwarden)
+# ASan also runs the unit tests, and bench_smoke: the engine's hot paths (pipelining, local
+# hand-off, renewals of held locks) under load, with the load generators built alongside.
+if [[ $mode == address ]]; then
+  targets+=(lw_unit_tests lw_bench lw_bench_raw lw_bench_handover_codec)
+fi
 if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" \
   >"$build/build.log" 2>&1; then
   tail -40 "$build/build.log"
@@ -49,6 +55,8 @@ if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" \
   exit 1
 fi
 if ((build_only)); then echo "sanitize: built $build/"; exit 0; fi
+# The integration harness of the plain build (a no-op in tests/run.sh, which built it).
+bash .ci/build.sh lw_integration_tests >/dev/null
 
 reports=$PWD/$build/sanitizer-reports
 rm -rf "$reports"
@@ -85,9 +93,10 @@ if [[ $mode == address ]]; then
   slow+='|SystemdNotifyTest.ReadyWaitsForRestartQuarantineLikeReadyz'
   # Nor the language clients (ClientsTest: ~80 s of venvs, npm, Go and Maven builds and JVM
   # start-up): their own code is not instrumented, and the agent code they drive (every kind,
-  # renewals, elections, detached leases, closes) runs here under the agent's own tests.
-  stacks='browser_ui|safety_short|safety_clock_shift|safety_proxy|AlertsE2E\..*|ClientsTest\..*'
-  integration=(-L integration -E "^(${stacks}|${slow//./\\.})$")
+  # renewals, elections, detached leases, closes) runs here under the agent's own tests. Nor
+  # demo_links: the demo builds and runs the plain agent whatever LOCKWARDEN_BINARY says.
+  stacks='browser_ui|safety_short|safety_clock_shift|safety_proxy|demo_links|AlertsE2E\..*|ClientsTest\..*'
+  integration=(-L integration -E "^(${stacks}|${slow//./\\.}|bench_smoke)$")
 else
   export TSAN_OPTIONS=$(options halt_on_error=1 "log_path=$reports/tsan" second_deadlock_stack=1 \
     "suppressions=$supp/tsan.supp")
@@ -102,14 +111,21 @@ else
 fi
 
 status=0
-echo
-echo "==> $mode: unit tests"
-ctest --test-dir "$build" --output-on-failure --no-tests=error --parallel "$(nproc)" \
-  "${unit[@]}" "$@" || status=1
-echo
-echo "==> $mode: integration tests"
-ctest --test-dir "$build" --output-on-failure --no-tests=error "${integration[@]}" "$@" \
-  || status=1
+# run_ctest NAME DIR ARGS...: one ctest run, its output kept for tests/run.sh's summary.
+run_ctest() {
+  local name=$1 dir=$2; shift 2
+  echo
+  echo "==> $mode: $name tests"
+  ctest --test-dir "$dir" --output-on-failure --no-tests=error "$@" 2>&1 \
+    | tee "$build/ctest-$name.log" || status=1
+}
+if [[ $mode == address ]]; then
+  run_ctest unit "$build" --parallel "$(nproc)" "${unit[@]}" "$@"
+fi
+LOCKWARDEN_BINARY=$PWD/$build/lockwarden run_ctest integration build "${integration[@]}" "$@"
+if [[ $mode == address ]]; then
+  run_ctest bench "$build" -R '^bench_smoke$' "$@"
+fi
 
 shopt -s nullglob
 found=("$reports"/*)

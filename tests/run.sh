@@ -30,6 +30,7 @@ summary() {
   stop_prebuild
   local results="unit: $unit, integration: $integration, fuzz: $fuzz, asan: $asan, tsan: $tsan"
   echo
+  bash tests/failed_tests.sh build*/ctest-*.log
   [[ -n $timings ]] && echo "tests/run.sh: stage times:$timings"
   if [[ $stage == finished ]] && ! grep -qE 'FAIL|skipped' <<<"$results"; then
     echo "tests/run.sh: PASS ($results) in $((SECONDS - start))s"
@@ -42,6 +43,8 @@ summary() {
   fi
 }
 trap summary EXIT
+set -o pipefail  # a ctest run piped through tee fails as ctest does
+rm -f build*/ctest-*.log  # each stage's ctest output, kept for the summary's failures
 
 bash .ci/deps.sh --browser
 timings+=" deps $((SECONDS - start))s"
@@ -50,11 +53,11 @@ began=$SECONDS
 bash .ci/build.sh
 timings+=" build $((SECONDS - began))s"
 
-run_ctest() {  # $1 = name, rest = ctest arguments
+run_ctest() {  # $1 = name, rest = ctest arguments; its output is kept for the summary
   local name=$1; shift
   echo
   echo "==> $name tests"
-  ctest --test-dir build --output-on-failure --no-tests=error "$@"
+  ctest --test-dir build --output-on-failure --no-tests=error "$@" 2>&1 | tee "build/ctest-$name.log"
 }
 
 skipped() { [[ " ${LOCKWARDEN_SKIP:-} " == *" $1 "* ]]; }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "support/agent_process.h"
 #include "support/files.h"
 
 namespace lw::test::cli_help {
@@ -28,8 +29,8 @@ struct Ran {
 Ran RunLockwarden(const std::string& args, bool with_stderr = true) {
   Ran ran;
   const std::string command =
-      "env -u LOCKWARDEN_SOCKET -u LOCKWARDEN_CONFIG -u LOCKWARDEN_SOCKET_PATH " +
-      std::string(LOCKWARDEN_BINARY) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null") +
+      "env -u LOCKWARDEN_SOCKET -u LOCKWARDEN_CONFIG -u LOCKWARDEN_SOCKET_PATH -u LOCKWARDEN_BINARY " +
+      LockwardenBinary() + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null") +
       " </dev/null";
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return ran;

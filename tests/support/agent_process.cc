@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
@@ -78,7 +79,10 @@ int QuorumOf(const nlohmann::json& health, size_t n_masters) {
 
 }  // namespace
 
-std::string LockwardenBinary() { return LOCKWARDEN_BINARY; }
+std::string LockwardenBinary() {
+  const char* chosen = std::getenv("LOCKWARDEN_BINARY");
+  return chosen != nullptr && *chosen != '\0' ? chosen : LOCKWARDEN_BINARY;
+}
 
 AgentProcess::AgentProcess(const RedisCluster& cluster, std::vector<std::string> extra_args,
                            Readiness readiness)

@@ -14,7 +14,8 @@
 
 namespace lw::test {
 
-// Path of the lockwarden binary under test (the LOCKWARDEN_BINARY build definition).
+// Path of the lockwarden binary under test: the LOCKWARDEN_BINARY variable when set (the
+// sanitizer stages point this build's tests at a sanitized agent), else the build's own agent.
 std::string LockwardenBinary();
 
 class AgentProcess {
