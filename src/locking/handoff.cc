@@ -2,7 +2,27 @@
 
 #include <algorithm>
 
+#include "core/redlock_math.h"
+#include "locking/holder.h"
+#include "locking/waiters.h"
+
 namespace lw {
+
+HandOffCase HandOffCaseOf(const Holder& prev, const Waiter* next,
+                          std::chrono::steady_clock::time_point now) {
+  HandOffCase c;
+  c.released_fenced = prev.fence.has_value();
+  c.released_extending = prev.extends_in_flight > 0;
+  c.released_ttl_ms = prev.ttl_ms;
+  c.left_ms = MsLeft(prev.valid_until, now);
+  if (next != nullptr) {
+    // Only into the same part of the resource (the same mode).
+    c.next_waiting = !next->cancelled && !next->in_attempt && next->mode == prev.mode;
+    c.next_fenced = next->history.fence;
+    c.next_ttl_ms = next->history.ttl_ms;
+  }
+  return c;
+}
 
 bool MayHandOff(const HandOffCase& c) {
   if (c.engine_stopping || c.attempt_in_flight || c.released_fenced || c.released_extending ||

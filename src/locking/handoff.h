@@ -43,6 +43,13 @@ struct HandOffCase {
   bool next_first = false;
 };
 
+struct Holder;
+struct Waiter;
+// The case of `prev` released at `now` with `next` (null: none) first in line; the engine's own
+// state (engine_stopping, attempt_in_flight) and the turns are left for the caller to fill.
+HandOffCase HandOffCaseOf(const Holder& prev, const Waiter* next,
+                          std::chrono::steady_clock::time_point now);
+
 // True when the next waiter may take over the key: neither lock is fenced (a fenced grant
 // needs a new fence from the masters), nothing may change the key meanwhile, the waiter asked
 // for the same ttl (the key was set for it) and at least half of it is left; and, where holds

@@ -65,17 +65,14 @@ HoldPlace LockEngine::PlaceOf(const AttemptRound& a, const Resource& r) const {
 AttemptCall LockEngine::CallOf(const AttemptRound& a, const Resource& r,
                                const HoldPlace& place) const {
   const Waiter& w = r.waiters.front();
-  // A sign that a waiter waits lives a few retry delays: each attempt refreshes it.
-  const int64_t waiting_ttl_ms = std::max<int64_t>(
-      1000, 2 * (options_.retry_delay_ms + options_.retry_jitter_ms + options_.node_timeout_ms));
-  const bool turns = TakesTurns(r, a.mode);
+  const bool turns = turns_.Take(r.kind(), a.mode);
   return {place,
           a.token,
           a.waiter_id,
           a.attempt,
           w.history.ttl_ms,
           w.history.fence ? fence_quorum_ : 0,
-          waiting_ttl_ms,
+          turns_.WaitingTtlMs(),
           options_.value_prefix,
           turns ? CeilMs(Clock::now() - w.requested) : -1,
           turns && a.ask_others};
@@ -156,7 +153,7 @@ void LockEngine::StartAttempt(const std::string& name) {
                        std::string(),
                        // Asked only where a local waiter may want the lock handed over: an
                        // uncontended claim costs the master no more than without turns.
-                       TakesTurns(r, w.mode) && r.waiters.live() > 1};
+                       turns_.Take(r.kind(), w.mode) && r.waiters.live() > 1};
   const HoldPlace place = PlaceOf(a, r);
   RoundRequest req = r.kind().AcquireRound(CallOf(a, r, place), r.kind_state);
   rounds_.Run(std::move(req), [this, a](const RoundResult& res) {
@@ -194,20 +191,14 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
   w.history.last_tally = tally;
   w.history.last_in_fence_phase = fence_written;
   r->kind().Heard(res, r->kind_state, w.id);
-  // A master that refused (or may have, unheard) may have queued this agent there; a refusal
-  // retried at once (a free permit named) queued it nowhere.
-  const bool maybe_queued =
-      TakesTurns(*r, w.mode) && (tally.no() > 0 || tally.failed() > 0 || !tally.Won());
+  const bool turns = turns_.Take(r->kind(), w.mode);
   const auto now = Clock::now();
   const int64_t validity =
       ValidityMs(w.history.ttl_ms, CeilMs(now - started), options_.drift_factor);
   w.history.last_too_slow = tally.Won() && validity <= 0;
   if (tally.Won() && validity > 0 && !w.cancelled && !shutting_down_) {
-    if (maybe_queued) r->queued = true;
-    // What the grant heard of waiters elsewhere, if every master that granted said.
-    if (!fence_written) {
-      r->others = {a.ask_others && res.others_untold == 0, res.others_waited_ms, res.started};
-    }
+    if (turns) Turns::AttemptEnded(r->turns, tally);
+    if (!fence_written) Turns::GrantHeard(r->turns, a.ask_others, res);
     if (w.history.fence && !fence_written) {
       WriteFence(a, started, NextFence(fence));
       return;
@@ -222,7 +213,7 @@ void LockEngine::OnAttempt(const AttemptRound& a, const RoundResult& res,
       r->kind().Refused(res, r->shape, r->kind_state, w.id, rounds_.quorum(),
                         /*may_retry_now=*/!w.cancelled && !shutting_down_);
   w.history.last_refusal = reading.why;
-  if (maybe_queued && !reading.retry_now) r->queued = true;
+  if (turns && !reading.retry_now) Turns::AttemptEnded(r->turns, tally);
   const bool giving_up = !reading.retry_now && (w.cancelled || shutting_down_ ||
                                                 reading.foreign || w.expired || remaining <= 0);
   // Undo on every master, including those that said no or did not answer in time: a late

@@ -1,40 +1,30 @@
 #pragma once
-// LockEngine: Redlock across N masters, for many local sessions, on one event-loop thread.
+// LockEngine: Redlock across N masters, for many local sessions, on one event-loop thread
+// (docs/safety.md argues each rule).
 //
-// - Acquire: waiters for a resource queue FIFO inside this agent; only the head contends on
-//   Redis (SET NX PX, in its kind's script, with a fresh token on all masters at once). A round is granted with a quorum of yes votes and validity =
-//   ttl - elapsed - drift > 0; otherwise the token is deleted on every master and the head
-//   retries after a jittered delay until wait_ms ends.
-// - Release: compare-and-delete everywhere; the next local waiter starts at once (its SET
-//   is pipelined behind the DEL on each connection, so no extra round trip is spent).
-// - Extend / renew: compare-and-pexpire everywhere; it counts only with a quorum confirmed
-//   before the current validity ran out. A renewed lock that cannot be extended before its
-//   validity ends is lost: the owner is told (EngineEvents::Lost) and the lock is forgotten.
-// - Fenced acquire (opt-in): phase 1 sets the key and reads the fence counter in one script on
-//   each master; with a fence quorum of yes votes, phase 2 writes max(counters) + 1 back, in one
-//   script that writes only where the key still holds our token. The grant needs the fence
-//   quorum in both phases and validity left after both (docs/safety.md has the argument).
-// - Restart quarantine: a master whose Node::votes_count() is false does not count toward
-//   acquire or extend quorum (Rounds applies it); it still gets every command.
-// - Kinds (locking/kinds/kind.h): a resource's shape (its first acquire here says it) picks
-//   the Kind the engine asks the kind's questions: which part an acquire takes, whether the
-//   FIFO front may contend beside what is held here, which rounds an attempt, a grant, an
-//   extend and a release send, and what a refusal means. An acquire naming another shape gets
-//   kind_mismatch. The engine names no kind.
-// - Locks belong to a session; CloseSession releases all of them at once.
-// - A grant's validity is decided here, once, as its callback is called: the time left of
-//   valid_until then. A lock whose validity ran out before it could be answered is released
-//   everywhere and the acquire fails with no_quorum (ValidityRanOutBeforeReply).
+// - Acquire: waiters for a resource queue FIFO here; only the front contends, sending its
+//   kind's acquire with a fresh token to every master at once. A quorum of yes votes with
+//   validity = ttl - elapsed - drift > 0 grants it; otherwise it is undone on every master and
+//   retried after a jittered delay until wait_ms ends.
+// - Release: compare-and-delete everywhere, or a local hand-off (MayHandOff); the next local
+//   waiter's attempt is pipelined behind the delete on each connection.
+// - Extend / renew: compare-and-pexpire everywhere, counted only with a quorum before the
+//   validity ran out; a renewed lock that cannot be extended in time is lost (EngineEvents).
+// - Fenced acquire: two phases (locking/fencing.h); the grant needs the fence quorum in both
+//   and validity left after both.
+// - Restart quarantine: a master whose votes do not count still gets every command (Rounds).
+// - Kinds (locking/kinds/kind.h): a resource's shape picks the Kind the engine asks which part
+//   an acquire takes, who may contend beside what is held, which rounds to send and what a
+//   refusal means. An acquire naming another shape gets kind_mismatch. The engine names no kind.
+// - A grant's validity is decided once, as its callback is called; one that ran out first is
+//   released everywhere and fails with no_quorum (ValidityRanOutBeforeReply).
 //
-// The parts, each in its own file: ResourceTable (the books and the views), Rounds (one
-// command to every master, votes counted), WaitQueue (FIFO per resource), ResourceDeadlines
-// (wait and hold deadlines), RenewalSlots (renewal timing and backlog), fencing (the two
-// phases), MayHandOff (local hand-off), failure_text (every failure message), EngineStats (what
-// is counted), EngineEvents (what is reported), EngineOptions (what it is told).
+// The parts, each in its own file: ResourceTable (the books and views), Rounds (one command to
+// every master, votes counted), WaitQueue, ResourceDeadlines, RenewalSlots, fencing, MayHandOff,
+// Turns (fair turns with other agents), failure_text, EngineStats, EngineEvents, EngineOptions.
 //
-// Nothing here is thread-safe: every call must come from the loop thread. Callbacks are
-// never invoked synchronously from inside the call that takes them, and must not destroy
-// the engine.
+// Loop thread only. Callbacks are never invoked synchronously from inside the call that takes
+// them, and must not destroy the engine.
 
 #include <uv.h>
 
@@ -56,6 +46,7 @@
 #include "core/session_id.h"
 #include "core/lock_kind.h"
 #include "locking/deadline_queue.h"
+#include "locking/engine_calls.h"
 #include "locking/engine_options.h"
 #include "locking/engine_events.h"
 #include "locking/engine_stats.h"
@@ -63,8 +54,10 @@
 #include "locking/holder.h"
 #include "locking/kinds/kind.h"
 #include "locking/renewal.h"
+#include "locking/renewer.h"
 #include "locking/resource_table.h"
 #include "locking/rounds.h"
+#include "locking/turns.h"
 #include "locking/waiters.h"
 #include "redis/node.h"
 #include "redis/release_watch.h"
@@ -72,10 +65,10 @@
 
 namespace lw {
 
-class LockEngine {
+class LockEngine : private Renewer::Holds {
  public:
   LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions options);
-  ~LockEngine();
+  ~LockEngine() override;
   LockEngine(const LockEngine&) = delete;
   LockEngine& operator=(const LockEngine&) = delete;
 
@@ -94,21 +87,15 @@ class LockEngine {
   // (their callbacks are not called).
   void CloseSession(SessionId session);
 
-  // An operator takes the lock away from its holders (every hold of it): their keys are
-  // deleted on every master (with their tokens), each holder is told `lost` with reason "revoked", and the next local waiter gets its turn. `done` gets the
-  // (first) holder's session and how many masters confirmed the delete, or nullopt when nobody
-  // holds `resource` through this engine.
-  struct Revocation {
-    SessionId session;
-    int deleted;  // masters that deleted the key (the others had lost it, or did not answer)
-    int holds = 1;  // holds revoked
-  };
-  using RevokeDone = std::function<void(const std::optional<Revocation>&)>;
+  // An operator takes the lock away from its holders (every hold of it): their keys are deleted
+  // on every master (with their tokens), each holder is told `lost` with reason "revoked", and
+  // the next local waiter gets its turn. nullopt: nobody holds `resource` through this engine.
+  using Revocation = lw::Revocation;
+  using RevokeDone = lw::RevokeDone;
   void Revoke(const std::string& resource, RevokeDone done);
   // The same for one hold, only if the hold `key` names (Kind::HoldKey) is held through this
-  // engine with exactly `value` on the masters (value_prefix + its token): a revoke decided elsewhere, by the value read from the masters,
-  // never takes a lock granted again since. nullopt: no such grant (not held, another grant, or
-  // a key outside key_prefix).
+  // engine with exactly `value` on the masters (value_prefix + its token): a revoke decided
+  // elsewhere, by the value read from the masters, never takes a lock granted again since.
   void RevokeGrant(const std::string& key, const std::string& value, RevokeDone done);
 
   // Another agent released `key` (heard through ReleaseWatch): a local waiter backing off for
@@ -129,19 +116,7 @@ class LockEngine {
   // not_held, and the value is deleted wherever it is left; no_quorum (masters unreachable)
   // leaves it for another try. A lease session's resume (core/session_id.h) adopts a detached
   // lease. docs/safety.md "Resume".
-  struct ResumeAsk {
-    std::string resource;
-    std::string token;
-    int64_t ttl_ms = 0;
-    bool renew = false;
-    std::optional<int64_t> fence;  // as the grant answered it: carried, not checked
-    AcquireKind kind;              // shape and shared, as the acquire asked
-    int permit = -1;               // a semaphore's permit, as the grant answered it
-    // The kind is a guess (a release or extend by token names none): the key is confirmed on
-    // the masters before the resource is entered here in that shape, so an acquire of another
-    // kind arriving meanwhile is never refused for it. One more round trip.
-    bool confirm_first = false;
-  };
+  using ResumeAsk = lw::ResumeAsk;
   void Resume(SessionId session, ResumeAsk ask, AcquireDone done);
 
   // ---- an in-place upgrade (lock_engine_handover.cc, docs/upgrade.md)
@@ -185,26 +160,19 @@ class LockEngine {
   AttemptCall CallOf(const AttemptRound& a, const Resource& r, const HoldPlace& place) const;
   HoldPlace PlaceOf(const AttemptRound& a, const Resource& r) const;
   Resource* Find(const std::string& name) { return table_.Find(name); }
-  Holder* FindHolder(const std::string& name, const std::string& token) {
+  // ---- what the Renewer asks (Renewer::Holds)
+  Holder* FindHolder(const std::string& name, const std::string& token) override {
     return table_.FindHolder(name, token);
   }
+  const Holder* HolderWithSerial(const std::string& name, uint64_t serial) override;
+  void ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms) override;
+  void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
+                 ExtendDone done, int64_t timeout_ms) override;
+  void Lose(const std::string& name, const std::string& token, LossReason reason) override;
+  void Defer(std::function<void()> fn) override { defer_.Push(std::move(fn)); }
+
   // May the front waiter contend, given what is held here? (FIFO with room, as its kind says.)
   bool FrontMayContend(const Resource& r) const;
-  // Do acquires of `mode` take turns with other agents (not local_first, and the kind does)?
-  bool TakesTurns(const Resource& r, HoldMode mode) const {
-    return !options_.local_first && r.kind().TakesTurns(mode);
-  }
-  // How long a release's reservation waits for its agent's claim: long enough for a waiter
-  // backing off to hear the release (or its retry to come) and for its claim to arrive.
-  int64_t ReserveMs() const {
-    return options_.retry_delay_ms + options_.retry_jitter_ms + 2 * options_.node_timeout_ms;
-  }
-  // How long after a grant that heard nobody waiting elsewhere local hand-offs go on without
-  // asking the masters again (MayGoBeforeOthers): a waiter elsewhere retries about that often.
-  int64_t HandOffWindowMs() const {
-    return options_.handoff_window_ms >= 0 ? options_.handoff_window_ms
-                                           : options_.retry_delay_ms + options_.retry_jitter_ms;
-  }
 
   // ---- acquire (lock_engine.cc)
   void Pump(const std::string& name);
@@ -240,30 +208,18 @@ class LockEngine {
   // Release with a local waiter next in line: it takes over the masters' key as it is, with
   // no round trip, when MayHandOff says so. False: go through Redis.
   bool LocalHandOff(Resource& r, const std::string& name, const Holder& prev);
-  // timeout_ms: how long the round waits for the masters (0: the node timeout).
-  void RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
-                 ExtendDone done, int64_t timeout_ms = 0);
   void OnExtendRound(const std::string& name, const std::string& token, int64_t ttl_ms,
                      const RoundResult& res, const ExtendDone& done);
-  void ScheduleHolder(const std::string& name, Holder& h, int64_t delay_ms);
   void SetDeadline(uint64_t serial, const std::string& name, Clock::time_point due);
   void OnDeadline(uint64_t serial, const std::string& name);
-  void OnHolderTimer(const std::string& name, const std::string& token);
-  void Renew(const std::string& name, Holder& h, Clock::time_point now);
-  void DrainRenewals();
-  void OnRenewed(const std::string& name, const std::string& token,
-                 const std::variant<Extension, Failure>& result);
-  void Lose(const std::string& name, const std::string& token, LossReason reason);
   std::unique_ptr<Holder> TakeHolder(Resource& r, const std::string& name, const Holder* h);
   // The release round of hold h (taken from r): in turn when it takes turns, with this agent's
   // next waiter (docs/safety.md, "Fair turns").
   RoundRequest HolderRelease(const std::string& name, const Resource& r, const Holder& h) const;
   // The hold h (taken from r) released on every master.
   void ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h);
-  // This agent's queue entry for `name` removed from every master, if it may have one.
+  // Turns::Leave and Turns::Ask of r (named `name`), run.
   void LeaveQueue(const std::string& name, Resource& r);
-  // Asks every master how long other agents wait for `name` (Resource::others), unless a
-  // question is already in flight.
   void AskOthers(const std::string& name, Resource& r);
   void ReleaseEverywhere(RoundRequest release);
   // Revoke of the holds in `holds` (each held in r).
@@ -293,10 +249,10 @@ class LockEngine {
   std::mt19937_64 rng_;
   ResourceDeadlines deadlines_;
   bool shutting_down_ = false;
-  RenewalSlots renewals_;
+  Renewer renewer_{*this, *stats_, options_};
+  Turns turns_{options_};
   std::function<void()> shutdown_done_;
   DeferQueue defer_;  // runs callbacks that must not be synchronous
-  void Defer(std::function<void()> fn) { defer_.Push(std::move(fn)); }
 };
 
 }  // namespace lw

@@ -2,7 +2,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdint>
 #include <memory>
 
@@ -10,21 +9,9 @@
 #include "core/token.h"
 #include "locking/failure_text.h"
 #include "locking/handoff.h"
-#include "locking/kinds/kinds.h"
 #include "locking/lock_engine.h"
 
 namespace lw {
-namespace {
-
-// kQueueHead's answer: a whole number of ms (anything else reads as a long wait, which only
-// stops local hand-off).
-int64_t ParseWaited(const std::string& text) {
-  int64_t ms = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), ms);
-  return ec == std::errc() && end == text.data() + text.size() && ms >= 0 ? ms : INT32_MAX;
-}
-
-}  // namespace
 
 void LockEngine::Release(SessionId session, const std::string& name, const std::string& token,
                          ReleaseDone done) {
@@ -51,29 +38,11 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
 bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder& prev) {
   r.waiters.DropCancelledFront([this](const Waiter& w) { deadlines_.Erase(w.id); });
   const auto now = Clock::now();
-  HandOffCase c;
-  bool ask = false;
+  const Waiter* next = r.waiters.empty() ? nullptr : &r.waiters.front();
+  HandOffCase c = HandOffCaseOf(prev, next, now);
   c.engine_stopping = shutting_down_;
   c.attempt_in_flight = r.attempt_in_flight;
-  c.released_fenced = prev.fence.has_value();
-  c.released_extending = prev.extends_in_flight > 0;
-  c.released_ttl_ms = prev.ttl_ms;
-  c.left_ms = MsLeft(prev.valid_until, now);
-  if (!r.waiters.empty()) {
-    const Waiter& next = r.waiters.front();
-    // Only into the same part of the resource (the same mode).
-    c.next_waiting = !next.cancelled && !next.in_attempt && next.mode == prev.mode;
-    c.next_fenced = next.history.fence;
-    c.next_ttl_ms = next.history.ttl_ms;
-    c.turns = TakesTurns(r, prev.mode);
-    c.next_first = MayGoBeforeOthers(next.requested, r.others, now, HandOffWindowMs());
-    // Nobody waited elsewhere when last heard, but that was a window ago: hand over and ask the
-    // masters again beside it, rather than send this release through them (for a semaphore,
-    // that sets every other holder's release on the same path until a grant). Nothing heard (a
-    // grant with no local waiter to ask for) or a waiter heard of: through the masters.
-    ask = c.turns && !c.next_first && r.others.asked && r.others.waited_ms < 0;
-    c.next_first = c.next_first || ask;
-  }
+  const bool ask = next && turns_.HandOff(r.turns, r.kind(), prev.mode, next->requested, now, c);
   if (!MayHandOff(c)) {
     HandOffCase alone = c;
     alone.turns = false;
@@ -113,7 +82,8 @@ void LockEngine::Extend(SessionId session, const std::string& name, const std::s
                 Pump(name);
               }
               done(result);
-            });
+            },
+            /*timeout_ms=*/0);
 }
 
 void LockEngine::RunExtend(const std::string& name, const std::string& token, int64_t ttl_ms,
@@ -164,87 +134,20 @@ void LockEngine::SetDeadline(uint64_t serial, const std::string& name, Clock::ti
   deadlines_.Set(serial, name, due);  // refused once shutting down: nothing is waited for
 }
 
+const Holder* LockEngine::HolderWithSerial(const std::string& name, uint64_t serial) {
+  Resource* r = Find(name);
+  return r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
+}
+
 void LockEngine::OnDeadline(uint64_t serial, const std::string& name) {
   Resource* r = Find(name);
   if (r == nullptr) return;
   if (const Holder* h = ResourceTable::WithSerial(*r, serial)) {
     const std::string token = h->token.str();  // a copy: the holder may go while it runs
-    OnHolderTimer(name, token);
+    renewer_.Due(name, token);
   } else {
     OnWaitExpired(name, serial);
   }
-}
-
-void LockEngine::OnHolderTimer(const std::string& name, const std::string& token) {
-  Holder* h = FindHolder(name, token);
-  if (h == nullptr) return;
-  const auto now = Clock::now();
-  if (now >= h->valid_until) {
-    Lose(name, token, h->renew ? LossReason::kRenewFailed : LossReason::kExpired);
-    return;
-  }
-  if (!h->renew || h->renewing) {
-    ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
-    return;
-  }
-  if (renewals_.MustWait()) {
-    // The loss is still reported on time if its turn comes too late.
-    const bool room = renewals_.Wait(name, h->serial);
-    ScheduleHolder(name, *h, CeilMs(h->valid_until - now));
-    if (room) Defer([this] { DrainRenewals(); });
-    return;
-  }
-  Renew(name, *h, now);
-}
-
-void LockEngine::DrainRenewals() {
-  renewals_.Drain([this](const std::string& name, uint64_t serial) {
-    Resource* r = Find(name);
-    const Holder* h = r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
-    if (h == nullptr || h->renewing) return;
-    OnHolderTimer(name, h->token.str());  // renews now, or reports the loss
-  });
-}
-
-void LockEngine::Renew(const std::string& name, Holder& h, Clock::time_point now) {
-  renewals_.Started();
-  h.renewing = true;
-  const int64_t left_ms = CeilMs(h.valid_until - now);
-  const int64_t timeout_ms = RenewRoundTimeoutMs(left_ms, options_.node_timeout_ms);
-  // The round ends (and reschedules) before the validity does, unless the node timeout alone
-  // outlasts it: only then is a separate deadline needed to report the loss on time.
-  if (timeout_ms >= left_ms) ScheduleHolder(name, h, left_ms);
-  const std::string token = h.token.str();
-  RunExtend(
-      name, token, h.ttl_ms,
-      [this, name, token](const std::variant<Extension, Failure>& result) {
-        OnRenewed(name, token, result);
-      },
-      timeout_ms);
-}
-
-void LockEngine::OnRenewed(const std::string& name, const std::string& token,
-                           const std::variant<Extension, Failure>& result) {
-  if (renewals_.Ended()) Defer([this] { DrainRenewals(); });
-  Holder* h = FindHolder(name, token);
-  if (h == nullptr) return;
-  h->renewing = false;
-  const auto* f = std::get_if<Failure>(&result);
-  if (f == nullptr) {  // extended; RunExtend scheduled the next renewal
-    stats_->renewals[RenewOutcome::kExtended].Inc();
-    return;
-  }
-  if (f->code == ErrorCode::kNotHeld) {
-    stats_->renewals[RenewOutcome::kLost].Inc();
-    Lose(name, token, LossReason::kRenewFailed);
-    return;
-  }
-  stats_->renewals[RenewOutcome::kRetry].Inc();
-  renewals_.WarnFailed(name, f->message);
-  std::uniform_real_distribution<double> unit(0.0, 1.0);
-  ScheduleHolder(name, *h,
-                 RenewRetryDelayMs(CeilMs(h->valid_until - Clock::now()), options_.retry_delay_ms,
-                                   options_.retry_jitter_ms, unit(rng_)));
 }
 
 void LockEngine::Lose(const std::string& name, const std::string& token, LossReason reason) {
@@ -274,22 +177,12 @@ void LockEngine::Revoke(const std::string& name, RevokeDone done) {
 }
 
 void LockEngine::RevokeGrant(const std::string& key, const std::string& value, RevokeDone done) {
-  const auto part = ParseLockKey(options_.key_prefix, key);
-  Resource* r = part ? Find(part->resource) : nullptr;
-  const Holder* match = nullptr;
-  if (r != nullptr) {
-    for (const auto& h : r->holders) {
-      if (options_.value_prefix + h->LeaseValue() == value &&
-          r->kind().HoldKey(table_.PlaceOf(part->resource, *r, *h)) == key) {
-        match = h.get();
-      }
-    }
-  }
-  if (match == nullptr) {
+  const auto grant = table_.FindGrant(key, value);
+  if (!grant) {
     Defer([done = std::move(done)] { done(std::nullopt); });
     return;
   }
-  RevokeHeld(*r, part->resource, {match}, std::move(done));
+  RevokeHeld(*Find(grant->name), grant->name, {grant->holder}, std::move(done));
 }
 
 void LockEngine::RevokeHeld(Resource& r, const std::string& name,
@@ -334,16 +227,10 @@ std::unique_ptr<Holder> LockEngine::TakeHolder(Resource& r, const std::string& n
 
 RoundRequest LockEngine::HolderRelease(const std::string& name, const Resource& r,
                                        const Holder& h) const {
-  const HoldPlace place = table_.PlaceOf(name, r, h);
-  if (!TakesTurns(r, h.mode)) return r.kind().ReleaseRound(place, h.LeaseValue());
-  Turn turn;
-  turn.reserve_ms = ReserveMs();
-  // Only a next waiter that takes turns can claim a reservation for this agent.
-  if (!r.waiters.empty() && !r.waiters.front().cancelled &&
-      TakesTurns(r, r.waiters.front().mode)) {
-    turn.next_waited_ms = CeilMs(Clock::now() - r.waiters.front().requested);
-  }
-  return r.kind().ReleaseTurn(place, h.LeaseValue(), options_.value_prefix, turn);
+  const bool next = !r.waiters.empty() && !r.waiters.front().cancelled;
+  return turns_.Release(r.kind(), table_.PlaceOf(name, r, h), h.LeaseValue(), h.mode,
+                        next ? std::optional(r.waiters.front().mode) : std::nullopt,
+                        next ? r.waiters.front().requested : Clock::time_point{});
 }
 
 void LockEngine::ReleaseEverywhere(const std::string& name, const Resource& r, const Holder& h) {
@@ -351,34 +238,17 @@ void LockEngine::ReleaseEverywhere(const std::string& name, const Resource& r, c
 }
 
 void LockEngine::AskOthers(const std::string& name, Resource& r) {
-  if (r.asking) return;
-  r.asking = true;
-  rounds_.Run(kinds::QueueHead(table_.PlaceOf(name, r, HoldMode::kExclusive, -1),
-                               options_.value_prefix),
-              [this, name](const RoundResult& res) {
-                Resource* found = Find(name);
-                if (found != nullptr) {
-                  found->asking = false;
-                  // Heard only when every master answered: one silent may have a waiter.
-                  OthersHeard heard{true, -1, res.started};
-                  for (size_t i = 0; i < res.values.size(); ++i) {
-                    if (res.values[i]) {
-                      heard.waited_ms = std::max(heard.waited_ms, ParseWaited(*res.values[i]));
-                    } else if (!res.read_nil[i]) {
-                      heard.asked = false;
-                    }
-                  }
-                  found->others = heard;
-                }
-                MaybeFinishShutdown();
-              });
+  auto ask = turns_.Ask(r.turns, table_.PlaceOf(name, r, HoldMode::kExclusive, -1));
+  if (!ask) return;
+  rounds_.Run(std::move(*ask), [this, name](const RoundResult& res) {
+    if (Resource* found = Find(name)) Turns::Heard(found->turns, res);
+    MaybeFinishShutdown();
+  });
 }
 
 void LockEngine::LeaveQueue(const std::string& name, Resource& r) {
-  if (!r.queued) return;
-  r.queued = false;
-  ReleaseEverywhere(kinds::LeaveQueue(table_.PlaceOf(name, r, HoldMode::kExclusive, -1),
-                                      options_.value_prefix));
+  auto leave = turns_.Leave(r.turns, table_.PlaceOf(name, r, HoldMode::kExclusive, -1));
+  if (leave) ReleaseEverywhere(std::move(*leave));
 }
 
 void LockEngine::ReleaseEverywhere(RoundRequest release) {

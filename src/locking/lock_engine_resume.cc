@@ -109,7 +109,8 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
                 MaybeErase(name);
               }
               done(ResumeFailure(name, lost));
-            });
+            },
+            /*timeout_ms=*/0);
 }
 
 void LockEngine::ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone done) {

@@ -65,7 +65,7 @@ void LockEngine::Shutdown(std::function<void()> done, bool release) {
   });
   // No waiter or holder is left: their deadlines must not keep the loop alive.
   deadlines_.Close();
-  renewals_.Clear();
+  renewer_.Clear();
   for (auto& d : refused) d(ShuttingDown(/*retry_hint=*/false));
   Defer([this] { MaybeFinishShutdown(); });
 }

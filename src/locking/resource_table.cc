@@ -60,6 +60,20 @@ HoldPlace ResourceTable::PlaceOf(const std::string& name, const Resource& r,
   return p;
 }
 
+std::optional<ResourceTable::FoundGrant> ResourceTable::FindGrant(const std::string& key,
+                                                                  const std::string& value) const {
+  const auto part = ParseLockKey(key_prefix_, key);
+  const Resource* r = part ? Find(part->resource) : nullptr;
+  if (r == nullptr) return std::nullopt;
+  for (const auto& h : r->holders) {
+    if (value_prefix_ + h->LeaseValue() == value &&
+        r->kind().HoldKey(PlaceOf(part->resource, *r, *h)) == key) {
+      return FoundGrant{part->resource, h.get()};
+    }
+  }
+  return std::nullopt;
+}
+
 void ResourceTable::Unqueued(SessionId session, const std::string& name) {
   if (ClientSession* s = sessions_.Find(session)) s->locks.Forget(name);
 }

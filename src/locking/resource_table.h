@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -20,6 +21,7 @@
 #include "locking/handoff.h"
 #include "locking/holder.h"
 #include "locking/kinds/kind.h"
+#include "locking/turns.h"
 #include "locking/waiters.h"
 #include "redis/timer.h"
 
@@ -34,12 +36,7 @@ struct Resource {
   bool attempt_in_flight = false;
   bool watched = false;  // release announcements of this key are being listened to
   KindSlot kind_state;   // its kind's, created by the kind on first use
-  // Turns (docs/safety.md, "Fair turns"). queued: this agent may have a queue entry on a
-  // master (an attempt that takes turns was sent since the last LeaveQueue). others: what the
-  // last grant through the masters heard of other agents' waiters.
-  bool queued = false;
-  OthersHeard others;
-  bool asking = false;  // a QueueHead round for `others` is in flight
+  TurnState turns;  // its part in taking turns with other agents (locking/turns.h)
 
   const Kind& kind() const { return KindOf(shape); }
   bool idle() const {
@@ -66,6 +63,13 @@ class ResourceTable {
     return const_cast<ResourceTable*>(this)->FindHolder(name, token);
   }
   static Holder* WithSerial(Resource& r, uint64_t serial);
+  // The hold whose key on the masters is `key` (Kind::HoldKey) holding exactly `value`
+  // (value_prefix + its lease value; HeldGrants' inverse), or nothing.
+  struct FoundGrant {
+    std::string name;
+    const Holder* holder;
+  };
+  std::optional<FoundGrant> FindGrant(const std::string& key, const std::string& value) const;
   template <class Visit>  // visit(name, Resource&) for every resource
   void ForEach(Visit&& visit) {
     for (auto& [name, r] : resources_) visit(name, *r);
