@@ -169,7 +169,7 @@ for i in "${!ports[@]}"; do
   p=${ports[$i]}
   for ((try = 0; ; try++)); do
     [[ $(redis-cli -p "$p" ping 2>/dev/null) == PONG ]] && break
-    if ! kill -0 "${redis_pids[$i]}" 2>/dev/null || ((try >= 100)); then
+    if ! kill -0 "${redis_pids[$i]}" 2>/dev/null || ((try >= 300)); then
       tail -n 5 "$run_dir/redis-$p/redis.log" >&2 2>/dev/null || true
       die "redis-server on port $p did not come up (log above)"
     fi
@@ -200,7 +200,8 @@ PROMETHEUS
   prom_pid=$!
   for ((try = 0; ; try++)); do
     port_in_use "$prom_port" && break
-    if ! kill -0 "$prom_pid" 2>/dev/null || ((try >= 100)); then
+    # A bound for a hung start, not a wait: a first start on a busy disk takes seconds.
+    if ! kill -0 "$prom_pid" 2>/dev/null || ((try >= 600)); then
       tail -n 5 "$prom_dir/prometheus.log" >&2 2>/dev/null || true
       die "prometheus did not come up on port $prom_port (log above)"
     fi
@@ -268,8 +269,12 @@ BANNER
 # Ctrl-C is a stop for good: the agent releases its clients' locks (--release-on-stop). A
 # kill -9 is not: the agent is started again on the same socket, as systemd's
 # Restart=on-failure would, and its clients resume their locks (docs/cli.md, Restarts).
+# The agent refuses LOCKWARDEN_* variables that are not settings, and the demo's settings are
+# its flags: it gets none of the caller's.
 start_agent() {
-  setsid "$BIN" serve --socket "$socket" "${master_args[@]}" \
+  local unset=()
+  for v in $(compgen -e); do [[ $v == LOCKWARDEN_* ]] && unset+=(-u "$v"); done
+  setsid env "${unset[@]}" "$BIN" serve --socket "$socket" "${master_args[@]}" \
     --admin-listen "127.0.0.1:$admin_port" --admin-token-file "$token_file" \
     --scan-interval-ms 10000 --max-ttl-ms 15000 --default-ttl-ms 10000 \
     --release-on-stop true </dev/null &
@@ -285,7 +290,7 @@ upgraded_agent() {
 }
 start_agent
 
-for ((try = 0; try < 100; try++)); do
+for ((try = 0; try < 300; try++)); do
   kill -0 "$agent_pid" 2>/dev/null || break
   if agent_answers; then agent_ready=1; break; fi
   sleep 0.1

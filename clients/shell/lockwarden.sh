@@ -76,7 +76,10 @@ lw_string() {
 lw_call() {
   local id=$((++LW_ID)) line
   LW_REPLY='' LW_ERROR='' LW_MESSAGE=''
-  if [[ -z ${LW_CONN[1]:-} ]] || ! printf '{"id":%d,%s}\n' "$id" "$1" >&"${LW_CONN[1]}"; then
+  # Written with SIGPIPE ignored (in a subshell): to a connection whose socat has exited the
+  # write fails with EPIPE and reads as disconnected, instead of the signal killing the caller.
+  if [[ -z ${LW_CONN[1]:-} ]] ||
+    ! (trap '' PIPE; printf '{"id":%d,%s}\n' "$id" "$1" >&"${LW_CONN[1]}") 2>/dev/null; then
     LW_ERROR=disconnected LW_MESSAGE="no session (lw_open) or it was closed"
     return 1
   fi

@@ -23,7 +23,7 @@ port_in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 # Seven ports free now: five masters (consecutive), the admin listener and Prometheus.
 for ((try = 0; ; try++)); do
   ((try < 50)) || fail "found no 7 free ports"
-  base=$((20000 + RANDOM % 20000))
+  base=$((20000 + RANDOM % 12000))  # below the kernel's ephemeral ports (32768 on)
   admin=$((base + 5)) prom=$((base + 6))
   free=1
   for ((p = base; p <= prom; p++)); do port_in_use "$p" && { free=0; break; }; done

@@ -243,7 +243,7 @@ TEST_F(CliTest, EverythingAfterTheResourceIsTheCommand) {
   EXPECT_EQ(flag_code, 0) << flag;
   EXPECT_EQ(flag, "--ttl 5s\n");
   const auto [dash_code, dash] =
-      Run({"lock", "--socket", socket_, "--wait", "0s", "demo:x", "echo", "-n", "hello"});
+      Run({"lock", "--socket", socket_, "--wait", "30s", "demo:x", "echo", "-n", "hello"});
   EXPECT_EQ(dash_code, 0) << dash;
   EXPECT_EQ(dash, "hello");
   const auto [sep_code, sep] =

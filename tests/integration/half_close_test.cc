@@ -98,7 +98,7 @@ TEST_F(HalfCloseTest, EveryRequestSentBeforeEndOfInputIsAnsweredThenTheLocksAreR
 
 TEST_F(HalfCloseTest, AWaitAfterEndOfInputIsAnsweredWhenTheLockFreesThenReleased) {
   Client holder = agent_.Connect();
-  const json held = holder.Acquire("hc:busy", 60'000, 0);
+  const json held = holder.Acquire("hc:busy", 60'000, 30'000);
   ASSERT_TRUE(held.value("ok", false)) << held;
   Client waiter = agent_.Connect();
   waiter.SendRaw(Line(Acquire("w", "hc:busy", 60'000)));
@@ -118,7 +118,7 @@ TEST_F(HalfCloseTest, AWaitAfterEndOfInputIsAnsweredWhenTheLockFreesThenReleased
 
 TEST_F(HalfCloseTest, AWaitThatRunsOutAfterEndOfInputIsAnsweredTimeout) {
   Client holder = agent_.Connect();
-  ASSERT_TRUE(holder.Acquire("hc:taken", 60'000, 0).value("ok", false));
+  ASSERT_TRUE(holder.Acquire("hc:taken", 60'000, 30'000).value("ok", false));
   Client waiter = agent_.Connect();
   waiter.SendRaw(Line(Acquire("t", "hc:taken", 200)));
   ASSERT_EQ(shutdown(waiter.fd(), SHUT_WR), 0);
@@ -142,13 +142,13 @@ TEST_F(HalfCloseTest, BytesAfterTheLastNewlineAreNotARequest) {
 // ended first.
 TEST_F(HalfCloseTest, AClientThatClosesItsSocketLosesItsLocksAtOnce) {
   Client holder = agent_.Connect();
-  const json busy = holder.Acquire("hc:elsewhere", 60'000, 0);
+  const json busy = holder.Acquire("hc:elsewhere", 60'000, 30'000);
   ASSERT_TRUE(busy.value("ok", false)) << busy;
   // Closed first: the half-closed case awaits the only "end of input" line of the agent's log.
   for (bool half_closed_first : {false, true}) {
     SCOPED_TRACE(half_closed_first ? "shut down for writing, then closed" : "closed");
     Client gone = agent_.Connect();
-    ASSERT_TRUE(gone.Acquire("hc:mine", 60'000, 0).value("ok", false));
+    ASSERT_TRUE(gone.Acquire("hc:mine", 60'000, 30'000).value("ok", false));
     gone.SendRaw(Line(Acquire("x", "hc:elsewhere", 300'000)));
     ASSERT_TRUE(Eventually([&] { return Waiters("hc:elsewhere") == 1; }, kAwait));
     if (half_closed_first) {

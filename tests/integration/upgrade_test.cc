@@ -239,7 +239,7 @@ TEST_F(UpgradeTest, SighupReadsTheSettingsAgainAndKeepsEveryLock) {
   started_.push_back(new_pid);
   // The new limit holds; the lock held across is the same hold, renewed past its ttl.
   Client fresh(socket_);
-  ASSERT_TRUE(fresh.Acquire("h:one", 5'000, 0).value("ok", false));
+  ASSERT_TRUE(fresh.Acquire("h:one", 5'000, 30'000).value("ok", false));
   EXPECT_EQ(Code(fresh.Acquire("h:two", 5'000, 0)), "too_many") << agent->Log();
   ASSERT_TRUE(Renewed(*agent, 2)) << agent->Log();
   const json held = renewed.Held();
@@ -254,7 +254,7 @@ TEST_F(UpgradeTest, SighupReadsTheSettingsAgainAndKeepsEveryLock) {
 TEST_F(UpgradeTest, AHalfClosedWaiterIsAnsweredThroughTheNewProcess) {
   auto agent = Start();
   Client holder(socket_);
-  const json busy = holder.Acquire("h:busy", 60'000, 0);
+  const json busy = holder.Acquire("h:busy", 60'000, 30'000);
   ASSERT_TRUE(busy.value("ok", false)) << busy;
   Client waiter(socket_);
   waiter.SendRaw(json{{"id", "w"}, {"op", "acquire"}, {"resource", "h:busy"}, {"ttl_ms", 5'000},
