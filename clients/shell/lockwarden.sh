@@ -76,10 +76,16 @@ lw_string() {
 lw_call() {
   local id=$((++LW_ID)) line
   LW_REPLY='' LW_ERROR='' LW_MESSAGE=''
-  # Written with SIGPIPE ignored (in a subshell): to a connection whose socat has exited the
+  # Written with SIGPIPE ignored: to a connection whose socat has exited (not yet reaped) the
   # write fails with EPIPE and reads as disconnected, instead of the signal killing the caller.
-  if [[ -z ${LW_CONN[1]:-} ]] ||
-    ! (trap '' PIPE; printf '{"id":%d,%s}\n' "$id" "$1" >&"${LW_CONN[1]}") 2>/dev/null; then
+  # (Coproc descriptors are not there in a subshell; a PIPE trap of the caller's is reset.)
+  local sent=0
+  trap '' PIPE
+  if [[ -n ${LW_CONN[1]:-} ]] && printf '{"id":%d,%s}\n' "$id" "$1" >&"${LW_CONN[1]}" 2>/dev/null; then
+    sent=1
+  fi
+  trap - PIPE
+  if ((!sent)); then
     LW_ERROR=disconnected LW_MESSAGE="no session (lw_open) or it was closed"
     return 1
   fi
