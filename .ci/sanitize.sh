@@ -13,7 +13,7 @@
 #                                  # No unit tests: they are single-threaded pure logic (ASan
 #                                  # runs them); the agent's threads run in these tests.
 #   bash .ci/sanitize.sh address -R Fault   # extra arguments go to every ctest run
-#   bash .ci/sanitize.sh thread --build-only  # builds, runs nothing (tests/run.sh's prebuild)
+#   bash .ci/sanitize.sh thread --build-only  # builds, runs nothing (tests/run.sh's background_build)
 #
 # Every process writes its sanitizer reports to build-<x>/sanitizer-reports/<tool>.<pid>
 # (log_path), so a report from an agent or CLI that a test spawned, whose output the fixture
@@ -65,11 +65,9 @@ supp=$PWD/tests/sanitizers
 # One colon-separated option string per sanitizer.
 options() { local IFS=:; echo "$*"; }
 export UBSAN_OPTIONS=$(options halt_on_error=1 print_stacktrace=1 "log_path=$reports/ubsan")
-# The C++ ones. deploy_check checks files, not the binary's memory: and it rightly fails on a
-# sanitized binary, whose sanitizer runtimes the Dockerfile's runtime stage does not install.
-# deb_package packages the plain build (cmake/package.cmake), not a sanitized one.
-# lw_integration_tests_NOT_BUILT: ctest's stand-in for the harness, built in build/ only.
-unit=(-LE integration -E '^(alerts_promtool|safety_analysis|deploy_check|deb_package|lw_integration_tests_NOT_BUILT)$')
+# The unit tests of pure logic (label "logic"; the other "unit" tests check the repository's
+# files, not the agent's memory, and run in the plain build).
+unit=(-L logic)
 if [[ $mode == address ]]; then
   # quarantine_size_mb: freed memory ASan keeps poisoned to catch use-after-free. Its default,
   # 256 MB, is RSS the agent never holds: HostileTest's 512 MiB bound under attack (10 MB lines

@@ -3,15 +3,19 @@
 #
 #   bash tests/run.sh
 #
-# Unit tests first (pure logic, run in parallel), then integration tests (label "integration":
-# each starts real redis-server masters and a real agent; CTest runs them one at a time). The
-# browser tests (tests/browser, headless Chromium) are one of the integration tests.
+# The checks of the repository's files first (alert rules, deploy files, the package, the safety
+# checker's own checks: label "unit"), then the integration tests (label "integration": each
+# starts real redis-server masters and a real agent; CTest runs them one at a time). The browser
+# tests (tests/browser, headless Chromium) are one of the integration tests.
 # Then the proof stages, each in its own build directory (docs/security.md):
 #   fuzz  the libFuzzer targets: every seed replayed, then a fixed number of executions from a
 #         fixed seed, so the same commit passes or fails the same way (tests/fuzz/run.sh)
-#   asan  unit and integration tests under ASan+UBSan+LSan (.ci/sanitize.sh address)
-#   tsan  unit tests and the threaded integration tests under TSan (.ci/sanitize.sh thread)
-# The proof stages' builds compile while the unit and integration stages run (see prebuild).
+#   asan  the unit tests (label "logic": pure logic, gtest) and the integration tests under
+#         ASan+UBSan+LSan (.ci/sanitize.sh address)
+#   tsan  the threaded integration tests under TSan (.ci/sanitize.sh thread)
+# The unit tests are compiled and run once, instrumented, in the asan stage; with asan skipped
+# they are built and run in the first stage instead. The proof stages' builds compile while the
+# integration stage runs, and the tsan build while the asan stage runs (see background_build).
 # Exits non-zero if anything fails. Extra arguments go to every ctest run (e.g. -R Acquire).
 # LOCKWARDEN_SKIP="fuzz asan tsan" skips stages (reported as skipped, never as ok).
 set -euo pipefail
@@ -20,14 +24,14 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 start=$SECONDS
 stage=deps unit=skipped integration=skipped fuzz=skipped asan=skipped tsan=skipped
 timings=""
-prebuild_pid=
-stop_prebuild() {  # the builds beside the tests, if they are still running
-  if [[ -n $prebuild_pid ]]; then kill -- "-$prebuild_pid" 2>/dev/null || true; fi
-  prebuild_pid=
+build_pid=
+stop_background_build() {  # the builds beside the tests, if they are still running
+  if [[ -n $build_pid ]]; then kill -- "-$build_pid" 2>/dev/null || true; fi
+  build_pid=
 }
 summary() {
   local rc=$?
-  stop_prebuild
+  stop_background_build
   local results="unit: $unit, integration: $integration, fuzz: $fuzz, asan: $asan, tsan: $tsan"
   echo
   bash tests/failed_tests.sh build*/ctest-*.log
@@ -45,11 +49,22 @@ summary() {
 trap summary EXIT
 rm -f build*/ctest-*.log  # each stage's ctest output, kept for the summary's failures
 
+skipped() { [[ " ${LOCKWARDEN_SKIP:-} " == *" $1 "* ]]; }
+
 bash .ci/deps.sh --browser
 timings+=" deps $((SECONDS - start))s"
 stage=build
 began=$SECONDS
-bash .ci/build.sh
+# What the integration stage runs (tests/CMakeLists.txt: lw_integration_targets); the unit
+# tests only when the asan stage, which runs them instrumented, is skipped.
+targets=(lw_integration_targets)
+unit_args=(-LE integration)
+if skipped asan; then
+  targets+=(lw_unit_tests)
+else
+  unit_args=(-LE 'integration|logic' -E '^lw_unit_tests_NOT_BUILT$')
+fi
+bash .ci/build.sh "${targets[@]}"
 timings+=" build $((SECONDS - began))s"
 
 run_ctest() {  # $1 = name, rest = ctest arguments; its output is kept for the summary
@@ -58,8 +73,6 @@ run_ctest() {  # $1 = name, rest = ctest arguments; its output is kept for the s
   echo "==> $name tests"
   ctest --test-dir build --output-on-failure --no-tests=error "$@" 2>&1 | tee "build/ctest-$name.log"
 }
-
-skipped() { [[ " ${LOCKWARDEN_SKIP:-} " == *" $1 "* ]]; }
 
 # Runs stage $1 (its result in the variable of that name) unless LOCKWARDEN_SKIP names it.
 run_stage() {
@@ -74,40 +87,49 @@ run_stage() {
   timings+=" $name $((SECONDS - began))s"
 }
 
-# The fuzz, asan and tsan builds (~2/3 of the gate's compiling), started beside the unit and
-# integration stages at SCHED_IDLE (chrt --idle): they get only the CPU time the tests leave
-# unused (the integration tests mostly wait on sockets and timers), so the tests see no
-# contention, and each proof stage then finds its build done or nearly so. A build that fails
-# here fails again, with its log, in its own stage, which builds incrementally either way.
-# Output: build-prebuild.log.
-prebuild() {
-  local steps=()
-  skipped fuzz || steps+=("bash tests/fuzz/run.sh --build-only")
-  skipped asan || steps+=("bash .ci/sanitize.sh address --build-only")
-  skipped tsan || steps+=("bash .ci/sanitize.sh thread --build-only")
+# Builds for later stages, started beside a stage that leaves CPU unused at SCHED_IDLE (chrt
+# --idle): they get only the CPU time the tests leave (the integration tests mostly wait on
+# sockets and timers), so the tests see no contention, and each proof stage then finds its build
+# done or nearly so. The fuzz and asan builds run beside the integration stage, the tsan build
+# beside the asan stage. A build that fails here fails again, with its log, in its own stage,
+# which builds incrementally either way. Output: build-background-<stages>.log.
+# $@: the stages whose builds to start (fuzz, asan, tsan), one after another.
+background_build() {
+  local steps=() name
+  for name in "$@"; do
+    skipped "$name" && continue
+    case $name in
+      fuzz) steps+=("bash tests/fuzz/run.sh --build-only") ;;
+      asan) steps+=("bash .ci/sanitize.sh address --build-only") ;;
+      tsan) steps+=("bash .ci/sanitize.sh thread --build-only") ;;
+    esac
+  done
   ((${#steps[@]})) || return 0
   local idle=(chrt --idle 0)
   "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
-  local script=""
+  local script="" step
   for step in "${steps[@]}"; do script+="${idle[*]} $step || true; "; done
-  setsid bash -c "$script" >build-prebuild.log 2>&1 </dev/null &
-  prebuild_pid=$!
+  local IFS=-
+  setsid bash -c "$script" >"build-background-$*.log" 2>&1 </dev/null &
+  build_pid=$!
 }
-await_prebuild() {
-  [[ -n $prebuild_pid ]] || return 0
+await_build() {
+  [[ -n $build_pid ]] || return 0
   local began=$SECONDS
-  wait "$prebuild_pid" || true
-  prebuild_pid=
-  timings+=" prebuild-wait $((SECONDS - began))s"
+  wait "$build_pid" || true
+  build_pid=
+  timings+=" $1-build-wait $((SECONDS - began))s"
 }
 
 stage=tests
-prebuild
-run_stage unit run_ctest unit -LE integration --parallel "$(nproc)" "$@"
+background_build fuzz asan
+run_stage unit run_ctest unit "${unit_args[@]}" --parallel "$(nproc)" "$@"
 run_stage integration run_ctest integration -L integration "$@"
-await_prebuild
+await_build fuzz-asan
 run_stage fuzz bash tests/fuzz/run.sh
+background_build tsan
 run_stage asan bash .ci/sanitize.sh address "$@"
+await_build tsan
 run_stage tsan bash .ci/sanitize.sh thread "$@"
 stage=finished
 [[ $unit == ok && $integration == ok && $fuzz != FAIL && $asan != FAIL && $tsan != FAIL ]]

@@ -84,6 +84,9 @@ const std::set<std::string>& FieldsOf(std::string_view op) {
                                                 "shared",  "detach"};
   static const std::set<std::string> release = {"id", "op", "resource", "token"};
   static const std::set<std::string> extend = {"id", "op", "resource", "token", "ttl_ms"};
+  static const std::set<std::string> resume = {"id",    "op",      "resource", "token",
+                                               "ttl_ms", "renew", "fence",    "permits",
+                                               "permit", "shared"};
   static const std::set<std::string> campaign = {"id",     "op",    "name",
                                                  "value", "ttl_ms", "wait_ms"};
   static const std::set<std::string> resign = {"id", "op", "name", "token"};
@@ -92,6 +95,7 @@ const std::set<std::string>& FieldsOf(std::string_view op) {
   if (op == "acquire") return acquire;
   if (op == "release") return release;
   if (op == "extend") return extend;
+  if (op == "resume") return resume;
   if (op == "campaign") return campaign;
   if (op == "resign") return resign;
   if (op == "leader" || op == "observe" || op == "unobserve") return named;
@@ -99,8 +103,9 @@ const std::set<std::string>& FieldsOf(std::string_view op) {
 }
 
 bool IsKnownOp(std::string_view op) {
-  for (std::string_view known : {"acquire", "release", "extend", "held", "health", "ping",
-                                 "locks", "campaign", "resign", "leader", "observe", "unobserve"}) {
+  for (std::string_view known :
+       {"acquire", "release", "extend", "resume", "held", "health", "ping", "upgrade", "locks",
+        "campaign", "resign", "leader", "observe", "unobserve"}) {
     if (op == known) return true;
   }
   return false;
@@ -180,6 +185,19 @@ void CheckRequest(std::string_view line, const Limits& limits, const Request& re
           CheckToken(sent, o.token);
           CheckMillis(sent, "ttl_ms", o.ttl_ms, limits.min_ttl_ms, limits.max_ttl_ms,
                       limits.default_ttl_ms);
+        } else if constexpr (std::is_same_v<T, ResumeRequest>) {
+          CheckResource(sent, o.resource);
+          CheckToken(sent, o.token);
+          CheckMillis(sent, "ttl_ms", o.ttl_ms, limits.min_ttl_ms, limits.max_ttl_ms,
+                      limits.default_ttl_ms);
+          LW_FUZZ_CHECK(o.renew == sent.value("renew", false), "renew differs from the line's");
+          LW_FUZZ_CHECK(o.shared == sent.value("shared", false), "shared differs from the line's");
+          LW_FUZZ_CHECK(json(o.fence) == (sent.contains("fence") ? sent["fence"] : json(0)),
+                        "fence differs from the line's");
+          LW_FUZZ_CHECK(json(o.permits) == (sent.contains("permits") ? sent["permits"] : json(0)),
+                        "permits differs from the line's");
+          LW_FUZZ_CHECK(json(o.permit) == (sent.contains("permit") ? sent["permit"] : json(-1)),
+                        "permit differs from the line's");
         }
       },
       request.op);

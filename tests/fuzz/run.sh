@@ -10,7 +10,7 @@
 #       that one input running over 10 s counts as a hang.
 #
 #   bash tests/fuzz/run.sh --build-only [target...]
-#       Builds the targets and runs nothing (tests/run.sh's prebuild).
+#       Builds the targets and runs nothing (tests/run.sh's background_build).
 #
 #   bash tests/fuzz/run.sh --explore SECONDS [--seed N] [--merge] [target...]
 #       Exploration, NOT part of the gate: a random seed (printed; --seed repeats a run), bounded
@@ -106,19 +106,20 @@ run_target() {
     setarch "$(uname -m)" --addr-no-randomize "$@" </dev/null
 }
 
-failed=()
-for t in "${targets[@]}"; do
-  name=${t%_fuzz}  # a target's corpus and dictionary: protocol_fuzz -> corpus/protocol
-  seeds_dir=tests/fuzz/corpus/$name
+# Replays and then mutates with one target; prints its report, returns non-zero on a failure.
+fuzz_one() {
+  local t=$1 name=${1%_fuzz}  # a target's corpus and dictionary: protocol_fuzz -> corpus/protocol
+  local seeds_dir=tests/fuzz/corpus/$name
   dir=$out/$t
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
   cp "$seeds_dir"/* "$dir/corpus/"
+  local seeds
   seeds=$(find "$dir/corpus" -type f | wc -l)
-  common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
+  local common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
   # The dictionary: what <name>_dict prints from the sources (config: the setting keys of
   # Settings()), then tests/fuzz/<name>.dict; the same commit gives the same dictionary.
-  dict=tests/fuzz/$name.dict
+  local dict=tests/fuzz/$name.dict
   if [[ -x $build/tests/fuzz/${name}_dict ]]; then
     { run_target "$build/tests/fuzz/${name}_dict"; cat "$dict"; } >"$dir/$name.dict"
     dict=$dir/$name.dict
@@ -131,12 +132,12 @@ for t in "${targets[@]}"; do
   if ! run_target "$build/tests/fuzz/$t" "${common[@]}" "$seeds_dir"/* >"$dir/replay.log" 2>&1; then
     echo "fuzz: $t FAILED on a seed input:"
     report_failure "$dir/replay.log" "$seeds_dir"
-    failed+=("$t")
-    continue
+    return 1
   fi
 
   # 2. Mutation: a fixed budget of executions (gate) or of time (exploration), from one seed.
   # -reload=0: never re-read the corpus directory on a timer.
+  local budget
   if ((explore)); then
     budget=(-max_total_time="$seconds")
     echo "==> $t: exploring for ${seconds}s, seed $seed (repeat: --seed $seed)"
@@ -144,17 +145,18 @@ for t in "${targets[@]}"; do
     budget=(-runs="$runs")
     echo "==> $t: $runs executions from seed $seed"
   fi
-  rc=0
+  local rc=0
   run_target "$build/tests/fuzz/$t" "${common[@]}" "${budget[@]}" -seed="$seed" -reload=0 \
     -print_final_stats=1 "$dir/corpus" >"$dir/fuzz.log" 2>&1 || rc=$?
   # libFuzzer's last status line: "#N DONE cov: C ft: F corp: K/S lim: L exec/s: E rss: R".
+  local done_line
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$dir/fuzz.log" | tail -1 || true)
   if ((rc != 0)) || [[ -z $done_line ]]; then
     echo "fuzz: $t FAILED (exit $rc, seed $seed):"
     report_failure "$dir/fuzz.log" "$seeds_dir"
-    failed+=("$t")
-    continue
+    return 1
   fi
+  local cov ft files
   cov=$(sed -nE 's/.* cov: ([0-9]+).*/\1/p' <<<"$done_line")
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")
   files=$(find "$dir/corpus" -type f | wc -l)
@@ -162,12 +164,29 @@ for t in "${targets[@]}"; do
     "($(final_stat average_exec_per_sec)/s), cov $cov, ft $ft, corpus $files files" \
     "($seeds seeds), peak rss $(final_stat peak_rss_mb) MB"
   if ((merge)); then
+    local before
     before=$(find "$seeds_dir" -type f | wc -l)
     run_target "$build/tests/fuzz/$t" "${common[@]}" -merge=1 "$seeds_dir" "$dir/corpus" \
       >"$dir/merge.log" 2>&1
     echo "fuzz: merged into $seeds_dir: $before -> $(find "$seeds_dir" -type f | wc -l) inputs" \
       "(review and commit them)"
   fi
+}
+
+# The targets run side by side (one libFuzzer process each, single-threaded): a target's
+# executions depend only on its seed and corpus, not on what runs beside it. Reports are
+# printed in the targets' order once all are done.
+mkdir -p "$out"
+pids=()
+for t in "${targets[@]}"; do
+  fuzz_one "$t" >"$out/$t.report" 2>&1 &
+  pids+=($!)
+done
+failed=()
+for i in "${!targets[@]}"; do
+  t=${targets[$i]}
+  wait "${pids[$i]}" || failed+=("$t")
+  cat "$out/$t.report"
 done
 
 echo
