@@ -8,6 +8,10 @@ set -uo pipefail
 lines=${LOCKWARDEN_FAILED_TAIL:-60}
 for log in "$@"; do
   [[ -f $log ]] || continue
+  if grep -q '^No tests were found' "$log"; then
+    echo
+    echo "==> no test matched in $log (a filter or a label that selects nothing)"
+  fi
   grep -q '^The following tests FAILED:' "$log" || continue
   echo
   echo "==> failed in $log:"

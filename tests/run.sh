@@ -10,11 +10,11 @@
 # Then the proof stages, each in its own build directory (docs/security.md):
 #   fuzz  the libFuzzer targets: every seed replayed, then a fixed number of executions from a
 #         fixed seed, so the same commit passes or fails the same way (tests/fuzz/run.sh)
-#   asan  the unit tests (label "logic": pure logic, gtest) and the integration tests under
-#         ASan+UBSan+LSan (.ci/sanitize.sh address)
+#   asan  the unit tests (label "logic": pure logic, gtest), the integration tests and
+#         bench_smoke under ASan+UBSan+LSan (.ci/sanitize.sh address)
 #   tsan  the threaded integration tests under TSan (.ci/sanitize.sh thread)
-# The unit tests are compiled and run once, instrumented, in the asan stage; with asan skipped
-# they are built and run in the first stage instead. The proof stages' builds compile while the
+# The unit tests and bench_smoke are compiled and run once, instrumented, in the asan stage;
+# with asan skipped they are built and run in the plain build instead. The proof stages' builds compile while the
 # integration stage runs, and the tsan build while the asan stage runs (see background_build).
 # Exits non-zero if anything fails. Extra arguments go to every ctest run (e.g. -R Acquire).
 # LOCKWARDEN_SKIP="fuzz asan tsan" skips stages (reported as skipped, never as ok).
@@ -55,14 +55,17 @@ bash .ci/deps.sh --browser
 timings+=" deps $((SECONDS - start))s"
 stage=build
 began=$SECONDS
-# What the integration stage runs (tests/CMakeLists.txt: lw_integration_targets); the unit
-# tests only when the asan stage, which runs them instrumented, is skipped.
+# What the integration stage runs (tests/CMakeLists.txt: lw_integration_targets). The unit
+# tests and bench_smoke (with the bench's load generators) run once, instrumented, in the asan
+# stage; here only when that stage is skipped.
 targets=(lw_integration_targets)
 unit_args=(-LE integration)
+integration_args=(-L integration)
 if skipped asan; then
-  targets+=(lw_unit_tests)
+  targets+=(lw_unit_tests lw_bench lw_bench_raw lw_bench_handover_codec)
 else
   unit_args=(-LE 'integration|logic' -E '^lw_unit_tests_NOT_BUILT$')
+  integration_args=(-L integration -E '^bench_smoke$')
 fi
 bash .ci/build.sh "${targets[@]}"
 timings+=" build $((SECONDS - began))s"
@@ -124,7 +127,7 @@ await_build() {
 stage=tests
 background_build fuzz asan
 run_stage unit run_ctest unit "${unit_args[@]}" --parallel "$(nproc)" "$@"
-run_stage integration run_ctest integration -L integration "$@"
+run_stage integration run_ctest integration "${integration_args[@]}" "$@"
 await_build fuzz-asan
 run_stage fuzz bash tests/fuzz/run.sh
 background_build tsan

@@ -113,9 +113,13 @@ fuzz_one() {
   dir=$out/$t
   rm -rf "$dir"
   mkdir -p "$dir/corpus"
-  cp "$seeds_dir"/* "$dir/corpus/"
+  # The seeds go in by name, in a fixed order (-seed_inputs), and the working corpus starts
+  # empty: libFuzzer orders its initial corpus by size only, so seeds of equal size would
+  # otherwise come in the directory's order, which depends on the file system (ext4 hashes
+  # names with a per-file-system seed), and the same seed would run different inputs.
   local seeds
-  seeds=$(find "$dir/corpus" -type f | wc -l)
+  seeds=$(find "$seeds_dir" -type f | wc -l)
+  find "$PWD/$seeds_dir" -type f | LC_ALL=C sort | paste -sd, >"$dir/seeds.list"
   local common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
   # The dictionary: what <name>_dict prints from the sources (config: the setting keys of
   # Settings()), then tests/fuzz/<name>.dict; the same commit gives the same dictionary.
@@ -147,7 +151,8 @@ fuzz_one() {
   fi
   local rc=0
   run_target "$build/tests/fuzz/$t" "${common[@]}" "${budget[@]}" -seed="$seed" -reload=0 \
-    -print_final_stats=1 "$dir/corpus" >"$dir/fuzz.log" 2>&1 || rc=$?
+    -seed_inputs=@"$dir/seeds.list" -print_final_stats=1 "$dir/corpus" >"$dir/fuzz.log" 2>&1 \
+    || rc=$?
   # libFuzzer's last status line: "#N DONE cov: C ft: F corp: K/S lim: L exec/s: E rss: R".
   local done_line
   done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$dir/fuzz.log" | tail -1 || true)
@@ -161,8 +166,8 @@ fuzz_one() {
   ft=$(sed -nE 's/.* ft: ([0-9]+).*/\1/p' <<<"$done_line")
   files=$(find "$dir/corpus" -type f | wc -l)
   echo "fuzz: $t ok: $(final_stat number_of_executed_units) execs" \
-    "($(final_stat average_exec_per_sec)/s), cov $cov, ft $ft, corpus $files files" \
-    "($seeds seeds), peak rss $(final_stat peak_rss_mb) MB"
+    "($(final_stat average_exec_per_sec)/s), cov $cov, ft $ft, corpus $seeds seeds +" \
+    "$files found, peak rss $(final_stat peak_rss_mb) MB"
   if ((merge)); then
     local before
     before=$(find "$seeds_dir" -type f | wc -l)
