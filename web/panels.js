@@ -25,8 +25,17 @@
     if (isNum(a.pid)) parts.push('pid ' + a.pid);
     if (isNum(a.uptime_s)) parts.push('up ' + fmtDur(a.uptime_s * 1000));
     if (a.socket) parts.push(a.socket);
+    const loop = d.loop || {};
+    if (isNum(loop.lag_max_ms)) parts.push('loop late ' + fmtLat(loop.lag_max_ms));
     setText($('agent-meta'), parts.join(' \u00b7 '));
-    if (a.started_at) setAttr($('agent-meta'), 'title', 'started ' + a.started_at);
+    const title = [];
+    if (a.started_at) title.push('started ' + a.started_at);
+    if (isNum(loop.lag_max_ms)) {
+      title.push('loop late: the most a timer of the agent\u2019s event loop fired late in the last ' +
+        loop.window_s + ' s (its longest turn: ' + fmtLat(loop.turn_max_ms) + '); rounds time out ' +
+        'when it nears the node timeout (lockwarden_loop_lag_seconds)');
+    }
+    setAttr($('agent-meta'), 'title', title.join('; '));
   }
 
   function renderQuorum(d) {

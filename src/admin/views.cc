@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "admin/fleet_views.h"
+#include "observe/loop_monitor.h"
 #include "core/duration.h"
 #include "fleet/view.h"
 #include "protocol/hold_json.h"
@@ -189,6 +190,10 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
           {"waiters", s.waiters},
           {"waiter_list", WaiterListJson(s)},
           {"oldest_wait_ms", s.oldest_wait_ms},
+          {"loop",
+           {{"lag_max_ms", s.loop_lag_max_ms},
+            {"turn_max_ms", s.loop_turn_max_ms},
+            {"window_s", LoopMonitor::kMaximaWindow.count()}}},
           {"stuck_after_ms", in.stuck_after_ms},
           {"locks_total", s.locks.size()},
           {"locks", LocksView(in)},

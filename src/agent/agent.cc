@@ -40,6 +40,7 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
       server_(loop, ServerOptionsFrom(cfg, host.socket), request_stats_),
       engine_stats_(metrics_.registry(), MasterNames(cfg)),
       snapshot_timer_(loop),
+      loop_monitor_(loop, metrics_.registry()),
       commands_(loop),
       admin_token_(std::move(admin_token)),
       systemd_(loop) {
@@ -118,6 +119,7 @@ bool Agent::Start() {
     spdlog::warn("{}: the agent's next run will not resume this run's locks", *problem);
   }
   for (auto& n : nodes_) n->Start();
+  loop_monitor_.Start();
   PublishSnapshot();
   snapshot_timer_.StartRepeat(kSnapshotMs, [this] { PublishSnapshot(); });
   if (cfg_.scan_interval_ms > 0) StartScanner();
@@ -164,6 +166,9 @@ void Agent::PublishSnapshot() {
   auto s = std::make_shared<Snapshot>();
   s->taken = std::chrono::steady_clock::now();
   s->taken_unix_ms = UnixMsNow();
+  const LoopMonitor::Maxima loop = loop_monitor_.Flush(s->taken);
+  s->loop_lag_max_ms = loop.lag_ms;
+  s->loop_turn_max_ms = loop.turn_ms;
   s->quorum = engine_->quorum();
   s->masters = engine_->NodeStatuses();
   for (const auto& n : s->masters) {

@@ -35,6 +35,7 @@
 #include "locking/engine_stats.h"
 #include "locking/lock_engine.h"
 #include "observe/activity.h"
+#include "observe/loop_monitor.h"
 #include "observe/metrics.h"
 #include "observe/recent.h"
 #include "observe/snapshot.h"
@@ -160,6 +161,7 @@ class Agent final : private EngineEvents {
   std::unique_ptr<LockService> service_;
   SnapshotBox snapshots_;
   Timer snapshot_timer_;
+  LoopMonitor loop_monitor_;  // flushed by PublishSnapshot
   LoopCommands commands_;  // admin threads -> loop
   std::string admin_token_;
   std::unique_ptr<LeakScanner> scanner_;

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/redlock_math.h"
 #include "observe/logging.h"
+#include "observe/loop_monitor.h"
 
 namespace lw::cli {
 namespace {
@@ -77,6 +78,10 @@ int RunServe(const ConfigSources& sources, bool check_only) {
 
   uv_loop_t loop;
   uv_loop_init(&loop);
+  if (int err = LoopMonitor::Configure(&loop)) {
+    spdlog::warn("the event loop cannot measure its idle time ({}): "
+                 "lockwarden_loop_turn_seconds counts its waits for I/O too", uv_strerror(err));
+  }
   int rc = 0;
   {
     Agent agent(&loop, cfg, std::move(admin_token),

@@ -282,8 +282,9 @@ bool LockEngine::ReleasedElsewhere(const std::string& key) {
 }
 
 Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& w,
-                            HoldMode mode, int part) {
+                            HoldMode mode, int part, Clock::time_point acquired) {
   auto h = std::make_unique<Holder>();
+  h->acquired = acquired;
   h->serial = w.id;  // its wait deadline is replaced by the holder's
   h->session = w.hold_as != 0 ? w.hold_as : w.session;
   h->kept = w.hold_as != 0;
@@ -312,11 +313,10 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
   }
   Waiter w = r.waiters.PopFront();
   LeaveQueue(name, r);  // this agent's next waiters wait here, behind the holder
-  Holder& h = Install(r, name, w, a.mode, a.part);
+  Holder& h = Install(r, name, w, a.mode, a.part, started);
   h.token = FixedToken(a.token);
   h.fence = fence;
   if (!a.note.empty()) h.note = std::make_unique<std::string>(a.note);
-  h.acquired = started;
   h.valid_until = valid_until;
   ScheduleHolder(name, h, RenewDelayMs(w.renew, w.history.ttl_ms, validity_ms));
   spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s){})", Quoted(name),

@@ -202,7 +202,8 @@ class LockEngine : private Renewer::Holds {
   // Counts an answered acquire and reports it (EngineEvents); code: a refusal's.
   void Report(const Waiter& w, const std::string& name, bool granted, ErrorCode code);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
-  Holder& Install(Resource& r, const std::string& name, const Waiter& w, HoldMode mode, int part);
+  Holder& Install(Resource& r, const std::string& name, const Waiter& w, HoldMode mode, int part,
+                  Clock::time_point acquired);
 
   // ---- held locks (lock_engine_held.cc)
   // Release with a local waiter next in line: it takes over the masters' key as it is, with

@@ -52,10 +52,9 @@ bool LockEngine::LocalHandOff(Resource& r, const std::string& name, const Holder
   if (ask) AskOthers(name, r);
   Waiter w = r.waiters.PopFront();
   if (r.retry_timer) r.retry_timer->Stop();
-  Holder& h = Install(r, name, w, prev.mode, prev.part);
+  Holder& h = Install(r, name, w, prev.mode, prev.part, now);
   h.token = FixedToken(NewToken());
   h.lease = std::make_unique<FixedToken>(prev.lease ? *prev.lease : prev.token);
-  h.acquired = now;
   h.valid_until = prev.valid_until;
   ScheduleHolder(name, h, HandOffDelayMs(w.renew, w.history.ttl_ms, c.left_ms));
   stats_->local_handoffs.Inc();

@@ -24,12 +24,14 @@ const Resource* ResourceTable::Find(const std::string& name) const {
 }
 
 Resource& ResourceTable::Add(const std::string& name, const LockShape& shape) {
-  auto& slot = resources_[name];
-  if (!slot) {
-    slot = std::make_unique<Resource>();
-    slot->shape = shape;
+  auto [it, added] = resources_.try_emplace(name);
+  if (added) {
+    it->second = std::make_unique<Resource>();
+    it->second->name = &it->first;
+    it->second->shape = shape;
+    it->second->waiters.Attach(&waiter_index_, &it->first);
   }
-  return *slot;
+  return *it->second;
 }
 
 Holder* ResourceTable::FindHolder(const std::string& name, const std::string& token) {
@@ -82,6 +84,8 @@ Holder& ResourceTable::Install(Resource& r, const std::string& name, std::unique
   sessions_.Open(h->session).locks.held.push_back(name);
   r.holders.push_back(std::move(h));
   ++holds_;
+  const Holder& held = *r.holders.back();
+  by_age_.insert({held.acquired, r.name, held.serial, &r, &held});
   return *r.holders.back();
 }
 
@@ -92,6 +96,7 @@ std::unique_ptr<Holder> ResourceTable::Take(Resource& r, const std::string& name
   auto h = std::move(*it);
   r.holders.erase(it);
   --holds_;
+  by_age_.erase({h->acquired, r.name, h->serial, &r, h.get()});
   if (ClientSession* s = sessions_.Find(h->session)) s->locks.Dropped(name);
   return h;
 }
@@ -177,33 +182,12 @@ std::vector<LockView> ResourceTable::AllLocks() const {
 }
 
 std::vector<LockView> ResourceTable::OldestLocks(size_t limit) const {
-  // Select on {acquired, entry} first: building a view (two strings) per held lock would cost
-  // more than the selection itself.
-  struct Entry {
-    Clock::time_point acquired;
-    const decltype(resources_)::value_type* resource;
-    const Holder* holder;
-  };
-  std::vector<Entry> held;
-  held.reserve(holds_);
-  for (const auto& entry : resources_) {
-    for (const auto& h : entry.second->holders) held.push_back({h->acquired, &entry, h.get()});
-  }
-  const auto earlier = [](const Entry& a, const Entry& b) {
-    if (a.acquired != b.acquired) return a.acquired < b.acquired;
-    if (a.resource->first != b.resource->first) return a.resource->first < b.resource->first;
-    return a.holder->serial < b.holder->serial;
-  };
-  if (held.size() > limit) {
-    std::nth_element(held.begin(), held.begin() + static_cast<std::ptrdiff_t>(limit), held.end(),
-                     earlier);
-    held.resize(limit);
-  }
   std::vector<LockView> out;
-  out.reserve(held.size());
+  out.reserve(std::min(limit, by_age_.size()));
   const auto now = Clock::now();
-  for (const Entry& e : held) {
-    out.push_back(ViewOf(e.resource->first, *e.resource->second, *e.holder, now));
+  for (const HoldEntry& e : by_age_) {
+    if (out.size() >= limit) break;
+    out.push_back(ViewOf(*e.name, *e.resource, *e.holder, now));
   }
   std::sort(out.begin(), out.end(), LongerHeld);
   return out;
@@ -220,33 +204,17 @@ std::vector<std::pair<std::string, std::string>> ResourceTable::HeldGrants() con
 }
 
 std::vector<WaiterView> ResourceTable::AllWaiters(size_t limit) const {
-  std::vector<std::pair<const Waiter*, const std::string*>> waiting;
-  for (const auto& [name, r] : resources_) {
-    r->waiters.ForEachWaiting([&, &name = name](const Waiter& w) { waiting.emplace_back(&w, &name); });
-  }
-  const auto earlier = [](const auto& a, const auto& b) {
-    return a.first->requested != b.first->requested ? a.first->requested < b.first->requested
-                                                    : a.first->id < b.first->id;
-  };
-  const size_t n = std::min(limit, waiting.size());
-  std::partial_sort(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(n),
-                    waiting.end(), earlier);
   std::vector<WaiterView> out;
-  out.reserve(n);
   const auto now = Clock::now();
-  for (size_t i = 0; i < n; ++i) {
-    const Waiter& w = *waiting[i].first;
-    const LockShape& shape = resources_.at(*waiting[i].second)->shape;
-    out.push_back({*waiting[i].second, w.session, CeilMs(now - w.requested), w.history.wait_ms,
-                   Peer{}, w.mode, shape.permits});
+  for (const WaiterIndex::Entry& e : waiter_index_.entries()) {
+    if (out.size() >= limit) break;
+    const Waiter& w = *e.waiter;
+    if (w.cancelled || w.expired) continue;
+    const LockShape& shape = resources_.at(*e.name)->shape;
+    out.push_back({*e.name, w.session, CeilMs(now - w.requested), w.history.wait_ms, Peer{},
+                   w.mode, shape.permits});
   }
   return out;
-}
-
-size_t ResourceTable::waiters() const {
-  size_t n = 0;
-  for (const auto& [name, r] : resources_) n += r->waiters.size();
-  return n;
 }
 
 }  // namespace lw

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -28,6 +29,7 @@
 namespace lw {
 
 struct Resource {
+  const std::string* name = nullptr;  // as the table keys it (ResourceTable::Add)
   LockShape shape;
   // What its kind allows: one exclusive holder or any number of shared ones, K permits...
   Holders holders;
@@ -103,8 +105,8 @@ class ResourceTable {
   size_t Commitments(SessionId session) const;
   // Every lock held through this engine, longest-held first.
   std::vector<LockView> AllLocks() const;
-  // The `limit` longest-held locks, longest-held first: linear in the locks held, so that a
-  // bounded report stays cheap with 100k locks (AllLocks sorts them all).
+  // The `limit` longest-held locks, longest-held first: O(limit), whatever the locks held
+  // (AllLocks sorts them all).
   std::vector<LockView> OldestLocks(size_t limit) const;
   // {Redis key, value on the masters} of every lock held (value_prefix + the key's token; for
   // the leak scanner and the presence probe, which compare it with what a key holds; never
@@ -112,13 +114,28 @@ class ResourceTable {
   std::vector<std::pair<std::string, std::string>> HeldGrants() const;
   // The `limit` longest-waiting acquires queued here, longest waiting first (so the first is
   // the oldest wait); waiters whose session closed or whose wait ran out (an attempt still in
-  // flight) are not listed. Linear in the resources known, plus a partial sort of the waiters.
+  // flight) are not listed. O(limit + such waiters).
   std::vector<WaiterView> AllWaiters(size_t limit) const;
   // Acquire requests queued across all resources (each resource's contender included).
-  size_t waiters() const;
+  size_t waiters() const { return waiter_index_.size(); }
   size_t holds() const { return holds_; }
 
  private:
+  // A hold in by_age_: ordered by acquired, then resource name, then serial (OldestLocks'
+  // order). A hold's acquired and serial do not change while it is installed.
+  struct HoldEntry {
+    Clock::time_point acquired;
+    const std::string* name;
+    uint64_t serial;
+    const Resource* resource;
+    const Holder* holder;
+    bool operator<(const HoldEntry& o) const {
+      if (acquired != o.acquired) return acquired < o.acquired;
+      if (*name != *o.name) return *name < *o.name;
+      return serial < o.serial;
+    }
+  };
+
   LockView ViewOf(const std::string& name, const Resource& r, const Holder& h,
                   Clock::time_point now) const;
 
@@ -127,6 +144,10 @@ class ResourceTable {
   std::unique_ptr<SessionTable> own_sessions_;  // null when given one
   SessionTable& sessions_;
   size_t holds_ = 0;
+  // Kept as holds are installed and taken, and waiters queued and removed: the bounded views
+  // (OldestLocks, AllWaiters) and the counts cost what they return, not the locks held.
+  std::set<HoldEntry> by_age_;
+  WaiterIndex waiter_index_;
 };
 
 }  // namespace lw

@@ -87,7 +87,8 @@ Rounds::Rounds(uv_loop_t* loop, std::vector<Node*> nodes, int64_t node_timeout_m
       value_prefix_(std::move(value_prefix)),
       quorum_(QuorumSize(static_cast<int>(nodes_.size()))),
       node_timeout_(node_timeout_ms),
-      timer_(loop) {
+      timer_(loop),
+      after_poll_(loop) {
   if (nodes_.size() > kMaxMasters) throw std::invalid_argument("more masters than kMaxMasters");
 }
 
@@ -208,10 +209,19 @@ void Rounds::Finish(uint64_t id, bool by_deadline) {
   round.done(round.result);
 }
 
+// A timer fires before its loop turn polls for I/O. After a turn that ran long (the loop, not a
+// master, was late), the answers of the rounds now due may already wait in the sockets: the
+// rounds end only after the next poll has read them (AfterPoll), and a master counts as having
+// missed a deadline only if its answer had not reached the agent when the loop looked. Safety
+// does not rest on the deadline: a grant's validity is reckoned from the round's start.
 void Rounds::OnDeadline() {
-  const auto now = Clock::now();
+  expire_upto_ = Clock::now();
   armed_for_ = Clock::time_point::max();
-  while (!deadlines_.empty() && deadlines_.front().first <= now) {
+  after_poll_.Arm([this] { ExpireDue(); });
+}
+
+void Rounds::ExpireDue() {
+  while (!deadlines_.empty() && deadlines_.front().first <= expire_upto_) {
     std::pop_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
     const uint64_t id = deadlines_.back().second;
     deadlines_.pop_back();

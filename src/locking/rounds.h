@@ -4,7 +4,8 @@
 // A round ends exactly once, at the first of: a decision (quorum won, or quorum no longer
 // reachable), every master answered (when the caller asked to hear them all), or the
 // round's timeout (the node timeout unless the request says otherwise). Answers arriving
-// after the end are never counted. One libuv timer serves every round's deadline.
+// after the end are never counted. One libuv timer serves every round's deadline; a round
+// whose deadline passed ends after the loop's next poll for I/O (Rounds::OnDeadline).
 
 #include <uv.h>
 
@@ -118,6 +119,7 @@ class Rounds {
   void OnAnswer(uint64_t id, size_t node, const Reply& reply);
   void Finish(uint64_t id, bool by_deadline);
   void OnDeadline();
+  void ExpireDue();
   void ArmTimer();
 
   std::vector<Node*> nodes_;
@@ -133,6 +135,9 @@ class Rounds {
   std::vector<Deadline> deadlines_;
   Clock::time_point armed_for_ = Clock::time_point::max();  // the deadline the timer is set for
   Timer timer_;
+  // Rounds due by expire_upto_ end after the loop's next poll (OnDeadline).
+  Clock::time_point expire_upto_{};
+  AfterPoll after_poll_;
 };
 
 }  // namespace lw

@@ -10,6 +10,7 @@ size_t WaitQueue::live() const {
 }
 
 Waiter WaitQueue::PopFront() {
+  Unindex(waiters_.front());
   Waiter w = std::move(waiters_.front());
   waiters_.pop_front();
   return w;
@@ -18,6 +19,7 @@ Waiter WaitQueue::PopFront() {
 void WaitQueue::DropCancelledFront(const Forget& forget) {
   while (!waiters_.empty() && waiters_.front().cancelled && !waiters_.front().in_attempt) {
     forget(waiters_.front());
+    Unindex(waiters_.front());
     waiters_.pop_front();
   }
 }
@@ -32,6 +34,7 @@ std::optional<Waiter> WaitQueue::Take(uint64_t id) {
   auto it = std::find_if(waiters_.begin(), waiters_.end(),
                          [id](const Waiter& w) { return w.id == id; });
   if (it == waiters_.end()) return std::nullopt;
+  Unindex(*it);
   Waiter w = std::move(*it);
   waiters_.erase(it);
   return w;
@@ -47,6 +50,7 @@ bool WaitQueue::RemoveSession(SessionId session, const Forget& forget) {
     } else {
       front_removed = front_removed || w == waiters_.begin();
       forget(*w);
+      Unindex(*w);
       w = waiters_.erase(w);
     }
   }
@@ -59,6 +63,7 @@ void WaitQueue::CancelAll(const std::function<void(Waiter&)>& visit) {
     if (w == waiters_.begin() && w->in_attempt) {
       (w++)->cancelled = true;
     } else {
+      Unindex(*w);
       w = waiters_.erase(w);
     }
   }

@@ -12,6 +12,7 @@
 #include <list>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -52,9 +53,39 @@ struct Waiter {
   AttemptHistory history;  // ttl_ms, wait_ms, fence and what its attempts came to
 };
 
+// Every waiter queued in the WaitQueues attached to it, oldest request first: counts them and
+// lists the oldest without a walk over every resource (ResourceTable::AllWaiters). A waiter's
+// requested and id do not change while it is queued.
+class WaiterIndex {
+ public:
+  struct Entry {
+    Waiter::Clock::time_point requested;
+    uint64_t id;
+    const Waiter* waiter;
+    const std::string* name;  // its resource's, as the table keys it
+    bool operator<(const Entry& o) const {
+      return requested != o.requested ? requested < o.requested : id < o.id;
+    }
+  };
+  void Add(const Waiter& w, const std::string* name) { entries_.insert({w.requested, w.id, &w, name}); }
+  void Remove(const Waiter& w) { entries_.erase(Entry{w.requested, w.id, nullptr, nullptr}); }
+  size_t size() const { return entries_.size(); }
+  const std::set<Entry>& entries() const { return entries_; }
+
+ private:
+  std::set<Entry> entries_;
+};
+
 class WaitQueue {
  public:
   using Forget = std::function<void(const Waiter&)>;
+
+  // From now on every waiter pushed or removed here is added to or removed from `index`, under
+  // `name` (which must outlive the queue). Only while the queue is empty.
+  void Attach(WaiterIndex* index, const std::string* name) {
+    index_ = index;
+    name_ = name;
+  }
 
   bool empty() const { return waiters_.empty(); }
   size_t size() const { return waiters_.size(); }
@@ -63,7 +94,10 @@ class WaitQueue {
   Waiter& front() { return waiters_.front(); }
   const Waiter& front() const { return waiters_.front(); }
 
-  void Push(Waiter w) { waiters_.push_back(std::move(w)); }
+  void Push(Waiter w) {
+    waiters_.push_back(std::move(w));
+    if (index_ != nullptr) index_->Add(waiters_.back(), name_);
+  }
   Waiter PopFront();
   // Drops cancelled waiters from the front that have no attempt in flight; `forget` sees each.
   void DropCancelledFront(const Forget& forget);
@@ -89,6 +123,12 @@ class WaitQueue {
   // A list, not a deque: an empty std::deque still allocates about half a KiB, and almost
   // every held lock has no waiter.
   std::list<Waiter> waiters_;
+  WaiterIndex* index_ = nullptr;
+  const std::string* name_ = nullptr;
+
+  void Unindex(const Waiter& w) {
+    if (index_ != nullptr) index_->Remove(w);
+  }
 };
 
 }  // namespace lw

@@ -34,6 +34,10 @@ struct Snapshot {
   int masters_up = 0;
   int masters_usable = 0;  // up and not in restart quarantine: their votes count
   size_t locks_held = 0;
+  // The agent's event loop in the last 10 s (observe/loop_monitor.h): the largest lag of a
+  // timer and the longest turn, in ms.
+  double loop_lag_max_ms = 0;
+  double loop_turn_max_ms = 0;
   bool detailed = false;  // locks and held_grants are filled in (see the top of this file)
   std::vector<LockView> locks;  // longest held first, each with its holder's peer
   size_t sessions = 0;

@@ -49,7 +49,8 @@ NodeClient::NodeClient(uv_loop_t* loop, MasterAddress address, NodeClientOptions
              "no connection and handshake", /*keepalive=*/false},
             *this),
       health_timer_(loop),
-      fail_timer_(loop) {}
+      fail_timer_(loop),
+      stall_check_(loop) {}
 
 NodeClient::~NodeClient() { Stop(); }
 
@@ -195,10 +196,15 @@ void NodeClient::HealthTick() {
   const auto now = Clock::now();
   EndQuarantineIfOver(now);
   if (state_ != State::kReady) return;
-  if (!sent_.empty() && now - sent_.front() > std::chrono::milliseconds(options_.connect_timeout_ms)) {
-    ReportError(NodeError::kStalled);
-    conn_.Drop("no reply for " + std::to_string(options_.connect_timeout_ms) +
-                   " ms (stalled)");
+  if (Stalled(now)) {
+    // Judged again after the loop's next poll: after a long turn of the loop, the answer may
+    // already wait in the socket (AfterPoll).
+    stall_check_.Arm([this] {
+      if (state_ != State::kReady || !Stalled(Clock::now())) return;
+      ReportError(NodeError::kStalled);
+      conn_.Drop("no reply for " + std::to_string(options_.connect_timeout_ms) +
+                 " ms (stalled)");
+    });
     return;
   }
   if (!info_in_flight_ && now - last_info_sent_ >= kInfoInterval) SendInfo(now);
@@ -212,6 +218,11 @@ void NodeClient::HealthTick() {
     health_ping_in_flight_ = false;
     if (r.kind == Reply::Kind::kStatus) rtt_ms_ = MsSince(now);
   }, NodeCommand::kPing);
+}
+
+bool NodeClient::Stalled(Clock::time_point now) const {
+  return !sent_.empty() &&
+         now - sent_.front() > std::chrono::milliseconds(options_.connect_timeout_ms);
 }
 
 void NodeClient::SendInfo(Clock::time_point now) {

@@ -117,6 +117,8 @@ class NodeClient final : public Node, Connection::Listener {
   void Lost(const std::string& why, bool refused) override;
   void ScheduleReconnect();
   void HealthTick();
+  // The oldest command sent has had no answer for longer than the connect timeout.
+  bool Stalled(Clock::time_point now) const;
   void SendInfo(Clock::time_point now);
   // handshake: the connection's first answer, which decides whether its votes may count.
   void InfoReceived(const Reply& reply, bool handshake);
@@ -180,6 +182,7 @@ class NodeClient final : public Node, Connection::Listener {
   std::string last_error_ = "not connected yet";
   Timer health_timer_;
   Timer fail_timer_;
+  AfterPoll stall_check_;  // a stall seen by HealthTick, judged after the next poll
   std::deque<ReplyHandler> to_fail_;  // commands refused while not ready, failed next turn
 };
 

@@ -1,6 +1,7 @@
 #pragma once
-// RAII over uv_timer_t. The handle lives on the heap and is freed in its close callback, so a
-// Timer may be destroyed at any time, including from inside its own callback.
+// RAII over libuv's timer, and over its check and idle handles (AfterPoll). Handles live on the
+// heap and are freed in their close callbacks, so each may be destroyed at any time, including
+// from inside its own callback.
 
 #include <uv.h>
 
@@ -25,6 +26,28 @@ class Timer {
   bool active() const;
 
   struct Handle;  // implementation detail (outlives the Timer until libuv closes it)
+
+ private:
+  Handle* handle_;
+};
+
+// Runs a callback once, after the loop's next poll for I/O (libuv's check phase), that poll made
+// not to block (an idle handle runs meanwhile): whatever already waited in the sockets when it
+// was armed is read first. For a decision a late loop must not get wrong: a deadline that passed
+// while the loop was busy is judged once the loop has looked at what arrived meanwhile (a timer
+// fires before its turn's poll). A handle on the heap, like Timer's.
+class AfterPoll {
+ public:
+  explicit AfterPoll(uv_loop_t* loop);
+  ~AfterPoll();
+  AfterPoll(const AfterPoll&) = delete;
+  AfterPoll& operator=(const AfterPoll&) = delete;
+
+  // Replaces any pending run.
+  void Arm(std::function<void()> fn);
+  bool armed() const;
+
+  struct Handle;  // implementation detail (outlives the AfterPoll until libuv closes it)
 
  private:
   Handle* handle_;

@@ -30,6 +30,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace lw::stats {
 
@@ -78,6 +79,11 @@ class Histogram {
             const Labels& labels = {});
   void Observe(double v) { h_->Observe(v); }
   void ObserveSeconds(std::chrono::nanoseconds d) { h_->Observe(Seconds(d)); }
+  // Observations counted elsewhere: per bucket (one per bound, then +Inf; not cumulative), and
+  // their sum.
+  void ObserveBuckets(const std::vector<double>& counts, double sum) {
+    h_->ObserveMultiple(counts, sum);
+  }
   // Observations so far (for tests and status pages).
   uint64_t Count() const;
 

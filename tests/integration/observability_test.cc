@@ -1,8 +1,11 @@
 // The admin listener of a real agent: /metrics under real traffic (checked by promtool and
 // against the shipped dashboard), /healthz and /readyz as masters die.
 
+#include <signal.h>
+
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -11,6 +14,7 @@
 #include "support/dashboard_check.h"
 #include "support/http.h"
 #include "support/redis_cluster.h"
+#include "state_util.h"
 #include "test_util.h"
 
 namespace lw::test::observability {
@@ -103,6 +107,31 @@ TEST_F(MetricsTest, CountsWhatHappenedAndPassesPromtool) {
   auto [rc, output] = PromtoolCheck(agent_.dir(), m);
   EXPECT_EQ(rc, 0) << output;
   EXPECT_EQ(output, "") << "promtool lint findings:\n" << output;
+}
+
+// An agent stopped for 400 ms (SIGSTOP: its loop cannot run; the stop is the event under test)
+// shows, once it runs again, a late loop: in the lag histogram and in the state's maxima.
+TEST_F(MetricsTest, AStoppedAgentShowsItsLoopLate) {
+  ASSERT_GE(MetricNow(port(), "lockwarden_loop_lag_seconds_count"), 0) << "not exported";
+  const double lag_before = MetricNow(port(), "lockwarden_loop_lag_seconds_sum");
+  agent_.Signal(SIGSTOP);
+  std::this_thread::sleep_for(milliseconds(400));
+  agent_.Signal(SIGCONT);
+  const json state = StateWhen(
+      agent_, [](const json& s) { return s["loop"].value("lag_max_ms", 0.0) >= 300; },
+      kEventDeadline);
+  EXPECT_GE(state["loop"].value("lag_max_ms", 0.0), 300) << state["loop"];
+  EXPECT_GE(state["loop"].value("turn_max_ms", -1.0), 0) << state["loop"];
+  EXPECT_EQ(state["loop"].value("window_s", 0), 10);
+  // Buckets: at least one lag sample above 0.25 s.
+  const auto buckets = HistogramBuckets(ScrapeMetrics(port()), "lockwarden_loop_lag_seconds");
+  ASSERT_FALSE(buckets.empty());
+  double at_most_quarter = 0;
+  for (const auto& b : buckets) {
+    if (b.le <= 0.25) at_most_quarter = b.count;
+  }
+  EXPECT_GT(buckets.back().count, at_most_quarter) << "no lag sample above 0.25 s";
+  EXPECT_GE(MetricNow(port(), "lockwarden_loop_lag_seconds_sum") - lag_before, 0.3);
 }
 
 TEST_F(MetricsTest, ShippedDashboardUsesOnlyExportedMetrics) {

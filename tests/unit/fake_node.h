@@ -10,6 +10,8 @@
 //   Delay(ms)   - ms after they were sent;
 //   Hold()      - not until the test calls ReleaseHeld() (a stopped master; late replies);
 //   Fail()      - Reply::kUnavailable on the next loop turn, without touching the data.
+// Answers arrive in the loop's timer phase; after ThroughPoll(), in its poll phase (through a
+// uv_async_t), as a real socket's do.
 // Every command is recorded (op, key, token, ttl, send time, global sequence number, and the
 // reply once delivered) so tests can assert on the traffic.
 //
@@ -81,6 +83,15 @@ class FakeNode : public Node {
   // Restart quarantine as the engine sees it (votes_count()).
   void Quarantine(bool on) { quarantined_ = on; }
   void Fail() { mode_ = Mode::kFail; }
+  void ThroughPoll() {
+    if (timer_ == nullptr || async_ != nullptr) return;
+    async_ = new uv_async_t;
+    uv_async_init(timer_->loop, async_, [](uv_async_t* a) {
+      static_cast<FakeNode*>(a->data)->Deliver();
+    });
+    async_->data = this;
+    uv_unref(reinterpret_cast<uv_handle_t*>(async_));
+  }
 
   // Lets every held command be answered (in order, from the loop, on its next turn).
   void ReleaseHeld() {
@@ -102,6 +113,11 @@ class FakeNode : public Node {
     uv_close(reinterpret_cast<uv_handle_t*>(timer_),
              [](uv_handle_t* h) { delete reinterpret_cast<uv_timer_t*>(h); });
     timer_ = nullptr;
+    if (async_ != nullptr) {
+      uv_close(reinterpret_cast<uv_handle_t*>(async_),
+               [](uv_handle_t* h) { delete reinterpret_cast<uv_async_t*>(h); });
+      async_ = nullptr;
+    }
   }
 
   // ---- data ----
@@ -226,9 +242,21 @@ class FakeNode : public Node {
     if (pending_.empty() || pending_.front().held) return;
     const auto wait = pending_.front().ready_at - Clock::now();
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(wait).count();
+    if (async_ != nullptr && ms <= 0) {
+      uv_async_send(async_);
+      return;
+    }
     uv_update_time(timer_->loop);
     uv_timer_start(
-        timer_, [](uv_timer_t* t) { static_cast<FakeNode*>(t->data)->Deliver(); },
+        timer_,
+        [](uv_timer_t* t) {
+          auto* self = static_cast<FakeNode*>(t->data);
+          if (self->async_ != nullptr) {
+            uv_async_send(self->async_);
+          } else {
+            self->Deliver();
+          }
+        },
         ms < 0 ? 0 : static_cast<uint64_t>(ms), 0);
   }
 
@@ -473,6 +501,7 @@ class FakeNode : public Node {
   int index_;
   uint64_t* seq_counter_;
   uv_timer_t* timer_;
+  uv_async_t* async_ = nullptr;  // ThroughPoll: answers are delivered from its callback
   Mode mode_ = Mode::kDelay;
   int64_t delay_ms_ = 0;
   std::deque<Pending> pending_;

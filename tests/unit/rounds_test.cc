@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "engine_test_support.h"
 
 namespace lw::engine_test {
@@ -145,6 +148,73 @@ TEST_F(RoundsTest, ConcurrentRoundsEachEndExactlyOnce) {
   RunFor(20);
   EXPECT_EQ(r1->calls, 1);
   EXPECT_EQ(r2->calls, 1);
+  EXPECT_EQ(rounds_->in_flight(), 0u);
+}
+
+// The loop, not the masters, is late: every master answers 10 ms into a 50 ms round, and the
+// loop is then busy for 120 ms in one turn (the stall is the event under test). When it wakes,
+// the deadline is past but the answers wait in its sockets: they count, and the round is won.
+TEST_F(RoundsTest, AnswersWaitingWhenALateLoopWakesCountBeforeTheDeadline) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 50);
+  for (int i = 0; i < kNodes; ++i) {
+    node(i).ThroughPoll();
+    node(i).Hold();
+  }
+  Result* r = Run(RoundOp::kKindAcquire, /*wait_all=*/false);
+  // A check handle runs after a poll, and the deadline timer fires at the start of a turn,
+  // before its poll: the stall in a check callback puts the next turn's timers first. The
+  // handles live on the heap until libuv closed them (after this test's body, in TearDown).
+  struct Stall {
+    uv_check_t check;
+    uv_idle_t idle;  // keeps the first poll from blocking until the deadline
+    std::vector<FakeNode*> nodes;
+    bool done = false;
+    int open = 2;
+  };
+  auto* stall = new Stall;
+  for (int i = 0; i < kNodes; ++i) stall->nodes.push_back(&node(i));
+  uv_check_init(&loop_, &stall->check);
+  uv_idle_init(&loop_, &stall->idle);
+  stall->check.data = stall;
+  stall->idle.data = stall;
+  struct Closer {
+    Stall* s;
+    ~Closer() {
+      auto closed = [](uv_handle_t* h) {
+        auto* st = static_cast<Stall*>(h->data);
+        if (--st->open == 0) delete st;
+      };
+      uv_close(reinterpret_cast<uv_handle_t*>(&s->check), closed);
+      uv_close(reinterpret_cast<uv_handle_t*>(&s->idle), closed);
+    }
+  } closer{stall};
+  uv_idle_start(&stall->idle, [](uv_idle_t*) {});
+  uv_check_start(&stall->check, [](uv_check_t* c) {
+    auto* st = static_cast<Stall*>(c->data);
+    if (st->done) return;
+    st->done = true;
+    uv_idle_stop(&st->idle);
+    for (FakeNode* n : st->nodes) n->ReleaseHeld();
+    std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  });
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  ASSERT_TRUE(stall->done);
+  EXPECT_TRUE(r->tally->Won()) << "answers read after the deadline fired were not counted";
+  EXPECT_GE(r->tally->yes(), 3);
+}
+
+// Without answers in the sockets, a late loop still ends the round at its first look.
+TEST_F(RoundsTest, ALateLoopStillEndsAnUnansweredRound) {
+  rounds_ = std::make_unique<Rounds>(&loop_, NodePtrs(), 50);
+  for (int i = 0; i < kNodes; ++i) {
+    node(i).ThroughPoll();
+    node(i).Hold();
+  }
+  Result* r = Run(RoundOp::kKindAcquire, /*wait_all=*/false);
+  std::this_thread::sleep_for(std::chrono::milliseconds(120));  // the loop is busy elsewhere
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  EXPECT_FALSE(r->tally->Won());
+  EXPECT_EQ(r->tally->outstanding(), kNodes);
   EXPECT_EQ(rounds_->in_flight(), 0u);
 }
 
