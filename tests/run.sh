@@ -90,19 +90,23 @@ run_stage() {
   timings+=" $name $((SECONDS - began))s"
 }
 
-# Builds for later stages, started beside a stage that leaves CPU unused at SCHED_IDLE (chrt
-# --idle): they get only the CPU time the tests leave (the integration tests mostly wait on
+# Work for later stages, started beside a stage that leaves CPU unused at SCHED_IDLE (chrt
+# --idle): it gets only the CPU time the tests leave (the integration tests mostly wait on
 # sockets and timers), so the tests see no contention, and each proof stage then finds its build
-# done or nearly so. The fuzz and asan builds run beside the integration stage, the tsan build
-# beside the asan stage. A build that fails here fails again, with its log, in its own stage,
-# which builds incrementally either way. Output: build-background-<stages>.log.
-# $@: the stages whose builds to start (fuzz, asan, tsan), one after another.
+# done or nearly so. The fuzz and asan builds run beside the integration stage; the fuzz run and
+# then the tsan build beside the asan stage. A build that fails here fails again, with its log,
+# in its own stage, which builds incrementally either way. Output: build-background-<names>.log.
+# $@: what to start, one after another: fuzz, asan, tsan (their builds), fuzz-run (the fuzz
+# stage itself: its output goes to build-fuzz-run.log and its exit status to build-fuzz-run.rc;
+# an input counts as a hang after 300 s instead of 10, since the run may wait for CPU).
 background_build() {
   local steps=() name
   for name in "$@"; do
-    skipped "$name" && continue
+    skipped "${name%-run}" && continue
     case $name in
       fuzz) steps+=("bash tests/fuzz/run.sh --build-only") ;;
+      fuzz-run) steps+=("env LOCKWARDEN_FUZZ_TIMEOUT_S=300 bash tests/fuzz/run.sh \
+        >build-fuzz-run.log 2>&1; echo \$? >build-fuzz-run.rc") ;;
       asan) steps+=("bash .ci/sanitize.sh address --build-only") ;;
       tsan) steps+=("bash .ci/sanitize.sh thread --build-only") ;;
     esac
@@ -124,15 +128,23 @@ await_build() {
   timings+=" $1-build-wait $((SECONDS - began))s"
 }
 
+# The fuzz stage's result, from its run beside the asan stage (background_build fuzz-run).
+fuzz_result() {
+  echo
+  cat build-fuzz-run.log 2>/dev/null || echo "fuzz: the run left no log"
+  [[ $(cat build-fuzz-run.rc 2>/dev/null) == 0 ]]
+}
+
 stage=tests
+rm -f build-fuzz-run.log build-fuzz-run.rc
 background_build fuzz asan
 run_stage unit run_ctest unit "${unit_args[@]}" --parallel "$(nproc)" "$@"
 run_stage integration run_ctest integration "${integration_args[@]}" "$@"
 await_build fuzz-asan
-run_stage fuzz bash tests/fuzz/run.sh
-background_build tsan
+background_build fuzz-run tsan
 run_stage asan bash .ci/sanitize.sh address "$@"
-await_build tsan
+await_build fuzz-run-tsan
+run_stage fuzz fuzz_result
 run_stage tsan bash .ci/sanitize.sh thread "$@"
 stage=finished
 [[ $unit == ok && $integration == ok && $fuzz != FAIL && $asan != FAIL && $tsan != FAIL ]]

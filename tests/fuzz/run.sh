@@ -5,9 +5,12 @@
 #       The gate (tests/run.sh runs it): deterministic. Each target first replays every input of
 #       its seed corpus (tests/fuzz/corpus/<name>/, regressions included), then mutates from that
 #       corpus for a fixed number of executions (LOCKWARDEN_FUZZ_RUNS, default 40000) from a
-#       fixed seed (LOCKWARDEN_FUZZ_SEED, default 1). The same commit gives the same executions,
-#       so it passes or fails the same way every time. It never depends on the clock, except
-#       that one input running over 10 s counts as a hang.
+#       fixed seed (LOCKWARDEN_FUZZ_SEED, default 1). The same commit, cloned to the same path,
+#       gives the same executions, so it passes or fails the same way every time. It never
+#       depends on the clock, except that one input running over 10 s (LOCKWARDEN_FUZZ_TIMEOUT_S)
+#       counts as a hang. (The
+#       path counts: clang 14 writes source paths into the sanitizers' metadata, which
+#       -ffile-prefix-map does not reach, and a different binary explores differently.)
 #
 #   bash tests/fuzz/run.sh --build-only [target...]
 #       Builds the targets and runs nothing (tests/run.sh's background_build).
@@ -120,7 +123,7 @@ fuzz_one() {
   local seeds
   seeds=$(find "$seeds_dir" -type f | wc -l)
   find "$PWD/$seeds_dir" -type f | LC_ALL=C sort | paste -sd, >"$dir/seeds.list"
-  local common=(-timeout=10 -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
+  local common=(-timeout="${LOCKWARDEN_FUZZ_TIMEOUT_S:-10}" -rss_limit_mb=2048 -max_len=4096 -artifact_prefix="$dir/")
   # The dictionary: what <name>_dict prints from the sources (config: the setting keys of
   # Settings()), then tests/fuzz/<name>.dict; the same commit gives the same dictionary.
   local dict=tests/fuzz/$name.dict

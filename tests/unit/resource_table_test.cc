@@ -77,8 +77,9 @@ class Tables {
   ResourceTable table_;
 };
 
-// One seeded run of `steps` random operations over `resources` names; checks after each.
-void RunSeed(uint32_t seed, int steps, int resources) {
+// One seeded run of `steps` random operations over `resources` names; checks the views after
+// every `check_every` steps (a check walks and sorts everything: the oracle is the slow part).
+void RunSeed(uint32_t seed, int steps, int resources, int check_every) {
   std::mt19937 rng(seed);
   Tables t;
   const auto base = Clock::now();
@@ -141,6 +142,7 @@ void RunSeed(uint32_t seed, int steps, int resources) {
         if (pick(4) == 0) r.waiters.CancelAll([](Waiter&) {});
         break;
     }
+    if (step % check_every != 0 && step != steps - 1) continue;
     for (size_t limit : {size_t{0}, size_t{1}, size_t{3}, size_t{1000}}) {
       ASSERT_EQ(t.Oldest(limit), t.OracleOldest(limit)) << "seed " << seed << " step " << step;
       ASSERT_EQ(t.Waiters(limit), t.OracleWaiters(limit)) << "seed " << seed << " step " << step;
@@ -150,11 +152,11 @@ void RunSeed(uint32_t seed, int steps, int resources) {
 }
 
 TEST(ResourceTableViewsTest, BoundedViewsListWhatAFullWalkWould) {
-  for (uint32_t seed = 1; seed <= 20; ++seed) RunSeed(seed, 400, 6);
+  for (uint32_t seed = 1; seed <= 10; ++seed) RunSeed(seed, 300, 6, 1);
 }
 
 TEST(ResourceTableViewsTest, ManyResourcesFewOperationsEach) {
-  for (uint32_t seed = 100; seed <= 104; ++seed) RunSeed(seed, 2000, 300);
+  for (uint32_t seed = 100; seed <= 102; ++seed) RunSeed(seed, 2000, 300, 50);
 }
 
 }  // namespace
