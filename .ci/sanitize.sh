@@ -14,6 +14,7 @@
 #                                  # runs them); the agent's threads run in these tests.
 #   bash .ci/sanitize.sh address -R Fault   # extra arguments go to every ctest run
 #   bash .ci/sanitize.sh thread --build-only  # builds, runs nothing (tests/run.sh's background_build)
+#   bash .ci/sanitize.sh address --unit-only   # the unit tests only; --no-unit: all but them
 #
 # Every process writes its sanitizer reports to build-<x>/sanitizer-reports/<tool>.<pid>
 # (log_path), so a report from an agent or CLI that a test spawned, whose output the fixture
@@ -25,8 +26,12 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 mode=${1:-}
 shift || true
-build_only=0
-if [[ ${1:-} == --build-only ]]; then build_only=1; shift; fi
+build_only=0 run_unit=1 run_rest=1
+case ${1:-} in
+  --build-only) build_only=1; shift ;;
+  --unit-only) run_rest=0; shift ;;  # the unit tests only (address)
+  --no-unit) run_unit=0; shift ;;    # all but the unit tests
+esac
 case "$mode" in
   address) build=build-asan ;;
   thread) build=build-tsan ;;
@@ -118,12 +123,14 @@ run_ctest() {
   ctest --test-dir "$dir" --output-on-failure --no-tests=error "$@" 2>&1 \
     | tee "$build/ctest-$name.log" || status=1
 }
-if [[ $mode == address ]]; then
+if [[ $mode == address ]] && ((run_unit)); then
   run_ctest unit "$build" --parallel "$(nproc)" "${unit[@]}" "$@"
 fi
-LOCKWARDEN_BINARY=$PWD/$build/lockwarden run_ctest integration build "${integration[@]}" "$@"
-if [[ $mode == address ]]; then
-  run_ctest bench "$build" -R '^bench_smoke$' "$@"
+if ((run_rest)); then
+  LOCKWARDEN_BINARY=$PWD/$build/lockwarden run_ctest integration build "${integration[@]}" "$@"
+  if [[ $mode == address ]]; then
+    run_ctest bench "$build" -R '^bench_smoke$' "$@"
+  fi
 fi
 
 shopt -s nullglob
