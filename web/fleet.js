@@ -12,7 +12,7 @@
   const { fleetHold, holdSig, holdKind, holdWho, holdCmdline, holdHeldCell, holdRenewCell, holdFactsList } = LW;
 
   const FLEET_POLL_MS = 5000;
-  const FLEET_TIMEOUT_MS = 10000; // the agent waits up to 5 s for a read of the masters
+  const FLEET_TIMEOUT_MS = 10000; // the agent answers within 1.5 s, with an older read if need be
   const ROW_LIMIT = 200;
 
   const F = {
@@ -138,6 +138,10 @@
       const n = Array.isArray(d.masters) ? d.masters.length : 0;
       parts.push('Read from ' + d.masters_read + ' of ' + n + ' masters in ' + fmtDur(d.read_seconds * 1000) +
         (d.complete ? '' : ' \u2014 INCOMPLETE: fewer than the quorum of ' + d.quorum + ' answered; locks may be missing') + '.');
+      if (isFinite(d.age_ms) && d.age_ms > 10000) {
+        parts.push('This read ended ' + fmtDur(d.age_ms) + ' ago: a newer one has not ended yet.');
+        st.classList.add('is-warn');
+      }
       for (const m of (d.masters || []).filter((x) => !x.ok)) parts.push(m.master + ' not read: ' + (m.error || 'error') + '.');
       if (!d.complete) st.classList.add('is-warn');
     }

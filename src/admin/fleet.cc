@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <variant>
@@ -16,9 +17,10 @@
 namespace lw {
 namespace {
 
-// How long a read waits for the fleet reader, and how old a view it accepts: the page polls
-// every ~5 s and the reader reads at most once per refresh period.
-constexpr auto kFleetWait = std::chrono::seconds(5);
+// How long a read waits for a view newer than kFleetFreshMs (the page polls every ~5 s and the
+// reader reads at most once per refresh period); past it the answer is the latest view, whose
+// "age_ms" says how old it is. Bounded so that an answer comes within 2 s whatever the fleet.
+constexpr auto kFleetWait = std::chrono::milliseconds(1'500);
 constexpr int64_t kFleetFreshMs = 5'000;
 
 const Failure& FleetOff() {
@@ -34,12 +36,16 @@ std::variant<std::shared_ptr<const fleet::FleetView>, Failure> ReadFleet(const A
   auto view = ctx.fleet->View(UnixMsNow() - kFleetFreshMs, kFleetWait);
   if (!view) {
     return Failure{ErrorCode::kUnavailable,
-                   "no fleet view within 5 s (the masters are slow or unreachable); try again"};
+                   "no fleet view yet: the first read of the masters has not ended within 1.5 s "
+                   "(they are slow or unreachable, or the keyspace is large); try again"};
   }
   return view;
 }
 
-void SendFleetJson(httplib::Response& res, const nlohmann::ordered_json& body) {
+// The body read from `view`, with "age_ms": how long ago that read ended, as of this answer.
+void SendFleetJson(httplib::Response& res, nlohmann::ordered_json body,
+                   const fleet::FleetView& view) {
+  body["age_ms"] = std::max<int64_t>(0, UnixMsNow() - view.read_unix_ms);
   res.set_header("Cache-Control", "no-store");
   SendJson(res, 200, body);
 }
@@ -74,7 +80,8 @@ void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::R
   if (auto* failure = std::get_if<Failure>(&query)) return SendFailure(res, *failure);
   auto view = ReadFleet(ctx);
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
-  SendFleetJson(res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)));
+  SendFleetJson(res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)),
+                *std::get<0>(view));
 }
 
 void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -82,7 +89,8 @@ void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib
   if (auto* failure = std::get_if<Failure>(&resource)) return SendFailure(res, *failure);
   auto view = ReadFleet(ctx);
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
-  SendFleetJson(res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)));
+  SendFleetJson(res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)),
+                *std::get<0>(view));
 }
 
 void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {

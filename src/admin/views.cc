@@ -96,12 +96,11 @@ nlohmann::ordered_json LocksView(const StateInputs& in) {
   };
   std::vector<Row> rows;
   for (const LockView& l : s.locks) rows.push_back({&l, StuckReason(l, in.stuck_after_ms)});
-  // Stuck first, then the longest held (the snapshot is already longest-held first).
+  // Stuck first, then the longest held (as the snapshot lists them: ResourceTable::ListedLocks).
   std::stable_sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
     return !a.stuck.empty() && b.stuck.empty();
   });
   const std::string checked_at = in.presence ? IsoTime(in.presence->checked_unix_ms) : "";
-  if (rows.size() > kMaxLockRows) rows.resize(kMaxLockRows);
   nlohmann::ordered_json locks = nlohmann::ordered_json::array();
   for (const Row& row : rows) {
     const LockView& l = *row.lock;
@@ -195,7 +194,7 @@ nlohmann::ordered_json StateView(const StateInputs& in) {
             {"turn_max_ms", s.loop_turn_max_ms},
             {"window_s", LoopMonitor::kMaximaWindow.count()}}},
           {"stuck_after_ms", in.stuck_after_ms},
-          {"locks_total", s.locks.size()},
+          {"locks_total", s.locks_held},
           {"locks", LocksView(in)},
           {"leaks", LeaksView(in.leaks, in.scan_interval_ms)},
           {"events", EventsView(in.events)},

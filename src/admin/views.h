@@ -42,9 +42,6 @@ struct StateInputs {
   std::vector<HistoryPoint> history;  // oldest first
 };
 
-// At most this many locks are listed (stuck ones first); "locks_total" counts them all.
-inline constexpr size_t kMaxLockRows = 1000;
-
 nlohmann::ordered_json StateView(const StateInputs& in);
 // The snapshot alone (the other sections empty).
 nlohmann::ordered_json StateView(const Snapshot& snapshot);

@@ -178,8 +178,7 @@ void Agent::PublishSnapshot() {
   s->locks_held = engine_->locks_held();
   if (snapshots_.DetailWanted()) {
     s->detailed = true;
-    s->locks = service_->Locks();
-    for (auto& grant : engine_->books().HeldGrants()) s->held_grants.insert(std::move(grant));
+    s->locks = service_->ListedLocks(kMaxListedLocks, &s->listed_grants);
   }
   s->sessions = server_.session_count();
   s->waiters = engine_->waiters();
@@ -196,21 +195,29 @@ void Agent::PublishSnapshot() {
 void Agent::StartScanner() {
   scanner_ = std::make_unique<LeakScanner>(
       ScanSettingsFrom(cfg_), std::chrono::milliseconds(cfg_.scan_interval_ms),
-      [this] { return GrantsAsOfNow(); }, scan_stats_.get());
+      [this](const Grants& candidates) { return LiveAmong(candidates); }, scan_stats_.get());
   scanner_->Start();
 }
 
-std::optional<LiveGrants> Agent::GrantsAsOfNow() const {
-  auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now(), std::chrono::seconds(1));
-  if (!snap) return std::nullopt;
-  return snap->held_grants;
+std::optional<LiveGrants> Agent::LiveAmong(const Grants& candidates) {
+  using Answer = std::function<void(LiveGrants)>;
+  return commands_.Ask<LiveGrants>(
+      [this, candidates](Answer answer) {  // a copy: the caller may stop waiting
+        if (shutting_down_) return;  // unanswered: the scanner skips its partial check
+        LiveGrants live;
+        for (const auto& grant : candidates) {
+          if (engine_->books().FindGrant(grant.first, grant.second)) live.insert(grant);
+        }
+        answer(std::move(live));
+      },
+      std::chrono::seconds(1));
 }
 
 GrantList Agent::GrantsNow() const {
   auto snap = snapshots_.LatestDetailed(std::chrono::steady_clock::now() - std::chrono::seconds(1),
                                         std::chrono::milliseconds(500));
   if (!snap) return {};
-  return GrantList(snap->held_grants.begin(), snap->held_grants.end());
+  return snap->listed_grants;
 }
 
 std::optional<RevokeOutcome> Agent::RevokeFromOtherThread(const std::string& resource,

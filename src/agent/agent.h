@@ -84,12 +84,13 @@ class Agent final : private EngineEvents {
 
   void StartScanner();
 
-  // Scanner thread: the grants held through this agent, from a snapshot taken after this call
-  // (waits up to a second for it), so that a grant made just before is never missed.
-  std::optional<LiveGrants> GrantsAsOfNow() const;
+  // Scanner thread: which of `candidates` are held through this agent, answered by the loop
+  // after this call (so that a grant made just before is never missed); nullopt when the loop
+  // does not answer within a second (busy or stopping).
+  std::optional<LiveGrants> LiveAmong(const Grants& candidates);
 
-  // Presence thread: the grants of the latest detailed snapshot (at most 250 ms old while
-  // the probe keeps asking).
+  // Presence thread: the grants of the locks the latest detailed snapshot lists (at most 250 ms
+  // old while the probe keeps asking): those an operator sees.
   GrantList GrantsNow() const;
 
   // Admin thread: force-release on the loop, waiting up to `timeout` for the masters' answers.

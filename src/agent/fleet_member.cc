@@ -132,7 +132,7 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
   report.unix_ms = now_unix_ms;
   report.locks_total = engine.locks_held();
   report.waiters_total = engine.waiters();
-  for (const LockView& l : service.OldestLocks(fleet::kMaxPublishedLocks)) {
+  for (const LockView& l : service.ListedLocks(fleet::kMaxPublishedLocks)) {
     Hold& h = report.locks.emplace_back(l);
     h.holder.cmdline = CmdlineOf(l.holder, share_cmdline);
   }

@@ -363,8 +363,10 @@ std::vector<LockView> LockService::Locks() const {
   return locks;
 }
 
-std::vector<LockView> LockService::OldestLocks(size_t limit) const {
-  std::vector<LockView> locks = engine_.books().OldestLocks(limit);
+std::vector<LockView> LockService::ListedLocks(size_t limit,
+                                               ResourceTable::GrantPairs* grants) const {
+  std::vector<LockView> locks =
+      engine_.books().ListedLocks(limit, std::chrono::steady_clock::now(), grants);
   for (LockView& l : locks) FillHolder(l);
   return locks;
 }

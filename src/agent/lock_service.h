@@ -75,8 +75,10 @@ class LockService final : public SessionHandler {
   // Every lock held through the engine with its holder (a detached lease's: its creator),
   // longest-held first.
   std::vector<LockView> Locks() const;
-  // The `limit` longest-held of them (LockEngine::OldestLocks), with their holders.
-  std::vector<LockView> OldestLocks(size_t limit) const;
+  // The `limit` of them an operator looks at first, stuck first (ResourceTable::ListedLocks),
+  // with their holders; with `grants`, {key, value} of each (never shown).
+  std::vector<LockView> ListedLocks(size_t limit,
+                                    ResourceTable::GrantPairs* grants = nullptr) const;
   // The `limit` longest-waiting acquires (LockEngine::AllWaiters), each with its session's peer.
   std::vector<WaiterView> Waiters(size_t limit) const;
 

@@ -33,6 +33,7 @@ EngineOptions EngineOptionsFrom(const Config& cfg) {
   o.retry_jitter_ms = cfg.retry_jitter_ms;
   o.local_first = cfg.local_first;
   o.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
+  o.stuck_after_ms = cfg.stuck_after_ms;
   return o;
 }
 

@@ -96,8 +96,8 @@ struct HolderReport {
   uint64_t waiters_total = 0;  // acquires queued at the agent (waiters may list fewer)
   // Locks held through the agent (core/hold.h; protocol/hold_json.h writes and reads them:
   // fields an older agent does not write read as an exclusive hold, not detached). At most
-  // kMaxPublishedLocks, the longest held first (the stuck ones are among them); a command line
-  // is "" when share_cmdline is off, at most kMaxCmdlineBytes.
+  // kMaxPublishedLocks: the stuck first, then the longest held (ResourceTable::ListedLocks); a
+  // command line is "" when share_cmdline is off, at most kMaxCmdlineBytes.
   std::vector<Hold> locks;
   std::vector<WaiterDetail> waiters;
 };

@@ -47,6 +47,9 @@ struct EngineOptions {
   // the engine keeps its own (sessions it is handed are then created on first use and dropped
   // by CloseSession).
   SessionTable* sessions = nullptr;
+  // Holds held longer than this, or not renewing with a longer ttl, are stuck: listed first to
+  // operators (ResourceTable::ListedLocks).
+  int64_t stuck_after_ms = kDefaultStuckAfterMs;
 };
 
 struct Extension {

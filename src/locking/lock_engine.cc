@@ -46,7 +46,8 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
       rounds_(loop, std::move(nodes), options_.node_timeout_ms, stats_, options_.value_prefix),
       fence_quorum_(options_.fence_quorum > 0 ? options_.fence_quorum
                                               : FenceQuorumSize(rounds_.size())),
-      table_(options_.key_prefix, options_.fence_prefix, options_.value_prefix, options_.sessions),
+      table_(options_.key_prefix, options_.fence_prefix, options_.value_prefix, options_.sessions,
+             options_.stuck_after_ms),
       rng_(std::random_device{}()),
       deadlines_(loop, [this](uint64_t serial, const std::string& name) { OnDeadline(serial, name); }),
       defer_(loop) {}

@@ -6,12 +6,14 @@
 namespace lw {
 
 ResourceTable::ResourceTable(std::string key_prefix, std::string fence_prefix,
-                             std::string value_prefix, SessionTable* sessions)
+                             std::string value_prefix, SessionTable* sessions,
+                             int64_t stuck_after_ms)
     : key_prefix_(std::move(key_prefix)),
       fence_prefix_(std::move(fence_prefix)),
       value_prefix_(std::move(value_prefix)),
       own_sessions_(sessions != nullptr ? nullptr : std::make_unique<SessionTable>()),
-      sessions_(sessions != nullptr ? *sessions : *own_sessions_) {}
+      sessions_(sessions != nullptr ? *sessions : *own_sessions_),
+      stuck_after_ms_(stuck_after_ms) {}
 
 Resource* ResourceTable::Find(const std::string& name) {
   auto it = resources_.find(name);
@@ -85,7 +87,9 @@ Holder& ResourceTable::Install(Resource& r, const std::string& name, std::unique
   r.holders.push_back(std::move(h));
   ++holds_;
   const Holder& held = *r.holders.back();
-  by_age_.insert({held.acquired, r.name, held.serial, &r, &held});
+  const HoldEntry entry{held.acquired, r.name, held.serial, &r, &held};
+  by_age_.insert(entry);
+  if (Quiet(held)) quiet_.insert(entry);
   return *r.holders.back();
 }
 
@@ -96,7 +100,9 @@ std::unique_ptr<Holder> ResourceTable::Take(Resource& r, const std::string& name
   auto h = std::move(*it);
   r.holders.erase(it);
   --holds_;
-  by_age_.erase({h->acquired, r.name, h->serial, &r, h.get()});
+  const HoldEntry entry{h->acquired, r.name, h->serial, &r, h.get()};
+  by_age_.erase(entry);
+  if (Quiet(*h)) quiet_.erase(entry);
   if (ClientSession* s = sessions_.Find(h->session)) s->locks.Dropped(name);
   return h;
 }
@@ -181,15 +187,38 @@ std::vector<LockView> ResourceTable::AllLocks() const {
   return out;
 }
 
-std::vector<LockView> ResourceTable::OldestLocks(size_t limit) const {
-  std::vector<LockView> out;
-  out.reserve(std::min(limit, by_age_.size()));
-  const auto now = Clock::now();
-  for (const HoldEntry& e : by_age_) {
-    if (out.size() >= limit) break;
-    out.push_back(ViewOf(*e.name, *e.resource, *e.holder, now));
+std::vector<LockView> ResourceTable::ListedLocks(size_t limit, Clock::time_point now,
+                                                 GrantPairs* grants) const {
+  const auto stuck_before = now - std::chrono::milliseconds(stuck_after_ms_);
+  std::vector<const HoldEntry*> listed;
+  // The stuck: the front of by_age_ held longer than stuck_after, merged with quiet_ (both in
+  // age order; a hold may be in both).
+  auto a = by_age_.begin();
+  auto q = quiet_.begin();
+  while (listed.size() < limit) {
+    const bool from_a = a != by_age_.end() && a->acquired < stuck_before;
+    const bool from_q = q != quiet_.end();
+    if (!from_a && !from_q) break;
+    if (from_a && (!from_q || *a < *q)) {
+      listed.push_back(&*a++);
+    } else if (from_a && !(*q < *a)) {
+      listed.push_back(&*a++);
+      ++q;
+    } else {
+      listed.push_back(&*q++);
+    }
   }
-  std::sort(out.begin(), out.end(), LongerHeld);
+  // The others, oldest first: the rest of by_age_ less the quiet, which are all listed already
+  // when there is room left (so this skips fewer than `limit`).
+  for (; a != by_age_.end() && listed.size() < limit; ++a) {
+    if (!quiet_.contains(*a)) listed.push_back(&*a);
+  }
+  std::vector<LockView> out;
+  out.reserve(listed.size());
+  for (const HoldEntry* e : listed) {
+    out.push_back(ViewOf(*e->name, *e->resource, *e->holder, now));
+    if (grants) grants->emplace_back(out.back().key, value_prefix_ + e->holder->LeaseValue());
+  }
   return out;
 }
 

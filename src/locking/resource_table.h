@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/client_session.h"
+#include "core/defaults.h"
 #include "core/lock_view.h"
 #include "core/session_id.h"
 #include "locking/claims.h"
@@ -52,9 +53,10 @@ class ResourceTable {
   using Clock = std::chrono::steady_clock;
 
   // Prefixes: where holds live on the masters (EngineOptions). sessions: not owned, must
-  // outlive the table (EngineOptions::sessions); null: the table keeps its own.
+  // outlive the table (EngineOptions::sessions); null: the table keeps its own. stuck_after_ms:
+  // the rule by which ListedLocks lists a hold first (EngineOptions::stuck_after_ms).
   ResourceTable(std::string key_prefix, std::string fence_prefix, std::string value_prefix,
-                SessionTable* sessions);
+                SessionTable* sessions, int64_t stuck_after_ms = kDefaultStuckAfterMs);
 
   Resource* Find(const std::string& name);
   const Resource* Find(const std::string& name) const;
@@ -105,9 +107,14 @@ class ResourceTable {
   size_t Commitments(SessionId session) const;
   // Every lock held through this engine, longest-held first.
   std::vector<LockView> AllLocks() const;
-  // The `limit` longest-held locks, longest-held first: O(limit), whatever the locks held
-  // (AllLocks sorts them all).
-  std::vector<LockView> OldestLocks(size_t limit) const;
+  // The `limit` locks an operator looks at first, as of `now`: the stuck ones (held longer than
+  // stuck_after, or not renewing with a ttl longer than it: fleet::StuckReason's rule), then the
+  // others; each group longest held first (ties: the earlier acquired). With `grants`, also
+  // {Redis key, value on the masters} of each listed hold, in the same order (HeldGrants' form).
+  // O(limit log n), whatever the locks held.
+  using GrantPairs = std::vector<std::pair<std::string, std::string>>;
+  std::vector<LockView> ListedLocks(size_t limit, Clock::time_point now,
+                                    GrantPairs* grants = nullptr) const;
   // {Redis key, value on the masters} of every lock held (value_prefix + the key's token; for
   // the leak scanner and the presence probe, which compare it with what a key holds; never
   // shown to anyone).
@@ -121,7 +128,7 @@ class ResourceTable {
   size_t holds() const { return holds_; }
 
  private:
-  // A hold in by_age_: ordered by acquired, then resource name, then serial (OldestLocks'
+  // A hold in by_age_: ordered by acquired, then resource name, then serial (ListedLocks'
   // order). A hold's acquired and serial do not change while it is installed.
   struct HoldEntry {
     Clock::time_point acquired;
@@ -136,6 +143,8 @@ class ResourceTable {
     }
   };
 
+  // A hold that counts as stuck however young: not renewing, with a ttl over stuck_after.
+  bool Quiet(const Holder& h) const { return !h.renew && h.ttl_ms > stuck_after_ms_; }
   LockView ViewOf(const std::string& name, const Resource& r, const Holder& h,
                   Clock::time_point now) const;
 
@@ -144,9 +153,11 @@ class ResourceTable {
   std::unique_ptr<SessionTable> own_sessions_;  // null when given one
   SessionTable& sessions_;
   size_t holds_ = 0;
+  int64_t stuck_after_ms_;
   // Kept as holds are installed and taken, and waiters queued and removed: the bounded views
-  // (OldestLocks, AllWaiters) and the counts cost what they return, not the locks held.
+  // (ListedLocks, AllWaiters) and the counts cost what they return, not the locks held.
   std::set<HoldEntry> by_age_;
+  std::set<HoldEntry> quiet_;  // the Quiet holds, in the same order
   WaiterIndex waiter_index_;
 };
 

@@ -1,13 +1,13 @@
 #pragma once
 // Snapshot: the agent's state as other threads may see it. The loop thread builds one every
-// ~250 ms and publishes it; HTTP handlers and the scanner read the latest without ever
+// ~250 ms and publishes it; HTTP handlers and the presence probe read the latest without ever
 // touching loop-owned state.
 //
-// The per-lock detail (every lock's row and every grant) costs time and memory in proportion
-// to the locks held: with 100k locks, building it 4 times a second would take most of a core.
-// So it is built only while a reader has asked for it in the last few seconds (the state API,
-// the presence probe, a leak scan); a reader that needs it asks, then waits for the next
-// detailed snapshot.
+// Its lists are bounded whatever the locks held: the locks an operator looks at first (at most
+// kMaxListedLocks, stuck first: ResourceTable::ListedLocks) and the waiters (kMaxListedWaiters);
+// the counts say how many there are in all. The listed locks and their grants are built only
+// while a reader has asked for them in the last few seconds (the state API, the presence
+// probe); a reader that needs them asks, then waits for the next detailed snapshot.
 
 #include <atomic>
 #include <chrono>
@@ -15,7 +15,6 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,16 +37,19 @@ struct Snapshot {
   // timer and the longest turn, in ms.
   double loop_lag_max_ms = 0;
   double loop_turn_max_ms = 0;
-  bool detailed = false;  // locks and held_grants are filled in (see the top of this file)
-  std::vector<LockView> locks;  // longest held first, each with its holder's peer
+  bool detailed = false;  // locks and listed_grants are filled in (see the top of this file)
+  // At most kMaxListedLocks (locks_held counts them all): the stuck first, then the longest
+  // held, each with its holder's peer.
+  std::vector<LockView> locks;
   size_t sessions = 0;
   size_t waiters = 0;
   int64_t oldest_wait_ms = 0;  // how long the longest-queued acquire has waited (0: none)
   // Every acquire queued here, longest waiting first, each with its peer; at most
   // kMaxListedWaiters (waiters counts them all). Always filled: waiters are few.
   std::vector<WaiterView> waiter_list;
-  // {key, token} of every grant held: for the scanner only, never shown.
-  std::set<std::pair<std::string, std::string>> held_grants;
+  // {key, value on the masters} of each of `locks`, in the same order: for the presence probe
+  // only, never shown.
+  std::vector<std::pair<std::string, std::string>> listed_grants;
 };
 
 // The counts of masters that decide the quorum's state (core/quorum_state.h).
@@ -69,6 +71,7 @@ inline Readiness ReadinessOf(const Snapshot& s) {
 }
 
 inline constexpr size_t kMaxListedWaiters = 1000;
+inline constexpr size_t kMaxListedLocks = 1000;
 
 class SnapshotBox {
  public:

@@ -104,11 +104,12 @@ std::vector<Finding> PartialLeftovers(const std::vector<LockCopy>& copies, int q
   return out;
 }
 
-std::set<std::string> PartialCandidates(const std::vector<LockCopy>& copies, int quorum,
-                                        const LiveGrants& live) {
-  std::set<std::string> keys;
-  for (const Finding& f : PartialLeftovers(copies, quorum, live)) keys.insert(f.key);
-  return keys;
+Grants PartialGrants(const std::vector<LockCopy>& copies, int quorum) {
+  Grants out;
+  for (const auto& [grant, held] : ByGrant(copies)) {
+    if (static_cast<int>(held.size()) < quorum) out.insert(grant);
+  }
+  return out;
 }
 
 void CarryFirstSeen(std::vector<Finding>& fresh, const std::vector<Finding>& previous,

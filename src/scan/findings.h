@@ -50,7 +50,8 @@ struct LockCopy {
   std::string token;
   int64_t ttl_ms = 0;
 };
-using LiveGrants = std::set<std::pair<std::string, std::string>>;  // {key, token}
+using Grants = std::set<std::pair<std::string, std::string>>;  // {key, token}
+using LiveGrants = Grants;
 
 // Members of one readers set read per pass (core/key_parts.h ListCommand).
 inline constexpr int64_t kMaxReadersRead = 1000;
@@ -77,9 +78,9 @@ std::optional<int64_t> MasterNowMs(const Reply& time);
 std::vector<Finding> PartialLeftovers(const std::vector<LockCopy>& copies, int quorum,
                                       const LiveGrants& live);
 
-// The keys among `copies` that PartialLeftovers would report (to re-check before reporting).
-std::set<std::string> PartialCandidates(const std::vector<LockCopy>& copies, int quorum,
-                                        const LiveGrants& live);
+// The grants among `copies` present on fewer than `quorum` masters (with a TTL): what
+// PartialLeftovers reports unless live (to re-check, then ask whether they are live).
+Grants PartialGrants(const std::vector<LockCopy>& copies, int quorum);
 
 // Findings that were in `previous` keep their first-seen time; new ones get `now_unix_ms`.
 void CarryFirstSeen(std::vector<Finding>& fresh, const std::vector<Finding>& previous,

@@ -210,9 +210,9 @@ void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
                    const std::vector<std::unique_ptr<BlockingConnection>>& conns,
                    const std::vector<LockCopy>& copies, ScanReport& report) {
   const int quorum = QuorumSize(static_cast<int>(settings.masters.size()));
-  const LiveGrants none;
-  // This agent's grants are filtered after the re-read, with a snapshot newer than it.
-  std::set<std::string> candidates = PartialCandidates(copies, quorum, none);
+  // This agent's grants are filtered after the re-read, by asking it about what is left.
+  std::set<std::string> candidates;
+  for (const auto& [key, token] : PartialGrants(copies, quorum)) candidates.insert(key);
   if (candidates.size() > kMaxPartialRechecks) {
     report.partial_note = std::to_string(candidates.size()) + " candidates; checked the first " +
                           std::to_string(kMaxPartialRechecks);
@@ -227,7 +227,9 @@ void CheckPartials(const ScanSettings& settings, const ScanHooks& hooks,
     report.partial_note = "partial check failed: " + *error;
     return;
   }
-  const std::optional<LiveGrants> live = hooks.live ? hooks.live() : std::optional(none);
+  const Grants left = PartialGrants(std::get<std::vector<LockCopy>>(fresh), quorum);
+  const std::optional<LiveGrants> live =
+      !hooks.live || left.empty() ? std::optional(LiveGrants{}) : hooks.live(left);
   if (!live) {
     report.partial_note = "partial check skipped: this agent's own grants could not be read in "
                           "time (its event loop was busy), so its locks could not be told apart";
@@ -325,7 +327,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks) {
 // ---- LeakScanner ------------------------------------------------------------------------------
 
 LeakScanner::LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
-                         std::function<std::optional<LiveGrants>()> live, ScanStats* stats)
+                         ScanHooks::LiveFn live, ScanStats* stats)
     : settings_(std::move(settings)), interval_(interval), live_(std::move(live)), stats_(stats) {}
 
 LeakScanner::~LeakScanner() { Stop(); }

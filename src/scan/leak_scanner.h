@@ -67,9 +67,11 @@ struct ScanReport {
 };
 
 struct ScanHooks {
-  // Grants held through this agent; nullopt when they cannot be read in time (the partial
-  // check is then skipped rather than run against grants that may be stale).
-  std::function<std::optional<LiveGrants>()> live;
+  // Which of the candidate grants are held through this agent, as of after the call; nullopt
+  // when that cannot be told in time (the partial check is then skipped rather than run
+  // against grants that may be stale). Asked about the grants of at most 1,000 keys.
+  using LiveFn = std::function<std::optional<LiveGrants>(const Grants& candidates)>;
+  LiveFn live;
   std::function<bool()> stopping;                      // polled between batches
   std::function<void(std::chrono::microseconds)> pause;  // pacing sleep (may return early)
   ScanStats* stats = nullptr;  // null: not counted
@@ -81,7 +83,7 @@ ScanReport RunScanPass(const ScanSettings& settings, const ScanHooks& hooks);
 class LeakScanner {
  public:
   LeakScanner(ScanSettings settings, std::chrono::milliseconds interval,
-              std::function<std::optional<LiveGrants>()> live, ScanStats* stats);
+              ScanHooks::LiveFn live, ScanStats* stats);
   ~LeakScanner();
   LeakScanner(const LeakScanner&) = delete;
   LeakScanner& operator=(const LeakScanner&) = delete;
@@ -100,7 +102,7 @@ class LeakScanner {
 
   ScanSettings settings_;
   std::chrono::milliseconds interval_;
-  std::function<std::optional<LiveGrants>()> live_;
+  ScanHooks::LiveFn live_;
   ScanStats* stats_;  // null: not counted
   mutable std::mutex mu_;
   std::condition_variable wake_;

@@ -122,6 +122,10 @@ TEST_F(FleetTest, OperatorOnCSeesHolderOnBAndWaiterOnAThenRevokesAndTheWaiterGet
            r["waiters"][0].value("waited_ms", 0) > 0;
   });
   ASSERT_TRUE(row.has_value()) << Fleet(c_).dump(2);
+  // Every answer says how old its read is (an older one is answered rather than waited for).
+  const json view = Fleet(c_);
+  ASSERT_TRUE(view.contains("age_ms") && view["age_ms"].is_number_integer()) << view.dump(1);
+  EXPECT_GE(view["age_ms"].get<int64_t>(), 0);
   const json& h = (*row)["holder"];
   EXPECT_EQ(h["state"], "live");
   EXPECT_EQ(h["agent_name"], "agent-b");

@@ -178,6 +178,33 @@ TEST_F(StateApiTest, StuckLocksComeFirstWithTheReason) {
   EXPECT_EQ(state["locks"][0]["resource"], "renewed");
 }
 
+TEST_F(StateApiTest, AmongMoreLocksThanListedTheStuckComeFirstAndTheirKeysAreChecked) {
+  // 1,001 renewed locks, then the youngest: not renewing with a ttl over stuck_after, so stuck
+  // at once. The state lists 1,000: it must be among them, first, with its key checked on every
+  // master (its name sorts after every other key: a probe taking keys in order would skip it).
+  AgentProcess agent(cluster_, {"--stuck-after-ms", "50000", "--max-ttl-ms", "120000"});
+  auto many = agent.Connect();
+  for (int i = 0; i < 1'001; ++i) {
+    ASSERT_TRUE(many.Acquire("r" + std::to_string(i), 30'000, 1'000, /*renew=*/true)
+                    .value("ok", false))
+        << i;
+  }
+  auto quiet = agent.Connect();
+  const json granted = quiet.Acquire("zz-quiet", 120'000, 1'000, /*renew=*/false);
+  ASSERT_TRUE(granted.value("ok", false)) << granted;
+  const json state = StateWhen(
+      agent,
+      [](const json& s) {
+        auto l = LockOf(s, "zz-quiet");
+        return l && PresenceOf(*l) == std::vector<std::string>(5, "held");
+      },
+      milliseconds(30'000));
+  EXPECT_EQ(state["locks_total"], 1'002);
+  EXPECT_EQ(state["locks"].size(), 1'000u);
+  EXPECT_EQ(state["locks"][0]["resource"], "zz-quiet");
+  EXPECT_EQ(state["locks"][0]["stuck"], true);
+}
+
 TEST_F(StateApiTest, RecordsMasterEventsFailedAcquiresAndHistory) {
   AgentProcess agent(cluster_);
   auto holder = agent.Connect();

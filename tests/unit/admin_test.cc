@@ -318,18 +318,19 @@ TEST(StateView, AnElectionShowsItsLeaderTermAndTheCandidatesWaitingHere) {
   EXPECT_TRUE(plain["election"].is_null());
 }
 
-TEST(StateView, ListsAtMostMaxLockRowsStuckFirst) {
+TEST(StateView, ListsTheSnapshotsLocksStuckFirstAndCountsAllHeld) {
   Snapshot s;
-  for (size_t i = 0; i < kMaxLockRows + 5; ++i) {
+  for (size_t i = 0; i < kMaxListedLocks; ++i) {
     s.locks.push_back(Lock("r" + std::to_string(i), 10, 1000, true));
   }
   s.locks.back() = Lock("stuck", 1, 7'200'000, false);  // the last one, and the only stuck one
+  s.locks_held = kMaxListedLocks + 5;  // more are held than the snapshot lists
   StateInputs in;
   in.snapshot = &s;
   in.stuck_after_ms = 60'000;
   const auto view = StateView(in);
-  EXPECT_EQ(view["locks_total"], kMaxLockRows + 5);
-  ASSERT_EQ(view["locks"].size(), kMaxLockRows);
+  EXPECT_EQ(view["locks_total"], kMaxListedLocks + 5);
+  ASSERT_EQ(view["locks"].size(), kMaxListedLocks);
   EXPECT_EQ(view["locks"][0]["resource"], "stuck");
 }
 

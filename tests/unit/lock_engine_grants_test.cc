@@ -96,13 +96,13 @@ TEST_F(LockEngineGrantsTest, AllWaitersListsLongestWaitingFirstWithoutCancelledO
   EXPECT_EQ(all[1].session, 4u);
 }
 
-TEST_F(LockEngineGrantsTest, OldestLocksKeepsTheLongestHeldInTheOrderOfAllLocks) {
+TEST_F(LockEngineGrantsTest, ListedLocksKeepsTheLongestHeldInTheOrderOfAllLocks) {
   MakeEngine();
   for (int i = 0; i < 6; ++i) {
     Hold(1, "r" + std::to_string(i));
     RunFor(3);  // acquisition times apart
   }
-  const std::vector<LockView> two = engine_->books().OldestLocks(2);
+  const std::vector<LockView> two = engine_->books().ListedLocks(2, std::chrono::steady_clock::now());
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].resource, "r0");
   EXPECT_EQ(two[1].resource, "r1");
@@ -111,10 +111,10 @@ TEST_F(LockEngineGrantsTest, OldestLocksKeepsTheLongestHeldInTheOrderOfAllLocks)
 
   std::vector<std::string> all, oldest;
   for (const LockView& l : engine_->books().AllLocks()) all.push_back(l.resource);
-  for (const LockView& l : engine_->books().OldestLocks(100)) oldest.push_back(l.resource);
+  for (const LockView& l : engine_->books().ListedLocks(100, std::chrono::steady_clock::now())) oldest.push_back(l.resource);
   EXPECT_EQ(oldest, all) << "a bound above the count lists every lock, as AllLocks does";
   EXPECT_EQ(all, (std::vector<std::string>{"r0", "r1", "r2", "r3", "r4", "r5"}));
-  EXPECT_TRUE(engine_->books().OldestLocks(0).empty());
+  EXPECT_TRUE(engine_->books().ListedLocks(0, std::chrono::steady_clock::now()).empty());
 }
 
 TEST_F(LockEngineGrantsTest, RevokeGrantWithTheHoldersValueRevokesAndTheNextWaiterGoes) {

@@ -1,6 +1,6 @@
 // ResourceTable's bounded views against a walk of every resource (the oracle): holds installed
 // and taken, waiters queued, popped, taken, cancelled and dropped in seeded random orders.
-// OldestLocks and AllWaiters must list exactly what a full walk and sort would, and the counts
+// ListedLocks and AllWaiters must list exactly what a full walk and sort would, and the counts
 // must match the queues.
 
 #include "locking/resource_table.h"
@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <random>
 #include <string>
 #include <vector>
@@ -17,37 +18,49 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct OracleHold {
-  Clock::time_point acquired;
-  std::string name;
-  uint64_t serial;
-};
+constexpr int64_t kStuckAfterMs = 50'000;
+
+// A listed hold: whether it is stuck, its resource and serial.
+using Listed = std::tuple<bool, std::string, uint64_t>;
 
 class Tables {
  public:
-  Tables() : table_("lockwarden:", "lockwarden:fence:", "agent:", nullptr) {}
+  Tables() : table_("lockwarden:", "lockwarden:fence:", "agent:", nullptr, kStuckAfterMs) {}
 
-  // The `limit` oldest holds by (acquired, name, serial), from a walk of every resource.
-  std::vector<std::pair<std::string, uint64_t>> OracleOldest(size_t limit) {
-    std::vector<OracleHold> all;
+  // The `limit` holds listed first as of `now`, from a walk of every resource: the stuck (held
+  // over kStuckAfterMs, or not renewing with a longer ttl), then the others, each by (acquired,
+  // name, serial).
+  std::vector<Listed> OracleListed(size_t limit, Clock::time_point now) {
+    std::vector<std::tuple<bool, Clock::time_point, std::string, uint64_t>> all;
     table_.ForEach([&](const std::string& name, Resource& r) {
-      for (const auto& h : r.holders) all.push_back({h->acquired, name, h->serial});
+      for (const auto& h : r.holders) {
+        const bool stuck = now - h->acquired > std::chrono::milliseconds(kStuckAfterMs) ||
+                           (!h->renew && h->ttl_ms > kStuckAfterMs);
+        all.emplace_back(!stuck, h->acquired, name, h->serial);
+      }
     });
-    std::sort(all.begin(), all.end(), [](const OracleHold& a, const OracleHold& b) {
-      if (a.acquired != b.acquired) return a.acquired < b.acquired;
-      if (a.name != b.name) return a.name < b.name;
-      return a.serial < b.serial;
-    });
+    std::sort(all.begin(), all.end());
     if (all.size() > limit) all.resize(limit);
-    std::vector<std::pair<std::string, uint64_t>> out;
-    for (const auto& h : all) out.emplace_back(h.name, h.serial);
-    std::sort(out.begin(), out.end());
+    std::vector<Listed> out;
+    for (const auto& [not_stuck, at, name, serial] : all) out.emplace_back(!not_stuck, name, serial);
     return out;
   }
-  std::vector<std::pair<std::string, uint64_t>> Oldest(size_t limit) {
-    std::vector<std::pair<std::string, uint64_t>> out;
-    for (const LockView& v : table_.OldestLocks(limit)) out.emplace_back(v.resource, v.hold);
-    std::sort(out.begin(), out.end());
+  // What ListedLocks lists, with each view's stuck state read from the view itself; checks that
+  // the grants are the listed holds'.
+  std::vector<Listed> TableListed(size_t limit, Clock::time_point now) {
+    std::vector<Listed> out;
+    ResourceTable::GrantPairs grants;
+    const std::vector<LockView> views = table_.ListedLocks(limit, now, &grants);
+    EXPECT_EQ(grants.size(), views.size());
+    for (size_t i = 0; i < views.size(); ++i) {
+      const LockView& v = views[i];
+      const bool stuck = v.held_ms > kStuckAfterMs || (!v.renew && v.ttl_ms > kStuckAfterMs);
+      out.emplace_back(stuck, v.resource, v.hold);
+      if (i < grants.size()) {
+        EXPECT_EQ(grants[i].first, v.key);
+        EXPECT_TRUE(table_.FindGrant(grants[i].first, grants[i].second)) << v.resource;
+      }
+    }
     return out;
   }
   // The `limit` oldest waiters still waiting, by (requested, id), from a walk: {name, session}.
@@ -82,14 +95,17 @@ class Tables {
 void RunSeed(uint32_t seed, int steps, int resources, int check_every) {
   std::mt19937 rng(seed);
   Tables t;
-  const auto base = Clock::now();
+  // Holds are acquired 105 s to 35 s before `now` (the time every view is asked at), 10 s
+  // apart: those from before 50 s are stuck by age.
+  const auto now = Clock::now();
+  const auto base = now - std::chrono::seconds(105);
   uint64_t next_id = 1;
   auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<uint32_t>(n)); };
   for (int step = 0; step < steps; ++step) {
     const std::string name = "r" + std::to_string(pick(resources));
     Resource& r = t.table_.Add(name, LockShape{});
     // Times collide on purpose (a few distinct values), so ties are broken by name and id.
-    const auto at = base + std::chrono::milliseconds(pick(8));
+    const auto at = base + std::chrono::seconds(10 * pick(8));
     switch (pick(7)) {
       case 0:
       case 1: {  // install a hold
@@ -98,6 +114,8 @@ void RunSeed(uint32_t seed, int steps, int resources, int check_every) {
         h->session = static_cast<SessionId>(1 + pick(5));
         h->acquired = at;
         h->valid_until = at + std::chrono::seconds(30);
+        h->renew = pick(2) == 0;  // not renewing with a ttl over stuck_after: stuck however young
+        h->ttl_ms = std::array<int64_t, 3>{1'000, 60'000, 600'000}[static_cast<size_t>(pick(3))];
         t.table_.Install(r, name, std::move(h));
         break;
       }
@@ -143,8 +161,9 @@ void RunSeed(uint32_t seed, int steps, int resources, int check_every) {
         break;
     }
     if (step % check_every != 0 && step != steps - 1) continue;
-    for (size_t limit : {size_t{0}, size_t{1}, size_t{3}, size_t{1000}}) {
-      ASSERT_EQ(t.Oldest(limit), t.OracleOldest(limit)) << "seed " << seed << " step " << step;
+    for (size_t limit : {size_t{0}, size_t{1}, size_t{3}, size_t{10}, size_t{1000}}) {
+      ASSERT_EQ(t.TableListed(limit, now), t.OracleListed(limit, now))
+          << "seed " << seed << " step " << step;
       ASSERT_EQ(t.Waiters(limit), t.OracleWaiters(limit)) << "seed " << seed << " step " << step;
     }
     ASSERT_EQ(t.table_.waiters(), t.OracleWaiterCount()) << "seed " << seed << " step " << step;

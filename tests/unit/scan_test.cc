@@ -61,7 +61,7 @@ TEST(PartialLeftovers, LiveGrantOfThisAgentIsNeverReported) {
   auto found = PartialLeftovers(copies, 2, live);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].master, 1u);
-  EXPECT_EQ(PartialCandidates(copies, 2, live), std::set<std::string>{"lock:a"});
+  EXPECT_EQ(PartialGrants(copies, 2), (Grants{{"lock:a", "mine"}, {"lock:a", "other"}}));
 }
 
 TEST(PartialLeftovers, CopiesWithoutTtlAreLeftToTheNoTtlFinding) {
