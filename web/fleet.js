@@ -138,6 +138,10 @@
       const n = Array.isArray(d.masters) ? d.masters.length : 0;
       parts.push('Read from ' + d.masters_read + ' of ' + n + ' masters in ' + fmtDur(d.read_seconds * 1000) +
         (d.complete ? '' : ' \u2014 INCOMPLETE: fewer than the quorum of ' + d.quorum + ' answered; locks may be missing') + '.');
+      if (d.rows_complete === false) {
+        parts.push('Rows for this filter come with the next read; until then only those kept for other filters are shown.');
+        st.classList.add('is-warn');
+      }
       if (isFinite(d.age_ms) && d.age_ms > 10000) {
         parts.push('This read ended ' + fmtDur(d.age_ms) + ' ago: a newer one has not ended yet.');
         st.classList.add('is-warn');

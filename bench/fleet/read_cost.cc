@@ -78,10 +78,12 @@ int main(int argc, char** argv) {
   }
   const long rss_with_view = StatusKb("VmRSS");
   std::printf(
-      "{\"keys\":%llu,\"locks\":%zu,\"agents\":%zu,\"masters_read\":%d,\"complete\":%s,"
+      "{\"keys\":%llu,\"locks\":%llu,\"rows_kept\":%zu,\"agents\":%zu,\"masters_read\":%d,"
+      "\"complete\":%s,"
       "\"read_seconds\":%.3f,\"wall_seconds\":%.3f,\"rss_before_kib\":%ld,"
       "\"rss_with_view_kib\":%ld,\"hwm_kib\":%ld}\n",
-      static_cast<unsigned long long>(view->keys), view->locks.size(), view->agents.size(),
+      static_cast<unsigned long long>(view->keys),
+      static_cast<unsigned long long>(view->locks_total), view->locks.size(), view->agents.size(),
       view->masters_read, view->complete ? "true" : "false", view->read_seconds, wall, rss_before,
       rss_with_view, StatusKb("VmHWM"));
   reader.Stop();

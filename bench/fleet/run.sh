@@ -8,7 +8,8 @@
 #   heartbeat pipeline every heartbeat_ttl/3 (bench/fleet/heartbeat_load.py): the master's CPU,
 #   commands/s and memory per agent. Needs no lockwarden code.
 # read: 5 fresh masters holding 1k, 10k, 100k lock keys (FLEET_LOCKS) with fleet lock values and
-#   5 agents' registry entries (bench/fleet/fill_locks.py | redis-cli --pipe), then one fleet table
+#   FLEET_READ_AGENTS (5) agents' registry entries and reports (bench/fleet/fill_locks.py |
+#   redis-cli --pipe), then one fleet table
 #   read each by build/bench/lw_bench_fleet_read (FleetReader): its time and memory, and each
 #   master's CPU (INFO used_cpu_sys + used_cpu_user, before and after).
 set -euo pipefail
@@ -42,7 +43,8 @@ for part in "${parts[@]}"; do
     for n in ${FLEET_LOCKS:-1000 10000 100000}; do
       for p in "${ports[@]}"; do
         redis-cli -p "$p" flushall >/dev/null
-        python3 "$HERE/fill_locks.py" --locks "$n" | redis-cli -p "$p" --pipe >/dev/null
+        python3 "$HERE/fill_locks.py" --locks "$n" --agents "${FLEET_READ_AGENTS:-5}" |
+          redis-cli -p "$p" --pipe >/dev/null
       done
       before=()
       for p in "${ports[@]}"; do before+=("$(cpu_of "$p")"); done
@@ -51,7 +53,7 @@ for part in "${parts[@]}"; do
       for i in "${!ports[@]}"; do
         cpu+=$(awk -v a="${before[$i]}" -v b="$(cpu_of "${ports[$i]}")" 'BEGIN { printf "%.3f ", b - a }')
       done
-      echo "== read: $n locks on 5 masters: $out; master CPU s: $cpu"
+      echo "== read: $n locks of ${FLEET_READ_AGENTS:-5} agents on 5 masters: $out; master CPU s: $cpu"
     done
     ;;
   *) echo "unknown part $part (heartbeat, read)" >&2; exit 64 ;;

@@ -31,9 +31,11 @@ const Failure& FleetOff() {
 }
 
 // The fleet view, or the failure to answer with (fleet off: 404; no view in time: 503).
-std::variant<std::shared_ptr<const fleet::FleetView>, Failure> ReadFleet(const AdminContext& ctx) {
+// `prefix`: the resources whose rows the answer lists.
+std::variant<std::shared_ptr<const fleet::FleetView>, Failure> ReadFleet(const AdminContext& ctx,
+                                                                         const std::string& prefix) {
   if (ctx.fleet == nullptr) return FleetOff();
-  auto view = ctx.fleet->View(UnixMsNow() - kFleetFreshMs, kFleetWait);
+  auto view = ctx.fleet->View(UnixMsNow() - kFleetFreshMs, kFleetWait, prefix);
   if (!view) {
     return Failure{ErrorCode::kUnavailable,
                    "no fleet view yet: the first read of the masters has not ended within 1.5 s "
@@ -78,7 +80,7 @@ ActionResult ResultOf(const fleet::RevokeResult& r) {
 void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto query = ParseFleetQuery(req.get_param_value("prefix"), req.get_param_value("limit"));
   if (auto* failure = std::get_if<Failure>(&query)) return SendFailure(res, *failure);
-  auto view = ReadFleet(ctx);
+  auto view = ReadFleet(ctx, std::get<FleetQuery>(query).prefix);
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
   SendFleetJson(res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)),
                 *std::get<0>(view));
@@ -87,7 +89,7 @@ void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::R
 void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
   auto resource = ParseWhoQuery(req.get_param_value("resource"));
   if (auto* failure = std::get_if<Failure>(&resource)) return SendFailure(res, *failure);
-  auto view = ReadFleet(ctx);
+  auto view = ReadFleet(ctx, std::get<std::string>(resource));
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
   SendFleetJson(res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)),
                 *std::get<0>(view));

@@ -209,7 +209,8 @@ ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& s
     locks.push_back(LockJson(*l, view));
   }
   out["locks"] = std::move(locks);
-  out["locks_total"] = view.locks.size();
+  out["locks_total"] = view.locks_total;
+  out["rows_complete"] = fleet::RowsComplete(view, query.prefix);
   out["keys"] = view.keys;
   out["prefix"] = query.prefix;
   out["limit"] = query.limit;

@@ -1,6 +1,9 @@
 #include "fleet/reader.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <map>
 
 #include "core/key_parts.h"
 #include "core/redlock_math.h"
@@ -23,31 +26,72 @@ constexpr int64_t kMaxReaders = 1000;
 // A read starts no sooner than this many times as long as the previous one took.
 constexpr int kDutyFactor = 10;
 
-// One read of one master, on the reader's thread.
-class MasterReader {
+// One read of every master, on the reader's thread: the registry of each, then each master's
+// lock keys in turn, SCAN batch by SCAN batch. A batch's keys are read on every master at once
+// (so the builder sees all copies of a key together) unless an earlier master holds the key:
+// then that master's walk has read it already (a key created on it since is left to the next
+// read). A master that fails is read no further; what it said before counts.
+class Walk {
  public:
-  MasterReader(const ReaderSettings& settings, MasterLinks& links, size_t index,
-               std::function<bool(std::chrono::microseconds)> pause)
-      : settings_(settings), links_(links), index_(index), pause_(std::move(pause)) {}
+  Walk(const ReaderSettings& settings, MasterLinks& links, ViewBuilder& builder,
+       std::function<bool(std::chrono::microseconds)> pause)
+      : settings_(settings), links_(links), builder_(builder), pause_(std::move(pause)),
+        status_(links.size()) {}
 
-  MasterRead Read() {
-    MasterRead out;
-    out.master = links_.Display(index_);
-    const auto started = SteadyClock::now();
-    std::string error = ReadRegistry(out);
-    if (error.empty()) error = ScanLocks(out);
-    out.ok = error.empty();
-    out.error = error;
-    out.seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
-    if (out.ok) links_.Worked(index_);
-    return out;
+  std::vector<MasterRead> Run() {
+    std::vector<MasterRead> registry(links_.size());
+    std::map<std::string, HolderReport> freshest;  // per agent: one report, not one per master
+    for (size_t i = 0; i < links_.size(); ++i) {
+      status_[i].master = links_.Display(i);
+      const auto started = SteadyClock::now();
+      status_[i].error = ReadRegistry(i, registry[i]);
+      status_[i].ok = status_[i].error.empty();
+      status_[i].seconds = Since(started);
+      registry[i].ok = status_[i].ok;
+      if (!registry[i].ok) continue;
+      for (auto& [id, report] : registry[i].reports) {
+        auto [it, fresh] = freshest.try_emplace(id);
+        if (fresh || report.unix_ms > it->second.unix_ms) it->second = std::move(report);
+      }
+      registry[i].reports.clear();
+    }
+    for (auto& [id, report] : freshest) {
+      for (MasterRead& m : registry) {
+        if (m.ok) {
+          m.reports.emplace_back(id, std::move(report));
+          break;
+        }
+      }
+    }
+    freshest.clear();
+    builder_.AddRegistry(registry);
+    registry.clear();
+    for (size_t j = 0; j < links_.size(); ++j) {
+      if (!status_[j].ok) continue;
+      const auto started = SteadyClock::now();
+      if (const std::string error = ScanLocks(j); !error.empty()) Fail(j, error);
+      status_[j].seconds += Since(started);
+    }
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (status_[i].ok) links_.Worked(i);
+    }
+    return std::move(status_);
   }
 
  private:
-  // The replies of `commands`, or "" with the error in `error`.
-  std::optional<std::vector<Reply>> Send(const std::vector<Command>& commands,
+  static double Since(SteadyClock::time_point t) {
+    return std::chrono::duration<double>(SteadyClock::now() - t).count();
+  }
+
+  void Fail(size_t i, const std::string& error) {
+    status_[i].ok = false;
+    if (status_[i].error.empty()) status_[i].error = error;
+  }
+
+  // The replies of `commands` on master i, or nullopt with the error in `error`.
+  std::optional<std::vector<Reply>> Send(size_t i, const std::vector<Command>& commands,
                                          std::string& error) {
-    auto replies = links_.Pipeline(index_, commands);
+    auto replies = links_.Pipeline(i, commands);
     if (auto* e = std::get_if<std::string>(&replies)) {
       error = *e;
       return std::nullopt;
@@ -55,14 +99,15 @@ class MasterReader {
     return std::move(std::get<std::vector<Reply>>(replies));
   }
 
-  std::string ReadRegistry(MasterRead& out) {
+  std::string ReadRegistry(size_t i, MasterRead& out) {
     std::string error;
     const std::string since = std::to_string(UnixMsNow() - kIndexSlackMs);
-    auto ids = Send({{"ZRANGEBYSCORE", AgentsIndexKey(), since, "+inf", "LIMIT", "0",
+    auto ids = Send(i,
+                    {{"ZRANGEBYSCORE", AgentsIndexKey(), since, "+inf", "LIMIT", "0",
                       std::to_string(kMaxAgents)}},
                     error);
     if (!ids) return error;
-    if ((*ids)[0].kind != Reply::Kind::kArray) return Refused((*ids)[0]);
+    if ((*ids)[0].kind != Reply::Kind::kArray) return Refused(i, (*ids)[0]);
     std::vector<std::string> members;
     std::vector<Command> gets;
     for (const Reply& id : (*ids)[0].elements) {
@@ -72,40 +117,39 @@ class MasterReader {
       gets.push_back({"GET", HoldersKey(id.text)});
     }
     if (gets.empty()) return "";
-    auto values = Send(gets, error);
+    auto values = Send(i, gets, error);
     if (!values) return error;
-    for (size_t i = 0; i < members.size(); ++i) {
-      const Reply& entry = (*values)[2 * i];
-      const Reply& report = (*values)[2 * i + 1];
+    for (size_t m = 0; m < members.size(); ++m) {
+      const Reply& entry = (*values)[2 * m];
+      const Reply& report = (*values)[2 * m + 1];
       if (entry.kind != Reply::Kind::kString) continue;  // expired, or not ours
       std::optional<AgentRecord> record = DecodeAgentRecord(entry.text);
-      if (!record || record->id != members[i]) continue;
+      if (!record || record->id != members[m]) continue;
       out.agents.push_back(std::move(*record));
       if (report.kind != Reply::Kind::kString) continue;
       if (std::optional<HolderReport> r = DecodeHolderReport(report.text)) {
-        out.reports.emplace_back(members[i], std::move(*r));
+        out.reports.emplace_back(members[m], std::move(*r));
       }
     }
     return "";
   }
 
-  std::string ScanLocks(MasterRead& out) {
+  std::string ScanLocks(size_t j) {
     const std::string pattern = PrefixPattern(settings_.key_prefix);
     const std::string count = std::to_string(settings_.batch);
     const auto started = SteadyClock::now();
     uint64_t work = 0;
     std::string cursor = "0", error;
     do {
-      auto scanned = Send({{"SCAN", cursor, "MATCH", pattern, "COUNT", count}}, error);
+      auto scanned = Send(j, {{"SCAN", cursor, "MATCH", pattern, "COUNT", count}}, error);
       if (!scanned) return error;
       const Reply& r = (*scanned)[0];
-      if (r.kind != Reply::Kind::kArray || r.elements.size() != 2) return Refused(r);
+      if (r.kind != Reply::Kind::kArray || r.elements.size() != 2) return Refused(j, r);
       cursor = r.elements[0].text;
-      if (!r.elements[1].elements.empty() && !ReadCopies(r.elements[1].elements, out, error)) {
-        return error;
-      }
       const uint64_t returned = r.elements[1].elements.size();
-      out.keys_walked += returned;
+      status_[j].keys_walked += returned;
+      if (returned > 0) ReadBatch(j, r.elements[1].elements);
+      if (!status_[j].ok) return status_[j].error;
       // Paced on the keys the master walked: a SCAN call visits about COUNT keys however few
       // match (as the leak scanner does).
       work += std::max<uint64_t>(returned, static_cast<uint64_t>(settings_.batch));
@@ -117,39 +161,79 @@ class MasterReader {
     return "";
   }
 
+  // The keys master j's SCAN returned that no earlier master holds, read on every master.
+  void ReadBatch(size_t j, const std::vector<Reply>& scanned) {
+    std::vector<std::string> keys;
+    for (const Reply& k : scanned) keys.push_back(k.text);
+    for (size_t i = 0; i < j && !keys.empty(); ++i) {
+      if (status_[i].ok) keys = NotOn(i, std::move(keys));
+    }
+    if (keys.empty()) return;
+    std::vector<MasterRead> batch(links_.size());
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (!status_[i].ok) continue;
+      std::string error;
+      if (ReadCopies(i, keys, batch[i], error)) {
+        batch[i].ok = true;
+      } else {
+        Fail(i, error);
+      }
+    }
+    builder_.AddCopies(batch);
+  }
+
+  // The keys of `keys` that master i does not hold (all of them if it fails).
+  std::vector<std::string> NotOn(size_t i, std::vector<std::string> keys) {
+    std::vector<Command> exists;
+    for (const std::string& k : keys) exists.push_back({"EXISTS", k});
+    std::string error;
+    auto replies = Send(i, exists, error);
+    if (!replies) {
+      Fail(i, error);
+      return keys;
+    }
+    std::vector<std::string> out;
+    for (size_t n = 0; n < keys.size(); ++n) {
+      const Reply& r = (*replies)[n];
+      if (!(r.kind == Reply::Kind::kInteger && r.integer > 0)) out.push_back(std::move(keys[n]));
+    }
+    return out;
+  }
+
   // Each key's ListCommand with scores (core/key_parts.h: GET, or ZRANGE WITHSCORES of a
   // readers set, at most kMaxReaders members) + PTTL, and the master's TIME once per batch
   // when a readers set is among them, to tell each reader's validity from its score.
-  bool ReadCopies(const std::vector<Reply>& keys, MasterRead& out, std::string& error) {
+  bool ReadCopies(size_t i, const std::vector<std::string>& keys, MasterRead& out,
+                  std::string& error) {
     std::vector<Command> commands;
     bool readers = false;
     std::vector<bool> is_readers;
-    for (const Reply& k : keys) {
-      const KeyPartRow& row = RowToRead(settings_.key_prefix, k.text);
+    for (const std::string& k : keys) {
+      const KeyPartRow& row = RowToRead(settings_.key_prefix, k);
       is_readers.push_back(row.value == PartValue::kMembers);
       readers = readers || is_readers.back();
-      commands.push_back(ListCommand(row, k.text, kMaxReaders, /*scores=*/true));
-      commands.push_back({"PTTL", k.text});
+      commands.push_back(ListCommand(row, k, kMaxReaders, /*scores=*/true));
+      commands.push_back({"PTTL", k});
     }
     if (readers) commands.push_back({"TIME"});
-    auto replies = Send(commands, error);
+    auto replies = Send(i, commands, error);
     if (!replies) return false;
     const std::optional<int64_t> now_ms = readers ? MasterMs(replies->back()) : std::nullopt;
     if (readers && !now_ms) {
-      error = links_.Display(index_) + ": TIME: unexpected reply";
+      error = links_.Display(i) + ": TIME: unexpected reply";
       return false;
     }
-    for (size_t i = 0; i < keys.size(); ++i) {
-      const Reply& value = (*replies)[2 * i];
-      const Reply& pttl = (*replies)[2 * i + 1];
+    for (size_t n = 0; n < keys.size(); ++n) {
+      const Reply& value = (*replies)[2 * n];
+      const Reply& pttl = (*replies)[2 * n + 1];
       // Gone since SCAN saw it (-2), or of a type no lock has: skipped.
       if (pttl.kind != Reply::Kind::kInteger || pttl.integer < -1) continue;
-      if (is_readers[i]) {
-        for (auto& copy : ReaderCopies(keys[i].text, value, pttl.integer, *now_ms)) {
+      if (is_readers[n]) {
+        for (auto& copy : ReaderCopies(keys[n], value, pttl.integer, *now_ms)) {
           out.copies.push_back(std::move(copy));
         }
       } else if (value.kind == Reply::Kind::kString) {
-        out.copies.push_back({keys[i].text, value.text, pttl.integer});
+        out.copies.push_back({keys[n], value.text, pttl.integer});
       }
     }
     return true;
@@ -165,39 +249,34 @@ class MasterReader {
     }
   }
 
-  std::string Refused(const Reply& r) {
+  std::string Refused(size_t i, const Reply& r) {
     const std::string error =
-        links_.Display(index_) + ": " + (r.kind == Reply::Kind::kError ? r.text : "unexpected reply");
-    links_.Failed(index_, error);
+        links_.Display(i) + ": " + (r.kind == Reply::Kind::kError ? r.text : "unexpected reply");
+    links_.Failed(i, error);
     return error;
   }
 
   const ReaderSettings& settings_;
   MasterLinks& links_;
-  size_t index_;
+  ViewBuilder& builder_;
   std::function<bool(std::chrono::microseconds)> pause_;  // false: stop reading
+  std::vector<MasterRead> status_;  // per master: master, ok, error, seconds, keys_walked
 };
 
 void SetTotals(const FleetView& view, FleetTotals& totals) {
-  double drifted = 0, locks = 0, gone = 0, stuck = 0, oldest = 0, waiters = 0;
+  double drifted = 0, waiters = 0;
   for (const FleetAgent& a : view.agents) {
     drifted += a.drift.empty() ? 0 : 1;
     waiters += static_cast<double>(a.waiters_total);
   }
-  for (const FleetLock& l : view.locks) {
-    if (!l.quorum) continue;  // a minority copy is the leak scanner's business
-    ++locks;
-    gone += l.state == HolderState::kGone ? 1 : 0;
-    if (l.stuck_reason.empty()) continue;
-    ++stuck;
-    oldest = std::max(oldest, static_cast<double>(std::max<int64_t>(l.held_ms, 0)) / 1000.0);
-  }
+  // Every row of the read counts, kept or not; a minority copy is the leak scanner's business.
   totals.agents.Set(static_cast<double>(view.agents.size()));
   totals.agents_drifted.Set(drifted);
-  totals.locks.Set(locks);
-  totals.locks_orphaned.Set(gone);
-  totals.locks_stuck.Set(stuck);
-  totals.oldest_stuck.Set(oldest);
+  totals.locks.Set(static_cast<double>(view.counts.locks));
+  totals.locks_orphaned.Set(static_cast<double>(view.counts.gone));
+  totals.locks_stuck.Set(static_cast<double>(view.counts.stuck));
+  totals.oldest_stuck.Set(static_cast<double>(std::max<int64_t>(view.counts.oldest_stuck_held_ms, 0)) /
+                          1000.0);
   totals.waiters.Set(waiters);
   totals.read_timestamp.Set(static_cast<double>(view.read_unix_ms) / 1000.0);
 }
@@ -226,10 +305,13 @@ void FleetReader::Stop() {
 }
 
 std::shared_ptr<const FleetView> FleetReader::View(int64_t newer_than_unix_ms,
-                                                   std::chrono::milliseconds wait) {
+                                                   std::chrono::milliseconds wait,
+                                                   const std::string& prefix) {
   std::unique_lock lock(mu_);
+  asks_[prefix] = SteadyClock::now();
   const auto fits = [&] {
-    return latest_ != nullptr && latest_->read_unix_ms > newer_than_unix_ms;
+    return latest_ != nullptr && latest_->read_unix_ms > newer_than_unix_ms &&
+           RowsComplete(*latest_, prefix);
   };
   if (fits() && SteadyClock::now() - latest_at_ < settings_.refresh) return latest_;
   const std::shared_ptr<const FleetView> before = latest_;
@@ -237,6 +319,25 @@ std::shared_ptr<const FleetView> FleetReader::View(int64_t newer_than_unix_ms,
   wake_.notify_all();
   done_.wait_for(lock, wait, [&] { return stopping_ || (latest_ != before && fits()); });
   return latest_;
+}
+
+std::vector<std::string> FleetReader::Asks() {
+  const auto now = SteadyClock::now();
+  std::erase_if(asks_, [&](const auto& ask) { return now - ask.second > kAskFor; });
+  std::vector<std::pair<SteadyClock::time_point, std::string>> recent;
+  for (const auto& [prefix, at] : asks_) {
+    if (!prefix.empty()) recent.emplace_back(at, prefix);
+  }
+  std::sort(recent.begin(), recent.end(), std::greater<>());  // the most recent first
+  std::vector<std::string> out = {""};
+  for (const auto& [at, prefix] : recent) {
+    if (out.size() >= kMaxAsks) {
+      asks_.erase(prefix);
+      continue;
+    }
+    out.push_back(prefix);
+  }
+  return out;
 }
 
 std::shared_ptr<const FleetView> FleetReader::Latest() const {
@@ -259,6 +360,7 @@ void FleetReader::Run() {
   SteadyClock::duration last_took{};
   while (true) {
     bool keep_fresh = false;
+    std::vector<std::string> asks;
     {
       std::unique_lock lock(mu_);
       // A read starts when asked for (or kept fresh), and never sooner than refresh after the
@@ -274,10 +376,14 @@ void FleetReader::Run() {
       if (!wanted_ && !keep_fresh_) continue;
       wanted_ = false;
       keep_fresh = keep_fresh_;
+      asks = Asks();
     }
     last_start = SteadyClock::now();
-    auto view = std::make_shared<const FleetView>(Read(links));
+    auto view = std::make_shared<const FleetView>(Read(links, std::move(asks)));
     last_took = SteadyClock::now() - *last_start;
+    // The read's batches and reports are freed: give their pages back, so that the agent's
+    // RSS is what it keeps (the view), not the largest read it made.
+    malloc_trim(0);
     if (keep_fresh && stats_ && view->complete) SetTotals(*view, stats_->totals);
     {
       std::lock_guard lock(mu_);
@@ -288,26 +394,34 @@ void FleetReader::Run() {
   }
 }
 
-FleetView FleetReader::Read(MasterLinks& links) {
+FleetView FleetReader::Read(MasterLinks& links, std::vector<std::string> asks) {
   const auto started = SteadyClock::now();
   const auto pause = [this](std::chrono::microseconds delay) {
     std::unique_lock lock(mu_);
     return !wake_.wait_for(lock, delay, [this] { return stopping_; });
   };
-  ViewInputs in;
-  in.key_prefix = settings_.key_prefix;
-  in.stuck_after_ms = settings_.stuck_after_ms;
-  for (size_t i = 0; i < links.size(); ++i) {
-    in.masters.push_back(MasterReader(settings_, links, i, pause).Read());
-    if (stats_ && !in.masters.back().ok) stats_->own.read_errors.Inc();
+  ViewSettings view;
+  view.key_prefix = settings_.key_prefix;
+  view.stuck_after_ms = settings_.stuck_after_ms;
+  view.now_unix_ms = UnixMsNow();
+  view.masters = static_cast<int>(links.size());
+  view.asks = std::move(asks);
+  view.keep = kKeptRows;
+  ViewBuilder builder(std::move(view));
+  std::vector<MasterRead> masters = Walk(settings_, links, builder, pause).Run();
+  if (stats_) {
+    for (const MasterRead& m : masters) {
+      if (!m.ok) stats_->own.read_errors.Inc();
+    }
   }
-  in.read_seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
-  in.now_unix_ms = UnixMsNow();
+  const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
   if (stats_) {
     stats_->own.reads.Inc();
-    stats_->own.read_duration.Set(in.read_seconds);
+    stats_->own.read_duration.Set(seconds);
   }
-  return BuildView(std::move(in));
+  FleetView out = builder.Finish(std::move(masters), seconds);
+  out.read_unix_ms = UnixMsNow();  // when it ended: a view asked for before that may be it
+  return out;
 }
 
 }  // namespace lw::fleet

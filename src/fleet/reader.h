@@ -3,10 +3,13 @@
 // own blocking connections, and only while someone wants it: a page or API read (View), the
 // CLI, or the reporter (which reads every refresh period to export fleet totals).
 //
-// A read: on every master, in turn, the registry (ZRANGE of the index, then the entries and
-// holder reports of its members, pipelined), then SCAN MATCH "<key_prefix>*" COUNT batch with
-// GET + PTTL of every key (ZRANGE WITHSCORES + PTTL of a readers set, and the master's TIME),
-// pipelined per batch, paced to keys_per_second like the leak scanner.
+// A read: on every master the registry (ZRANGE of the index, then the entries and holder
+// reports of its members, pipelined); then on every master in turn SCAN MATCH "<key_prefix>*"
+// COUNT batch, each batch's keys that no earlier master holds (EXISTS) read on every master
+// (GET + PTTL, ZRANGE WITHSCORES + PTTL of a readers set, and the master's TIME), pipelined,
+// paced to keys_per_second like the leak scanner. The view (fleet/view.h ViewBuilder) counts
+// every row and keeps, for each resource prefix asked for in the last kAskFor (and for all),
+// the first kKeptRows rows: its memory does not grow with the locks read.
 // Reads start at most once per refresh, and no sooner after the previous one than ten times as
 // long as it took (the cost bound), and a read with fewer than a quorum
 // of masters answering is marked incomplete. Its cost is counted (FleetStats) and in the view.
@@ -14,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -42,6 +46,13 @@ class MasterLinks;
 
 class FleetReader {
  public:
+  // Rows kept per prefix asked for: the API's largest limit.
+  static constexpr size_t kKeptRows = 1000;
+  // How long a prefix asked for is kept by later reads; at most kMaxAsks prefixes (the least
+  // recently asked go first).
+  static constexpr std::chrono::seconds kAskFor{60};
+  static constexpr size_t kMaxAsks = 16;
+
   FleetReader(ReaderSettings settings, FleetStats* stats);
   ~FleetReader();  // Stop()
   FleetReader(const FleetReader&) = delete;
@@ -50,12 +61,14 @@ class FleetReader {
   void Start();
   void Stop();
 
-  // Any thread: a view read after `newer_than` (unix ms; 0: any), starting a read if the last
-  // one is older than the refresh period, waiting up to `wait` for it. When none comes in time
-  // (a large keyspace paces reads further apart), the latest older view (its read_unix_ms
-  // says how old); null only before the first read ends. Callers never make reads more
-  // frequent than the pacing allows.
-  std::shared_ptr<const FleetView> View(int64_t newer_than_unix_ms, std::chrono::milliseconds wait);
+  // Any thread: a view read after `newer_than` (unix ms; 0: any) that kept the rows of
+  // `prefix` (RowsComplete), starting a read if the last one is older than the refresh period
+  // or did not keep them, waiting up to `wait` for it. When none comes in time (a large
+  // keyspace paces reads further apart), the latest older view (its read_unix_ms says how old;
+  // RowsComplete whether it has the prefix's rows); null only before the first read ends.
+  // Callers never make reads more frequent than the pacing allows.
+  std::shared_ptr<const FleetView> View(int64_t newer_than_unix_ms, std::chrono::milliseconds wait,
+                                        const std::string& prefix = "");
   // Any thread: the latest view, without asking for a new one (null before the first read).
   std::shared_ptr<const FleetView> Latest() const;
   // Keep reading every refresh period while `on` (the reporter does; others read on demand).
@@ -64,7 +77,9 @@ class FleetReader {
 
  private:
   void Run();
-  FleetView Read(MasterLinks& links);
+  FleetView Read(MasterLinks& links, std::vector<std::string> asks);
+  // Under mu_: the prefixes reads keep rows for ("" first), dropping those not asked for lately.
+  std::vector<std::string> Asks();
 
   ReaderSettings settings_;
   FleetStats* stats_;
@@ -73,6 +88,7 @@ class FleetReader {
   std::shared_ptr<const FleetView> latest_;
   std::chrono::steady_clock::time_point latest_at_;  // when latest_ was read
   bool wanted_ = false, keep_fresh_ = false, stopping_ = false;
+  std::map<std::string, std::chrono::steady_clock::time_point> asks_;  // prefix -> last asked
   std::thread thread_;
 };
 

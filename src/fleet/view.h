@@ -1,8 +1,11 @@
 #pragma once
 // The fleet view: every agent in the registry and every lock key on the masters, joined.
-// BuildView is pure: the reader (fleet/reader.h) gathers what the masters said and calls it.
+// ViewBuilder is pure: the reader (fleet/reader.h) hands it what the masters said, batch by
+// batch, and it keeps counts of every row but only the rows readers ask for (bounded memory
+// whatever the locks held). BuildView joins one whole read at once, keeping every row.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -112,6 +115,14 @@ struct FleetResource {
   bool writer_waiting = false;  // a writer-waiting mark on some master: new readers refused
 };
 
+// What every row of a read counts for, kept or not (the reporter's fleet totals).
+struct FleetCounts {
+  uint64_t locks = 0;   // rows held on a quorum
+  uint64_t gone = 0;    // of those, whose holder's agent is gone
+  uint64_t stuck = 0;   // of those, stuck
+  int64_t oldest_stuck_held_ms = 0;  // the longest held of the stuck (0: none, or unknown)
+};
+
 struct FleetView {
   int64_t read_unix_ms = 0;
   double read_seconds = 0;
@@ -120,7 +131,13 @@ struct FleetView {
   bool complete = false;  // masters_read >= quorum
   std::vector<MasterRead> masters;  // copies and reports cleared: status only
   std::vector<FleetAgent> agents;   // by name, then id
-  std::vector<FleetLock> locks;     // stuck first, then longest held, then by resource
+  // The rows kept: for each prefix of kept_for, the first `keep` rows whose resource starts
+  // with it (all rows when keep is unbounded); stuck first, then longest held, then by resource.
+  std::vector<FleetLock> locks;
+  uint64_t locks_total = 0;  // rows of the read, kept or not
+  FleetCounts counts;
+  std::vector<std::string> kept_for;
+  size_t keep = SIZE_MAX;
   std::vector<FleetResource> resources;  // of the rows, by resource
   // Waiters for resources no key holds right now (between holders).
   std::vector<FleetWaiter> waiting_unheld;
@@ -143,6 +160,40 @@ struct ViewInputs {
 };
 
 FleetView BuildView(ViewInputs in);
+
+struct ViewSettings {
+  std::string key_prefix;
+  int64_t stuck_after_ms = 0;
+  int64_t now_unix_ms = 0;  // what holds and heartbeats are aged at; the view's read_unix_ms
+  int masters = 0;
+  // The resource prefixes readers ask for ("" for all); for each the first `keep` rows are kept.
+  std::vector<std::string> asks = {""};
+  size_t keep = SIZE_MAX;
+};
+
+// A view built from a read in batches. Its memory is that of the registry (one report per
+// agent), the kept rows, and a few bytes per semaphore, read-write lock and election resource
+// (its K, its count of holds, its records); not the rows read.
+class ViewBuilder {
+ public:
+  explicit ViewBuilder(ViewSettings settings);
+  ~ViewBuilder();
+  // Once, first: every master's registry entries and holder reports (copies are ignored).
+  void AddRegistry(const std::vector<MasterRead>& masters);
+  // The copies of some keys on every master (a master's copies count when ok). Each key is in
+  // one batch only: copies of one key in two batches make two rows.
+  void AddCopies(const std::vector<MasterRead>& batch);
+  // The view, with `masters` as the read's status of each master (their contents cleared).
+  FleetView Finish(std::vector<MasterRead> masters, double read_seconds);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Whether Filter(view, prefix, limit) lists every row of the read it should (up to `limit`):
+// the read kept rows for that prefix, or kept every row.
+bool RowsComplete(const FleetView& view, std::string_view prefix);
 
 // The resource of a row (view.resources), or null.
 const FleetResource* ResourceOf(const FleetView& view, std::string_view resource);

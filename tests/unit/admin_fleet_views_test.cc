@@ -99,6 +99,7 @@ fleet::FleetView SampleView() {
   old.stuck_reason = "held longer than 5m 00s";
 
   v.locks = {old, job};
+  v.locks_total = 2;
   v.waiting_unheld = {WaiterAt(kAgentA, "alpha", "fleet:next", 800)};
   v.keys = 2;
   return v;
@@ -170,7 +171,20 @@ TEST(FleetJson, ThePrefixAndLimitSelectRows) {
   EXPECT_EQ(only_job["locks"][0]["resource"], "fleet:job");
   EXPECT_EQ(only_job["locks_total"], 2);  // what the fleet holds, not what was selected
   EXPECT_TRUE(only_job["waiting_unheld"].empty());
+  EXPECT_EQ(only_job["rows_complete"], true);  // the view kept every row
   EXPECT_EQ(FleetJson(view, Self(), {"", 1})["locks"].size(), 1u);
+}
+
+TEST(FleetJson, APrefixTheReadKeptNoRowsForIsSaidToBeIncomplete) {
+  fleet::FleetView view = SampleView();
+  view.locks_total = 5000;  // the read kept the first rows of "" and of "fleet:j" only
+  view.keep = 1000;
+  view.kept_for = {"", "fleet:j"};
+  EXPECT_EQ(FleetJson(view, Self(), {"", 10})["rows_complete"], true);
+  EXPECT_EQ(FleetJson(view, Self(), {"fleet:j", 10})["rows_complete"], true);
+  const ordered_json other = FleetJson(view, Self(), {"fleet:n", 10});
+  EXPECT_EQ(other["rows_complete"], false);
+  EXPECT_EQ(other["locks_total"], 5000);
 }
 
 TEST(WhoJson, AHeldResourceIsItsRow) {
