@@ -48,8 +48,12 @@ int RunHold(const Flags& f) {
   }
   RunUntil(loop, [&] { return connected == shape.sessions; });
   if (tally.broken > 0) {
-    std::fprintf(stderr, "lw_bench: %lld of %d sessions could not connect\n",
+    std::fprintf(stderr, "lw_bench: %lld of %d sessions could not connect:",
                  static_cast<long long>(tally.broken), shape.sessions);
+    for (const auto& [why, n] : tally.broken_by) {
+      std::fprintf(stderr, " %s x%lld", why.c_str(), static_cast<long long>(n));
+    }
+    std::fprintf(stderr, "\n");
     return 2;
   }
 

@@ -78,7 +78,7 @@ one_run() {
   fi
   "$bench" --socket "$sock" --agent-pid "$agent" --mode hold --sessions "$sessions" \
     --locks "$locks" --ttl-ms 30000 --seconds "$seconds" --masters "${hostports%,}" \
-    --label "$bin" --json "$run/hold.json" >/dev/null 2>&1 || true
+    --label "$bin" --json "$run/hold.json" >"$run/bench.log" 2>&1 || true
   curl -s "http://127.0.0.1:$admin_port/metrics" >"$run/metrics.txt" || true
   touch "$run/stop"
   sleep 1
@@ -88,6 +88,15 @@ one_run() {
     [[ -s $run/$f.reads ]] || continue
     reads+=" $f $(awk '{ if ($1 > m) m = $1; if ($2 != 200) bad++ } END { printf "max %.2fs, %d not 200 of %d", m, bad, NR }' "$run/$f.reads")"
   done
+  if [[ ! -s $run/hold.json ]]; then
+    echo "run $n $bin: no result from lw_bench; its last lines, then the agent's:"
+    tail -5 "$run/bench.log"
+    tail -5 "$run/agent.log"
+    kill -0 "$agent" 2>/dev/null || echo "(the agent is no longer running)"
+    bench_cleanup
+    trap - EXIT
+    return 0
+  fi
   python3 - "$run/hold.json" "$bin" "$n" "$lag" "$reads" "$out" <<'PY'
 import json, sys
 path, binary, n, lag, reads, out = sys.argv[1:]

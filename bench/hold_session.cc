@@ -36,12 +36,14 @@ HoldingSession::HoldingSession(uv_loop_t* loop, const std::string& socket, int i
         ++*connected;
         if (status != 0) {
           ++tally_.broken;
+          ++tally_.broken_by[std::string("connect: ") + uv_err_name(status)];
           broken_ = true;
         }
       },
       [this](std::string_view line) { OnLine(line); },
       [this] {
         ++tally_.broken;
+        ++tally_.broken_by["closed by the agent"];
         broken_ = true;
       });
 }

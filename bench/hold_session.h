@@ -35,6 +35,7 @@ struct Tally {
   int64_t acquired = 0, acquire_failed = 0, answered = 0;
   int64_t released_ok = 0, release_not_held = 0, release_other = 0, release_answered = 0;
   int64_t lost_events = 0, protocol_errors = 0, broken = 0;
+  std::map<std::string, int64_t> broken_by;  // "connect: <libuv error>" or "closed by the agent"
   std::map<std::string, int64_t> acquire_errors;  // by error code
   Samples acquire_us;
 };
