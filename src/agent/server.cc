@@ -5,8 +5,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -112,8 +112,14 @@ std::optional<std::string> Server::Listen(SessionHandler& handler) {
 }
 
 std::optional<std::string> Server::StartListening() {
+  // Connections are accepted one per loop iteration (below), more slowly than a thousand
+  // clients starting at once connect: the backlog holds every connection allowed, so that none
+  // of them is refused with EAGAIN (the kernel caps it at net.core.somaxconn).
+  const size_t allowed = options_.limits.max_connections;
+  const int backlog =
+      static_cast<int>(std::clamp<size_t>(allowed == 0 ? 4096 : allowed, 511, 65535));
   const int rc =
-      uv_listen(reinterpret_cast<uv_stream_t*>(listener_), 511, [](uv_stream_t* l, int status) {
+      uv_listen(reinterpret_cast<uv_stream_t*>(listener_), backlog, [](uv_stream_t* l, int status) {
         // Not accepted here: libuv would call again at once for the next pending connection,
         // and a connect storm would keep the loop in this callback forever. Left unaccepted,
         // the listener pauses until the accept at the start of the next loop iteration, after

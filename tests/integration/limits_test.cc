@@ -3,11 +3,17 @@
 // and every other client, keeps being served.
 
 #include <grp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -80,6 +86,39 @@ TEST_F(LimitsTest, ConnectionsBeyondTheLimitGetOneLineAndAreClosed) {
         }
       },
       milliseconds(15'000)));
+}
+
+TEST_F(LimitsTest, AConnectStormWithinTheLimitIsNeverRefusedByTheBacklog) {
+  // The agent accepts one connection per loop turn; while it is stopped none at all. 600
+  // clients connecting then (more than a backlog of 511 holds) must all be queued, not refused
+  // with EAGAIN, and served once it runs again.
+  int somaxconn = 0;
+  if (FILE* f = std::fopen("/proc/sys/net/core/somaxconn", "r")) {
+    if (std::fscanf(f, "%d", &somaxconn) != 1) somaxconn = 0;
+    std::fclose(f);
+  }
+  if (somaxconn < 600) {
+    GTEST_SKIP() << "net.core.somaxconn is " << somaxconn
+                 << ": the kernel caps every listen backlog below this storm";
+  }
+  AgentProcess agent(cluster_);
+  ASSERT_EQ(kill(agent.pid(), SIGSTOP), 0);
+  std::vector<int> fds;
+  int refused = 0;
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", agent.socket_path().c_str());
+  for (int i = 0; i < 600; ++i) {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    if (connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0) ++refused;
+    fds.push_back(fd);
+  }
+  ASSERT_EQ(kill(agent.pid(), SIGCONT), 0);
+  EXPECT_EQ(refused, 0) << "connections refused while the agent was stopped";
+  for (int fd : fds) close(fd);
+  Client after(agent.socket_path());
+  EXPECT_TRUE(after.Ping().value("ok", false));
 }
 
 TEST_F(LimitsTest, UnansweredRequestsPerSessionAreBounded) {
