@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "core/key_parts.h"
 #include "core/redlock_math.h"
@@ -40,30 +41,15 @@ class Walk {
 
   std::vector<MasterRead> Run() {
     std::vector<MasterRead> registry(links_.size());
-    std::map<std::string, HolderReport> freshest;  // per agent: one report, not one per master
     for (size_t i = 0; i < links_.size(); ++i) {
       status_[i].master = links_.Display(i);
       const auto started = SteadyClock::now();
-      status_[i].error = ReadRegistry(i, registry[i]);
+      status_[i].error = ReadEntries(i, registry[i]);
       status_[i].ok = status_[i].error.empty();
       status_[i].seconds = Since(started);
       registry[i].ok = status_[i].ok;
-      if (!registry[i].ok) continue;
-      for (auto& [id, report] : registry[i].reports) {
-        auto [it, fresh] = freshest.try_emplace(id);
-        if (fresh || report.unix_ms > it->second.unix_ms) it->second = std::move(report);
-      }
-      registry[i].reports.clear();
     }
-    for (auto& [id, report] : freshest) {
-      for (MasterRead& m : registry) {
-        if (m.ok) {
-          m.reports.emplace_back(id, std::move(report));
-          break;
-        }
-      }
-    }
-    freshest.clear();
+    ReadReports(registry);
     builder_.AddRegistry(registry);
     registry.clear();
     for (size_t j = 0; j < links_.size(); ++j) {
@@ -99,7 +85,8 @@ class Walk {
     return std::move(std::get<std::vector<Reply>>(replies));
   }
 
-  std::string ReadRegistry(size_t i, MasterRead& out) {
+  // Master i's registry entries (its index, then the entry of each member).
+  std::string ReadEntries(size_t i, MasterRead& out) {
     std::string error;
     const std::string since = std::to_string(UnixMsNow() - kIndexSlackMs);
     auto ids = Send(i,
@@ -114,24 +101,78 @@ class Walk {
       if (!IsWellFormedAgentId(id.text)) continue;
       members.push_back(id.text);
       gets.push_back({"GET", AgentKey(id.text)});
-      gets.push_back({"GET", HoldersKey(id.text)});
     }
     if (gets.empty()) return "";
     auto values = Send(i, gets, error);
     if (!values) return error;
     for (size_t m = 0; m < members.size(); ++m) {
-      const Reply& entry = (*values)[2 * m];
-      const Reply& report = (*values)[2 * m + 1];
+      const Reply& entry = (*values)[m];
       if (entry.kind != Reply::Kind::kString) continue;  // expired, or not ours
       std::optional<AgentRecord> record = DecodeAgentRecord(entry.text);
       if (!record || record->id != members[m]) continue;
       out.agents.push_back(std::move(*record));
-      if (report.kind != Reply::Kind::kString) continue;
-      if (std::optional<HolderReport> r = DecodeHolderReport(report.text)) {
-        out.reports.emplace_back(members[m], std::move(*r));
-      }
     }
     return "";
+  }
+
+  // Each agent's holder report, read from one master: the one whose entry of it has the latest
+  // heartbeat (the heartbeat that wrote that entry wrote or kept the report beside it, so no
+  // master holds a newer one). A report is up to ~80 KB: read from every master, 1,000 agents'
+  // would be tens of MB per master per read. A master that fails here leaves its agents
+  // without a report in this read.
+  void ReadReports(std::vector<MasterRead>& registry) {
+    std::map<std::string, std::pair<int64_t, size_t>> freshest;  // id -> {heartbeat, master}
+    for (size_t i = 0; i < registry.size(); ++i) {
+      if (!registry[i].ok) continue;
+      for (const AgentRecord& r : registry[i].agents) {
+        auto [it, fresh] = freshest.try_emplace(r.id, r.heartbeat_unix_ms, i);
+        if (!fresh && r.heartbeat_unix_ms > it->second.first) {
+          it->second = {r.heartbeat_unix_ms, i};
+        }
+      }
+    }
+    std::set<std::string> missing;  // a report gone from its master (evicted, deleted)
+    for (size_t i = 0; i < registry.size(); ++i) {
+      std::vector<std::string> ids;
+      for (const auto& [id, from] : freshest) {
+        if (from.second == i) ids.push_back(id);
+      }
+      for (const std::string& id : ReportsFrom(i, ids, registry[i])) missing.insert(id);
+    }
+    // Those are read from every other master; the builder keeps the freshest.
+    for (size_t i = 0; i < registry.size() && !missing.empty(); ++i) {
+      std::vector<std::string> ids;
+      for (const std::string& id : missing) {
+        if (freshest.at(id).second != i) ids.push_back(id);
+      }
+      ReportsFrom(i, ids, registry[i]);
+    }
+  }
+
+  // The reports of `ids` on master i (when it is ok) into `out`; returns the ids it has none of.
+  std::vector<std::string> ReportsFrom(size_t i, const std::vector<std::string>& ids,
+                                       MasterRead& out) {
+    if (ids.empty() || !status_[i].ok) return {};
+    std::vector<Command> gets;
+    for (const std::string& id : ids) gets.push_back({"GET", HoldersKey(id)});
+    std::string error;
+    auto values = Send(i, gets, error);
+    if (!values) {
+      Fail(i, error);
+      return {};
+    }
+    std::vector<std::string> none;
+    for (size_t n = 0; n < ids.size(); ++n) {
+      const Reply& report = (*values)[n];
+      std::optional<HolderReport> r;
+      if (report.kind == Reply::Kind::kString) r = DecodeHolderReport(report.text);
+      if (r) {
+        out.reports.emplace_back(ids[n], std::move(*r));
+      } else {
+        none.push_back(ids[n]);
+      }
+    }
+    return none;
   }
 
   std::string ScanLocks(size_t j) {

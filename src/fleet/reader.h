@@ -3,8 +3,8 @@
 // own blocking connections, and only while someone wants it: a page or API read (View), the
 // CLI, or the reporter (which reads every refresh period to export fleet totals).
 //
-// A read: on every master the registry (ZRANGE of the index, then the entries and holder
-// reports of its members, pipelined); then on every master in turn SCAN MATCH "<key_prefix>*"
+// A read: on every master the registry (ZRANGE of the index, then the entries of its members,
+// pipelined), and each agent's holder report from the master with its freshest entry; then on every master in turn SCAN MATCH "<key_prefix>*"
 // COUNT batch, each batch's keys that no earlier master holds (EXISTS) read on every master
 // (GET + PTTL, ZRANGE WITHSCORES + PTTL of a readers set, and the master's TIME), pipelined,
 // paced to keys_per_second like the leak scanner. The view (fleet/view.h ViewBuilder) counts

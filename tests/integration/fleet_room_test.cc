@@ -104,14 +104,15 @@ class FleetRoomTest : public ::testing::Test {
 
 TEST_F(FleetRoomTest, TwoPresencesAppearInTheViewWithTheirRecordsAndReports) {
   const AgentRecord a = Record("alpha"), b = Record("beta");
-  const auto report = [] {
+  // The same content at every heartbeat: written once, then only its ttl refreshed.
+  const auto report = [since = UnixMsNow() - 1'000] {
     HolderReport r;
     r.locks_total = 1;
     Hold d;
     d.resource = "job";
     d.holder.pid = 321;
     d.holder.cmdline = "worker";
-    d.held_since_unix_ms = UnixMsNow() - 1'000;
+    d.held_since_unix_ms = since;
     d.ttl_ms = 30'000;
     d.renew = true;
     r.locks.push_back(d);
@@ -142,6 +143,18 @@ TEST_F(FleetRoomTest, TwoPresencesAppearInTheViewWithTheirRecordsAndReports) {
   EXPECT_TRUE(Eventually([&] { return stats_.totals.agents.Value() == 2; }, kDeadline));
   EXPECT_EQ(stats_.totals.locks.Value(), 1);
   EXPECT_GT(stats_.own.reads.Value(), 0);
+
+  // A report is read from one master (its freshest entry's). Unreadable on all but the last
+  // master (the presence only refreshes its ttl, believing it written), it is read from that
+  // one.
+  for (int i = 0; i < 4; ++i) cluster_.Set(i, HoldersKey(a.id), "not a report", 600'000);
+  const FleetView after = ViewWhere([&](const FleetView& w) {
+    const FleetLock* l = LockIn(w, "job");
+    return l && l->detail && AgentIn(w, a.id) && AgentIn(w, a.id)->locks_total == 1;
+  });
+  const FleetLock* again = LockIn(after, "job");
+  ASSERT_TRUE(again && again->detail);
+  EXPECT_EQ(again->detail->holder.cmdline, "worker");
 }
 
 TEST_F(FleetRoomTest, StopRemovesTheEntryAtOnce) {
