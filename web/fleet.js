@@ -138,6 +138,19 @@
       const n = Array.isArray(d.masters) ? d.masters.length : 0;
       parts.push('Read from ' + d.masters_read + ' of ' + n + ' masters in ' + fmtDur(d.read_seconds * 1000) +
         (d.complete ? '' : ' \u2014 INCOMPLETE: fewer than the quorum of ' + d.quorum + ' answered; locks may be missing') + '.');
+      if (d.reads > 1) {
+        parts.push('That sweep of the keys took ' + plural(d.reads, 'read') + ' (fleet_read_budget: ' +
+          plural(d.keys_walked, 'key') + ' walked).');
+      }
+      if (d.partial) {
+        parts.push('PARTIAL: the first sweep of the keys has not ended; the locks and counts below are of the ' +
+          plural(d.keys_walked, 'key') + ' walked so far only, not of the whole fleet.');
+        st.classList.add('is-warn');
+      }
+      if (d.sweep) {
+        parts.push('Sweep under way: ' + plural(d.sweep.keys_walked, 'key') + ' walked in ' + plural(d.sweep.reads, 'read') +
+          ', on master ' + (d.sweep.master + 1) + ' of ' + d.sweep.masters + '; keys not walked yet show in the next view.');
+      }
       if (d.rows_complete === false) {
         parts.push('Rows for this filter come with the next read; until then only those kept for other filters are shown.');
         st.classList.add('is-warn');

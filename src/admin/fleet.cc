@@ -44,10 +44,20 @@ std::variant<std::shared_ptr<const fleet::FleetView>, Failure> ReadFleet(const A
   return view;
 }
 
-// The body read from `view`, with "age_ms": how long ago that read ended, as of this answer.
-void SendFleetJson(httplib::Response& res, nlohmann::ordered_json body,
+// The body read from `view`, with "age_ms": how long ago that read ended, as of this answer,
+// and "sweep": how far the next view's sweep is (null when none is under way).
+void SendFleetJson(const AdminContext& ctx, httplib::Response& res, nlohmann::ordered_json body,
                    const fleet::FleetView& view) {
   body["age_ms"] = std::max<int64_t>(0, UnixMsNow() - view.read_unix_ms);
+  const fleet::SweepProgress sweep = ctx.fleet->Progress();
+  body["sweep"] = nullptr;
+  if (sweep.active) {
+    body["sweep"] = {{"started_at_ms", sweep.started_unix_ms},
+                     {"reads", sweep.reads},
+                     {"keys_walked", sweep.keys_walked},
+                     {"master", sweep.master},
+                     {"masters", sweep.masters}};
+  }
   res.set_header("Cache-Control", "no-store");
   SendJson(res, 200, body);
 }
@@ -82,7 +92,7 @@ void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::R
   if (auto* failure = std::get_if<Failure>(&query)) return SendFailure(res, *failure);
   auto view = ReadFleet(ctx, std::get<FleetQuery>(query).prefix);
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
-  SendFleetJson(res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)),
+  SendFleetJson(ctx, res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)),
                 *std::get<0>(view));
 }
 
@@ -91,7 +101,7 @@ void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib
   if (auto* failure = std::get_if<Failure>(&resource)) return SendFailure(res, *failure);
   auto view = ReadFleet(ctx, std::get<std::string>(resource));
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
-  SendFleetJson(res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)),
+  SendFleetJson(ctx, res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)),
                 *std::get<0>(view));
 }
 

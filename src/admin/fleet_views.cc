@@ -131,7 +131,11 @@ ordered_json ReadJson(const fleet::FleetView& view, const fleet::AgentRecord& se
   for (const fleet::MasterRead& m : view.masters) masters.push_back(MasterStatusJson(m));
   return {{"self", SelfJson(self)},
           {"read_at_ms", view.read_unix_ms},
+          {"read_started_at_ms", view.read_started_unix_ms},
           {"read_seconds", view.read_seconds},
+          {"reads", view.reads},
+          {"keys_walked", view.keys_walked},
+          {"partial", view.partial},
           {"complete", view.complete},
           {"quorum", view.quorum},
           {"masters_read", view.masters_read},

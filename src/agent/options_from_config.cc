@@ -109,6 +109,7 @@ ReaderSettings ReaderSettingsFrom(const Config& cfg) {
   o.refresh = std::chrono::milliseconds(cfg.fleet_refresh_ms);
   o.batch = cfg.scan_batch;
   o.keys_per_second = cfg.scan_keys_per_second;
+  o.read_budget = cfg.fleet_read_budget;
   o.connect_timeout = std::chrono::milliseconds(cfg.connect_timeout_ms);
   return o;
 }

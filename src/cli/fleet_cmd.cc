@@ -49,6 +49,15 @@ void PrintRead(const json& v) {
   if (!v.value("complete", false)) {
     std::printf("  INCOMPLETE: fewer than a quorum of masters answered; locks may be missing\n");
   }
+  if (v.value("partial", false)) {
+    std::printf("  PARTIAL: the first sweep of the keys has not ended; the locks and counts are "
+                "of the %llu keys walked so far only\n",
+                static_cast<unsigned long long>(v.value("keys_walked", uint64_t{0})));
+  } else if (v.value("reads", 1) > 1) {
+    std::printf("  read in a sweep of %d reads (fleet_read_budget), %llu keys walked\n",
+                v.value("reads", 1),
+                static_cast<unsigned long long>(v.value("keys_walked", uint64_t{0})));
+  }
 }
 
 // "agent web-1 (host h1) pid 42 uid 1000: sleep 60" ("..., detached, created by pid 42 ..." for
@@ -116,7 +125,8 @@ int RunFleetStatus(const AdminArgs& admin, const std::string& prefix, bool json_
   auto fetched = Fetch(admin, "/api/v1/fleet", {{"limit", "1000"}, {"prefix", prefix}});
   if (auto* rc = std::get_if<int>(&fetched)) return *rc;
   const json& v = std::get<json>(fetched);
-  const int rc = v.value("complete", false) ? 0 : kExitUnavailable;
+  // A partial view (the first sweep under way) is short of keys as an incomplete one is.
+  const int rc = v.value("complete", false) && !v.value("partial", false) ? 0 : kExitUnavailable;
   if (json_out) {
     std::printf("%s\n", v.dump(2).c_str());
     return rc;
@@ -141,7 +151,8 @@ int RunWho(const AdminArgs& admin, const std::string& resource, bool json_out) {
   const json& v = std::get<json>(fetched);
   const bool held = v.value("held", false);
   // "Not held" is only an answer when a quorum of masters said so.
-  const int rc = held ? kExitHeld : v.value("complete", false) ? kExitNotHeld : kExitUnavailable;
+  const bool whole = v.value("complete", false) && !v.value("partial", false);
+  const int rc = held ? kExitHeld : whole ? kExitNotHeld : kExitUnavailable;
   if (json_out) {
     std::printf("%s\n", v.dump(2).c_str());
     return rc;

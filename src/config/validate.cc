@@ -344,6 +344,9 @@ Check CheckFleet(const Config& c) {
     }
   }
   if (auto p = InRange("fleet_refresh_ms", c.fleet_refresh_ms, 1'000, kHourMs)) return p;
+  if (auto p = InRange("fleet_read_budget", c.fleet_read_budget, 1'000, 1'000'000'000, "keys")) {
+    return p;
+  }
   if (!c.admin_url.empty() && !c.admin_url.starts_with("http://") &&
       !c.admin_url.starts_with("https://")) {
     return Problem{"admin_url", "\"" + c.admin_url + "\" is not an http:// or https:// URL"};

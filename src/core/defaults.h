@@ -46,5 +46,8 @@ inline constexpr int64_t kDefaultAdminMaxBodyBytes = 65'536;
 // The leak scanner's budget: keys walked per second per master, and SCAN COUNT / PTTL depth.
 inline constexpr int64_t kDefaultScanKeysPerSecond = 20'000;
 inline constexpr int64_t kDefaultScanBatch = 500;
+// Keys a fleet read walks (SCAN, over all masters) per refresh: a sweep of more is spread
+// over several reads (fleet/reader.h).
+inline constexpr int64_t kDefaultFleetReadBudget = 250'000;
 
 }  // namespace lw

@@ -13,6 +13,24 @@
 #include "fleet/master_links.h"
 
 namespace lw::fleet {
+
+// A pass over the registry and every master's lock keys, made in one read or several.
+struct Sweep {
+  explicit Sweep(ViewSettings settings, size_t masters)
+      : builder(std::make_unique<ViewBuilder>(std::move(settings))), status(masters) {}
+
+  std::unique_ptr<ViewBuilder> builder;
+  std::vector<MasterRead> status;  // per master: master, ok, error, seconds, keys_walked
+  size_t master = 0;               // whose keys are walked now
+  std::string cursor = "0";        // its SCAN cursor
+  int64_t started_unix_ms = 0;
+  int reads = 0;
+  uint64_t walked = 0;             // keys walked, over all masters
+  double seconds = 0;              // the time its reads took
+  std::chrono::steady_clock::time_point last_read;  // when its last read ended
+  std::chrono::steady_clock::duration last_took{};  // how long that read took
+};
+
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -26,20 +44,55 @@ constexpr int64_t kMaxAgents = 10'000;
 constexpr int64_t kMaxReaders = 1000;
 // A read starts no sooner than this many times as long as the previous one took.
 constexpr int kDutyFactor = 10;
+// A sweep whose last read ended longer ago than this starts over.
+constexpr auto kSweepIdle = std::chrono::seconds(60);
 
-// One read of every master, on the reader's thread: the registry of each, then each master's
-// lock keys in turn, SCAN batch by SCAN batch. A batch's keys are read on every master at once
-// (so the builder sees all copies of a key together) unless an earlier master holds the key:
-// then that master's walk has read it already (a key created on it since is left to the next
-// read). A master that fails is read no further; what it said before counts.
+// Part of a sweep (fleet/reader.h), on the reader's thread: at its start, the registry of each
+// master; then each master's lock keys in turn, SCAN batch by SCAN batch, from where the sweep's
+// previous read stopped, until the read's budget of keys walked is spent. A batch's keys are
+// read on every master at once (so the builder sees all copies of a key together) unless an
+// earlier master holds the key: then that master's walk has read it already (a key created on
+// it since is left to the next sweep). A master that fails is read no further in the sweep;
+// what it said before counts.
 class Walk {
  public:
-  Walk(const ReaderSettings& settings, MasterLinks& links, ViewBuilder& builder,
+  Walk(const ReaderSettings& settings, MasterLinks& links, Sweep& sweep,
        std::function<bool(std::chrono::microseconds)> pause)
-      : settings_(settings), links_(links), builder_(builder), pause_(std::move(pause)),
-        status_(links.size()) {}
+      : settings_(settings), links_(links), sweep_(sweep), builder_(*sweep.builder),
+        pause_(std::move(pause)), status_(sweep.status) {}
 
-  std::vector<MasterRead> Run() {
+  // Reads until the budget is spent (at least one SCAN call) or the sweep ends: true then.
+  bool Run(int64_t budget) {
+    if (sweep_.reads++ == 0) ReadRegistry();
+    int64_t left = budget;
+    for (; sweep_.master < links_.size(); ++sweep_.master, sweep_.cursor = "0") {
+      const size_t j = sweep_.master;
+      if (!status_[j].ok) continue;
+      const auto started = SteadyClock::now();
+      const std::string error = ScanLocks(j, left);
+      status_[j].seconds += Since(started);
+      if (!error.empty()) {
+        Fail(j, error);
+        if (error == kStopped) return false;
+        continue;
+      }
+      if (sweep_.cursor != "0") return false;  // the budget is spent mid-master
+      if (left <= 0 && sweep_.master + 1 < links_.size()) {
+        ++sweep_.master;
+        sweep_.cursor = "0";
+        return false;
+      }
+    }
+    for (size_t i = 0; i < links_.size(); ++i) {
+      if (status_[i].ok) links_.Worked(i);
+    }
+    return true;
+  }
+
+ private:
+  static constexpr const char* kStopped = "stopped";
+
+  void ReadRegistry() {
     std::vector<MasterRead> registry(links_.size());
     for (size_t i = 0; i < links_.size(); ++i) {
       status_[i].master = links_.Display(i);
@@ -51,20 +104,8 @@ class Walk {
     }
     ReadReports(registry);
     builder_.AddRegistry(registry);
-    registry.clear();
-    for (size_t j = 0; j < links_.size(); ++j) {
-      if (!status_[j].ok) continue;
-      const auto started = SteadyClock::now();
-      if (const std::string error = ScanLocks(j); !error.empty()) Fail(j, error);
-      status_[j].seconds += Since(started);
-    }
-    for (size_t i = 0; i < links_.size(); ++i) {
-      if (status_[i].ok) links_.Worked(i);
-    }
-    return std::move(status_);
   }
 
- private:
   static double Since(SteadyClock::time_point t) {
     return std::chrono::duration<double>(SteadyClock::now() - t).count();
   }
@@ -175,12 +216,16 @@ class Walk {
     return none;
   }
 
-  std::string ScanLocks(size_t j) {
+  // Master j's keys from the sweep's cursor, until its SCAN ends (cursor "0") or `left` keys
+  // walked are spent (each call counts at least COUNT: it visits about that many keys however
+  // few match); the cursor stays in the sweep. The error, if any.
+  std::string ScanLocks(size_t j, int64_t& left) {
     const std::string pattern = PrefixPattern(settings_.key_prefix);
     const std::string count = std::to_string(settings_.batch);
     const auto started = SteadyClock::now();
     uint64_t work = 0;
-    std::string cursor = "0", error;
+    std::string& cursor = sweep_.cursor;
+    std::string error;
     do {
       auto scanned = Send(j, {{"SCAN", cursor, "MATCH", pattern, "COUNT", count}}, error);
       if (!scanned) return error;
@@ -191,14 +236,16 @@ class Walk {
       status_[j].keys_walked += returned;
       if (returned > 0) ReadBatch(j, r.elements[1].elements);
       if (!status_[j].ok) return status_[j].error;
-      // Paced on the keys the master walked: a SCAN call visits about COUNT keys however few
-      // match (as the leak scanner does).
-      work += std::max<uint64_t>(returned, static_cast<uint64_t>(settings_.batch));
+      // Paced on the keys the master walked (as the leak scanner does).
+      const uint64_t walked = std::max<uint64_t>(returned, static_cast<uint64_t>(settings_.batch));
+      work += walked;
+      left -= static_cast<int64_t>(walked);
+      sweep_.walked += walked;
       const auto elapsed =
           std::chrono::duration_cast<std::chrono::microseconds>(SteadyClock::now() - started);
       const auto delay = PaceDelay(work, elapsed, settings_.keys_per_second);
-      if (delay.count() > 0 && !pause_(delay)) return "stopped";
-    } while (cursor != "0");
+      if (delay.count() > 0 && !pause_(delay)) return kStopped;
+    } while (cursor != "0" && left > 0);
     return "";
   }
 
@@ -299,10 +346,21 @@ class Walk {
 
   const ReaderSettings& settings_;
   MasterLinks& links_;
+  Sweep& sweep_;
   ViewBuilder& builder_;
   std::function<bool(std::chrono::microseconds)> pause_;  // false: stop reading
-  std::vector<MasterRead> status_;  // per master: master, ok, error, seconds, keys_walked
+  std::vector<MasterRead>& status_;  // per master: master, ok, error, seconds, keys_walked
 };
+
+// What a view says of the sweep that made it; read_unix_ms is when its last read ended (a view
+// asked for before that may be it).
+void Stamp(FleetView& view, const Sweep& sweep, bool partial) {
+  view.read_unix_ms = UnixMsNow();
+  view.read_started_unix_ms = sweep.started_unix_ms;
+  view.reads = sweep.reads;
+  view.keys_walked = sweep.walked;
+  view.partial = partial;
+}
 
 void SetTotals(const FleetView& view, FleetTotals& totals) {
   double drifted = 0, waiters = 0;
@@ -354,11 +412,15 @@ std::shared_ptr<const FleetView> FleetReader::View(int64_t newer_than_unix_ms,
     return latest_ != nullptr && latest_->read_unix_ms > newer_than_unix_ms &&
            RowsComplete(*latest_, prefix);
   };
-  if (fits() && SteadyClock::now() - latest_at_ < settings_.refresh) return latest_;
+  if (fits() && !latest_->partial && SteadyClock::now() - latest_at_ < settings_.refresh) {
+    return latest_;
+  }
   const std::shared_ptr<const FleetView> before = latest_;
   wanted_ = true;
   wake_.notify_all();
+  ++waiting_;
   done_.wait_for(lock, wait, [&] { return stopping_ || (latest_ != before && fits()); });
+  --waiting_;
   return latest_;
 }
 
@@ -394,6 +456,11 @@ void FleetReader::KeepFresh(bool on) {
   wake_.notify_all();
 }
 
+SweepProgress FleetReader::Progress() const {
+  std::lock_guard lock(mu_);
+  return progress_;
+}
+
 void FleetReader::Run() {
   MasterLinks links(settings_.masters, settings_.connect_timeout, settings_.command_timeout,
                     "fleet read");
@@ -420,49 +487,84 @@ void FleetReader::Run() {
       asks = Asks();
     }
     last_start = SteadyClock::now();
-    auto view = std::make_shared<const FleetView>(Read(links, std::move(asks)));
+    std::shared_ptr<const FleetView> view = Read(links, std::move(asks));
     last_took = SteadyClock::now() - *last_start;
     // The read's batches and reports are freed: give their pages back, so that the agent's
     // RSS is what it keeps (the view), not the largest read it made.
     malloc_trim(0);
-    if (keep_fresh && stats_ && view->complete) SetTotals(*view, stats_->totals);
+    if (keep_fresh && stats_ && view && view->complete && !view->partial) {
+      SetTotals(*view, stats_->totals);
+    }
     {
       std::lock_guard lock(mu_);
-      latest_ = std::move(view);
-      latest_at_ = SteadyClock::now();
+      if (view) {
+        latest_ = std::move(view);
+        latest_at_ = SteadyClock::now();
+      }
+      progress_ = {};
+      if (sweep_) {
+        progress_ = {true, sweep_->started_unix_ms, sweep_->reads, sweep_->walked,
+                     sweep_->master, settings_.masters.size()};
+        wanted_ = wanted_ || waiting_ > 0;  // it goes on while someone waits for a view
+      }
     }
     done_.notify_all();
   }
 }
 
-FleetView FleetReader::Read(MasterLinks& links, std::vector<std::string> asks) {
+std::shared_ptr<const FleetView> FleetReader::Read(MasterLinks& links,
+                                                   std::vector<std::string> asks) {
+  // A sweep nobody advanced for longer than the pacing explains is stale (its registry, its
+  // ages): it starts over.
+  if (sweep_ && SteadyClock::now() - sweep_->last_read >
+                    std::max<SteadyClock::duration>(kSweepIdle, 2 * kDutyFactor * sweep_->last_took)) {
+    sweep_.reset();
+  }
+  if (!sweep_) {
+    ViewSettings view;
+    view.key_prefix = settings_.key_prefix;
+    view.stuck_after_ms = settings_.stuck_after_ms;
+    view.now_unix_ms = UnixMsNow();
+    view.masters = static_cast<int>(links.size());
+    view.asks = std::move(asks);
+    view.keep = kKeptRows;
+    sweep_ = std::make_unique<Sweep>(std::move(view), links.size());
+    sweep_->started_unix_ms = UnixMsNow();
+  }
   const auto started = SteadyClock::now();
   const auto pause = [this](std::chrono::microseconds delay) {
     std::unique_lock lock(mu_);
     return !wake_.wait_for(lock, delay, [this] { return stopping_; });
   };
-  ViewSettings view;
-  view.key_prefix = settings_.key_prefix;
-  view.stuck_after_ms = settings_.stuck_after_ms;
-  view.now_unix_ms = UnixMsNow();
-  view.masters = static_cast<int>(links.size());
-  view.asks = std::move(asks);
-  view.keep = kKeptRows;
-  ViewBuilder builder(std::move(view));
-  std::vector<MasterRead> masters = Walk(settings_, links, builder, pause).Run();
-  if (stats_) {
-    for (const MasterRead& m : masters) {
-      if (!m.ok) stats_->own.read_errors.Inc();
-    }
-  }
+  const bool ended = Walk(settings_, links, *sweep_, pause).Run(settings_.read_budget);
   const double seconds = std::chrono::duration<double>(SteadyClock::now() - started).count();
+  sweep_->seconds += seconds;
+  sweep_->last_read = SteadyClock::now();
+  sweep_->last_took = sweep_->last_read - started;
   if (stats_) {
     stats_->own.reads.Inc();
     stats_->own.read_duration.Set(seconds);
   }
-  FleetView out = builder.Finish(std::move(masters), seconds);
-  out.read_unix_ms = UnixMsNow();  // when it ended: a view asked for before that may be it
-  return out;
+  if (!ended) {
+    bool whole_published;
+    {
+      std::lock_guard lock(mu_);
+      whole_published = latest_ != nullptr && !latest_->partial;
+    }
+    if (whole_published) return nullptr;
+    FleetView part = sweep_->builder->Snapshot(sweep_->status, sweep_->seconds);
+    Stamp(part, *sweep_, /*partial=*/true);
+    return std::make_shared<const FleetView>(std::move(part));
+  }
+  if (stats_) {
+    for (const MasterRead& m : sweep_->status) {
+      if (!m.ok) stats_->own.read_errors.Inc();
+    }
+  }
+  FleetView out = sweep_->builder->Finish(std::move(sweep_->status), sweep_->seconds);
+  Stamp(out, *sweep_, /*partial=*/false);
+  sweep_.reset();
+  return std::make_shared<const FleetView>(std::move(out));
 }
 
 }  // namespace lw::fleet

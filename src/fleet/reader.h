@@ -3,16 +3,21 @@
 // own blocking connections, and only while someone wants it: a page or API read (View), the
 // CLI, or the reporter (which reads every refresh period to export fleet totals).
 //
-// A read: on every master the registry (ZRANGE of the index, then the entries of its members,
-// pipelined), and each agent's holder report from the master with its freshest entry; then on every master in turn SCAN MATCH "<key_prefix>*"
-// COUNT batch, each batch's keys that no earlier master holds (EXISTS) read on every master
-// (GET + PTTL, ZRANGE WITHSCORES + PTTL of a readers set, and the master's TIME), pipelined,
-// paced to keys_per_second like the leak scanner. The view (fleet/view.h ViewBuilder) counts
-// every row and keeps, for each resource prefix asked for in the last kAskFor (and for all),
-// the first kKeptRows rows: its memory does not grow with the locks read.
+// A view is made by a sweep: on every master the registry (ZRANGE of the index, then the
+// entries of its members, pipelined), and each agent's holder report from the master with its
+// freshest entry; then on every master in turn SCAN MATCH "<key_prefix>*" COUNT batch, each
+// batch's keys that no earlier master holds (EXISTS) read on every master (GET + PTTL, ZRANGE
+// WITHSCORES + PTTL of a readers set, and the master's TIME), pipelined, paced to
+// keys_per_second like the leak scanner. A sweep is made in reads of at most `read_budget` keys
+// walked each (the masters' cost per refresh), resuming from the SCAN cursor where the last read
+// stopped; a small keyspace is one read. The view (fleet/view.h ViewBuilder) counts every row
+// and keeps, for each resource prefix asked for in the last kAskFor (and for all), the first
+// kKeptRows rows: its memory does not grow with the locks read.
 // Reads start at most once per refresh, and no sooner after the previous one than ten times as
-// long as it took (the cost bound), and a read with fewer than a quorum
-// of masters answering is marked incomplete. Its cost is counted (FleetStats) and in the view.
+// long as it took (the cost bound). A view is published when its sweep ends; until the first
+// one has, each read publishes what its sweep found so far, marked partial. A sweep with fewer
+// than a quorum of masters answering is marked incomplete. Its cost is counted (FleetStats) and
+// in the view; Progress() tells how far the sweep under way is.
 
 #include <chrono>
 #include <condition_variable>
@@ -38,11 +43,24 @@ struct ReaderSettings {
   std::chrono::milliseconds refresh{5'000};  // reads start at most this often
   int64_t batch = kDefaultScanBatch;
   int64_t keys_per_second = 200'000;  // per master
+  // Keys SCAN walks in one read, over all masters (each call counts at least `batch`).
+  int64_t read_budget = kDefaultFleetReadBudget;
   std::chrono::milliseconds connect_timeout{1'000};
   std::chrono::milliseconds command_timeout{2'000};
 };
 
 class MasterLinks;
+struct Sweep;
+
+// How far the sweep under way is (none: active false).
+struct SweepProgress {
+  bool active = false;
+  int64_t started_unix_ms = 0;
+  int reads = 0;              // reads made of it so far
+  uint64_t keys_walked = 0;   // by SCAN, over all masters
+  size_t master = 0;          // the master whose keys it walks now (index in the settings)
+  size_t masters = 0;
+};
 
 class FleetReader {
  public:
@@ -71,13 +89,17 @@ class FleetReader {
                                         const std::string& prefix = "");
   // Any thread: the latest view, without asking for a new one (null before the first read).
   std::shared_ptr<const FleetView> Latest() const;
+  // Any thread: the sweep under way.
+  SweepProgress Progress() const;
   // Keep reading every refresh period while `on` (the reporter does; others read on demand).
   // While on, each complete read also sets FleetStats::totals.
   void KeepFresh(bool on);
 
  private:
   void Run();
-  FleetView Read(MasterLinks& links, std::vector<std::string> asks);
+  // One read of the sweep under way (a new one when none is): the view when the sweep ended,
+  // or a partial view while no whole one was published yet, else null.
+  std::shared_ptr<const FleetView> Read(MasterLinks& links, std::vector<std::string> asks);
   // Under mu_: the prefixes reads keep rows for ("" first), dropping those not asked for lately.
   std::vector<std::string> Asks();
 
@@ -88,7 +110,10 @@ class FleetReader {
   std::shared_ptr<const FleetView> latest_;
   std::chrono::steady_clock::time_point latest_at_;  // when latest_ was read
   bool wanted_ = false, keep_fresh_ = false, stopping_ = false;
+  int waiting_ = 0;  // View callers waiting for a read
   std::map<std::string, std::chrono::steady_clock::time_point> asks_;  // prefix -> last asked
+  SweepProgress progress_;
+  std::unique_ptr<Sweep> sweep_;  // the reader thread's: the sweep under way, if any
   std::thread thread_;
 };
 

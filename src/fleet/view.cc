@@ -155,6 +155,12 @@ FleetView ViewBuilder::Finish(std::vector<MasterRead> masters, double read_secon
   return view;
 }
 
+FleetView ViewBuilder::Snapshot(std::vector<MasterRead> masters, double read_seconds) const {
+  ViewBuilder copy(state_->settings);
+  *copy.state_ = *state_;
+  return copy.Finish(std::move(masters), read_seconds);
+}
+
 bool RowsComplete(const FleetView& view, std::string_view prefix) {
   return view.locks.size() == view.locks_total ||
          std::find(view.kept_for.begin(), view.kept_for.end(), prefix) != view.kept_for.end();

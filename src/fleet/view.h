@@ -124,8 +124,15 @@ struct FleetCounts {
 };
 
 struct FleetView {
-  int64_t read_unix_ms = 0;
+  int64_t read_unix_ms = 0;  // when the sweep that made it ended (its last read)
+  // The sweep (fleet/reader.h): when it started (holds and heartbeats are aged then), in how
+  // many reads, how long they took together, and the keys SCAN walked over all masters.
+  int64_t read_started_unix_ms = 0;
+  int reads = 1;
   double read_seconds = 0;
+  uint64_t keys_walked = 0;
+  // What a sweep not yet ended found so far: its counts and rows cover only the keys walked.
+  bool partial = false;
   int quorum = 0;
   int masters_read = 0;  // masters that answered
   bool complete = false;  // masters_read >= quorum
@@ -185,6 +192,9 @@ class ViewBuilder {
   void AddCopies(const std::vector<MasterRead>& batch);
   // The view, with `masters` as the read's status of each master (their contents cleared).
   FleetView Finish(std::vector<MasterRead> masters, double read_seconds);
+  // The view of what was added so far, the builder left as it was (a copy of the kept rows:
+  // bounded like the builder).
+  FleetView Snapshot(std::vector<MasterRead> masters, double read_seconds) const;
 
  private:
   struct State;

@@ -82,17 +82,20 @@ ViewSettings Settings(std::vector<std::string> asks = {""}, size_t keep = SIZE_M
   return s;
 }
 
-// The read handed over one key at a time (every master's copies of that key together).
-FleetView InBatches(const std::vector<MasterRead>& read, const ViewSettings& settings) {
+// The read handed over one key at a time (every master's copies of that key together); with
+// `part`, a Snapshot taken after the first `part_keys` keys goes there.
+FleetView InBatches(const std::vector<MasterRead>& read, const ViewSettings& settings,
+                    FleetView* part = nullptr, size_t part_keys = 0) {
   ViewBuilder builder(settings);
   builder.AddRegistry(read);
   std::vector<std::string> keys;
   for (const MasterRead::Copy& c : read[0].copies) keys.push_back(c.key);
-  for (const std::string& key : keys) {
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (part != nullptr && k == part_keys) *part = builder.Snapshot(Masters(3), 0.25);
     std::vector<MasterRead> batch = Masters(3);
     for (size_t m = 0; m < read.size(); ++m) {
       for (const MasterRead::Copy& c : read[m].copies) {
-        if (c.key == key) batch[m].copies.push_back(c);
+        if (c.key == keys[k]) batch[m].copies.push_back(c);
       }
     }
     builder.AddCopies(batch);
@@ -167,6 +170,23 @@ TEST(FleetViewBuilder, PermitsHeldCountRowsThatWereNotKept) {
   const FleetResource* pool = ResourceOf(pools, "pool");
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->permits_held, 2) << "one row kept, two held";
+}
+
+TEST(FleetViewBuilder, ASnapshotShowsTheRowsSoFarAndLeavesTheBuilderAsItWas) {
+  const std::vector<MasterRead> read = Fleet(5);
+  FleetView part;
+  const FleetView whole = InBatches(read, Settings({""}, 3), &part, 3);
+  // job-0..job-2 so far (the first keys handed over), the 3 kept of them.
+  EXPECT_EQ(part.locks_total, 3u);
+  EXPECT_EQ(Resources(part), (std::vector<std::string>{"job-2", "job-1", "job-0"}));
+  EXPECT_EQ(part.counts.locks, 3u);
+  // The whole read as if no snapshot had been taken.
+  const FleetView plain = InBatches(read, Settings({""}, 3));
+  EXPECT_EQ(Resources(whole), Resources(plain));
+  EXPECT_EQ(whole.locks_total, 9u);
+  EXPECT_EQ(whole.counts.locks, plain.counts.locks);
+  EXPECT_EQ(whole.counts.stuck, 1u);
+  EXPECT_EQ(Resources(whole), (std::vector<std::string>{"stuck", "job-4", "job-3"}));
 }
 
 }  // namespace
