@@ -9,9 +9,9 @@
 #   commands/s and memory per agent. Needs no lockwarden code.
 # read: 5 fresh masters holding 1k, 10k, 100k lock keys (FLEET_LOCKS) with fleet lock values and
 #   FLEET_READ_AGENTS (5) agents' registry entries and reports (bench/fleet/fill_locks.py |
-#   redis-cli --pipe), then one fleet table
-#   read each by build/bench/lw_bench_fleet_read (FleetReader): its time and memory, and each
-#   master's CPU (INFO used_cpu_sys + used_cpu_user, before and after).
+#   redis-cli --pipe), then one whole fleet view each by build/bench/lw_bench_fleet_read
+#   (FleetReader; a sweep of reads of FLEET_READ_BUDGET (250000) keys walked each): its time,
+#   reads and memory, and each master's CPU (INFO used_cpu_sys + used_cpu_user, before and after).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$ROOT/bench/fleet
@@ -48,7 +48,8 @@ for part in "${parts[@]}"; do
       done
       before=()
       for p in "${ports[@]}"; do before+=("$(cpu_of "$p")"); done
-      out=$("$BUILD/bench/lw_bench_fleet_read" --masters "${list%,}")
+      out=$("$BUILD/bench/lw_bench_fleet_read" --masters "${list%,}" \
+        --read-budget "${FLEET_READ_BUDGET:-250000}")
       cpu=""
       for i in "${!ports[@]}"; do
         cpu+=$(awk -v a="${before[$i]}" -v b="$(cpu_of "${ports[$i]}")" 'BEGIN { printf "%.3f ", b - a }')

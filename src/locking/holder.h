@@ -33,33 +33,36 @@ class FixedToken {
   uint8_t size_ = 0;
 };
 
+// The fields are ordered so that the small ones fill the token's padding: a Holder is one
+// allocation per held lock (128 bytes, not 144).
 struct Holder {
   using Clock = std::chrono::steady_clock;
 
   uint64_t serial = 0;  // the key of its deadline (the id it had as a waiter)
   SessionId session = 0;
   FixedToken token;  // the client's: identifies this grant
+  bool renew = false;
+  bool renewing = false;
+  bool kept = false;  // left on the masters at Shutdown (AcquireKind::hold_as)
+  // Which part of the resource it occupies (its kind's mode, and an index such as a permit).
+  HoldMode mode = HoldMode::kExclusive;
+  int16_t part = -1;
+  // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
+  // expiry on the masters may still change, so the lock is not handed over locally.
+  uint16_t extends_in_flight = 0;
   // The value of the key on the masters when it differs from token: a grant handed over
   // locally keeps its predecessor's key and value. Null: the key holds token.
   std::unique_ptr<FixedToken> lease;
   int64_t ttl_ms = 0;
-  bool renew = false;
   std::optional<int64_t> fence;
   Clock::time_point acquired, valid_until;
-  bool renewing = false;
-  // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
-  // expiry on the masters may still change, so the lock is not handed over locally.
-  uint16_t extends_in_flight = 0;
-  // Which part of the resource it occupies (its kind's mode, and an index such as a permit).
-  HoldMode mode = HoldMode::kExclusive;
-  int16_t part = -1;
-  bool kept = false;  // left on the masters at Shutdown (AcquireKind::hold_as)
   // What its kind keeps beside the hold on the masters (an election's record); null: nothing.
   std::unique_ptr<std::string> note;
 
   // The key's value on the masters.
   std::string LeaseValue() const { return lease ? lease->str() : token.str(); }
 };
+static_assert(sizeof(Holder) <= 128, "a Holder per held lock: keep it within 128 bytes");
 
 // One hold as an in-place upgrade hands it to the next process (LockEngine::HoldsOf, Adopt).
 struct HandedHold {

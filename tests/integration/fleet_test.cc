@@ -126,6 +126,12 @@ TEST_F(FleetTest, OperatorOnCSeesHolderOnBAndWaiterOnAThenRevokesAndTheWaiterGet
   const json view = Fleet(c_);
   ASSERT_TRUE(view.contains("age_ms") && view["age_ms"].is_number_integer()) << view.dump(1);
   EXPECT_GE(view["age_ms"].get<int64_t>(), 0);
+  // A fleet this small is one read of the default budget: a whole view, no sweep left over.
+  EXPECT_EQ(view.value("reads", 0), 1) << view.dump(1);
+  EXPECT_EQ(view.value("partial", true), false);
+  EXPECT_GT(view.value("keys_walked", 0), 0);
+  EXPECT_LE(view.value("read_started_at_ms", int64_t{0}), view.value("read_at_ms", int64_t{0}));
+  EXPECT_TRUE(view.contains("sweep") && view["sweep"].is_null()) << view.dump(1);
   const json& h = (*row)["holder"];
   EXPECT_EQ(h["state"], "live");
   EXPECT_EQ(h["agent_name"], "agent-b");
