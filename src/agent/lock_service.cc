@@ -223,7 +223,9 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::HealthRequ
     nodes.push_back({n.addr, n.up, n.rtt_ms, n.quarantined, n.quarantine_left_ms.value_or(0),
                      n.quarantine_reason});
   }
-  Answer(sid, protocol::EncodeHealth(id, engine_.quorum(), nodes));
+  std::optional<std::string> admin_url;
+  if (options_.admin_url) admin_url = options_.admin_url();
+  Answer(sid, protocol::EncodeHealth(id, engine_.quorum(), nodes, admin_url));
 }
 
 template <>

@@ -47,6 +47,9 @@ struct ServiceOptions {
   // The `upgrade` op of an allowed peer: the agent starts handing over (agent/upgrade.h) and
   // answers `id` on the session itself, or through the next process. Null: refused.
   std::function<void(SessionId session, const nlohmann::json& id)> upgrade;
+  // The admin API's URL as reachable from this host, for `health` ("": admin_listen is off).
+  // Null: health leaves it out.
+  std::function<std::string()> admin_url;
 };
 
 class LockService final : public SessionHandler {

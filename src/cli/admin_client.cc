@@ -8,6 +8,7 @@
 
 #include "cli/agent_config.h"
 #include "cli/commands.h"
+#include "client/client.h"
 
 namespace lw::cli {
 namespace {
@@ -49,25 +50,63 @@ ListenUrl UrlOfListen(const std::string& listen) {
   return {"http://" + host + ":" + std::to_string(address->port), ""};
 }
 
+AdminFailure Usage(std::string message) { return {kExitUsage, 0, "", std::move(message)}; }
+
+// What the agent at socket `path` says of its admin API (its health reply's admin_url): the URL,
+// or nullopt with `error` set (kExitUnavailable when the agent could not be asked).
+std::optional<std::string> AskAgentForAdmin(const std::string& path, AdminFailure& error) {
+  try {
+    client::Client agent(path);
+    const nlohmann::json reply = agent.Call({{"op", "health"}}, std::chrono::seconds(5));
+    const auto url = reply.find("admin_url");
+    if (url == reply.end() || !url->is_string()) {
+      error = Usage("the agent at " + path + " does not say where its admin API is (a version " +
+                    "before 2026-11-30?): name it with --admin");
+      return std::nullopt;
+    }
+    if (url->get<std::string>().empty()) {
+      error = Usage("the agent at " + path + " has no admin API (admin_listen = off)");
+      return std::nullopt;
+    }
+    return url->get<std::string>();
+  } catch (const client::ClientError& e) {
+    error = {kExitUnavailable, 0, "",
+             "cannot ask the agent at " + path + " where its admin API is: " + e.what()};
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
-std::variant<AdminEndpoint, std::string> ResolveAdmin(const AdminArgs& args) {
+std::variant<AdminEndpoint, AdminFailure> ResolveAdmin(const AdminArgs& args) {
   auto config = ReadAgentConfig(args.config_path);
-  if (auto* error = std::get_if<std::string>(&config)) return *error;
+  if (auto* error = std::get_if<std::string>(&config)) return Usage(*error);
   const AgentConfig& from_config = std::get<AgentConfig>(config);
   AdminEndpoint out;
+  AdminFailure error;
   if (!args.url.empty()) {
     out.url = args.url.find("://") == std::string::npos ? "http://" + args.url : args.url;
+  } else if (const char* env = std::getenv("LOCKWARDEN_SOCKET");
+             !args.socket.empty() || (env != nullptr && *env != '\0')) {
+    // The agent named by its socket, the way every client command finds it.
+    const auto path = std::get<SocketPath>(ResolveSocket({args.socket, args.config_path})).path;
+    auto url = AskAgentForAdmin(path, error);
+    if (!url) return error;
+    out.url = *url;
   } else if (!from_config.admin_listen.empty()) {
     ListenUrl url = UrlOfListen(from_config.admin_listen);
-    if (!url.error.empty()) return url.error;
+    if (!url.error.empty()) return Usage(url.error);
     out.url = url.url;
   } else {
-    out.url = kDefaultAdmin;
+    // The agent at the default socket, if one answers there; else the default address.
+    auto socket = ResolveSocket({"", args.config_path});
+    const auto* path = std::get_if<SocketPath>(&socket);
+    auto url = path != nullptr ? AskAgentForAdmin(path->path, error) : std::nullopt;
+    out.url = url.value_or(kDefaultAdmin);
   }
   if (!args.token_file.empty()) {
     auto token = ReadFile(args.token_file);
-    if (!token) return "--admin-token-file: cannot read " + args.token_file;
+    if (!token) return Usage("--admin-token-file: cannot read " + args.token_file);
     out.token = *token;
   } else if (const char* env = std::getenv("LOCKWARDEN_ADMIN_TOKEN")) {
     out.token = Trimmed(env);

@@ -39,11 +39,11 @@ const std::map<std::string, std::vector<std::string>>& UsageLines() {
       {"leader", {"lockwarden leader [--json] [--watch] [--socket PATH] [--config FILE] NAME"}},
       {"status",
        {"lockwarden status [--socket PATH] [--config FILE] [--json]",
-        "lockwarden status --fleet [--prefix P] [--json] [--admin URL] [--admin-token-file F] "
-        "[--config FILE]"}},
+        "lockwarden status --fleet [--prefix P] [--json] [--socket PATH] [--admin URL] "
+        "[--admin-token-file F] [--config FILE]"}},
       {"who",
-       {"lockwarden who [--json] [--admin URL] [--admin-token-file F] [--config FILE] "
-        "RESOURCE"}},
+       {"lockwarden who [--json] [--socket PATH] [--admin URL] [--admin-token-file F] "
+        "[--config FILE] RESOURCE"}},
       {"upgrade", {"lockwarden upgrade [--socket PATH] [--config FILE] [--timeout 60s] [--json]"}},
       {"scan",
        {"lockwarden scan [--config FILE] [--master URL ...] [the settings a scan reads...] "

@@ -16,9 +16,9 @@ using nlohmann::json;
 std::variant<json, int> Fetch(const AdminArgs& args, const std::string& path,
                               const std::multimap<std::string, std::string>& query) {
   auto endpoint = ResolveAdmin(args);
-  if (auto* error = std::get_if<std::string>(&endpoint)) {
-    std::fprintf(stderr, "lockwarden: %s\n", error->c_str());
-    return kExitUsage;
+  if (auto* failure = std::get_if<AdminFailure>(&endpoint)) {
+    std::fprintf(stderr, "lockwarden: %s\n", failure->message.c_str());
+    return failure->exit_code;
   }
   auto answer = AdminGet(std::get<AdminEndpoint>(endpoint), path, query);
   if (auto* failure = std::get_if<AdminFailure>(&answer)) {

@@ -120,8 +120,9 @@ bool SocketOf(const lw::cli::SocketArgs& args, std::string* path, bool json = fa
 // The options of the commands that ask the agent's admin HTTP API.
 void AddAdminOptions(CLI::App* command, lw::cli::AdminArgs& args) {
   command->add_option("--admin", args.url,
-                      "the agent's admin API, http://host:port (default: admin_listen of "
-                      "--config, else http://127.0.0.1:9477)");
+                      "the agent's admin API, http://host:port (default: where the agent at "
+                      "--socket says it is, else admin_listen of --config, else where the agent "
+                      "at the default socket says, else http://127.0.0.1:9477)");
   command->add_option("--admin-token-file", args.token_file,
                       "file with the admin token, needed when the agent listens beyond loopback "
                       "(default: env LOCKWARDEN_ADMIN_TOKEN, else the config's admin_token_file)");
@@ -291,6 +292,9 @@ int main(int argc, char** argv) {
              "held, 1 not held, 69 unknown (agent or a quorum of masters unreachable)");
   who->add_option("RESOURCE", who_resource, "resource name")->required();
   who->add_flag("--json", who_json, "machine-readable output");
+  who->add_option("--socket", who_admin.socket,
+                  "the agent to ask, by its socket (default: env LOCKWARDEN_SOCKET): it says "
+                  "where its admin API is");
   AddAdminOptions(who, who_admin);
 
   std::string upgrade_timeout = "60s";
@@ -364,7 +368,10 @@ int main(int argc, char** argv) {
     return lw::cli::RunUpgrade(socket, Ms(upgrade_timeout), upgrade_json);
   }
   if (who->parsed()) return lw::cli::RunWho(who_admin, who_resource, who_json);
-  if (status_fleet) return lw::cli::RunFleetStatus(status_admin, status_prefix, status_json);
+  if (status_fleet) {
+    status_admin.socket = status_socket.socket;  // the agent at --socket says where its API is
+    return lw::cli::RunFleetStatus(status_admin, status_prefix, status_json);
+  }
   status_socket.config_path = status_admin.config_path;
   std::string socket;
   if (!SocketOf(status_socket, &socket, status_json)) return lw::cli::kExitUsage;

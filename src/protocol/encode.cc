@@ -183,10 +183,12 @@ std::string EncodeLocks(const nlohmann::json& id, const std::vector<LockView>& l
 }
 
 std::string EncodeHealth(const nlohmann::json& id, int quorum,
-                         const std::vector<NodeHealthView>& nodes) {
+                         const std::vector<NodeHealthView>& nodes,
+                         const std::optional<std::string>& admin_url) {
   Line line = Success(id);
   line["quorum"] = quorum;
   line["nodes"] = ListOf(nodes);
+  if (admin_url) line["admin_url"] = *admin_url;
   return Finish(line);
 }
 

@@ -233,8 +233,11 @@ std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            HoldMode mode = HoldMode::kExclusive, int permit = -1);
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
 std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLock>& locks);
+// admin_url: the agent's admin API as reachable from its host ("": admin_listen is off; the
+// field is left out when null, as for an encoder test).
 std::string EncodeHealth(const nlohmann::json& id, int quorum,
-                         const std::vector<NodeHealthView>& nodes);
+                         const std::vector<NodeHealthView>& nodes,
+                         const std::optional<std::string>& admin_url = std::nullopt);
 std::string EncodeLocks(const nlohmann::json& id, const std::vector<LockView>& locks);
 std::string EncodeError(const nlohmann::json& id, ErrorCode code, std::string_view message);
 // campaign's reply: elected, with the term (the grant's fence).

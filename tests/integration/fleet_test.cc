@@ -312,15 +312,26 @@ TEST_F(FleetTest, KilledAgentLeavesTheRegistryWithinItsTtlAndItsLocksShowHolderG
       SpawnTestProcess({LockwardenBinary(), "who", "fleet:orphan", "--admin", admin}, held_out);
   ASSERT_EQ(WaitChild(pid, milliseconds(15'000)), 0) << ReadFile(held_out);
   EXPECT_NE(ReadFile(held_out).find(b_id), std::string::npos) << ReadFile(held_out);
+  // Named by its socket, as every client command finds the agent: it says where its API is.
   const std::string free_out = dir_ + "/who-free.out";
-  pid = SpawnTestProcess({LockwardenBinary(), "who", "fleet:nobody", "--admin", admin}, free_out);
+  pid = SpawnTestProcess(
+      {LockwardenBinary(), "who", "fleet:nobody", "--socket", c_.socket_path()}, free_out);
   EXPECT_EQ(WaitChild(pid, milliseconds(15'000)), 1) << ReadFile(free_out);
   const std::string status_out = dir_ + "/status.out";
   pid = SpawnTestProcess(
-      {LockwardenBinary(), "status", "--fleet", "--json", "--admin", admin}, status_out);
+      {LockwardenBinary(), "status", "--fleet", "--json", "--socket", c_.socket_path()},
+      status_out);
   ASSERT_EQ(WaitChild(pid, milliseconds(15'000)), 0) << ReadFile(status_out);
   const json fleet = json::parse(ReadFile(status_out));
   EXPECT_TRUE(AgentNamed(fleet, "agent-c").has_value()) << fleet["agents"];
+  // No agent at that socket: unknown (69), and the message says which socket.
+  const std::string nowhere_out = dir_ + "/who-nowhere.out";
+  pid = SpawnTestProcess(
+      {LockwardenBinary(), "who", "fleet:orphan", "--socket", dir_ + "/nowhere.sock"},
+      nowhere_out);
+  EXPECT_EQ(WaitChild(pid, milliseconds(15'000)), 69) << ReadFile(nowhere_out);
+  EXPECT_NE(ReadFile(nowhere_out).find("nowhere.sock"), std::string::npos)
+      << ReadFile(nowhere_out);
 
   // Revoke of a lock whose agent is gone: compare-and-deleted from C.
   HttpResult done = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke",
