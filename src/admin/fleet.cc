@@ -22,6 +22,10 @@ namespace {
 // "age_ms" says how old it is. Bounded so that an answer comes within 2 s whatever the fleet.
 constexpr auto kFleetWait = std::chrono::milliseconds(1'500);
 constexpr int64_t kFleetFreshMs = 5'000;
+// A snapshot of this agent's locks at most this old fills in its own rows; an answer waits at
+// most kLocalWait for one (within the 2 s an answer takes at most).
+constexpr auto kLocalFresh = std::chrono::seconds(2);
+constexpr auto kLocalWait = std::chrono::milliseconds(250);
 
 const Failure& FleetOff() {
   static const Failure off{ErrorCode::kNotFound,
@@ -42,6 +46,24 @@ std::variant<std::shared_ptr<const fleet::FleetView>, Failure> ReadFleet(const A
                    "(they are slow or unreachable, or the keyspace is large); try again"};
   }
   return view;
+}
+
+// This agent's own holds, when a row of the view is this agent's and its report did not list
+// it yet (acquired since the last heartbeat): from the loop's latest detailed snapshot, waiting
+// at most kLocalWait for one (the page keeps them coming; none: the rows stay as reported).
+LocalHolds LocalHoldsFor(const AdminContext& ctx, const fleet::FleetView& view) {
+  const bool wanted = std::any_of(view.locks.begin(), view.locks.end(), [&](const auto& l) {
+    return !l.detail && l.agent_id == ctx.self.id;
+  });
+  if (!wanted || ctx.snapshots == nullptr) return {};
+  const auto now = SnapshotBox::Clock::now();
+  auto snapshot = ctx.snapshots->LatestDetailed(now - kLocalFresh, kLocalWait);
+  LocalHolds out;
+  if (!snapshot) return out;
+  for (size_t i = 0; i < snapshot->locks.size() && i < snapshot->listed_grants.size(); ++i) {
+    out.emplace(snapshot->listed_grants[i], static_cast<const Hold&>(snapshot->locks[i]));
+  }
+  return out;
 }
 
 // The body read from `view`, with "age_ms": how long ago that read ended, as of this answer,
@@ -92,8 +114,9 @@ void ServeFleet(const AdminContext& ctx, const httplib::Request& req, httplib::R
   if (auto* failure = std::get_if<Failure>(&query)) return SendFailure(res, *failure);
   auto view = ReadFleet(ctx, std::get<FleetQuery>(query).prefix);
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
-  SendFleetJson(ctx, res, FleetJson(*std::get<0>(view), ctx.self, std::get<FleetQuery>(query)),
-                *std::get<0>(view));
+  const fleet::FleetView& v = *std::get<0>(view);
+  SendFleetJson(ctx, res,
+                FleetJson(v, ctx.self, std::get<FleetQuery>(query), LocalHoldsFor(ctx, v)), v);
 }
 
 void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {
@@ -101,8 +124,9 @@ void ServeFleetWho(const AdminContext& ctx, const httplib::Request& req, httplib
   if (auto* failure = std::get_if<Failure>(&resource)) return SendFailure(res, *failure);
   auto view = ReadFleet(ctx, std::get<std::string>(resource));
   if (auto* failure = std::get_if<Failure>(&view)) return SendFailure(res, *failure);
-  SendFleetJson(ctx, res, WhoJson(*std::get<0>(view), ctx.self, std::get<std::string>(resource)),
-                *std::get<0>(view));
+  const fleet::FleetView& v = *std::get<0>(view);
+  SendFleetJson(ctx, res,
+                WhoJson(v, ctx.self, std::get<std::string>(resource), LocalHoldsFor(ctx, v)), v);
 }
 
 void RevokeFleetLock(const AdminContext& ctx, const httplib::Request& req, httplib::Response& res) {

@@ -89,9 +89,22 @@ ordered_json Take(ordered_json& from, const char* name) {
 // say of it at the row (resource, mode, permit, K, and the election last) and what its holder's
 // agent reported under "holder", after who that agent is (-1 / "" / null where it reported
 // nothing); then the masters, the waiters and the resource's shape.
-ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view) {
+// The row's hold, with this agent's own detail of it when its report has none.
+Hold HoldFor(const fleet::FleetLock& l, const LocalHolds& local) {
+  if (!l.detail) {
+    if (auto it = local.find({l.key, l.value}); it != local.end()) {
+      fleet::FleetLock with = l;
+      with.detail = it->second;
+      return fleet::HoldOf(with);
+    }
+  }
+  return fleet::HoldOf(l);
+}
+
+ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view,
+                      const LocalHolds& local) {
   ordered_json hold =
-      protocol::HoldJson(fleet::HoldOf(l), protocol::HoldWire::kFleet, view.read_unix_ms);
+      protocol::HoldJson(HoldFor(l, local), protocol::HoldWire::kFleet, view.read_unix_ms);
   ordered_json masters = ordered_json::array();
   for (int i : l.masters) {
     const bool known = i >= 0 && static_cast<size_t>(i) < view.masters.size();
@@ -203,14 +216,14 @@ std::variant<fleet::RevokeRequest, Failure> ParseFleetRevokeBody(const std::stri
 }
 
 ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
-                       const FleetQuery& query) {
+                       const FleetQuery& query, const LocalHolds& local) {
   ordered_json out = ReadJson(view, self);
   ordered_json agents = ordered_json::array();
   for (const fleet::FleetAgent& a : view.agents) agents.push_back(AgentJson(a));
   out["agents"] = std::move(agents);
   ordered_json locks = ordered_json::array();
   for (const fleet::FleetLock* l : fleet::Filter(view, query.prefix, query.limit)) {
-    locks.push_back(LockJson(*l, view));
+    locks.push_back(LockJson(*l, view, local));
   }
   out["locks"] = std::move(locks);
   out["locks_total"] = view.locks_total;
@@ -227,17 +240,17 @@ ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& s
 }
 
 ordered_json WhoJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
-                     const std::string& resource) {
+                     const std::string& resource, const LocalHolds& local) {
   ordered_json out = ReadJson(view, self);
   const auto row = std::find_if(view.locks.begin(), view.locks.end(),
                                 [&](const fleet::FleetLock& l) { return l.resource == resource; });
   if (row != view.locks.end()) {
     out["held"] = true;
-    out.update(LockJson(*row, view));
+    out.update(LockJson(*row, view, local));
     // Every hold of the resource (permits, readers), the first one above included.
     ordered_json holds = ordered_json::array();
     for (const fleet::FleetLock& l : view.locks) {
-      if (l.resource == resource) holds.push_back(LockJson(l, view));
+      if (l.resource == resource) holds.push_back(LockJson(l, view, local));
     }
     out["holds"] = std::move(holds);
     return out;

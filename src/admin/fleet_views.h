@@ -9,7 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include <cstddef>
+#include <map>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "core/result.h"
@@ -45,15 +47,20 @@ std::variant<std::string, Failure> ParseWhoQuery(const std::string& resource);
 // The request's resource, permit and hold are filled; the rest is the caller's.
 std::variant<fleet::RevokeRequest, Failure> ParseFleetRevokeBody(const std::string& body);
 
+// This agent's own holds as its loop last listed them (Snapshot::locks), by {Redis key, value
+// on the masters} (Snapshot::listed_grants): a row of this agent's that its holder report,
+// written once per heartbeat, does not list yet takes its holder's detail from here.
+using LocalHolds = std::map<std::pair<std::string, std::string>, Hold>;
+
 // Everything the fleet panel shows: this agent (self), the read's status and every master's,
 // the agents (settings, drift), the lock rows `query` selects, and the waiters between holders.
 nlohmann::ordered_json FleetJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
-                                 const FleetQuery& query);
+                                 const FleetQuery& query, const LocalHolds& local = {});
 
 // The row of `resource` ({"held": true, ...the row of FleetJson's "locks"}), or
 // {"held": false, "waiters": [...]} with the waiters queued for it anywhere in the fleet.
 nlohmann::ordered_json WhoJson(const fleet::FleetView& view, const fleet::AgentRecord& self,
-                               const std::string& resource);
+                               const std::string& resource, const LocalHolds& local = {});
 
 // {"how", "agent_id", "receivers", "deleted", "masters_read"}.
 nlohmann::ordered_json RevokeJson(const fleet::RevokeResult& result);

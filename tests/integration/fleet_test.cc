@@ -359,5 +359,30 @@ TEST_F(FleetTest, AnAgentWithAnotherMaxTtlIsFlaggedAsDrift) {
   EXPECT_TRUE(b->value("drift", json::array()).empty()) << *b;
 }
 
+TEST_F(FleetTest, ALockAcquiredSinceItsAgentsLastHeartbeatShowsItsHolderOnThatAgentAtOnce) {
+  // D heartbeats every 100 s: the holder report it wrote at start lists none of this test's
+  // locks for longer than the test takes.
+  AgentProcess d{cluster_, {"--agent-name", "agent-d", "--heartbeat-ttl-ms", "300000",
+                            "--fleet-refresh-ms", "1000", "--admin-token-file", token_path_}};
+  auto client = d.Connect();
+  ASSERT_TRUE(client.Acquire("fleet:fresh", 60'000, 0, /*renew=*/true).value("ok", false));
+  // Another agent knows only the report: no holder detail (the premise of this test).
+  auto elsewhere = AwaitRow(c_, "fleet:fresh", [](const json&) { return true; });
+  ASSERT_TRUE(elsewhere.has_value()) << Fleet(c_).dump(2);
+  EXPECT_EQ((*elsewhere)["holder"].value("pid", -1), -1) << *elsewhere;
+  // D itself fills its own row from what its loop holds.
+  auto own = AwaitRow(d, "fleet:fresh", [](const json& r) { return r["holder"]["state"] == "live"; });
+  ASSERT_TRUE(own.has_value()) << Fleet(d).dump(2);
+  const json& h = (*own)["holder"];
+  EXPECT_EQ(h.value("pid", -1), static_cast<int>(getpid())) << h;
+  EXPECT_NE(h.value("cmdline", "").find("lw_integration_tests"), std::string::npos) << h;
+  EXPECT_TRUE(h.value("renew", false)) << h;
+  EXPECT_EQ(h.value("ttl_ms", 0), 60'000) << h;
+  HttpResult who = HttpGet(d.admin_port(), "/api/v1/fleet/who?resource=fleet:fresh");
+  ASSERT_EQ(who.status, 200) << who.body;
+  EXPECT_EQ(json::parse(who.body)["holder"].value("pid", -1), static_cast<int>(getpid()))
+      << who.body;
+}
+
 }  // namespace
 }  // namespace lw::test::fleet
