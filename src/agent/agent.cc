@@ -17,17 +17,6 @@ namespace {
 
 constexpr int64_t kSnapshotMs = 250;
 
-// The admin listener as a client on this host reaches it: a wildcard bind on loopback; "" when
-// there is none (port 0).
-std::string LocalAdminUrl(const std::string& host, int port) {
-  if (port == 0) return "";
-  std::string h = host;
-  if (h == "0.0.0.0" || h.empty()) h = "127.0.0.1";
-  if (h == "::") h = "::1";
-  if (h.find(':') != std::string::npos) h = "[" + h + "]";
-  return "http://" + h + ":" + std::to_string(port);
-}
-
 }  // namespace
 
 std::vector<std::string> MasterNames(const Config& cfg) {
@@ -99,7 +88,9 @@ Agent::Agent(uv_loop_t* loop, const Config& cfg, std::string admin_token, HostAc
   service_options.upgrade = [this](SessionId session, const nlohmann::json& id) {
     BeginUpgrade(session, id);
   };
-  service_options.admin_url = [this] { return LocalAdminUrl(admin_host_, admin_port_); };
+  service_options.admin_url = [this] {  // "" while the admin listener is off (port 0)
+    return admin_port_ == 0 ? std::string() : LocalUrl({admin_host_, admin_port_});
+  };
   service_ = std::make_unique<LockService>(server_, sessions_, *engine_,
                                            std::move(service_options), request_stats_);
 }

@@ -43,11 +43,7 @@ ListenUrl UrlOfListen(const std::string& listen) {
   if (auto* error = std::get_if<std::string>(&parsed)) return {"", "admin_listen: " + *error};
   const auto& address = std::get<std::optional<ListenAddress>>(parsed);
   if (!address) return {"", "admin_listen is off: the agent has no admin API to ask"};
-  std::string host = address->host;
-  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
-  if (host == "::") host = "::1";
-  if (host.find(':') != std::string::npos) host = "[" + host + "]";
-  return {"http://" + host + ":" + std::to_string(address->port), ""};
+  return {LocalUrl(*address), ""};
 }
 
 AdminFailure Usage(std::string message) { return {kExitUsage, 0, "", std::move(message)}; }

@@ -32,6 +32,9 @@ struct ListenAddress {
 };
 // Returns the address, nullopt for "off", or a human error.
 std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(const std::string& text);
+// "http://host:port" as a client on this machine reaches the listener: a wildcard host on
+// loopback (0.0.0.0 -> 127.0.0.1, :: -> [::1]), an IPv6 host in brackets.
+std::string LocalUrl(const ListenAddress& address);
 // True for hosts only this machine can reach: 127.0.0.0/8, ::1, localhost.
 bool IsLoopbackHost(const std::string& host);
 

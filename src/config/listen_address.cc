@@ -51,4 +51,12 @@ std::variant<std::optional<ListenAddress>, std::string> ParseListenAddress(
   return std::optional<ListenAddress>{ListenAddress{host, port}};
 }
 
+std::string LocalUrl(const ListenAddress& address) {
+  std::string host = address.host;
+  if (host == "0.0.0.0" || host.empty()) host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  if (host.find(':') != std::string::npos) host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(address.port);
+}
+
 }  // namespace lw
