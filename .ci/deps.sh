@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libhiredis-dev prometheus-cpp-dev libspdlog-dev nlohmann-json3-dev libuv1-dev
+  libhiredis-dev libssl-dev prometheus-cpp-dev libspdlog-dev nlohmann-json3-dev libuv1-dev
   libcpp-httplib-dev libtomlplusplus-dev libcli11-dev libgtest-dev libgmock-dev
   redis-server redis-tools
   prometheus  # promtool (rule tests, exposition lint) and the server the alert tests start

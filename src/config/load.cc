@@ -162,7 +162,16 @@ Reason ApplyCredentials(Config& config, const Origins& origins) {
                         "an ACL user needs a password: set redis_password_file or "
                         "LOCKWARDEN_REDIS_PASSWORD");
   }
-  if (password.empty()) return std::nullopt;
+  if (password.empty()) {
+    for (const MasterAddress& m : config.masters) {
+      if (m.user.empty() || !m.password.empty()) continue;
+      return SettingError("masters", origins.at("masters"),
+                          "the URL of " + m.Display() +
+                              " names an ACL user but no password: add it to the URL or set "
+                              "redis_password_file or LOCKWARDEN_REDIS_PASSWORD");
+    }
+    return std::nullopt;
+  }
   for (MasterAddress& m : config.masters) {
     if (!m.password.empty()) continue;
     if (m.user.empty()) m.user = config.redis_user;
@@ -171,6 +180,18 @@ Reason ApplyCredentials(Config& config, const Origins& origins) {
   // The file's password is not copied into redis_password: with both set, the loaded config
   // would fail ValidateConfig ("both set"). The masters carry it.
   return std::nullopt;
+}
+
+// Gives rediss:// masters the agent-wide TLS settings (ValidateConfig checked them).
+void ApplyTls(Config& config) {
+  for (MasterAddress& m : config.masters) {
+    if (!m.tls.enabled) continue;
+    m.tls.ca_file = config.redis_tls_ca_file;
+    m.tls.cert_file = config.redis_tls_cert_file;
+    m.tls.key_file = config.redis_tls_key_file;
+    m.tls.server_name = config.redis_tls_server_name;
+    m.tls.verify = !config.redis_tls_insecure_skip_verify;
+  }
 }
 
 // Passwords in a TOML file every user may read are refused: anyone on the host could use them.
@@ -211,6 +232,7 @@ std::variant<Config, std::string> LoadConfig(const ConfigSources& sources) {
                         error->substr(colon + 2));
   }
   if (auto error = ApplyCredentials(config, origins)) return *error;
+  ApplyTls(config);
   return config;
 }
 

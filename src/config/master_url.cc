@@ -1,4 +1,4 @@
-// Parsing of master URLs: redis://[user:password@]host[:port].
+// Parsing of master URLs: redis://[user[:password]@]host[:port], and rediss:// for TLS.
 // Every error names the URL with its credentials masked, so a message can be logged as is.
 
 #include <arpa/inet.h>
@@ -41,11 +41,14 @@ bool IsHostnameChar(char c) {
   return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
 }
 
-// Splits "user:password" (or ":password") into the address. Returns a reason on failure.
+// Splits "user:password", ":password" or "user" (its password then comes from the agent-wide
+// setting: config/load.cc) into the address. Returns a reason on failure.
 std::optional<std::string> ParseCredentials(std::string_view userinfo, MasterAddress& address) {
   const size_t colon = userinfo.find(':');
   if (colon == std::string_view::npos) {
-    return "credentials must be user:password or :password (a user alone cannot AUTH)";
+    if (userinfo.empty()) return "the user before '@' is empty";
+    address.user = std::string(userinfo);
+    return std::nullopt;
   }
   address.user = std::string(userinfo.substr(0, colon));
   address.password = std::string(userinfo.substr(colon + 1));
@@ -105,7 +108,7 @@ std::optional<std::string> ParseHostPort(std::string_view text, MasterAddress& a
   return std::nullopt;
 }
 
-// Parses a URL already known to start with redis:// (any case). Returns the reason on failure.
+// Parses what follows redis:// or rediss://. Returns the reason on failure.
 std::optional<std::string> ParseAfterScheme(std::string_view rest, MasterAddress& address) {
   const size_t at = rest.rfind('@');
   if (at != std::string_view::npos) {
@@ -130,16 +133,17 @@ std::variant<MasterAddress, std::string> ParseMasterUrl(const std::string& url) 
   const std::string shown = "master URL \"" + MaskCredentials(url) + "\": ";
   if (url.empty()) return std::string("master URL is empty; expected redis://host:port");
   const std::string lower = Lower(url);
-  if (lower.starts_with(kTlsScheme)) {
-    return shown +
-           "rediss:// (TLS) is not supported: hiredis 0.14 has no TLS. Terminate TLS in a local "
-           "tunnel such as stunnel and give its plain endpoint, e.g. redis://127.0.0.1:6380";
-  }
-  if (!lower.starts_with(kScheme)) {
-    return shown + "must start with redis://, e.g. redis://127.0.0.1:6379";
-  }
   MasterAddress address;
-  if (auto reason = ParseAfterScheme(std::string_view(url).substr(kScheme.size()), address)) {
+  size_t scheme = 0;
+  if (lower.starts_with(kTlsScheme)) {
+    address.tls.enabled = true;
+    scheme = kTlsScheme.size();
+  } else if (lower.starts_with(kScheme)) {
+    scheme = kScheme.size();
+  } else {
+    return shown + "must start with redis:// (or rediss:// for TLS), e.g. redis://127.0.0.1:6379";
+  }
+  if (auto reason = ParseAfterScheme(std::string_view(url).substr(scheme), address)) {
     return shown + *reason;
   }
   return address;

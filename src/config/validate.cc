@@ -289,6 +289,37 @@ Check CheckCredentials(const Config& c) {
   return std::nullopt;
 }
 
+Check CheckTls(const Config& c) {
+  const std::pair<const char*, const std::string*> files[] = {
+      {"redis_tls_ca_file", &c.redis_tls_ca_file},
+      {"redis_tls_cert_file", &c.redis_tls_cert_file},
+      {"redis_tls_key_file", &c.redis_tls_key_file}};
+  for (const auto& [key, path] : files) {
+    if (!path->empty() && path->front() != '/') return Problem{key, "must be an absolute path"};
+  }
+  if (c.redis_tls_cert_file.empty() != c.redis_tls_key_file.empty()) {
+    return Problem{c.redis_tls_cert_file.empty() ? "redis_tls_key_file" : "redis_tls_cert_file",
+                   "a client certificate needs both redis_tls_cert_file and redis_tls_key_file"};
+  }
+  for (char ch : c.redis_tls_server_name) {
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '-' && ch != '.' && ch != ':') {
+      return Problem{"redis_tls_server_name", "\"" + c.redis_tls_server_name +
+                                                  "\" is not a host name or address"};
+    }
+  }
+  const bool tls_set = !c.redis_tls_ca_file.empty() || !c.redis_tls_cert_file.empty() ||
+                       !c.redis_tls_server_name.empty() || c.redis_tls_insecure_skip_verify;
+  const bool any_tls = std::any_of(c.masters.begin(), c.masters.end(),
+                                   [](const MasterAddress& m) { return m.tls.enabled; });
+  if (tls_set && !any_tls && !c.masters.empty()) {
+    // Most likely redis:// was written where rediss:// was meant: say so rather than talk
+    // plain text to masters the operator believes are reached over TLS.
+    return Problem{"masters", "TLS settings (redis_tls_*) are set but no master URL is "
+                              "rediss://; use rediss://host:port for TLS masters"};
+  }
+  return std::nullopt;
+}
+
 Check CheckAdmin(const Config& c) {
   auto parsed = ParseListenAddress(c.admin_listen);
   if (auto* error = std::get_if<std::string>(&parsed)) return Problem{"admin_listen", *error};
@@ -357,7 +388,7 @@ Check CheckFleet(const Config& c) {
 Check FindProblem(const Config& c) {
   for (auto check : {CheckMasters, CheckSocketPath, CheckKeyPrefix, CheckTtls, CheckTimeouts,
                      CheckDrift, CheckBackgroundTiming, CheckLogLevelAndLines, CheckClientLimits,
-                     CheckSocketAccess, CheckCredentials, CheckAdmin, CheckScanner, CheckFleet}) {
+                     CheckSocketAccess, CheckCredentials, CheckTls, CheckAdmin, CheckScanner, CheckFleet}) {
     if (auto problem = check(c)) return problem;
   }
   return std::nullopt;

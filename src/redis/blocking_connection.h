@@ -1,17 +1,21 @@
 #pragma once
 // BlockingConnection: one blocking hiredis connection to a master with connect and command
 // timeouts, for threads that may wait (the leak scanner, the presence probe, one-shot admin
-// actions), never the event loop. Each such thread opens its own.
+// actions), never the event loop. Each such thread opens its own. A rediss:// address is
+// spoken to over TLS (redis/tls.h): hiredis formats the commands and parses the replies, the
+// stream carries the bytes.
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "core/master_address.h"
 #include "redis/reply.h"
+#include "redis/tls.h"
 
 struct redisContext;
 
@@ -21,9 +25,9 @@ using Command = std::vector<std::string>;
 
 class BlockingConnection {
  public:
-  // Connects (and AUTHs when the address has a password, as every connection does:
-  // redis/connect_policy.h). Returns a human error, prefixed with the master's host:port,
-  // on failure.
+  // Connects (TLS handshake for rediss://, then AUTH when the address has a password, as every
+  // connection does: redis/connect_policy.h). Returns a human error, prefixed with the
+  // master's host:port, on failure.
   static std::variant<std::unique_ptr<BlockingConnection>, std::string> Open(
       const MasterAddress& address, std::chrono::milliseconds connect_timeout,
       std::chrono::milliseconds command_timeout);
@@ -38,7 +42,11 @@ class BlockingConnection {
 
  private:
   explicit BlockingConnection(redisContext* context) : context_(context) {}
+  std::optional<std::string> Send(const std::vector<Command>& commands);
+  std::variant<Reply, std::string> Receive();
   redisContext* context_;
+  std::unique_ptr<TlsStream> tls_;  // rediss://: the socket's bytes go through it
+  std::string broken_;              // why a TLS connection is unusable ("" while it is fine)
 };
 
 }  // namespace lw

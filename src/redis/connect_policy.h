@@ -4,6 +4,7 @@
 // waits before trying again.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -12,6 +13,31 @@
 #include "core/master_address.h"
 
 namespace lw {
+
+// Why an attempt to connect to a master failed: the `reason` label of
+// lockwarden_master_connect_failures_total (kConnectFailureNames, same order).
+enum class ConnectFailure {
+  kConnect,              // the TCP connect failed (refused, unreachable)
+  kTimeout,              // no connection, or no answer to AUTH/handshake, before the deadline
+  kAuth,                 // AUTH refused
+  kClosed,               // the server closed the connection before the handshake was done
+  kHandshake,            // the owner's handshake (SCRIPT LOAD, SUBSCRIBE, ...) was refused
+  kTlsUntrusted,         // the certificate chain leads to no trusted CA
+  kTlsNameMismatch,      // the certificate does not name the master
+  kTlsExpired,           // the certificate expired (or is not valid yet)
+  kTlsClientCert,        // the master refused our client certificate, or wanted one
+  kTlsNotTls,            // the master answered a TLS hello in plain text
+  kTlsHandshakeTimeout,  // no TLS handshake before the deadline
+  kTlsConfig,            // a CA, certificate or key file could not be loaded
+  kTlsOther,             // any other TLS failure
+  kCount
+};
+inline constexpr std::array<std::string_view, static_cast<size_t>(ConnectFailure::kCount)>
+    kConnectFailureNames = {"connect",         "timeout",     "auth",
+                            "closed",          "handshake",   "tls_untrusted",
+                            "tls_name_mismatch", "tls_expired", "tls_client_cert",
+                            "tls_not_tls",     "tls_handshake_timeout", "tls_config",
+                            "tls_other"};
 
 // AUTH [user] password for `address`; empty when it has no password (nothing to send).
 inline std::vector<std::string> AuthCommand(const MasterAddress& address) {

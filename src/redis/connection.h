@@ -5,20 +5,24 @@
 //
 // hiredis 0.14 has no timeouts, so this class keeps the opening deadline: from Open() until
 // the owner calls Established() (its handshake done), at most connect_timeout_ms, after which
-// the context is dropped with "<opening> within N ms". AUTH (when the address has a password)
-// is sent as soon as the socket connects; a refusal drops the context with AuthFailed(...).
+// the context is dropped with "<opening> within N ms". Once the socket connects, a rediss://
+// address gets its TLS handshake (redis/tls.h: the adapter then does the socket's I/O), then
+// AUTH (when the address has a password) is sent; a refusal drops the context with
+// AuthFailed(...). Every failure before Established() has a ConnectFailure kind (last_failure).
 // Loop thread only.
 
 #include <uv.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "core/master_address.h"
 #include "redis/connect_policy.h"
 #include "redis/timer.h"
+#include "redis/tls.h"
 
 struct redisAsyncContext;
 
@@ -56,8 +60,9 @@ class Connection {
   std::optional<std::string> Open();
   // The owner's handshake is done: stops the deadline and resets the backoff.
   void Established();
-  // Closes the context (if any) and tells the listener Lost(why, false).
-  void Drop(const std::string& why);
+  // Closes the context (if any) and tells the listener Lost(why, false). Before Established(),
+  // the failure's kind is `kind`.
+  void Drop(const std::string& why, ConnectFailure kind = ConnectFailure::kHandshake);
   // Runs `attempt` after `delay_ms`, replacing any pending retry.
   void RetryIn(int64_t delay_ms, std::function<void()> attempt);
   // The next exponential backoff delay (connect_policy.h).
@@ -71,19 +76,29 @@ class Connection {
   // The Connection that owns `ac`; null once that context was dropped.
   static Connection* Of(const redisAsyncContext* ac);
   Listener& listener() const { return listener_; }
+  // Why the last attempt failed, when Lost or Open's error came before Established().
+  ConnectFailure last_failure() const { return failure_; }
 
  private:
   static void OnConnect(const redisAsyncContext* ac, int status);
   static void OnDisconnect(const redisAsyncContext* ac, int status);
   static void OnAuth(redisAsyncContext* ac, void* reply, void* privdata);
+  static void OnTls(redisAsyncContext* ac, const TlsStream* failed);
+  void SendAuthOrOpen();
   void Close();  // frees the context with no owner left for its callbacks
-  void Lose(const std::string& why, bool refused);
+  void Lose(const std::string& why, bool refused, ConnectFailure kind);
+
+  // Where an attempt is: what the deadline's message and a failure's kind depend on.
+  enum class Stage { kConnecting, kTls, kAuth, kOwner, kEstablished };
 
   uv_loop_t* loop_;
   const MasterAddress& address_;
   Options options_;
   Listener& listener_;
   redisAsyncContext* ac_ = nullptr;
+  std::unique_ptr<TlsStream> tls_;  // made at Open, handed to the adapter once connected
+  Stage stage_ = Stage::kConnecting;
+  ConnectFailure failure_ = ConnectFailure::kConnect;
   ReconnectBackoff backoff_;
   Timer deadline_;
   Timer retry_;

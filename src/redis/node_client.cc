@@ -75,6 +75,7 @@ void NodeClient::Connect() {
   if (auto error = conn_.Open()) {
     last_error_ = *error;
     state_ = State::kIdle;
+    CountConnectFailure(*error);
     ScheduleReconnect();
     return;
   }
@@ -139,8 +140,9 @@ void NodeClient::Opened() {
 
 void NodeClient::HandshakeStep(const Reply& reply, const char* what) {
   if (state_ != State::kHandshaking) return;
-  if (reply.kind == Reply::Kind::kError || reply.kind == Reply::Kind::kDisconnected ||
-      reply.kind == Reply::Kind::kUnavailable) {
+  // The connection is going away: Lost says why (the server closed it, or a deadline passed).
+  if (reply.kind == Reply::Kind::kDisconnected) return;
+  if (reply.kind == Reply::Kind::kError || reply.kind == Reply::Kind::kUnavailable) {
     conn_.Drop(std::string(what) + " failed: " +
                    (reply.text.empty() ? "connection lost" : reply.text));
     return;
@@ -155,6 +157,7 @@ void NodeClient::BecomeReady() {
   if (reconnected) ++reconnects_;
   ever_ready_ = true;
   last_error_.clear();
+  last_failure_logged_ = ConnectFailure::kCount;
   stats_.up.Set(1);
   events_.Up();
   if (reconnected) stats_.reconnects.Inc();
@@ -178,11 +181,23 @@ void NodeClient::Lost(const std::string& why, bool /*refused*/) {
     events_.Down(why);
     spdlog::warn("master {} is down: {}", display_, why);
   } else {
-    ReportError(NodeError::kConnectFailed);
-    events_.ConnectFailed(why);
-    spdlog::debug("master {}: connect attempt failed: {}", display_, why);
+    CountConnectFailure(why);
   }
   ScheduleReconnect();
+}
+
+void NodeClient::CountConnectFailure(const std::string& why) {
+  ReportError(NodeError::kConnectFailed);
+  stats_.connect_failures[conn_.last_failure()].Inc();
+  events_.ConnectFailed(why);
+  // The first failure of a kind in a row is worth a warning (a certificate problem is not
+  // transient); the retries after it are not.
+  if (conn_.last_failure() != last_failure_logged_) {
+    last_failure_logged_ = conn_.last_failure();
+    spdlog::warn("master {}: connect attempt failed: {}", display_, why);
+  } else {
+    spdlog::debug("master {}: connect attempt failed: {}", display_, why);
+  }
 }
 
 void NodeClient::ScheduleReconnect() {

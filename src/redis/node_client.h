@@ -116,6 +116,8 @@ class NodeClient final : public Node, Connection::Listener {
   // Connection::Listener.
   void Lost(const std::string& why, bool refused) override;
   void ScheduleReconnect();
+  // Counts and reports a failed attempt (conn_.last_failure() says its kind).
+  void CountConnectFailure(const std::string& why);
   void HealthTick();
   // The oldest command sent has had no answer for longer than the connect timeout.
   bool Stalled(Clock::time_point now) const;
@@ -180,6 +182,8 @@ class NodeClient final : public Node, Connection::Listener {
   Clock::time_point uptime_at_;     // when uptime_s_ was answered
   uint64_t uptime_generation_ = 0;  // by which connection (uptime is shown only for the current)
   std::string last_error_ = "not connected yet";
+  // The kind of the last failure logged as a warning; kCount: none since the connection was up.
+  ConnectFailure last_failure_logged_ = ConnectFailure::kCount;
   Timer health_timer_;
   Timer fail_timer_;
   AfterPoll stall_check_;  // a stall seen by HealthTick, judged after the next poll

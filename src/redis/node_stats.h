@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "redis/connect_policy.h"
 #include "stats/stats.h"
 
 namespace lw {
@@ -48,6 +49,7 @@ struct NodeStats {
   stats::ByEnum<stats::Counter, NodeCommand> requests{r_, "lockwarden_master_requests_total", "Commands a master answered (an error reply included), by command.", "command", kNodeCommandNames, m_};
   stats::ByEnum<stats::Counter, NodeError> errors{r_, "lockwarden_master_errors_total", "Master errors by kind.", "kind", kNodeErrorNames, m_};
   stats::Counter reconnects{r_, "lockwarden_master_reconnects_total", "Successful connections to a master after the first.", m_};
+  stats::ByEnum<stats::Counter, ConnectFailure> connect_failures{r_, "lockwarden_master_connect_failures_total", "Failed attempts to connect to a master, by reason (TLS certificate problems included).", "reason", kConnectFailureNames, m_};
 };
 
 }  // namespace lw

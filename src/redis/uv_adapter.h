@@ -7,12 +7,15 @@
 // hangs in "connecting" forever (hiredis issues #508 and #367, fixed upstream after 0.14).
 // This adapter forwards the error to hiredis by letting it attempt the I/O.
 
+#include <memory>
 #include <string>
 
 struct redisAsyncContext;
 struct uv_loop_s;
 
 namespace lw {
+
+class TlsStream;
 
 // Returns false if the poll handle could not be set up (the caller frees the context).
 bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop);
@@ -23,6 +26,15 @@ bool AttachToLoop(redisAsyncContext* ac, uv_loop_s* loop);
 // write. ac must be attached (ConnectOnLoop) and connected.
 void SetBeforeWrite(redisAsyncContext* ac, void (*fn)(void*), void* arg);
 void RequestWrite(redisAsyncContext* ac);
+
+// TLS (redis/tls.h) on a connected context: from here on the adapter does the context's reads
+// and writes through `stream`; hiredis still formats commands into its output buffer and parses
+// the replies. The handshake runs before the loop's next poll. on_event(ac, nullptr) is called
+// once the handshake is done (the owner may send commands); on_event(ac, stream) when the
+// handshake or a later read or write failed (stream->failure() says why), and the owner must
+// then free the context. Call from the connect callback, before any command was sent.
+using TlsEvent = void (*)(redisAsyncContext* ac, const TlsStream* failed);
+void StartTls(redisAsyncContext* ac, std::unique_ptr<TlsStream> stream, TlsEvent on_event);
 
 // Starts a non-blocking connect to host:port on loop, with ac->data = data and both callbacks
 // set (hiredis 0.14 has no connect timeout: the caller runs its own timer). Returns nullptr,

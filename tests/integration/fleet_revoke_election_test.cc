@@ -25,7 +25,7 @@ constexpr milliseconds kAwait{30'000};
 fleet::RevokeRequest RevokeOf(const RedisCluster& cluster, const std::string& resource) {
   fleet::RevokeRequest req;
   for (int i = 0; i < cluster.size(); ++i)
-    req.masters.push_back({"127.0.0.1", cluster.port(i), "", ""});
+    req.masters.push_back({"127.0.0.1", cluster.port(i), "", "", {}});
   req.key_prefix = "lock:";
   req.resource = resource;
   req.by = "test";

@@ -28,7 +28,7 @@ constexpr milliseconds kDeadline{10'000};
 
 std::vector<MasterAddress> Masters(const RedisCluster& c) {
   std::vector<MasterAddress> out;
-  for (int i = 0; i < c.size(); ++i) out.push_back({"127.0.0.1", c.port(i), "", ""});
+  for (int i = 0; i < c.size(); ++i) out.push_back({"127.0.0.1", c.port(i), "", "", {}});
   return out;
 }
 

@@ -34,7 +34,7 @@ class FleetSweepTest : public ::testing::Test {
                        "0", std::to_string(kKeys)});
     }
     ReaderSettings s;
-    for (int i = 0; i < cluster_.size(); ++i) s.masters.push_back({"127.0.0.1", cluster_.port(i), "", ""});
+    for (int i = 0; i < cluster_.size(); ++i) s.masters.push_back({"127.0.0.1", cluster_.port(i), "", "", {}});
     s.refresh = milliseconds(20);
     s.batch = kBatch;
     s.read_budget = kBudget;

@@ -61,7 +61,7 @@ class SubscriberTest : public ::testing::Test {
   }
 
   void Make(int64_t idle_close_ms = 30'000) {
-    MasterAddress address{"127.0.0.1", cluster_.port(0), "", ""};
+    MasterAddress address{"127.0.0.1", cluster_.port(0), "", "", {}};
     subscriber_ = std::make_unique<Subscriber>(
         &loop_, address, SubscriberOptions{500, 200, idle_close_ms},
         [this](const std::string& channel, const std::string& message) {
@@ -152,7 +152,7 @@ TEST_F(SubscriberTest, StopClosesTheConnectionAndLeavesTheLoopDry) {
 
 TEST_F(SubscriberTest, ReleaseWatchesAreCountedSoOneUsersUnwatchKeepsAnothersWatch) {
   std::vector<std::string> released;
-  ReleaseSubscribers watch(&loop_, {MasterAddress{"127.0.0.1", cluster_.port(0), "", ""}},
+  ReleaseSubscribers watch(&loop_, {MasterAddress{"127.0.0.1", cluster_.port(0), "", "", {}}},
                            SubscriberOptions{500, 200, 30'000},
                            [&](const std::string& key) { released.push_back(key); });
   const std::string channel = scripts::ReleaseChannel("lock:k");

@@ -28,6 +28,7 @@
 #include "support/files.h"
 #include "support/redis_cluster.h"
 #include "test_util.h"
+#include "tls_servers.h"
 
 #ifndef LOCKWARDEN_SOURCE_DIR
 #error "LOCKWARDEN_SOURCE_DIR must name the source tree (set by tests/CMakeLists.txt)"
@@ -48,46 +49,6 @@ std::string Trim(const std::string& text) {
   if (first == std::string::npos) return "";
   return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
 }
-
-// Runs a tool to completion (openssl); throws with its output when it fails.
-void RunTool(const std::vector<std::string>& argv, const std::string& dir) {
-  const std::string out = dir + "/" + std::filesystem::path(argv[0]).filename().string() + ".out";
-  const pid_t pid = SpawnTestProcess(argv, out);
-  const int code = WaitChild(pid, milliseconds(30'000));
-  if (code != 0) {
-    if (code < 0) {
-      kill(pid, SIGKILL);
-      waitpid(pid, nullptr, 0);
-    }
-    std::string command;
-    for (const auto& a : argv) command += a + " ";
-    throw std::runtime_error(command + "failed (" + std::to_string(code) + "):\n" + FileTail(out));
-  }
-}
-
-// Kills (SIGKILL) and reaps the processes it was given, at the latest when it goes away.
-class Children {
- public:
-  ~Children() {
-    for (pid_t pid : pids_) Kill(pid);
-  }
-  pid_t Add(pid_t pid) {
-    pids_.push_back(pid);
-    return pid;
-  }
-  static void Kill(pid_t pid) {
-    if (kill(pid, SIGKILL) == 0) waitpid(pid, nullptr, 0);
-  }
-  // True while pid has not exited (it is not reaped here).
-  static bool Alive(pid_t pid) {
-    siginfo_t info{};
-    return waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
-           info.si_pid == 0;
-  }
-
- private:
-  std::vector<pid_t> pids_;
-};
 
 // One command on a plain connection to 127.0.0.1:port (a tunnel's accept port, or a TLS port to
 // show that it does not work), after AUTH. The reply as text; "(no reply: ...)" when there is none,
@@ -207,63 +168,17 @@ class TlsTunnelTest : public ::testing::Test {
     std::filesystem::remove_all(dir_, ignored);
   }
 
-  // A CA, and a server certificate it signed for localhost / 127.0.0.1 (EC keys: quick).
+  // A CA, and a server certificate it signed for localhost / 127.0.0.1.
   void MakeCertificates() {
-    const std::string d = dir_ + "/";
-    const std::vector<std::string> ec = {"-newkey", "ec", "-pkeyopt",
-                                         "ec_paramgen_curve:prime256v1", "-nodes"};
-    std::vector<std::string> ca = {"openssl", "req", "-x509"};
-    ca.insert(ca.end(), ec.begin(), ec.end());
-    ca.insert(ca.end(), {"-keyout", d + "ca.key", "-out", d + "ca.crt", "-days", "2", "-subj",
-                         "/CN=lockwarden test CA"});
-    RunTool(ca, dir_);
-    std::vector<std::string> csr = {"openssl", "req"};
-    csr.insert(csr.end(), ec.begin(), ec.end());
-    csr.insert(csr.end(), {"-keyout", d + "server.key", "-out", d + "server.csr", "-subj",
-                           "/CN=" + kCertName});
-    RunTool(csr, dir_);
-    std::ofstream(d + "san.cnf") << "subjectAltName=DNS:" << kCertName << ",IP:127.0.0.1\n";
-    RunTool({"openssl", "x509", "-req", "-in", d + "server.csr", "-CA", d + "ca.crt", "-CAkey",
-             d + "ca.key", "-CAcreateserial", "-out", d + "server.crt", "-days", "2", "-extfile",
-             d + "san.cnf"},
-            dir_);
-    chmod((d + "ca.crt").c_str(), 0644);
+    pki_ = std::make_unique<TestPki>(dir_);
+    server_ = pki_->Issue("server", kCertName);
   }
 
   // A redis-server with TLS only (no plain port) that requires kPassword; returns its TLS port.
   int StartTlsMaster(int i) {
-    const std::string d = dir_ + "/redis-" + std::to_string(i);
-    std::filesystem::create_directory(d);
-    const std::string log = d + "/redis.log";
-    for (int attempt = 0; attempt < 5; ++attempt) {
-      const int port = PickFreePort();
-      // clang-format off
-      const pid_t pid = children_->Add(SpawnTestProcess({
-          "redis-server",
-          "--port", "0",
-          "--tls-port", std::to_string(port),
-          "--tls-cert-file", dir_ + "/server.crt",
-          "--tls-key-file", dir_ + "/server.key",
-          "--tls-ca-cert-file", dir_ + "/ca.crt",
-          "--tls-auth-clients", "no",
-          "--requirepass", kPassword,
-          "--bind", "127.0.0.1",
-          "--save", "", "--appendonly", "no", "--daemonize", "no", "--protected-mode", "no",
-          "--dir", d, "--logfile", log}, d + "/redis.out"));
-      // clang-format on
-      // Its log is the only word on readiness; an early exit is a taken port (or no TLS).
-      const bool ready = Eventually(
-          [&] {
-            return !Children::Alive(pid) ||
-                   ReadFile(log).find("Ready to accept connections") != std::string::npos;
-          },
-          milliseconds(5000));
-      if (ready && Children::Alive(pid)) return port;
-      Children::Kill(pid);
-      why_ = "redis-server with TLS on port " + std::to_string(port) + " did not start:\n" +
-             FileTail(log) + FileTail(d + "/redis.out");
-    }
-    throw std::runtime_error(why_);
+    return StartTlsRedis(*children_, dir_, "redis-" + std::to_string(i),
+                         {server_.cert, server_.key, pki_->ca(), false,
+                          {"--requirepass", kPassword}});
   }
 
   // stunnel4 with the shipped config; returns once every tunnel answers PING (or fails the test).
@@ -310,6 +225,8 @@ class TlsTunnelTest : public ::testing::Test {
   }
 
   std::string dir_;
+  std::unique_ptr<TestPki> pki_;
+  TestPki::Issued server_;
   std::unique_ptr<Children> children_ = std::make_unique<Children>();
   std::vector<Tunnel> tunnels_;
   std::string stunnel_log_;

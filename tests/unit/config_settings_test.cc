@@ -165,7 +165,7 @@ TEST(ConfigSettings, BooleansFromEverySource) {
 
 TEST(ConfigValidate, FencePrefixMustNotOverlapTheLockPrefix) {
   Config c;
-  c.masters = {MasterAddress{"127.0.0.1", 6379, "", ""}};
+  c.masters = {MasterAddress{"127.0.0.1", 6379, "", "", {}}};
   c.key_prefix = "app:";
   c.fence_prefix = "app:fence:";
   EXPECT_THAT(ValidateConfig(c).value_or(""), HasSubstr("fence_prefix"));
@@ -177,7 +177,7 @@ TEST(ConfigValidate, FencePrefixMustNotOverlapTheLockPrefix) {
 
 TEST(ConfigValidate, FenceQuorumIsAutoOrBetweenQuorumAndMasters) {
   Config c;
-  for (int i = 0; i < 5; ++i) c.masters.push_back(MasterAddress{"127.0.0.1", 7000 + i, "", ""});
+  for (int i = 0; i < 5; ++i) c.masters.push_back(MasterAddress{"127.0.0.1", 7000 + i, "", "", {}});
   c.fence_quorum = 2;
   EXPECT_THAT(ValidateConfig(c).value_or(""), HasSubstr("3..5"));
   c.fence_quorum = 6;
@@ -248,8 +248,11 @@ TEST(MasterUrl, BadPorts) {
 }
 
 TEST(MasterUrl, SchemeAndHost) {
-  EXPECT_THAT(UrlError("rediss://h:6379"), HasSubstr("hiredis 0.14 has no TLS"));
-  EXPECT_THAT(UrlError("rediss://h:6379"), HasSubstr("stunnel"));
+  EXPECT_TRUE(MustParseUrl("rediss://h:6380").tls.enabled);
+  EXPECT_TRUE(MustParseUrl("REDISS://h").tls.enabled);
+  EXPECT_FALSE(MustParseUrl("redis://h:6379").tls.enabled);
+  EXPECT_EQ(MustParseUrl("rediss://h").port, 6379);
+  EXPECT_THAT(UrlError("rediss://h:6379/1"), HasSubstr("not supported"));
   EXPECT_THAT(UrlError("http://h:6379"), HasSubstr("must start with redis://"));
   EXPECT_THAT(UrlError("127.0.0.1:6379"), HasSubstr("must start with redis://"));
   EXPECT_THAT(UrlError(""), HasSubstr("empty"));
@@ -262,8 +265,8 @@ TEST(MasterUrl, SchemeAndHost) {
 
 TEST(MasterUrl, ErrorsNameTheUrlButNeverThePassword) {
   const std::vector<std::string> bad = {
-      "redis://alice:hunter2@h:0",   "redis://:hunter2@:6379",     "rediss://alice:hunter2@h:6379",
-      "http://alice:hunter2@h:6379", "redis://hunter2@h:6379",     "redis://alice:hunter2@h:6379/0",
+      "redis://alice:hunter2@h:0",   "redis://:hunter2@:6379",     "rediss://alice:hunter2@h:0",
+      "http://alice:hunter2@h:6379", "redis://hunter2@h:0",        "redis://alice:hunter2@h:6379/0",
       "redis://:hunter2@[::1:6379",  "redis://al:hunter2@h:6379,x"};
   for (const std::string& url : bad) {
     const std::string error = UrlError(url);
@@ -272,6 +275,13 @@ TEST(MasterUrl, ErrorsNameTheUrlButNeverThePassword) {
   }
   EXPECT_THAT(UrlError("redis://alice:hunter2@h:0"), HasSubstr("redis://alice:***@h:0"));
   EXPECT_THAT(UrlError("redis://alice:@h:1"), HasSubstr("password"));
+}
+
+TEST(MasterUrl, AUserAloneTakesTheAgentWidePassword) {
+  const MasterAddress m = MustParseUrl("rediss://locker@h:6380");
+  EXPECT_EQ(m.user, "locker");
+  EXPECT_EQ(m.password, "");
+  EXPECT_THAT(UrlError("redis://@h:1"), HasSubstr("user before '@' is empty"));
 }
 
 }  // namespace
