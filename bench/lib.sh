@@ -6,6 +6,10 @@
 #                       the masters are fresh, so run the agent with --restart-quarantine false
 #                       (or it keeps them out of quorum for max_ttl). Returns 1 (after saying
 #                       why) if one cannot be started.
+#   bench_tls_files     a CA and a server certificate for 127.0.0.1 in $run/tls (openssl);
+#                       after it, start_masters also opens a TLS port on each master (the same
+#                       processes, so plain and TLS parts meet the same masters) and sets
+#                       tls_masters (the --master rediss:// arguments) and tls_ca.
 
 bench_init() {
   run=$(mktemp -d "/tmp/$1-XXXXXX")
@@ -21,10 +25,22 @@ bench_cleanup() {
   rm -rf "$run"
 }
 
+bench_tls_files() {
+  local d=$run/tls ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes)
+  mkdir -p "$d"
+  openssl req -x509 "${ec[@]}" -keyout "$d/ca.key" -out "$d/ca.crt" -days 2 \
+    -subj "/CN=lockwarden bench CA" 2>/dev/null
+  openssl req "${ec[@]}" -keyout "$d/server.key" -out "$d/server.csr" -subj /CN=localhost 2>/dev/null
+  echo "subjectAltName=DNS:localhost,IP:127.0.0.1" >"$d/server.ext"
+  openssl x509 -req -in "$d/server.csr" -CA "$d/ca.crt" -CAkey "$d/ca.key" -CAcreateserial \
+    -out "$d/server.crt" -days 2 -extfile "$d/server.ext" 2>/dev/null
+  tls_ca=$d/ca.crt
+}
+
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
 start_masters() {
-  ports=() rpids=() masters=()
+  ports=() rpids=() masters=() tls_masters=()
   local i
   for i in 1 2 3 4 5; do start_master "$i" || return 1; done
 }
@@ -34,11 +50,16 @@ start_masters() {
 # exits (the port was taken meanwhile), it is started again on another port; 5 attempts, each
 # with a generous deadline (a loaded machine), rather than waiting forever.
 start_master() {
-  local i=$1 port pid deadline _
+  local i=$1 port pid deadline _ tls_port= tls_args=()
   for _ in 1 2 3 4 5; do
     port=$(free_port)
+    if [[ -n ${tls_ca:-} ]]; then
+      tls_port=$(free_port)
+      tls_args=(--tls-port "$tls_port" --tls-cert-file "$run/tls/server.crt"
+        --tls-key-file "$run/tls/server.key" --tls-ca-cert-file "$tls_ca" --tls-auth-clients no)
+    fi
     redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$run" \
-      --logfile "$run/redis-$i.log" &
+      --logfile "$run/redis-$i.log" "${tls_args[@]}" &
     pid=$!
     pids+=("$pid")
     deadline=$((SECONDS + 30))
@@ -48,6 +69,7 @@ start_master() {
         rpids+=("$pid")
         ports+=("$port")
         masters+=(--master "redis://127.0.0.1:$port")
+        [[ -n $tls_port ]] && tls_masters+=(--master "rediss://127.0.0.1:$tls_port")
         return 0
       fi
       sleep 0.02

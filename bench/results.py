@@ -44,6 +44,15 @@ def cpu_us(v):
     return "–" if v is None else f"{v:.1f} µs"
 
 
+def cpu_cells(r, base):
+    """Agent and redis CPU per cycle of part r, each with its ratio to part base."""
+    cells = []
+    for key in ("agent_cpu_s_per_1k", "redis_cpu_s_per_1k"):
+        v = us_per_cycle(r, key)
+        cells += [cpu_us(v), ratio(v, us_per_cycle(base, key))]
+    return cells
+
+
 # The other kinds uncontended (issue 21), each against the mutex's c64 part of the same run.
 KINDS_UNCONTENDED = [
     ("c64 agent", "mutex, 64 clients, each its own resource (baseline)"),
@@ -54,8 +63,6 @@ KINDS_UNCONTENDED = [
 
 def uncontended_kinds_table(rows):
     base = rows.get(KINDS_UNCONTENDED[0][0], {})
-    base_agent = us_per_cycle(base, "agent_cpu_s_per_1k")
-    base_redis = us_per_cycle(base, "redis_cpu_s_per_1k")
     out = ["| part (uncontended) | cycles/s | acquire p50 | agent CPU / cycle | × mutex | "
            "redis CPU / cycle | × mutex | failed |",
            "|---|---|---|---|---|---|---|---|"]
@@ -64,13 +71,9 @@ def uncontended_kinds_table(rows):
         if r is None:
             out.append(f"| {desc} | (did not run) |||||||")
             continue
-        agent = us_per_cycle(r, "agent_cpu_s_per_1k")
-        redis = us_per_cycle(r, "redis_cpu_s_per_1k")
-        out.append("| " + " | ".join([
-            desc, f"{r['cycles_per_s']:,.0f}", us(r.get("acquire_us_p50")),
-            cpu_us(agent), ratio(agent, base_agent), cpu_us(redis), ratio(redis, base_redis),
-            str(r.get("failed", "?")),
-        ]) + " |")
+        out.append("| " + " | ".join(
+            [desc, f"{r['cycles_per_s']:,.0f}", us(r.get("acquire_us_p50"))]
+            + cpu_cells(r, base) + [str(r.get("failed", "?"))]) + " |")
     return out
 
 
@@ -119,6 +122,31 @@ def kinds_table(rows):
             f"{r['redis_cpu_s_per_1k']:.3f}" if "redis_cpu_s_per_1k" in r else "–",
             str(r.get("failed", "?")),
         ]) + " |")
+    return out
+
+
+TLS_SHAPES = [s for s in SHAPES if s[0] != "mixed64"]
+
+
+def tls_table(rows):
+    out = ["| shape | transport | cycles/s | × plain | acquire p50 | p99 | × plain (p50) | "
+           "agent CPU / cycle | × plain | redis CPU / cycle | × plain | failed |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for shape, desc in TLS_SHAPES:
+        plain = rows.get(f"{shape} agent", {})
+        for label, transport in ((f"{shape} agent", "plain"), (f"{shape} agent-tls", "TLS")):
+            r = rows.get(label)
+            if r is None:
+                out.append(f"| {desc} | {transport} | (did not run) ||||||||||")
+                continue
+            p50 = r.get("acquire_us_p50") or r.get("wait_us_p50")
+            p99 = r.get("acquire_us_p99") or r.get("wait_us_p99")
+            base_p50 = plain.get("acquire_us_p50") or plain.get("wait_us_p50")
+            out.append("| " + " | ".join(
+                [desc, transport, f"{r['cycles_per_s']:,.0f}",
+                 ratio(r["cycles_per_s"], plain.get("cycles_per_s")), us(p50), us(p99),
+                 ratio(p50, base_p50)]
+                + cpu_cells(r, plain) + [str(r.get("failed", "?"))]) + " |")
     return out
 
 
@@ -173,6 +201,7 @@ def main():
     ap.add_argument("--note", default="")
     ap.add_argument("--kinds-only", action="store_true")
     ap.add_argument("--upgrade-only", action="store_true")
+    ap.add_argument("--tls-only", action="store_true")
     a = ap.parse_args()
     rows = {}
     with open(a.jsonl) as f:
@@ -188,6 +217,15 @@ def main():
                         + uncontended_kinds_table(rows)
                         + ["", "Contended, one resource:", ""]
                         + kinds_table(rows)))
+        return
+
+    if a.tls_only:
+        print("\n".join(["### TLS to the masters", "",
+                         f"One run of `bash bench/run.sh --tls`: {a.note}.", "",
+                         "Each shape through an agent on the masters' plain ports, then through "
+                         "one on their TLS ports (the same processes). × plain: the TLS part "
+                         "over the plain one.", ""]
+                        + tls_table(rows)))
         return
 
     if a.upgrade_only:

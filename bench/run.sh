@@ -10,6 +10,8 @@
 #   bash bench/run.sh --kinds    # only the agent's mutex, semaphore and read-write parts, ~50 s
 #   bash bench/run.sh --fairness [ARGS]  # only bench/fairness.py (issue 34), ~1 min; ARGS go to it
 #   bash bench/run.sh --upgrade  # only the upgrade-in-place part (full size), ~1.5 min
+#   bash bench/run.sh --tls      # the agent's shapes over plain and TLS (rediss://) to the same
+#                                # masters, interleaved: what TLS costs per cycle, ~1 min
 # Before its first request, the agent's idle cost is measured (CPU, RSS, what it costs the
 # masters). Every run measures the semaphore and read-write kinds beside the mutex, on the same
 # agent and masters, and prints their ratios to it: uncontended at C=64 (each client its own
@@ -40,14 +42,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-smoke=0 kinds_only=0 fairness=0 upgrade_only=0
+smoke=0 kinds_only=0 fairness=0 upgrade_only=0 tls_only=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
+  --tls) tls_only=1 ;;
   --kinds) kinds_only=1 ;;
   --upgrade) upgrade_only=1 ;;
   --fairness) fairness=1; shift ;;  # the arguments after it are bench/fairness.py's
   '') ;;
-  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --upgrade | --fairness [ARGS]]" >&2
+  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --upgrade | --tls | --fairness [ARGS]]" >&2
      exit 64 ;;
 esac
 
@@ -82,7 +85,7 @@ build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2
 
 # node-redlock, pinned in bench/node/package-lock.json; npm ci only when the lockfile changed.
 node_dir=bench/node
-if ((!upgrade_only)); then  # the upgrade part needs no node
+if ((!upgrade_only && !tls_only)); then  # the upgrade and TLS parts need no node
   lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
   stamp=$node_dir/node_modules/.lockwarden-lock.sha256
   if [[ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
@@ -122,6 +125,7 @@ results=$out/results.jsonl
 
 source bench/lib.sh
 bench_init lw-bench-run
+((tls_only)) && bench_tls_files
 start_masters
 hostports=$(printf '127.0.0.1:%s,' "${ports[@]}")
 hostports=${hostports%,}
@@ -235,6 +239,35 @@ report_and_exit() {
   exit 0
 }
 
+# TLS: each shape through an agent on the masters' plain ports, then through one on their TLS
+# ports (the same redis-server processes), a fresh agent each; the ratios are TLS's cost.
+tls_parts() {
+  local plain=("${masters[@]}") s shape mode clients transport
+  common=(--seconds "$seconds" --warmup-seconds "$warmup" --redis-pids "$redis_pids")
+  for s in "c1 uncontended 1" "c64 uncontended 64" "c16-on-1 contended 16"; do
+    read -r shape mode clients <<<"$s"
+    for transport in plain tls; do
+      if [[ $transport == tls ]]; then
+        masters=("${tls_masters[@]}") agent_extra=(--redis-tls-ca-file "$tls_ca")
+      else
+        masters=("${plain[@]}") agent_extra=()
+      fi
+      start_agent "$shape-$transport"
+      part "$shape agent$([[ $transport == tls ]] && echo -tls)" "$bench" --socket "$agent_sock" \
+        --agent-pid "$agent" --mode "$mode" --clients "$clients" "${common[@]}" "${own_wait[@]}"
+      stop_agent
+    done
+  done
+  masters=("${plain[@]}") agent_extra=()
+}
+
+if ((tls_only)); then
+  echo "lockwarden TLS bench: 5 local masters (plain and TLS ports), $(nproc) cores," \
+    "$build_type build, ${seconds}s per part (+${warmup}s warmup)"
+  tls_parts
+  report_and_exit --tls-only --note "$(date -u +%F), $(nproc) cores, $build_type, \
+${seconds} s per part, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+fi
 if ((upgrade_only)); then
   upgrade_part
   report_and_exit --upgrade-only --note "$(date -u +%F), $(nproc) cores, \

@@ -123,6 +123,14 @@
     addr.title = 'master ' + (isNum(m.index) ? m.index + 1 : '') + ': ' + m.master;
     head.append(addr);
     head.append(h('span', 'pill ' + (m.up ? 'pill-ok' : 'pill-bad'), m.up ? 'UP' : 'DOWN'));
+    if (m.tls === 'verified' || m.tls === 'unverified') {
+      const verified = m.tls === 'verified';
+      const tls = h('span', 'pill ' + (verified ? 'pill-info' : 'pill-warn'), verified ? 'TLS' : 'TLS UNVERIFIED');
+      tls.setAttribute('data-testid', 'master-tls');
+      tls.title = verified ? 'rediss://: its certificate is checked'
+        : 'rediss:// with redis_tls_insecure_skip_verify: any certificate is accepted';
+      head.append(tls);
+    }
     card.append(head);
     if (m.quarantined) card.append(buildQuarantine(card, m));
 

@@ -257,7 +257,11 @@ export interface HeldLock {
 /** A master as Client.health() reports it. */
 export interface HealthNode {
   addr: string;
+  /** "off" (redis://), "verified" (rediss://, certificate checked) or "unverified". */
+  tls: 'off' | 'verified' | 'unverified';
   up: boolean;
+  /** Only while down: why (the last failed connect attempt). */
+  error?: string;
   rtt_ms: number;
   quarantined: boolean;
   quarantine_left_ms?: number;

@@ -179,7 +179,7 @@ export async function locks(): Promise<void> {
   const held: HeldLock[] = await client.held();
   const health: Health = await client.health();
   console.log(reply.ok, pong.id, held.map((h) => [h.resource, h.validity_ms, h.renew, h.mode, h.permits, h.permit]));
-  console.log(health.quorum, health.nodes.map((n) => [n.addr, n.up, n.rtt_ms, n.quarantined, n.quarantine_left_ms]));
+  console.log(health.quorum, health.nodes.map((n) => [n.addr, n.tls, n.up, n.error, n.rtt_ms, n.quarantined, n.quarantine_left_ms]));
   // @ts-expect-error a held lock's fields are as the agent sends them
   console.log(held[0].validityMs);
   await other.close();

@@ -55,6 +55,7 @@ nlohmann::ordered_json MastersView(const StateInputs& in) {
     }
     masters.push_back({{"index", i},
                        {"master", n.addr},
+                       {"tls", n.tls},
                        {"up", n.up},
                        {"rtt_ms", n.rtt_ms},
                        {"rtt_p50_ms", OrNull(n.rtt_p50_ms)},

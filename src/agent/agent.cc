@@ -161,6 +161,11 @@ std::optional<std::string> Agent::FinishStart(bool admin_required) {
   }
   spdlog::info("lockwarden listening on {} with {} master(s), quorum {}", cfg_.socket_path,
                nodes_.size(), engine_->quorum());
+  if (cfg_.redis_tls_insecure_skip_verify) {
+    spdlog::warn("redis_tls_insecure_skip_verify is on: rediss:// masters' certificates are NOT "
+                 "checked, so anyone on the path to a master can pose as it and grant or steal "
+                 "locks; use it for tests only");
+  }
   systemd_.Start(cfg_.socket_path);  // READY=1 follows from a snapshot with a usable quorum
   return admin_problem;
 }

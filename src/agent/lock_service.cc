@@ -220,8 +220,8 @@ template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::HealthRequest&) {
   std::vector<protocol::NodeHealthView> nodes;
   for (const auto& n : engine_.NodeStatuses()) {
-    nodes.push_back({n.addr, n.up, n.rtt_ms, n.quarantined, n.quarantine_left_ms.value_or(0),
-                     n.quarantine_reason});
+    nodes.push_back({n.addr, n.tls, n.up ? "" : n.last_error, n.up, n.rtt_ms, n.quarantined,
+                     n.quarantine_left_ms.value_or(0), n.quarantine_reason});
   }
   std::optional<std::string> admin_url;
   if (options_.admin_url) admin_url = options_.admin_url();

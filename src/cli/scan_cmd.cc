@@ -1,6 +1,7 @@
 // `lockwarden scan`: one leak-scanner pass over the configured masters, for cron and people.
 // Exit 0: clean. 1: keys without a TTL were found. 69: a master could not be scanned.
 
+#include <csignal>
 #include <cstdio>
 #include <thread>
 #include <variant>
@@ -19,6 +20,9 @@ int RunScan(const ConfigSources& sources, bool json) {
     return kExitUsage;
   }
   const Config& cfg = std::get<Config>(loaded);
+  // A master that closes the connection is an error to report, not a signal to die of (a
+  // write to it, plain or TLS, would raise SIGPIPE).
+  signal(SIGPIPE, SIG_IGN);
   ScanHooks hooks;
   hooks.pause = [](std::chrono::microseconds d) { std::this_thread::sleep_for(d); };
   // No agent state here: a grant short of a quorum may be a live lock of a failed-over

@@ -81,6 +81,12 @@ int RunStatus(const std::string& socket_path, bool json) {
     const bool node_up = n.value("up", false);
     std::printf("  %-24s %-4s", n.value("addr", "?").c_str(), node_up ? "up" : "DOWN");
     if (node_up) std::printf(" rtt %.2f ms", n.value("rtt_ms", 0.0));
+    const std::string tls = n.value("tls", "off");
+    if (tls == "verified") std::printf("  tls");
+    if (tls == "unverified") std::printf("  TLS UNVERIFIED (any certificate accepted)");
+    if (!node_up && !n.value("error", "").empty()) {
+      std::printf("  %s", n.value("error", "").c_str());
+    }
     if (n.value("quarantined", false)) {
       std::printf("  QUARANTINED, counts again in %s: %s",
                   FormatDurationMs(n.value("quarantine_left_ms", int64_t{0})).c_str(),

@@ -151,9 +151,11 @@ Line ToLine(const LockView& lock) { return HoldJson(lock, HoldWire::kSocket); }
 
 Line ToLine(const NodeHealthView& node) {
   Line line = {{"addr", node.addr},
+               {"tls", node.tls},
                {"up", node.up},
                {"rtt_ms", RoundRtt(node.rtt_ms)},
                {"quarantined", node.quarantined}};
+  if (!node.up) line["error"] = node.error;
   if (node.quarantined) {
     line["quarantine_left_ms"] = node.quarantine_left_ms;
     line["quarantine_reason"] = node.quarantine_reason;

@@ -187,6 +187,8 @@ std::variant<Request, DecodeError> DecodeRequest(std::string_view line, const Li
 // Views of engine state, shaped for the wire.
 struct NodeHealthView {
   std::string addr;
+  std::string tls;    // "off", "verified" or "unverified" (redis/node.h)
+  std::string error;  // while down: why (the last connect failure)
   bool up = false;
   double rtt_ms = 0;  // last health-check round trip; meaningless when !up
   // Restart quarantine: its votes do not count toward quorum (left and reason only while so).

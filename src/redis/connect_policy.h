@@ -39,6 +39,12 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(ConnectFailure
                             "tls_not_tls",     "tls_handshake_timeout", "tls_config",
                             "tls_other"};
 
+// How a master is spoken to, for people: "off", "verified" or "unverified" (NodeStatus::tls).
+inline std::string TlsModeOf(const MasterAddress& address) {
+  if (!address.tls.enabled) return "off";
+  return address.tls.verify ? "verified" : "unverified";
+}
+
 // AUTH [user] password for `address`; empty when it has no password (nothing to send).
 inline std::vector<std::string> AuthCommand(const MasterAddress& address) {
   if (address.password.empty()) return {};

@@ -22,6 +22,9 @@ using ReplyHandler = std::function<void(const Reply&)>;
 
 struct NodeStatus {
   std::string addr;        // host:port, no credentials
+  // "off" (redis://), "verified" (rediss://, certificate checked) or "unverified" (rediss://
+  // with redis_tls_insecure_skip_verify).
+  std::string tls = "off";
   bool up = false;         // connected and handshaken: commands are being sent
   double rtt_ms = 0;       // last health-check round trip
   uint64_t reconnects = 0; // successful connections after the first

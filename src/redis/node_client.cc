@@ -388,6 +388,7 @@ void NodeClient::FailSoon(ReplyHandler handler) {
 NodeStatus NodeClient::status() const {
   NodeStatus s;
   s.addr = display_;
+  s.tls = TlsModeOf(address_);
   s.up = state_ == State::kReady;
   s.rtt_ms = rtt_ms_;
   s.reconnects = reconnects_;

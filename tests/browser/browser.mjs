@@ -6,8 +6,9 @@ import path from 'node:path';
 import { after, before } from 'node:test';
 
 import {
-  Agent, EVENT_TIMEOUT_MS, RedisCluster, chromiumPath, here, outputDir,
+  Agent, EVENT_TIMEOUT_MS, RedisCluster, chromiumPath, here, makeTempDir, outputDir, removeTempDir,
 } from './fixture.mjs';
+import { makeTlsFiles } from './tls_files.mjs';
 
 // What a test waits for on the page (a poll's result rendered, a dialog opening, a response)
 // comes within this, however loaded the machine: see EVENT_TIMEOUT_MS.
@@ -124,7 +125,9 @@ export function byTestId(id, attrs = {}) {
 // masters, an agent on them (agentOptions as for Agent.start) and, with {browser: true},
 // chromium; after() stops what started. Returns the object before() fills in: {cluster, agent,
 // browser}, and withPage(name, body, options), which is withPage() on the agent's page.
-export function useStack(agentOptions = {}, { browser: withBrowser = false } = {}) {
+// tls: the masters speak TLS only (rediss://), with a CA and certificate made for the stack.
+export function useStack(agentOptions = {}, { browser: withBrowser = false, tls = false } = {}) {
+  let tlsDir = null;
   const stack = {
     cluster: null,
     agent: null,
@@ -134,14 +137,19 @@ export function useStack(agentOptions = {}, { browser: withBrowser = false } = {
     },
   };
   before(async () => {
-    stack.cluster = await RedisCluster.start(5);
-    stack.agent = await Agent.start(stack.cluster, agentOptions);
+    tlsDir = tls ? makeTempDir('lw-browser-tls-') : null;
+    const files = tlsDir ? makeTlsFiles(tlsDir) : null;
+    stack.cluster = await RedisCluster.start(5, { tls: files });
+    const extraArgs = [...(agentOptions.extraArgs ?? []),
+      ...(files ? ['--redis-tls-ca-file', files.ca] : [])];
+    stack.agent = await Agent.start(stack.cluster, { ...agentOptions, extraArgs });
     if (withBrowser) stack.browser = await launchBrowser();
   });
   after(async () => {
     await stack.browser?.close();
     await stack.agent?.stop();
     await stack.cluster?.stop();
+    if (tlsDir) removeTempDir(tlsDir);
   });
   return stack;
 }

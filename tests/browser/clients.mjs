@@ -3,6 +3,7 @@
 
 import http from 'node:http';
 import net from 'node:net';
+import tls from 'node:tls';
 
 // ---------------------------------------------------------------------------------------------
 // A minimal RESP client: one command per connection, enough to inspect and plant keys.
@@ -57,9 +58,11 @@ function encodeCommand(args) {
 }
 
 // Runs one command on 127.0.0.1:port; a Redis error reply rejects with RedisError.
-export function redisCommand(port, args, { timeoutMs = 10000 } = {}) {
+// tlsCa: a TLS-only master (--tls-port), its certificate checked against this CA (PEM text).
+export function redisCommand(port, args, { timeoutMs = 10000, tlsCa = null } = {}) {
   return new Promise((resolve, reject) => {
-    const sock = net.connect({ host: '127.0.0.1', port });
+    const sock = tlsCa ? tls.connect({ host: '127.0.0.1', port, ca: tlsCa })
+      : net.connect({ host: '127.0.0.1', port });
     let buf = Buffer.alloc(0);
     const done = (err, value) => {
       sock.destroy();
@@ -70,7 +73,7 @@ export function redisCommand(port, args, { timeoutMs = 10000 } = {}) {
       done(new Error(`redis 127.0.0.1:${port} ${args[0]}: no answer in ${timeoutMs} ms`)),
     );
     sock.on('error', (err) => done(err));
-    sock.on('connect', () => sock.write(encodeCommand(args)));
+    sock.on(tlsCa ? 'secureConnect' : 'connect', () => sock.write(encodeCommand(args)));
     sock.on('data', (chunk) => {
       buf = Buffer.concat([buf, chunk]);
       let parsed;

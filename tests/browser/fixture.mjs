@@ -241,9 +241,12 @@ export async function freePort() {
 
 class RedisMaster {
   // env: the redis-server process's environment, at every start and restart.
-  constructor(dir, env = process.env) {
+  // tls: {cert, key, ca} (file paths): TLS only (--port 0 --tls-port), rediss:// URLs.
+  constructor(dir, env = process.env, tls = null) {
     this.dir = dir;
     this.env = env;
+    this.tls = tls;
+    this.tlsCa = tls ? fs.readFileSync(tls.ca) : null;
     this.port = 0;
     this.child = null;
   }
@@ -253,7 +256,7 @@ class RedisMaster {
   }
 
   get url() {
-    return `redis://${this.address}`;
+    return `${this.tls ? 'rediss' : 'redis'}://${this.address}`;
   }
 
   get running() {
@@ -294,9 +297,14 @@ class RedisMaster {
   }
 
   async tryStart() {
+    const listen = this.tls
+      ? ['--port', '0', '--tls-port', String(this.port), '--tls-cert-file', this.tls.cert,
+        '--tls-key-file', this.tls.key, '--tls-ca-cert-file', this.tls.ca,
+        '--tls-auth-clients', 'no']
+      : ['--port', String(this.port)];
     const argv = [
       'redis-server',
-      '--port', String(this.port),
+      ...listen,
       '--bind', '127.0.0.1',
       '--save', '',
       '--appendonly', 'no',
@@ -312,7 +320,8 @@ class RedisMaster {
     while (Date.now() < end) {
       if (hasExited(child)) return false;
       try {
-        const info = await redisCommand(this.port, ['INFO', 'server'], { timeoutMs: 200 });
+        const info = await redisCommand(this.port, ['INFO', 'server'],
+          { timeoutMs: 200, tlsCa: this.tlsCa });
         const m = /process_id:(\d+)/.exec(info);
         if (m && Number(m[1]) === child.pid) {
           this.child = child;
@@ -336,7 +345,7 @@ class RedisMaster {
   }
 
   command(args) {
-    return redisCommand(this.port, args);
+    return redisCommand(this.port, args, { tlsCa: this.tlsCa });
   }
 }
 
@@ -346,14 +355,15 @@ export class RedisCluster {
   }
 
   // options.envFor(i): extra environment variables for master i (merged over process.env),
-  // kept for its restarts; e.g. clock_shift.mjs's clockShiftEnv.
-  static async start(n = 5, { envFor } = {}) {
+  // kept for its restarts; e.g. clock_shift.mjs's clockShiftEnv. options.tls: {cert, key, ca}
+  // for TLS-only masters (RedisMaster).
+  static async start(n = 5, { envFor, tls } = {}) {
     const cluster = new RedisCluster();
     try {
       // One at a time: each picks a free port, and parallel picks could collide.
       for (let i = 0; i < n; i++) {
         const env = envFor ? { ...process.env, ...envFor(i) } : process.env;
-        const master = new RedisMaster(makeTempDir('lw-browser-redis-'), env);
+        const master = new RedisMaster(makeTempDir('lw-browser-redis-'), env, tls);
         cluster.masters.push(master);
         await master.start();
       }

@@ -99,6 +99,29 @@ describe('the kind of each hold', { timeout: 120000 }, () => {
   });
 });
 
+describe('masters over TLS', { timeout: 120000 }, () => {
+  const stack = useStack({ label: 'tls-agent' }, { browser: true, tls: true });
+
+  it('marks each rediss:// master TLS, and probes a lock on all of them', async () => {
+    await stack.withPage('tls', async (page) => {
+      await waitForAllMastersUp(page, 5);
+      const pills = page.locator(byTestId('master-tls'));
+      assert.equal(await pills.count(), 5);
+      for (const text of await pills.allTextContents()) assert.equal(text, 'TLS');
+      await stack.agent.withClient(async (client) => {
+        const resource = `tls-${randomId()}`;
+        const grant = await client.acquire(resource, { ttl_ms: 60000, wait_ms: 10000 });
+        // The presence probe reads the key over TLS on every master.
+        const row = page.locator(byTestId('lock-row', { resource }));
+        await row.locator('.presence-count', { hasText: '5/5' }).waitFor();
+        await screenshot(page, '01d-tls-masters');
+        await client.release(resource, grant.token);
+        await row.waitFor({ state: 'detached' });
+      });
+    });
+  });
+});
+
 describe('a detached lease', { timeout: 120000 }, () => {
   const stack = useStack({ label: 'detached-agent' }, { browser: true });
 

@@ -215,6 +215,15 @@ TEST_F(NativeTlsTest, EachTlsFailureIsNamedPerMaster) {
   ExpectDownWith(agent, 1, "use redis://", {"tls_not_tls", "tls_handshake_timeout"},
                  master(plain.port(0)));
   ExpectDownWith(agent, 2, "use rediss://", {"closed"}, master(tls_port));
+  // `lockwarden status` prints each down master's error.
+  const std::string out = dir_ + "/status.out";
+  const pid_t pid = SpawnTestProcess(
+      {LockwardenBinary(), "status", "--socket", agent.socket_path()}, out);
+  WaitChild(pid, milliseconds(10'000));
+  const std::string status = ReadFile(out);
+  EXPECT_THAT(status, HasSubstr("certificate has expired")) << status;
+  EXPECT_THAT(status, HasSubstr("use rediss://")) << status;
+  EXPECT_THAT(status, HasSubstr("  tls")) << status;
 
   // A CA that did not issue the masters' certificate; a name they do not carry.
   TestPki other(dir_, "other-ca");

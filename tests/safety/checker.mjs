@@ -9,6 +9,8 @@
 //   node tests/safety/checker.mjs            short mode (about 2 minutes)
 //   node tests/safety/checker.mjs --long     until 100 000 grants, faults cycling
 //   node tests/safety/checker.mjs --long --seconds 600   ten minutes of traffic instead
+//   node tests/safety/checker.mjs --tls      the same over TLS-only masters (rediss://, a CA
+//                                            and certificates made by openssl), through the proxy
 //
 // Environment: LOCKWARDEN_BINARY (default build/lockwarden), LOCKWARDEN_TEST_OUTPUT_DIR
 // (default build/test-output/safety: agent and client logs, history.json, summary.txt),
@@ -39,6 +41,7 @@ import { FaultProxy } from './fault_proxy.mjs';
 import { faultsFor, runFaults } from './faults.mjs';
 import { linkId } from './net_faults.mjs';
 import { FencedRegister, nowUs } from './register.mjs';
+import { makeTlsFiles } from '../browser/tls_files.mjs';
 import { summaryLines, writeHistory } from './report.mjs';
 import { pickSeed, subSeed } from './rng.mjs';
 
@@ -46,6 +49,7 @@ const { values: opts } = parseArgs({
   allowNegative: true,
   options: {
     long: { type: 'boolean', default: false },
+    tls: { type: 'boolean', default: false }, // TLS-only masters, the agents on rediss://
     grants: { type: 'string' }, // long mode: stop after this many grants (default 100000)
     seconds: { type: 'string' }, // long mode: stop after this much traffic instead
     cycles: { type: 'string' }, // short mode: fault cycles (default 2)
@@ -301,18 +305,22 @@ async function main() {
     const clocks = Array.from({ length: cfg.masters },
       (_, i) => new ClockShift(path.join(workDir, `clock-m${i}`)));
     const mastersStarted = nowUs();
+    const tls = opts.tls ? makeTlsFiles(workDir) : null;
     cluster = await RedisCluster.start(cfg.masters,
-      { envFor: (i) => clockShiftEnv(shim, clocks[i].file) });
-    say(`masters up: ${cluster.masters.map((m) => m.address).join(' ')}`);
+      { envFor: (i) => clockShiftEnv(shim, clocks[i].file), tls });
+    say(`masters up${tls ? ' (TLS only)' : ''}: ${cluster.masters.map((m) => m.address).join(' ')}`);
     const links = [];
     for (let a = 0; a < cfg.agents; a++) {
       cluster.masters.forEach((m, j) => links.push({ id: linkId(a, j), target: m.address }));
     }
     proxy = await FaultProxy.start({ links, logPath: path.join(outDir, 'proxy.log') });
     for (let i = 0; i < cfg.agents; i++) {
-      const urls = cluster.masters.map((_, j) => `redis://${proxy.address(linkId(i, j))}`);
+      // The proxy's address is 127.0.0.1, which the masters' certificate names.
+      const scheme = tls ? 'rediss' : 'redis';
+      const urls = cluster.masters.map((_, j) => `${scheme}://${proxy.address(linkId(i, j))}`);
+      const tlsArgs = tls ? ['--redis-tls-ca-file', tls.ca] : [];
       agents.push(await Agent.start({ urls }, {
-        token: false, label: `a${i}`, logDir: outDir, extraArgs: agentArgs,
+        token: false, label: `a${i}`, logDir: outDir, extraArgs: [...agentArgs, ...tlsArgs],
       }));
     }
     say(`${agents.length} agents ready; starting ${cfg.clients} clients`);

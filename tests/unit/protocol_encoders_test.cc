@@ -54,21 +54,24 @@ TEST(EncodeTest, HeldEmptyAndFull) {
 
 TEST(EncodeTest, Health) {
   const std::vector<NodeHealthView> nodes = {
-      {"10.0.0.1:6379", true, 0.25},
-      {"10.0.0.2:6379", false, 0},
-      {"10.0.0.3:6379", true, 0.5, true, 4200, "started 3.0s ago"}};
+      {"10.0.0.1:6379", "off", "", true, 0.25},
+      {"10.0.0.2:6379", "verified", "TLS: the master's certificate has expired", false, 0},
+      {"10.0.0.3:6379", "unverified", "", true, 0.5, true, 4200, "started 3.0s ago"}};
   EXPECT_EQ(EncodeHealth(1, 2, nodes),
             "{\"id\":1,\"ok\":true,\"quorum\":2,\"nodes\":["
-            "{\"addr\":\"10.0.0.1:6379\",\"up\":true,\"rtt_ms\":0.25,\"quarantined\":false},"
-            "{\"addr\":\"10.0.0.2:6379\",\"up\":false,\"rtt_ms\":0.0,\"quarantined\":false},"
-            "{\"addr\":\"10.0.0.3:6379\",\"up\":true,\"rtt_ms\":0.5,\"quarantined\":true,"
+            "{\"addr\":\"10.0.0.1:6379\",\"tls\":\"off\",\"up\":true,\"rtt_ms\":0.25,"
+            "\"quarantined\":false},"
+            "{\"addr\":\"10.0.0.2:6379\",\"tls\":\"verified\",\"up\":false,\"rtt_ms\":0.0,"
+            "\"quarantined\":false,\"error\":\"TLS: the master's certificate has expired\"},"
+            "{\"addr\":\"10.0.0.3:6379\",\"tls\":\"unverified\",\"up\":true,\"rtt_ms\":0.5,"
+            "\"quarantined\":true,"
             "\"quarantine_left_ms\":4200,\"quarantine_reason\":\"started 3.0s ago\"}]}\n");
   EXPECT_EQ(EncodeHealth(nullptr, 1, {}), "{\"id\":null,\"ok\":true,\"quorum\":1,\"nodes\":[]}\n");
 }
 
 TEST(EncodeTest, HealthRttIsRoundedToMicrosecondsAndAlwaysANumber) {
   const auto rtt = [](double value) {
-    return json::parse(EncodeHealth(1, 1, {{"n:1", true, value}}))["nodes"][0]["rtt_ms"];
+    return json::parse(EncodeHealth(1, 1, {{"n:1", "off", "", true, value}}))["nodes"][0]["rtt_ms"];
   };
   EXPECT_DOUBLE_EQ(rtt(1.23456).get<double>(), 1.235);
   EXPECT_DOUBLE_EQ(rtt(12.0).get<double>(), 12.0);
@@ -106,7 +109,7 @@ TEST(EncodeTest, EveryLineIsOneLineEvenWithNewlinesInStrings) {
       EncodeAcquired(1, "a\nb", kReplyToken, 1, 0),
       EncodeLost("a\nb", kReplyToken, "expired"),
       EncodeHeld(1, {{"a\nb", kReplyToken, 1, false}}),
-      EncodeHealth(1, 1, {{"a\nb", true, 1}}),
+      EncodeHealth(1, 1, {{"a\nb", "off", "x\ny", false, 1}}),
   };
   for (const auto& line : lines) {
     EXPECT_EQ(line.find('\n'), line.size() - 1) << line;

@@ -309,7 +309,9 @@ type Health struct {
 // HealthNode is one master as the agent sees it.
 type HealthNode struct {
 	Addr  string  `json:"addr"`   // host:port
+	TLS   string  `json:"tls"`    // "off", "verified" or "unverified" (any certificate accepted)
 	Up    bool    `json:"up"`     // connected and answering: its votes are asked for
+	Error string  `json:"error"`  // while !Up: why (the last failed connect attempt)
 	RTTMs float64 `json:"rtt_ms"` // the last health check's round trip; meaningless when !Up
 	// Quarantined: the master restarted lately and may have forgotten locks; its votes do not
 	// count toward a grant for QuarantineLeftMs more.
