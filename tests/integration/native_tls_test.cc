@@ -8,7 +8,11 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -203,10 +207,21 @@ TEST_F(NativeTlsTest, EachTlsFailureIsNamedPerMaster) {
   const int expired_port = StartMaster("expired", expired_options);
   const int tls_port = StartMaster("tls", {});
   RedisCluster plain(1);
+  // A port that takes TCP connections (the kernel's backlog) and never answers a byte.
+  const int silent = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(silent, 64), 0);
+  socklen_t len = sizeof addr;
+  getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len);
+  const int silent_port = ntohs(addr.sin_port);
   const std::vector<std::string> urls = {
       "rediss://127.0.0.1:" + std::to_string(expired_port),
       "rediss://127.0.0.1:" + std::to_string(plain.port(0)),  // a plain master as rediss://
-      "redis://127.0.0.1:" + std::to_string(tls_port)};       // a TLS master as redis://
+      "redis://127.0.0.1:" + std::to_string(tls_port),        // a TLS master as redis://
+      "rediss://127.0.0.1:" + std::to_string(silent_port)};
   AgentProcess agent(urls, {"--redis-tls-ca-file", pki_->ca()}, AgentProcess::Readiness::kSocket);
   auto master = [&](int port) { return "127.0.0.1:" + std::to_string(port); };
   ExpectDownWith(agent, 0, "certificate has expired", {"tls_expired"}, master(expired_port));
@@ -215,6 +230,8 @@ TEST_F(NativeTlsTest, EachTlsFailureIsNamedPerMaster) {
   ExpectDownWith(agent, 1, "use redis://", {"tls_not_tls", "tls_handshake_timeout"},
                  master(plain.port(0)));
   ExpectDownWith(agent, 2, "use rediss://", {"closed"}, master(tls_port));
+  ExpectDownWith(agent, 3, "no TLS handshake within", {"tls_handshake_timeout"},
+                 master(silent_port));
   // `lockwarden status` prints each down master's error.
   const std::string out = dir_ + "/status.out";
   const pid_t pid = SpawnTestProcess(
@@ -224,6 +241,7 @@ TEST_F(NativeTlsTest, EachTlsFailureIsNamedPerMaster) {
   EXPECT_THAT(status, HasSubstr("certificate has expired")) << status;
   EXPECT_THAT(status, HasSubstr("use rediss://")) << status;
   EXPECT_THAT(status, HasSubstr("  tls")) << status;
+  close(silent);
 
   // A CA that did not issue the masters' certificate; a name they do not carry.
   TestPki other(dir_, "other-ca");
