@@ -84,9 +84,10 @@ if [[ $mode == address ]]; then
   # Every C++ integration test but the alert tests (AlertsE2E: 53 s of Prometheus scrape and
   # rule intervals under ASan; the agent code they drive, metrics as masters die and keys leak,
   # runs here in MetricsTest, FaultTest and ScannerTest). Not browser_ui (Chromium) nor
-  # safety_short (the Node checker) either: long, and what they drive in the agent (admin API,
-  # grants under faults) the C++ tests drive here too. All three still run in tests/run.sh's
-  # integration stage; they are cut here to keep the whole test command near 20 minutes.
+  # safety_short and safety_short_tls (the Node checker) either: long, and what they drive in
+  # the agent (admin API, grants under faults, TLS) the C++ tests drive here too. All of them
+  # still run in tests/run.sh's integration stage; they are cut here to keep the whole test
+  # command near 20 minutes.
   # Left out besides the browser, safety and alert stacks: the two quarantine tests that spend
   # ~30 s each waiting out restart quarantine twice, and systemd's wait for it. Their code (the
   # INFO handshake, the verdict, the quarantine's start and end) still runs under ASan in
@@ -99,7 +100,7 @@ if [[ $mode == address ]]; then
   # start-up): their own code is not instrumented, and the agent code they drive (every kind,
   # renewals, elections, detached leases, closes) runs here under the agent's own tests. Nor
   # demo_links: the demo builds and runs the plain agent whatever LOCKWARDEN_BINARY says.
-  stacks='browser_ui|safety_short|safety_clock_shift|safety_proxy|demo_links|AlertsE2E\..*|ClientsTest\..*'
+  stacks='browser_ui|safety_short|safety_short_tls|safety_clock_shift|safety_proxy|demo_links|AlertsE2E\..*|ClientsTest\..*'
   integration=(-L integration -E "^(${stacks}|${slow//./\\.}|bench_smoke)$")
 else
   export TSAN_OPTIONS=$(options halt_on_error=1 "log_path=$reports/tsan" second_deadlock_stack=1 \

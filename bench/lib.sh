@@ -6,6 +6,9 @@
 #                       the masters are fresh, so run the agent with --restart-quarantine false
 #                       (or it keeps them out of quorum for max_ttl). Returns 1 (after saying
 #                       why) if one cannot be started.
+#   start_etcd          three etcd members (Debian's etcd-server) on loopback, data on /dev/shm
+#                       (etcd's best case); sets etcd_endpoints (H:P,...) and etcd_pids (P,...).
+#                       Returns 1 (after saying why) when etcd is missing or does not start.
 #   bench_tls_files     a CA and a server certificate for 127.0.0.1 in $run/tls (openssl);
 #                       after it, start_masters also opens a TLS port on each master (the same
 #                       processes, so plain and TLS parts meet the same masters) and sets
@@ -13,7 +16,7 @@
 
 bench_init() {
   run=$(mktemp -d "/tmp/$1-XXXXXX")
-  pids=()
+  pids=() bench_cleanup_dirs=()
   agent=
   trap bench_cleanup EXIT
 }
@@ -22,7 +25,43 @@ bench_cleanup() {
   [[ -n $agent ]] && kill "$agent" 2>/dev/null || true
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$run"
+  rm -rf "$run" "${bench_cleanup_dirs[@]}"
+}
+
+start_etcd() {
+  command -v etcd >/dev/null || { echo "bench: no etcd (apt-get install etcd-server)" >&2; return 1; }
+  local data i cluster='' client_ports=() peer_ports=() pids_e=() deadline
+  data=$(mktemp -d /dev/shm/lw-bench-etcd-XXXXXX)
+  for i in 0 1 2; do
+    client_ports+=("$(free_port)") peer_ports+=("$(free_port)")
+    cluster+="${cluster:+,}e$i=http://127.0.0.1:${peer_ports[i]}"
+  done
+  for i in 0 1 2; do
+    ETCD_UNSUPPORTED_ARCH= etcd --name "e$i" --data-dir "$data/e$i" \
+      --listen-client-urls "http://127.0.0.1:${client_ports[i]}" \
+      --advertise-client-urls "http://127.0.0.1:${client_ports[i]}" \
+      --listen-peer-urls "http://127.0.0.1:${peer_ports[i]}" \
+      --initial-advertise-peer-urls "http://127.0.0.1:${peer_ports[i]}" \
+      --initial-cluster "$cluster" --initial-cluster-state new \
+      --initial-cluster-token lw-bench --log-level error >"$run/etcd-$i.log" 2>&1 &
+    pids_e+=("$!") pids+=("$!")
+  done
+  bench_cleanup_dirs+=("$data")
+  etcd_endpoints=$(printf '127.0.0.1:%s,' "${client_ports[@]}") etcd_endpoints=${etcd_endpoints%,}
+  etcd_pids=$(IFS=,; echo "${pids_e[*]}")
+  deadline=$((SECONDS + 30))
+  while ((SECONDS < deadline)); do
+    local healthy=0 port
+    for port in "${client_ports[@]}"; do
+      curl -sf "http://127.0.0.1:$port/health" 2>/dev/null | grep -q '"health":"true"' &&
+        healthy=$((healthy + 1))
+    done
+    ((healthy == 3)) && return 0
+    sleep 0.2
+  done
+  echo "bench: etcd did not become healthy; its log:" >&2
+  tail -5 "$run/etcd-0.log" >&2
+  return 1
 }
 
 bench_tls_files() {

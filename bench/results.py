@@ -18,8 +18,9 @@ SHAPES = [
     ("c16-on-1", "16 clients on 1 resource"),
     ("mixed64", "64 clients, mixed (10% on 4 hot keys)"),
 ]
-BENCHES = ["agent", "raw", "raw-script", "node", "node-autopipe"]
-OPTIONAL_BENCHES = {"raw-script"}  # uncontended shapes only
+BENCHES = ["agent", "raw", "raw-script", "node", "node-autopipe", "etcd"]
+# raw-script: uncontended shapes only; etcd: when etcd-server is installed, not mixed64.
+OPTIONAL_BENCHES = {"raw-script", "etcd"}
 
 
 def ratio(a, b):
@@ -42,6 +43,34 @@ def us_per_cycle(r, key):
 
 def cpu_us(v):
     return "–" if v is None else f"{v:.1f} µs"
+
+
+def server_cpu(r):
+    """The masters' (or etcd members') CPU s per 1,000 cycles of part r, as text."""
+    v = r.get("redis_cpu_s_per_1k", r.get("etcd_cpu_s_per_1k"))
+    return "–" if v is None else f"{v:.3f}"
+
+
+# The semaphore beside redis-semaphore's RedlockSemaphore on the same masters (issue 37).
+SEMAPHORE_PEERS = [("sem-c64", "semaphore K=4, 64 clients, each its own"),
+                   ("sem4-c16", "semaphore K=4, 16 clients on 1 resource")]
+
+
+def semaphore_peer_table(rows):
+    out = ["| part | bench | cycles/s | × redis-semaphore | acquire p50 | p99 | redis CPU s / 1k "
+           "| failed |", "|---|---|---|---|---|---|---|---|"]
+    for shape, desc in SEMAPHORE_PEERS:
+        peer = rows.get(f"{shape} redis-semaphore", {})
+        for bench in ("agent", "redis-semaphore"):
+            r = rows.get(f"{shape} {bench}")
+            if r is None:
+                out.append(f"| {desc} | {bench} | (did not run) ||||||")
+                continue
+            out.append("| " + " | ".join([
+                desc, bench, f"{r['cycles_per_s']:,.0f}",
+                ratio(r["cycles_per_s"], peer.get("cycles_per_s")), us(r.get("acquire_us_p50")),
+                us(r.get("acquire_us_p99")), server_cpu(r), str(r.get("failed", "?"))]) + " |")
+    return out
 
 
 def cpu_cells(r, base):
@@ -150,6 +179,21 @@ def tls_table(rows):
     return out
 
 
+def scale_table(rows):
+    out = ["| sessions | cycles/s | acquire p50 | p99 | agent CPU / cycle | redis CPU / cycle "
+           "(5 masters) | failed |", "|---|---|---|---|---|---|---|"]
+    for c in (1, 8, 64, 512, 4096):
+        r = rows.get(f"scale-c{c} agent")
+        if r is None:
+            out.append(f"| {c:,} | (did not run) ||||||")
+            continue
+        out.append("| " + " | ".join([
+            f"{c:,}", f"{r['cycles_per_s']:,.0f}", us(r.get("acquire_us_p50")),
+            us(r.get("acquire_us_p99")), cpu_us(us_per_cycle(r, "agent_cpu_s_per_1k")),
+            cpu_us(us_per_cycle(r, "redis_cpu_s_per_1k")), str(r.get("failed", "?"))]) + " |")
+    return out
+
+
 def ms(us_value):
     return "–" if us_value is None else f"{us_value / 1000:.1f} ms"
 
@@ -202,6 +246,7 @@ def main():
     ap.add_argument("--kinds-only", action="store_true")
     ap.add_argument("--upgrade-only", action="store_true")
     ap.add_argument("--tls-only", action="store_true")
+    ap.add_argument("--scale-only", action="store_true")
     a = ap.parse_args()
     rows = {}
     with open(a.jsonl) as f:
@@ -217,6 +262,13 @@ def main():
                         + uncontended_kinds_table(rows)
                         + ["", "Contended, one resource:", ""]
                         + kinds_table(rows)))
+        return
+
+    if a.scale_only:
+        print("\n".join(["### How cost grows with sessions", "",
+                         f"One run of `bash bench/run.sh --scale`: {a.note}.", "",
+                         "The uncontended mutex (each session its own resource) through one "
+                         "agent (max_connections 5000).", ""] + scale_table(rows)))
         return
 
     if a.tls_only:
@@ -248,8 +300,8 @@ def main():
         out.append(f"One run of `bash bench/run.sh`: {a.note}.")
         out.append("")
     out.append("| shape | bench | cycles/s | acquire p50 | p90 | p99 | max | wait p99 | "
-               "hand-off p50 / p99 | agent CPU s / 1k | redis CPU s / 1k | bench CPU s / 1k "
-               "| failed |")
+               "hand-off p50 / p99 | agent CPU s / 1k | server CPU s / 1k (redis; etcd's for "
+               "etcd) | bench CPU s / 1k | failed |")
     out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for shape, desc in SHAPES:
         for bench in BENCHES:
@@ -268,7 +320,7 @@ def main():
                 us(r["wait_us_p99"]) if contended else "–",
                 f"{us(r['handoff_us_p50'])} / {us(r['handoff_us_p99'])}" if contended else "–",
                 f"{cpu:.3f}" if cpu is not None else "–",
-                f"{r['redis_cpu_s_per_1k']:.3f}" if "redis_cpu_s_per_1k" in r else "–",
+                server_cpu(r),
                 f"{r['bench_cpu_s_per_1k']:.3f}" if "bench_cpu_s_per_1k" in r else "–",
                 str(r.get("failed", "?")),
             ]) + " |")
@@ -285,6 +337,10 @@ def main():
     out.append("and contended, on one resource:")
     out.append("")
     out.extend(kinds_table(rows))
+    out.append("")
+    out.append("The semaphore beside redis-semaphore's RedlockSemaphore (same masters, same shapes):")
+    out.append("")
+    out.extend(semaphore_peer_table(rows))
     out.append("")
 
     def best_node(shape, key, lower_is_better):
@@ -320,6 +376,11 @@ def main():
                f"{us(node_p50)}, {node_p50_by or 'n/a'}) |")
     out.append(f"| contended 16-on-1 cycles/s: agent / node-redlock (the better of the two) | "
                f"≥ 10× | {ratio(cont, node_cont)} (vs {node_cont_by or 'n/a'}) |")
+    etcd_p50 = get("c1", "etcd", "acquire_us_p50")
+    out.append(f"| uncontended C=64 cycles/s: agent / etcd (issue 37) | ≥ 10× | "
+               f"{ratio(c64, get('c64', 'etcd', 'cycles_per_s'))} |")
+    out.append(f"| C=1 acquire p50: agent / etcd (issue 37) | ≤ 0.2× | {ratio(p50, etcd_p50)} "
+               f"({us(p50)} vs {us(etcd_p50)}) |")
     for label, kind in (("sem-c64 agent", "semaphore (K=4)"), ("rw-c64 agent", "read hold")):
         agent = us_per_cycle(rows.get(label), "agent_cpu_s_per_1k")
         redis = us_per_cycle(rows.get(label), "redis_cpu_s_per_1k")

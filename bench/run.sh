@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The side-by-side benchmark of bench/README.md in one command: the agent (lw_bench), the raw
-# pipelined limit (lw_bench_raw) and node-redlock with and without ioredis auto-pipelining
+# pipelined limit (lw_bench_raw), node-redlock with and without ioredis auto-pipelining, etcd's
+# Mutex fast path (when etcd-server is installed) and redis-semaphore beside the agent's semaphore
 # (bench/node), in the same run on the same 5 fresh local masters, then the hold test and the
 # upgrade-in-place test, then a results table with the ratios of issue 21's goals (and issue
 # 7's that still apply). Figures only: nothing here asserts a speed.
@@ -12,6 +13,8 @@
 #   bash bench/run.sh --upgrade  # only the upgrade-in-place part (full size), ~1.5 min
 #   bash bench/run.sh --tls      # the agent's shapes over plain and TLS (rediss://) to the same
 #                                # masters, interleaved: what TLS costs per cycle, ~1 min
+#   bash bench/run.sh --scale    # uncontended cycles at C = 1, 8, 64, 512 and 4,096 sessions:
+#                                # how cycles/s and CPU per cycle grow, ~1 min
 # Before its first request, the agent's idle cost is measured (CPU, RSS, what it costs the
 # masters). Every run measures the semaphore and read-write kinds beside the mutex, on the same
 # agent and masters, and prints their ratios to it: uncontended at C=64 (each client its own
@@ -42,15 +45,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-smoke=0 kinds_only=0 fairness=0 upgrade_only=0 tls_only=0
+smoke=0 kinds_only=0 fairness=0 upgrade_only=0 tls_only=0 scale_only=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
   --tls) tls_only=1 ;;
+  --scale) scale_only=1 ;;
   --kinds) kinds_only=1 ;;
   --upgrade) upgrade_only=1 ;;
   --fairness) fairness=1; shift ;;  # the arguments after it are bench/fairness.py's
   '') ;;
-  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --upgrade | --tls | --fairness [ARGS]]" >&2
+  *) echo "usage: bash bench/run.sh [--smoke | --kinds | --upgrade | --tls | --scale |" \
+       "--fairness [ARGS]]" >&2
      exit 64 ;;
 esac
 
@@ -85,7 +90,7 @@ build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2
 
 # node-redlock, pinned in bench/node/package-lock.json; npm ci only when the lockfile changed.
 node_dir=bench/node
-if ((!upgrade_only && !tls_only)); then  # the upgrade and TLS parts need no node
+if ((!upgrade_only && !tls_only && !scale_only)); then  # these parts need no node
   lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
   stamp=$node_dir/node_modules/.lockwarden-lock.sha256
   if [[ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
@@ -261,6 +266,28 @@ tls_parts() {
   masters=("${plain[@]}") agent_extra=()
 }
 
+# Scale: the uncontended mutex at C = 1 ... 4,096 sessions, one agent whose connection limit
+# is raised above the largest C (and this shell's descriptor limit with it).
+scale_parts() {
+  ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+  agent_extra=(--max-connections 5000)
+  start_agent scale
+  common=(--seconds "$seconds" --warmup-seconds "$warmup" --redis-pids "$redis_pids")
+  for c in 1 8 64 512 4096; do
+    part "scale-c$c agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" \
+      --mode uncontended --clients "$c" "${common[@]}" "${own_wait[@]}"
+  done
+  stop_agent
+  agent_extra=()
+}
+
+if ((scale_only)); then
+  echo "lockwarden scale bench: 5 local masters, $(nproc) cores, $build_type build," \
+    "${seconds}s per part (+${warmup}s warmup)"
+  scale_parts
+  report_and_exit --scale-only --note "$(date -u +%F), $(nproc) cores, $build_type, \
+${seconds} s per part, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+fi
 if ((tls_only)); then
   echo "lockwarden TLS bench: 5 local masters (plain and TLS ports), $(nproc) cores," \
     "$build_type build, ${seconds}s per part (+${warmup}s warmup)"
@@ -272,6 +299,13 @@ if ((upgrade_only)); then
   upgrade_part
   report_and_exit --upgrade-only --note "$(date -u +%F), $(nproc) cores, \
 $build_type, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
+fi
+# etcd beside the masters, when installed (not in --smoke: CI has no etcd-server).
+etcd_endpoints='' etcd_pids=''
+if ((!smoke && !kinds_only)) && command -v etcd >/dev/null; then
+  start_etcd || etcd_endpoints=''
+elif ((!smoke && !kinds_only)); then
+  echo "bench/run.sh: etcd-server is not installed; the etcd parts are skipped" >&2
 fi
 start_agent cycles
 # Idle: the cycles agent, ready (its readiness check is the only request it has served) and
@@ -299,18 +333,31 @@ for s in "${shapes[@]}"; do
     --clients "$clients" "${common[@]}" --seed "$seed"
   part "$shape node-autopipe" node "$node_dir/redlock_bench.mjs" --masters "$hostports" \
     --mode "$mode" --clients "$clients" "${common[@]}" --seed "$seed" --autopipeline
+  # etcd (issue 37): concurrency.Mutex's fast path on 3 members, when etcd-server is installed.
+  if [[ -n $etcd_endpoints && $shape != mixed64 ]]; then
+    part "$shape etcd" node "$node_dir/etcd_bench.mjs" --endpoints "$etcd_endpoints" \
+      --mode "$mode" --clients "$clients" --seconds "$seconds" --warmup-seconds "$warmup" \
+      --etcd-pids "$etcd_pids" --seed "$seed"
+  fi
 done
 # The other kinds (issue 18) on the same agent. Uncontended, beside the mutex's c64: each of 64
 # clients its own semaphore of 4 permits (bench/semu/u<i>), or its own read-write lock, held
 # shared (bench/rwu/u<i>); what a cycle of each kind costs the agent and the masters.
 part "sem-c64 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode uncontended \
   --clients 64 --permits 4 --prefix bench/semu/ "${common[@]}" "${own_wait[@]}"
+# redis-semaphore's RedlockSemaphore on the same masters and shape (issue 37).
+((kinds_only)) || part "sem-c64 redis-semaphore" node "$node_dir/semaphore_bench.mjs" \
+  --masters "$hostports" --mode uncontended --clients 64 --permits 4 --prefix bench/semu/ \
+  "${common[@]}" --seed "$seed"
 part "rw-c64 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode uncontended \
   --clients 64 --shared-clients 64 --prefix bench/rwu/ "${common[@]}" "${own_wait[@]}"
 # Contended, beside the mutex's c16-on-1: a semaphore of 4 permits with 16 clients, a
 # read-write lock with 15 readers and 1 writer; one resource each.
 part "sem4-c16 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
   --clients 16 --permits 4 --prefix bench/sem/ "${common[@]}"
+((kinds_only)) || part "sem4-c16 redis-semaphore" node "$node_dir/semaphore_bench.mjs" \
+  --masters "$hostports" --mode contended --clients 16 --permits 4 --prefix bench/sem/ \
+  "${common[@]}" --seed "$seed"
 part "rw15+1 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
   --clients 16 --shared-clients 15 --prefix bench/rw/ "${common[@]}"
 stop_agent

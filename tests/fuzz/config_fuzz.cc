@@ -255,10 +255,16 @@ void FuzzMasterUrl(const std::string& url) {
                 "a host with a NUL: hiredis would connect to what precedes it: " + url);
   LW_FUZZ_CHECK(address.port >= 1 && address.port <= 65535, "port out of range: " + url);
   const std::string secret = url.substr(secret_begin, secret_end - secret_begin);
-  LW_FUZZ_CHECK(address.password == secret, "password is not what MaskCredentials masks: " + url);
-  LW_FUZZ_CHECK(std::get<MasterAddress>(parsed_other).password ==
+  // A userinfo without ':' is an ACL user alone (its password comes from the agent's setting);
+  // MaskCredentials masks it all the same, in case a password was written without its ':'.
+  const bool user_only = secret_begin > 0 && url[secret_begin - 1] != ':';
+  const std::string& read = user_only ? address.user : address.password;
+  LW_FUZZ_CHECK(read == secret, "credential is not what MaskCredentials masks: " + url);
+  LW_FUZZ_CHECK(!user_only || address.password.empty(), "a user alone with a password: " + url);
+  const MasterAddress& other_address = std::get<MasterAddress>(parsed_other);
+  LW_FUZZ_CHECK((user_only ? other_address.user : other_address.password) ==
                     other.substr(secret_begin, secret_end - secret_begin),
-                "password is not what MaskCredentials masks: " + other);
+                "credential is not what MaskCredentials masks: " + other);
   LW_FUZZ_CHECK(address.Display().find('@') == std::string::npos,
                 "Display() shows credentials: " + address.Display());
 
