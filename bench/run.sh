@@ -281,20 +281,17 @@ scale_parts() {
   agent_extra=()
 }
 
-if ((scale_only)); then
-  echo "lockwarden scale bench: 5 local masters, $(nproc) cores, $build_type build," \
+# A mode of one kind of part: what it is ($1), the function that runs its parts ($2) and
+# results.py's flag for its table ($3); then the report, and exit.
+run_only() {
+  echo "lockwarden $1 bench: 5 local masters, $(nproc) cores, $build_type build," \
     "${seconds}s per part (+${warmup}s warmup)"
-  scale_parts
-  report_and_exit --scale-only --note "$(date -u +%F), $(nproc) cores, $build_type, \
+  "$2"
+  report_and_exit "$3" --note "$(date -u +%F), $(nproc) cores, $build_type, \
 ${seconds} s per part, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
-fi
-if ((tls_only)); then
-  echo "lockwarden TLS bench: 5 local masters (plain and TLS ports), $(nproc) cores," \
-    "$build_type build, ${seconds}s per part (+${warmup}s warmup)"
-  tls_parts
-  report_and_exit --tls-only --note "$(date -u +%F), $(nproc) cores, $build_type, \
-${seconds} s per part, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
-fi
+}
+((scale_only)) && run_only scale scale_parts --scale-only
+((tls_only)) && run_only "TLS (the masters' plain and TLS ports)" tls_parts --tls-only
 if ((upgrade_only)); then
   upgrade_part
   report_and_exit --upgrade-only --note "$(date -u +%F), $(nproc) cores, \
