@@ -83,7 +83,8 @@ void LockService::AdoptLease(SessionId sid, const std::string& resource, const s
   const ClientSession& s = *sessions_.Find(sid);  // Line found it
   const Failure not_held{ErrorCode::kNotHeld,
                          "this connection does not hold " + QuoteClientText(resource) +
-                             " with that token, nor is it a detached lease of this agent"};
+                             " with that token, nor does any agent's detached lease on it "
+                             "(released, expired, or never granted)"};
   if (engine_.books().FindHolder(resource, token) != nullptr ||
       !options_.access.Allows(s.ids, resource)) {
     then(not_held);
@@ -110,7 +111,8 @@ void LockService::AdoptLease(SessionId sid, const std::string& resource, const s
         }
         leases_.Add({resource, g->token, g->hold, LeaseSessionOf(uid), LeasePeer(uid)});
         stats_.detached_leases.Set(static_cast<double>(leases_.size()));
-        spdlog::info("{} of the agent's earlier run adopted for a {} by uid {}",
+        spdlog::info("{} taken over for a {} by uid {} (it was held through another agent, "
+                     "or this agent's earlier run)",
                      DescribeLease(*leases_.OfHold(g->hold)), op, uid);
         then(result);
       });

@@ -15,7 +15,9 @@ HandOffCase HandOffCaseOf(const Holder& prev, const Waiter* next,
   c.released_extending = prev.extends_in_flight > 0;
   c.released_ttl_ms = prev.ttl_ms;
   c.left_ms = MsLeft(prev.valid_until, now);
+  c.lease = prev.kept;
   if (next != nullptr) {
+    c.lease = c.lease || next->hold_as != 0;
     // Only into the same part of the resource (the same mode).
     c.next_waiting = !next->cancelled && !next->in_attempt && next->mode == prev.mode;
     c.next_fenced = next->history.fence;
@@ -26,7 +28,7 @@ HandOffCase HandOffCaseOf(const Holder& prev, const Waiter* next,
 
 bool MayHandOff(const HandOffCase& c) {
   if (c.engine_stopping || c.attempt_in_flight || c.released_fenced || c.released_extending ||
-      (c.turns && !c.next_first)) {
+      c.lease || (c.turns && !c.next_first)) {
     return false;
   }
   return c.next_waiting && !c.next_fenced && c.next_ttl_ms == c.released_ttl_ms &&

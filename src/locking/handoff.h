@@ -41,6 +41,9 @@ struct HandOffCase {
   // `next` is known to have come before every waiter on another agent.
   bool turns = false;
   bool next_first = false;
+  // Either is a detached lease: its holder knows its own token only, and names the key's value
+  // by it through any agent, so the key is never handed on with another token in it.
+  bool lease = false;
 };
 
 struct Holder;
@@ -50,7 +53,7 @@ struct Waiter;
 HandOffCase HandOffCaseOf(const Holder& prev, const Waiter* next,
                           std::chrono::steady_clock::time_point now);
 
-// True when the next waiter may take over the key: neither lock is fenced (a fenced grant
+// True when the next waiter may take over the key: neither lock is fenced nor a detached lease (a fenced grant
 // needs a new fence from the masters), nothing may change the key meanwhile, the waiter asked
 // for the same ttl (the key was set for it) and at least half of it is left; and, where holds
 // take turns, the waiter came before every waiter on another agent.

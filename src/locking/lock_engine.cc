@@ -122,7 +122,7 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
 }
 
 bool LockEngine::FrontMayContend(const Resource& r) const {
-  return r.holders.empty() ||
+  return r.holders.empty() || OnlyFleetLeasesHeld(r) ||
          r.kind().MayContendBeside(r.shape, r.waiters.front().mode, r.holders);
 }
 
@@ -319,6 +319,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
   h.fence = fence;
   if (!a.note.empty()) h.note = std::make_unique<std::string>(a.note);
   h.valid_until = valid_until;
+  DropStaleLeases(r, name, h);
   ScheduleHolder(name, h, RenewDelayMs(w.renew, w.history.ttl_ms, validity_ms));
   spdlog::debug("granted {} (validity {} ms, waited {} ms, {} attempt(s){})", Quoted(name),
                 validity_ms, CeilMs(now - w.requested), w.history.attempts,

@@ -227,9 +227,22 @@ class LockEngine : private Renewer::Holds {
   void RevokeHeld(Resource& r, const std::string& name, std::vector<const Holder*> holds,
                   RevokeDone done);
 
+  // ---- detached leases across the fleet (lock_engine_leases.cc)
+  // h is an exclusive detached lease of a mutex: its key is P R, taken over by token.
+  static bool IsFleetLease(const Resource& r, const Holder& h);
+  // Every hold of r here is such a lease: the queue's front contends on the masters anyway
+  // (a lease may have ended through another agent; the masters decide).
+  static bool OnlyFleetLeasesHeld(const Resource& r);
+  // kTakeLease of lease h (held in r) for ttl_ms.
+  RoundRequest TakeLeaseRound(const std::string& name, const Resource& r, const Holder& h,
+                              int64_t ttl_ms) const;
+  // A grant through the masters (`granted`, held in r) ends every lease of r still listed
+  // here: a quorum no longer holds them.
+  void DropStaleLeases(Resource& r, const std::string& name, const Holder& granted);
+
   // ---- resume (lock_engine_resume.cc)
-  // Resume's confirm_first: the ask's extend round run with nothing entered in the books; a
-  // quorum's yes goes on to Resume, anything else is answered as Resume answers it.
+  // Resume's confirm_first: the lease taken over (kTakeLease) with nothing entered in the
+  // books; a quorum's yes goes on to Resume, anything else is answered as Resume answers it.
   void ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone done);
 
   // ---- sessions, shutdown (lock_engine_sessions.cc)

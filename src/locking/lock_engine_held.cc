@@ -27,6 +27,9 @@ void LockEngine::Release(SessionId session, const std::string& name, const std::
     Pump(name);
     return;
   }
+  // A lease another agent took over is taken back first (the two rounds reach each master in
+  // this order), so its release ends it wherever it is.
+  if (IsFleetLease(r, *holder)) ReleaseEverywhere(TakeLeaseRound(name, r, *holder, holder->ttl_ms));
   rounds_.Run(HolderRelease(name, r, *holder),
               [this, done = std::move(done)](const RoundResult&) {
                 done(std::nullopt);
@@ -89,8 +92,10 @@ void LockEngine::RunExtend(const std::string& name, const std::string& token, in
                            ExtendDone done, int64_t timeout_ms) {
   Holder* holder = FindHolder(name, token);  // callers hold it: non-null
   const Resource& r = *Find(name);
-  RoundRequest req =
-      r.kind().ExtendRound(table_.PlaceOf(name, r, *holder), holder->LeaseValue(), ttl_ms);
+  RoundRequest req = IsFleetLease(r, *holder)
+                         ? TakeLeaseRound(name, r, *holder, ttl_ms)
+                         : r.kind().ExtendRound(table_.PlaceOf(name, r, *holder),
+                                                holder->LeaseValue(), ttl_ms);
   req.timeout_ms = timeout_ms;
   ++holder->extends_in_flight;
   rounds_.Run(std::move(req),

@@ -5,6 +5,7 @@
 
 #include "core/redlock_math.h"
 #include "locking/failure_text.h"
+#include "locking/kinds/kinds.h"
 #include "locking/lock_engine.h"
 
 namespace lw {
@@ -117,7 +118,7 @@ void LockEngine::ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone
   const HoldMode mode = KindOf(ask.kind.shape).ModeAsked(ask.kind.shared);
   const HoldPlace place{table_.key_prefix(), options_.fence_prefix, ask.resource, ask.kind.shape,
                         mode, mode == HoldMode::kPermit ? ask.permit : -1};
-  RoundRequest req = KindOf(ask.kind.shape).ExtendRound(place, ask.token, ask.ttl_ms);
+  RoundRequest req = kinds::TakeLease(place, ask.token, ask.ttl_ms);
   rounds_.Run(std::move(req), [this, session, ask = std::move(ask),
                                done = std::move(done)](const RoundResult& res) mutable {
     const VoteTally& t = res.tally;

@@ -26,7 +26,8 @@ namespace lw::scripts {
 // Every kind script, in the order of NodeCommand's kind-script entries (redis/node_stats.h).
 enum class KindScript : uint8_t {
   kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
-  kReleasePart, kFenceRecord, kReadRecord, kReleaseTurn, kLeaveQueue, kQueueHead, kCount
+  kReleasePart, kFenceRecord, kReadRecord, kReleaseTurn, kLeaveQueue, kQueueHead, kTakeLease,
+  kCount
 };
 
 // Shared prelude. fence(key): the counter at key (0 when absent or no key); an acquire reads it
@@ -241,6 +242,16 @@ inline constexpr const char* kQueueHead =
     LW_HEAD("KEYS[1]", "KEYS[2]", "ARGV[2]")
     "if not who then return false end return tostring(now - at)";
 
+// A detached lease taken over by this agent (docs/safety.md §9): a lease is named by its token
+// fleet-wide, whichever agent's id its value carries. KEYS: P R. ARGV: this agent's value for
+// the token ("<agent id>:<token>"), ttl. Where P R holds a value "<an agent id>:<token>" with
+// the same token, it becomes ARGV[1] for ttl ms: 1; otherwise 0 (nothing changes).
+inline constexpr const char* kTakeLease =
+    "local v = redis.call('get', KEYS[1]) if not v then return 0 end "
+    "local t = string.match(ARGV[1], ':[^:]+$') "
+    "if not t or #v <= #t or string.sub(v, -#t) ~= t then return 0 end "
+    "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) return 1";
+
 #undef LW_QUEUE
 #undef LW_ALIVE
 #undef LW_WAIT_HERE
@@ -250,7 +261,8 @@ inline constexpr const char* kQueueHead =
 
 inline constexpr const char* kKindScriptBodies[] = {
     kClaimExclusive, kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
-    kReleasePart,    kFenceRecord, kReadRecord,  kReleaseTurn,  kLeaveQueue,   kQueueHead};
+    kReleasePart,    kFenceRecord, kReadRecord,  kReleaseTurn,  kLeaveQueue,   kQueueHead,
+    kTakeLease};
 static_assert(std::size(kKindScriptBodies) == static_cast<size_t>(KindScript::kCount));
 
 }  // namespace lw::scripts

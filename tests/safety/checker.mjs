@@ -200,8 +200,11 @@ async function startClients(agents, registerSocket) {
     detachShare: cfg.detachShare,
   };
   const spawn = async (script, name, agent, config, register, kind) => {
+    // Detached leases are released through the next agent half the time (client.mjs).
+    const next = agents[(agents.indexOf(agent) + 1) % agents.length];
+    const leaseVia = next !== agent ? next.socketPath : undefined;
     const argv = [process.execPath, script, name, agent.label, agent.socketPath, registerSocket,
-      JSON.stringify({ ...config, seed: subSeed(cfg.seed, `client ${name}`) })];
+      JSON.stringify({ ...config, leaseVia, seed: subSeed(cfg.seed, `client ${name}`) })];
     const child = await spawnLogged(argv, path.join(outDir, `client-${name}.log`));
     const contends = kind
       ? { kind, resources: config.resources ?? config.names, wait_ms: config.waitMs } : null;

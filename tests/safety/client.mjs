@@ -15,7 +15,8 @@
 // idleMaxMs: a pause of up to that long after each cycle (default none).
 // detachShare: the share of exclusive acquires (a register client's, a writer's) made detached
 // leases ("detach": true): such a lease is released by token through another connection of this
-// process, and half the time the connection that acquired it is closed right after the grant
+// process, to this agent or (half the time, when leaseVia names another agent's socket) to
+// another agent, and half the time the connection that acquired it is closed right after the grant
 // (the lease must outlive it: if it did not, another client would be granted the lock while
 // this one still holds it, which checks 2 and 7 see).
 // The hold (register clients: between read and write): up to holdMaxMs, plus, when
@@ -39,13 +40,16 @@ import { nowUs, startClient, validityEndOf } from './process.mjs';
 const { name, agentLabel, agentSocket, cfg, random, randInt, checker, agent } = await startClient();
 const { register, send, stopRequested } = checker;
 
-// A second connection to the agent, through which detached leases are released (by token).
-let releaser = null;
-async function releaserConnection() {
-  if (releaser && !releaser.closed) return releaser;
+// Second connections, through which detached leases are released (by token): to this agent,
+// and to cfg.leaseVia (another agent's socket), which takes the lease over by its token.
+const releasers = new Map();
+async function releaserConnection(socket) {
+  const open = releasers.get(socket);
+  if (open && !open.closed) return open;
   try {
-    releaser = await LockClient.connect(agentSocket, { timeoutMs: 1000 });
-    return releaser;
+    const conn = await LockClient.connect(socket, { timeoutMs: 1000 });
+    releasers.set(socket, conn);
+    return conn;
   } catch {
     return null;
   }
@@ -125,7 +129,9 @@ async function holdFor(validityEndUs) {
 // Releases the grant; the record says how the agent answered. A detached lease is released
 // through the other connection (its acquiring one may be closed by now).
 async function release(conn, resource, token, record) {
-  const via = record.detached ? await releaserConnection() : conn;
+  const elsewhere = record.detached && cfg.leaseVia && random() < 0.5;
+  const via = record.detached
+    ? await releaserConnection(elsewhere ? cfg.leaseVia : agentSocket) : conn;
   try {
     if (!via) throw new Error('no connection');
     const rel = await via.call({ op: 'release', resource, token }, { timeoutMs: 5000 });
@@ -250,5 +256,5 @@ while (!stopRequested()) {
   if (cfg.idleMaxMs > 0) await pause(randInt(0, cfg.idleMaxMs));
 }
 agent.close();
-if (releaser) releaser.close();
+for (const conn of releasers.values()) conn.close();
 checker.leave();

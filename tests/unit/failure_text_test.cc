@@ -129,6 +129,7 @@ TEST(HandOff, NotGivenWhenAnythingMayChangeTheKeyOrItDoesNotFit) {
   EXPECT_FALSE(with([](HandOffCase& c) { c.released_extending = true; }));
   EXPECT_FALSE(with([](HandOffCase& c) { c.next_waiting = false; }));
   EXPECT_FALSE(with([](HandOffCase& c) { c.next_fenced = true; }));
+  EXPECT_FALSE(with([](HandOffCase& c) { c.lease = true; })) << "a lease's key names its token";
   EXPECT_FALSE(with([](HandOffCase& c) { c.next_ttl_ms = 2000; }));
   EXPECT_FALSE(with([](HandOffCase& c) { c.left_ms = 499; }));
   EXPECT_TRUE(with([](HandOffCase& c) { c.left_ms = 500; }));

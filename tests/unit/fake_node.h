@@ -151,6 +151,11 @@ class FakeNode : public Node {
     return static_cast<size_t>(
         std::count_if(log_.begin(), log_.end(), [op](const Command& c) { return c.op == op; }));
   }
+  size_t Count(scripts::KindScript script) const {
+    return static_cast<size_t>(std::count_if(log_.begin(), log_.end(), [script](const Command& c) {
+      return c.op == Op::kKindScript && c.script == script;
+    }));
+  }
   std::vector<Command> Commands(Op op) const {
     std::vector<Command> out;
     for (const auto& c : log_) {
@@ -399,6 +404,13 @@ class FakeNode : public Node {
       }
       case scripts::KindScript::kLeaveQueue:
         return Int(1);
+      case scripts::KindScript::kTakeLease: {  // any agent's value for the same token
+        const Entry* e = Live(k[0], now);
+        const std::string token = a[0].substr(a[0].rfind(':') + 1);  // npos + 1 == 0
+        if (e == nullptr || (e->token != a[0] && !e->token.ends_with(":" + token))) return Int(0);
+        data_[k[0]] = Entry{a[0], now + std::chrono::milliseconds(std::stoll(a[1]))};
+        return Int(1);
+      }
       case scripts::KindScript::kQueueHead: {  // nobody else ever waits here
         Reply nil;
         nil.kind = Reply::Kind::kNil;

@@ -183,5 +183,13 @@ RoundRequest QueueHead(const HoldPlace& p, const std::string& value_prefix) {
   return QueueRound(RoundOp::kKindRead, scripts::KindScript::kQueueHead, p, value_prefix);
 }
 
+RoundRequest TakeLease(const HoldPlace& p, const std::string& token, int64_t ttl_ms) {
+  RoundRequest req = KindRound(RoundOp::kKindExtend, scripts::KindScript::kTakeLease, token,
+                               {BaseKey(p)}, {std::to_string(ttl_ms)});
+  req.key = BaseKey(p);
+  req.ttl_ms = ttl_ms;
+  return req;
+}
+
 }  // namespace kinds
 }  // namespace lw

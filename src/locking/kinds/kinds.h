@@ -94,5 +94,9 @@ RoundRequest LeaveQueue(const HoldPlace& p, const std::string& value_prefix);
 // How long other agents' oldest waiters for the resource at p have waited, as each master says
 // (kQueueHead, a read: RoundResult::values, nil where nobody waits; every master).
 RoundRequest QueueHead(const HoldPlace& p, const std::string& value_prefix);
+// A detached lease at p's base key taken over for ttl_ms (kTakeLease): where the key holds any
+// agent's value for `token`, it becomes this agent's. The lease's extend, and the step before
+// its release; votes as an extend.
+RoundRequest TakeLease(const HoldPlace& p, const std::string& token, int64_t ttl_ms);
 
 }  // namespace lw::kinds
