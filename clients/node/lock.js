@@ -126,12 +126,14 @@ class Lock extends EventEmitter {
 }
 
 // A won campaign: this client leads `name` (also `resource`) with `term` (also `fence`: the term
-// is the fence of the leadership's grant) while its connection lives. Lost like a Lock ('lost'
-// event, .lost, .signal): stop acting as the leader at once. release() and resign() resign;
-// extend() works too.
+// is the fence of the leadership's grant) while its connection lives, and through the agent's
+// next run once resumed (as a lock is). Lost like a Lock ('lost' event, .lost, .signal): stop
+// acting as the leader at once. release() and resign() resign; extend() works too.
 class Leadership extends Lock {
-  constructor(client, reply) {
-    super(client, { ...reply, resource: reply.name, fence: reply.term });
+  // fields: the campaign's (its ttl_ms). The agent renews every leadership.
+  constructor(client, reply, fields = {}) {
+    super(client, { ...reply, resource: reply.name, fence: reply.term }, false,
+      { ttl_ms: fields.ttl_ms, renew: true });
     this.name = reply.name;
     this.term = reply.term;
   }
@@ -140,8 +142,8 @@ class Leadership extends Lock {
 
   _giveBack() { return this.client.resign(this.name, this.token); }
 
-  // A leader campaigns again: a leadership ends with its connection.
-  _resumable() { return false; }
+  // Resumed like a lock, naming its term (docs/protocol.md#resume).
+  _resumeFields() { return { ...super._resumeFields(), election: true }; }
 }
 
 module.exports = { LockError, Lock, Leadership, emitEach, now };

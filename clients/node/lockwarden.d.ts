@@ -150,7 +150,8 @@ export declare class Lock extends EventEmitter {
   prependOnceListener(event: 'lost', listener: (reason: LostReason) => void): this;
 }
 
-/** A won campaign: this client leads `name` with `term` while its connection lives. */
+/** A won campaign: this client leads `name` with `term` while its connection lives (and, once
+ * resumed with the same term, through the agent's next run after a restart). */
 export declare class Leadership extends Lock {
   protected constructor();
   /** The election's name (also `resource`). */

@@ -452,8 +452,10 @@ class Client extends EventEmitter {
         this._scheduleHeld();
       }
     } else if (pending.op === 'campaign') {
-      msg.lock = new Leadership(this, msg);
+      msg.lock = new Leadership(this, msg, pending.fields);
+      msg.lock._validUntil = pending.sent + msg.validity_ms;
       this._locks.set(msg.token, msg.lock);
+      this._scheduleHeld();
     } else if (pending.op === 'observe') {
       msg.observation = new Observation(this, msg);
       const replaced = this._observations.get(msg.name);

@@ -25,7 +25,7 @@ class Resuming {
   }
 
   // The connection `socket` is gone: every request waiting rejects 'disconnected', every
-  // observation ends, every leadership is lost ('disconnected'). The locks are resumed through
+  // observation ends. The locks and leaderships are resumed through
   // the agent's next run (see _advance), unless close() or a bad line ended it, or the client
   // has no path to reconnect to: they are lost ('disconnected') then, and the client is done.
   _onClose(socket) {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <unordered_set>
 #include <vector>
 
 #include "admin/admin_server.h"
@@ -128,6 +129,10 @@ class Agent final : private EngineEvents {
   void BeginUpgrade(SessionId requester, const nlohmann::json& id,
                     NextBinary next = NextBinary::kAtPath);
   void OnChildMessage();
+  // Format 3 (agent/agent_precopy.cc): the holds copied in slices while this process serves,
+  // then HoldForHandOver.
+  void PreCopy();
+  void CopySlice();
   void HoldForHandOver();
   void SendState();
   void HandedOver();
@@ -204,6 +209,13 @@ struct Agent::Upgrade {
   std::vector<std::pair<SessionId, handover::PendingAsk>> taken;
   bool admin_stopped = false;
   int listener = -1;  // a duplicate of the listening socket while the new process has it
+  // Pre-copy (format 3): the sessions whose holds are still to copy, and every serial copied.
+  std::vector<SessionId> to_copy;
+  size_t next_to_copy = 0;
+  std::unordered_set<uint64_t> copied;
+  std::unique_ptr<Timer> precopy;
+  std::chrono::steady_clock::time_point precopy_started;
+  size_t slices = 0;
 };
 
 }  // namespace lw

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "agent/agent.h"
 #include "agent/fd_passing.h"
@@ -55,16 +56,26 @@ void Agent::AwaitMastersThenReady() {
 }
 
 void Agent::ReceiveState() {
-  auto got = handover::ReceiveMessage(handover_fd_, kStateTimeoutMs);
-  if (const auto* why = std::get_if<std::string>(&got)) {
-    return RefuseTakeOver("no state from the running agent: " + *why);
+  // Format 3: pre-copy slices come first, entered as they come, while the old process serves.
+  LockService::Staged staged;
+  std::variant<handover::Message, std::string> got;
+  for (;;) {
+    got = handover::ReceiveMessage(handover_fd_, kStateTimeoutMs);
+    if (const auto* why = std::get_if<std::string>(&got)) {
+      return RefuseTakeOver("no state from the running agent: " + *why);
+    }
+    const std::string& payload = std::get<handover::Message>(got).payload;
+    if (!handover::IsPreCopy(payload)) break;
+    auto slice = handover::DecodePreCopy(payload);
+    if (const auto* why = std::get_if<std::string>(&slice)) return RefuseTakeOver(*why);
+    service_->Stage(std::get<handover::PreCopy>(slice), staged);
   }
   auto& msg = std::get<handover::Message>(got);
   PhaseClock phases;  // from the whole state's arrival
   auto decoded = handover::Decode(msg.payload);
   phases.Mark("decode");
   if (const auto* why = std::get_if<std::string>(&decoded)) return RefuseTakeOver(*why);
-  const auto& state = std::get<handover::State>(decoded);
+  auto& state = std::get<handover::State>(decoded);
   if (state.agent_id != fleet_->record().id) {
     return RefuseTakeOver("the running agent's id " + state.agent_id + " is not this one's (" +
                           fleet_->record().id + "): another socket path's id file?");
@@ -82,11 +93,26 @@ void Agent::ReceiveState() {
   if (auto problem = server_.AdoptListener(fd_at(state.listener), *service_)) {
     return RefuseTakeOver(*problem);
   }
+  // The connections first, keeping their ids (the pre-copied holds name them); the pre-copied
+  // holds brought up to date and the ended ones dropped before any hold is entered in full, so
+  // that a resource whose kind changed meanwhile is free for its new holds.
+  std::vector<SessionId> sids;
+  std::unordered_set<SessionId> adopted;
+  for (auto& s : state.sessions) {
+    const int fd = fd_at(s.fd);
+    const SessionId sid = fd < 0 ? 0 : server_.AdoptSession(fd, s.input, s.id);
+    sids.push_back(sid);
+    if (sid == 0) continue;
+    adopted.insert(sid);
+    service_->UpdateStaged(s.kept, staged, s.holds);
+  }
+  for (auto& l : state.leases) service_->UpdateStaged(l.kept, staged, l.holds);
+  service_->DropStale(staged, adopted);
   size_t sessions = 0;
   std::vector<std::pair<SessionId, handover::PendingAsk>> asks;
-  for (const auto& s : state.sessions) {
-    const int fd = fd_at(s.fd);
-    const SessionId sid = fd < 0 ? 0 : server_.AdoptSession(fd, s.input);
+  for (size_t i = 0; i < state.sessions.size(); ++i) {
+    const auto& s = state.sessions[i];
+    const SessionId sid = sids[i];
     if (sid == 0) {
       spdlog::warn("a handed connection could not be served; its client reconnects");
       continue;
@@ -115,10 +141,10 @@ void Agent::ReceiveState() {
     spdlog::critical("{}", *problem);  // the connections are ours already: serve without admin
   }
   phases.Mark("start");
-  spdlog::info("took over from pid {} (version {}, format {}): {} session(s), {} lock(s); "
-               "requests held for {} ms so far: {}",
+  spdlog::info("took over from pid {} (version {}, format {}): {} session(s), {} lock(s) ({} "
+               "pre-copied in {} slice(s)); requests held for {} ms so far: {}",
                state.previous_pid, state.version, state.format, sessions, locks,
-               HeldMs(state.held_since_ns), phases.text());
+               staged.holds.size(), staged.slices, HeldMs(state.held_since_ns), phases.text());
   systemd_.MainPid(static_cast<int>(getpid()));
   const nlohmann::json took = {{"took_over", true}};
   handover::SendMessage(handover_fd_, took.dump());

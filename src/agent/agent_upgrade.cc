@@ -179,7 +179,7 @@ void Agent::OnChildMessage() {
                           ", this one writes 1 or 2");
     }
     upgrade_->child_version = msg.value("version", "");
-    return HoldForHandOver();
+    return upgrade_->format >= handover::kFormatPreCopied ? PreCopy() : HoldForHandOver();
   }
   if (msg.is_object() && msg.value("took_over", false)) return HandedOver();
   AbortUpgrade(msg.is_object() && msg.contains("refused")
@@ -220,7 +220,8 @@ void Agent::SendState() {
   std::vector<int> fds{server_.ListenerFd()};
   const auto handed = server_.HandOver();
   std::vector<SessionId> ids;
-  handover::State state = service_->Capture(handed, fds, ids);
+  const bool precopied = upgrade_->format >= handover::kFormatPreCopied;
+  handover::State state = service_->Capture(handed, fds, ids, precopied ? &upgrade_->copied : nullptr);
   state.format = upgrade_->format;
   state.version = LOCKWARDEN_VERSION;
   state.agent_id = fleet_->record().id;
@@ -318,6 +319,7 @@ void Agent::AbortUpgrade(const std::string& why) {
 
 void Agent::EndUpgradeHandles() {
   if (upgrade_->deadline) upgrade_->deadline->Stop();
+  if (upgrade_->precopy) upgrade_->precopy->Stop();
   if (upgrade_->settle) upgrade_->settle->Stop();
   if (upgrade_->poll != nullptr) {
     uv_poll_stop(upgrade_->poll);

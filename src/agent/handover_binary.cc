@@ -83,7 +83,8 @@ E EnumNamed(const std::string& name, const E (&all)[N], const char* what) {
   throw std::runtime_error(std::string("unknown ") + what + " " + name);
 }
 
-void WriteHold(BinaryWriter& w, const HandedHold& h) {
+void WriteHold(BinaryWriter& w, const HandedHold& h, int format) {
+  if (format >= kFormatPreCopied) w.I64(static_cast<int64_t>(h.serial));
   w.Str(h.resource);
   w.Str(h.token);
   w.Str(h.value);
@@ -100,12 +101,13 @@ void WriteHold(BinaryWriter& w, const HandedHold& h) {
   w.I64(SinceEpochNs(h.valid_until));
 }
 
-HandedHold ReadHold(BinaryReader& r) {
+HandedHold ReadHold(BinaryReader& r, int format) {
   static constexpr LockKind kKinds[] = {LockKind::kMutex, LockKind::kSemaphore,
                                         LockKind::kElection};
   static constexpr HoldMode kModes[] = {HoldMode::kExclusive, HoldMode::kShared,
                                         HoldMode::kPermit};
   HandedHold h;
+  if (format >= kFormatPreCopied) h.serial = static_cast<uint64_t>(r.I64());
   h.resource = r.Str();
   h.token = r.Str();
   h.value = r.Str();
@@ -135,8 +137,26 @@ std::vector<T> ReadList(BinaryReader& r, F&& item) {
   return out;
 }
 
-std::vector<HandedHold> ReadHolds(BinaryReader& r) {
-  return ReadList<HandedHold>(r, [&r] { return ReadHold(r); });
+std::vector<HandedHold> ReadHolds(BinaryReader& r, int format) {
+  return ReadList<HandedHold>(r, [&r, format] { return ReadHold(r, format); });
+}
+
+void WriteUpdates(BinaryWriter& w, const std::vector<HoldUpdate>& updates) {
+  w.List(updates, [&w](const HoldUpdate& u) {
+    w.I64(static_cast<int64_t>(u.serial));
+    w.I64(u.ttl_ms);
+    w.I64(SinceEpochNs(u.valid_until));
+  });
+}
+
+std::vector<HoldUpdate> ReadUpdates(BinaryReader& r) {
+  return ReadList<HoldUpdate>(r, [&r] {
+    HoldUpdate u;
+    u.serial = static_cast<uint64_t>(r.I64());
+    u.ttl_ms = r.I64();
+    u.valid_until = SteadyAt(r.I64());
+    return u;
+  });
 }
 
 std::vector<std::string> ReadStrings(BinaryReader& r) {
@@ -164,7 +184,9 @@ std::string EncodeBinary(const State& st) {
   out.reserve(bytes);
   BinaryWriter w(out);
   const auto str = [&w](const std::string& s) { w.Str(s); };
-  const auto hold = [&w](const HandedHold& h) { WriteHold(w, h); };
+  const int format = st.format;
+  const bool precopied = format >= kFormatPreCopied;
+  const auto hold = [&w, format](const HandedHold& h) { WriteHold(w, h, format); };
   w.I32(st.format);
   w.Str(st.version);
   w.Str(st.agent_id);
@@ -175,9 +197,11 @@ std::string EncodeBinary(const State& st) {
   w.I32(st.previous_pid);
   w.I64(st.held_since_ns);
   w.List(st.sessions, [&](const SessionState& s) {
+    if (precopied) w.I64(static_cast<int64_t>(s.id));
     w.I32(s.fd);
     w.Str(s.input);
     w.List(s.holds, hold);
+    if (precopied) WriteUpdates(w, s.kept);
     w.List(s.asks, [&](const PendingAsk& a) {
       w.Str(a.line);
       w.I64(a.age_ms);
@@ -188,6 +212,7 @@ std::string EncodeBinary(const State& st) {
   w.List(st.leases, [&](const LeaseState& l) {
     w.I32(static_cast<int32_t>(l.uid));
     w.List(l.holds, hold);
+    if (precopied) WriteUpdates(w, l.kept);
     w.List(l.creators, [&](const LeaseCreator& c) {
       w.Str(c.resource);
       w.Str(c.token);
@@ -205,7 +230,9 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
     BinaryReader r(text.substr(kBinaryMagic.size()));
     State st;
     st.format = r.I32();
-    if (st.format != kFormatBinary) return NotRead(st.format);
+    if (st.format != kFormatBinary && st.format != kFormatPreCopied) return NotRead(st.format);
+    const int format = st.format;
+    const bool precopied = format >= kFormatPreCopied;
     st.version = r.Str();
     st.agent_id = r.Str();
     st.masters = ReadStrings(r);
@@ -214,11 +241,13 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
     st.listener = r.I32();
     st.previous_pid = r.I32();
     st.held_since_ns = r.I64();
-    st.sessions = ReadList<SessionState>(r, [&r] {
+    st.sessions = ReadList<SessionState>(r, [&r, format, precopied] {
       SessionState s;
+      if (precopied) s.id = static_cast<uint64_t>(r.I64());
       s.fd = r.I32();
       s.input = r.Str();
-      s.holds = ReadHolds(r);
+      s.holds = ReadHolds(r, format);
+      if (precopied) s.kept = ReadUpdates(r);
       s.asks = ReadList<PendingAsk>(r, [&r] {
         PendingAsk a;
         a.line = r.Str();
@@ -229,10 +258,11 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
       s.upgrade_id = r.Str();
       return s;
     });
-    st.leases = ReadList<LeaseState>(r, [&r] {
+    st.leases = ReadList<LeaseState>(r, [&r, format, precopied] {
       LeaseState l;
       l.uid = static_cast<uid_t>(r.I32());
-      l.holds = ReadHolds(r);
+      l.holds = ReadHolds(r, format);
+      if (precopied) l.kept = ReadUpdates(r);
       l.creators = ReadList<LeaseCreator>(r, [&r] {
         LeaseCreator c;
         c.resource = r.Str();
@@ -248,7 +278,39 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
     if (!r.done()) throw std::runtime_error("bytes after the state");
     return st;
   } catch (const std::exception& e) {
-    return std::string("malformed hand-over state (format 2): ") + e.what();
+    return std::string("malformed hand-over state (format 2 or 3): ") + e.what();
+  }
+}
+
+bool IsPreCopy(std::string_view text) { return text.starts_with(kPreCopyMagic); }
+
+std::string EncodePreCopy(const PreCopy& slice) {
+  std::string out(kPreCopyMagic);
+  size_t bytes = 64;
+  for (const auto& [session, h] : slice.holds) {
+    bytes += 104 + h.resource.size() + h.token.size() + h.value.size() + h.note.size();
+  }
+  out.reserve(bytes);
+  BinaryWriter w(out);
+  w.List(slice.holds, [&w](const std::pair<uint64_t, HandedHold>& held) {
+    w.I64(static_cast<int64_t>(held.first));
+    WriteHold(w, held.second, kFormatPreCopied);
+  });
+  return out;
+}
+
+std::variant<PreCopy, std::string> DecodePreCopy(std::string_view text) {
+  try {
+    BinaryReader r(text.substr(kPreCopyMagic.size()));
+    PreCopy slice;
+    slice.holds = ReadList<std::pair<uint64_t, HandedHold>>(r, [&r] {
+      const auto session = static_cast<uint64_t>(r.I64());
+      return std::make_pair(session, ReadHold(r, kFormatPreCopied));
+    });
+    if (!r.done()) throw std::runtime_error("bytes after the slice");
+    return slice;
+  } catch (const std::exception& e) {
+    return std::string("malformed pre-copy slice: ") + e.what();
   }
 }
 

@@ -3,7 +3,8 @@
 // written as a flat binary record so that 100,000 holds encode and decode in tens of
 // milliseconds instead of seconds (format 1 builds a JSON tree of ~1.3 million nodes).
 //
-//   "LWHS" u32:format  then the State's fields in declaration order;
+//   "LWHS" u32:format  then the State's fields in declaration order (format 3 adds each
+//   session's id, each hold's serial, and each session's and lease's HoldUpdates);
 //   integers little-endian fixed width (i32, i64, u8 for booleans), a string is u32 length +
 //   bytes, a list is u32 count + items; kind and mode by name (core/lock_kind.h), so that a
 //   renumbered enum cannot change a hold's meaning between builds.
@@ -19,6 +20,8 @@
 namespace lw::handover {
 
 inline constexpr std::string_view kBinaryMagic = "LWHS";
+// A PreCopy slice (format 3): "LWPC", then a list of (u64 session, hold with its serial).
+inline constexpr std::string_view kPreCopyMagic = "LWPC";
 
 bool IsBinary(std::string_view text);
 std::string EncodeBinary(const State& state);

@@ -83,7 +83,7 @@ std::vector<HandedHold> HoldsOf(const json& j) {
 
 }  // namespace
 
-std::vector<int> Formats() { return {kFormatJson, kFormatBinary}; }
+std::vector<int> Formats() { return {kFormatJson, kFormatBinary, kFormatPreCopied}; }
 
 int FormatFor(const std::vector<int>& theirs) {
   int best = 0;
@@ -95,11 +95,14 @@ int FormatFor(const std::vector<int>& theirs) {
 
 std::string NotRead(int format) {
   return "hand-over format " + std::to_string(format) + " is not one this build reads (" +
-         std::to_string(kFormatJson) + " or " + std::to_string(kFormatBinary) + ")";
+         std::to_string(kFormatJson) + ", " + std::to_string(kFormatBinary) + " or " +
+         std::to_string(kFormatPreCopied) + ")";
 }
 
 std::string Encode(const State& state) {
-  if (state.format == kFormatBinary) return EncodeBinary(state);
+  if (state.format == kFormatBinary || state.format == kFormatPreCopied) {
+    return EncodeBinary(state);
+  }
   json sessions = json::array();
   for (const auto& s : state.sessions) {
     json asks = json::array();

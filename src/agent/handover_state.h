@@ -31,7 +31,10 @@ namespace lw::handover {
 
 inline constexpr int kFormatJson = 1;
 inline constexpr int kFormatBinary = 2;
-inline constexpr int kFormat = kFormatBinary;  // what this build writes unless told otherwise
+// Format 2 after a pre-copy: PreCopy slices first, while the old process still serves; then the
+// state, whose sessions keep their ids and carry HoldUpdates of what was pre-copied.
+inline constexpr int kFormatPreCopied = 3;
+inline constexpr int kFormat = kFormatPreCopied;  // what this build writes unless told otherwise
 
 // The formats this build reads and writes, oldest first.
 std::vector<int> Formats();
@@ -50,9 +53,11 @@ struct PendingAsk {
 };
 
 struct SessionState {
+  uint64_t id = 0;  // format 3: the session's id, which the next process keeps
   int fd = -1;  // index into the descriptors handed beside the state
   std::string input;
   std::vector<HandedHold> holds;
+  std::vector<HoldUpdate> kept;  // format 3: its pre-copied holds, as they are now
   std::vector<PendingAsk> asks;
   std::vector<std::string> observed;
   std::string upgrade_id;  // its upgrade request's id (JSON), answered by the new process; ""
@@ -68,6 +73,7 @@ struct LeaseState {
   uid_t uid = 0;
   std::vector<HandedHold> holds;
   std::vector<LeaseCreator> creators;
+  std::vector<HoldUpdate> kept;  // format 3, as SessionState::kept
 };
 
 struct State {
@@ -85,8 +91,17 @@ struct State {
   std::vector<LeaseState> leases;
 };
 
-// The state in state.format (format 1 for any number but 2, so that a test can write one this
-// build does not read).
+// A slice of the holds, copied while the old process still serves (format 3): each with the
+// session that holds it (a lease session's id is its uid's, core/session_id.h).
+struct PreCopy {
+  std::vector<std::pair<uint64_t, HandedHold>> holds;
+};
+std::string EncodePreCopy(const PreCopy& slice);
+bool IsPreCopy(std::string_view text);
+std::variant<PreCopy, std::string> DecodePreCopy(std::string_view text);
+
+// The state in state.format (format 1 for any number but 2 and 3, so that a test can write one
+// this build does not read).
 std::string Encode(const State& state);
 // The state, whichever format it is in, or why it cannot be taken (malformed, or a format this
 // build does not read).

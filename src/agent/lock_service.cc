@@ -102,12 +102,15 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ResumeRequ
       .ttl_ms = op.ttl_ms,
       .renew = op.renew,
       .fence = op.fence > 0 ? std::optional<int64_t>(op.fence) : std::nullopt,
-      .kind = AcquireKind{.shape = op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits}
-                                                  : LockShape{},
+      .kind = AcquireKind{.shape = op.election       ? LockShape{LockKind::kElection}
+                                   : op.permits > 0 ? LockShape{LockKind::kSemaphore, op.permits}
+                                                    : LockShape{},
                           .shared = op.shared,
                           .hold_as = 0,
                           .payload = {}},
-      .permit = op.permit};
+      .permit = op.permit,
+      .confirm_first = false,
+      .record = std::nullopt};
   engine_.Resume(sid, std::move(ask),
                  [this, sid, id, resource = op.resource](const std::variant<Grant, Failure>& result) {
                    if (const auto* g = std::get_if<Grant>(&result)) {

@@ -19,6 +19,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "agent/detached_leases.h"
@@ -95,8 +96,11 @@ class LockService final : public SessionHandler {
   // are asked again by whichever process serves next) and observations; the detached leases.
   // fds: each connection's descriptor, indexed by SessionState::fd (the listener's is not in it).
   // ids: the session of each captured connection, in state.sessions' order.
+  // copied: after a pre-copy (format 3), the serials the next process has: those holds go as
+  // updates, the others in full, and each session keeps its id. Null: every hold in full.
   handover::State Capture(const std::vector<Server::Handed>& handed, std::vector<int>& fds,
-                          std::vector<SessionId>& ids);
+                          std::vector<SessionId>& ids,
+                          const std::unordered_set<uint64_t>* copied = nullptr);
   // Every session's waiting asks, taken from it (oldest first): an upgrade that failed after
   // the engine dropped its waiters asks them again with AskAgain.
   std::vector<std::pair<SessionId, handover::PendingAsk>> TakeAsks();
@@ -113,6 +117,32 @@ class LockService final : public SessionHandler {
   // In the order given (TakeAsks: oldest first, whichever session); a closed session's are
   // dropped.
   void AskAgain(const std::vector<std::pair<SessionId, handover::PendingAsk>>& asks);
+
+  // ---- a pre-copied upgrade (docs/upgrade.md, "Pre-copy"; agent/service_precopy.cc)
+  // The old process: every session that holds something (lease sessions included), to copy.
+  std::vector<SessionId> SessionsToCopy() const;
+  // The next process: what the pre-copy entered, by the serial the old process gave each hold.
+  struct Staged {
+    struct Entry {
+      std::string name;
+      uint64_t serial = 0;  // here
+      bool named = false;   // by an update at the hand-over
+    };
+    std::unordered_map<uint64_t, Entry> holds;
+    // Refused at the pre-copy (a resource of another kind here then): kept whole, taken over
+    // at the hand-over if an update names it.
+    std::unordered_map<uint64_t, std::pair<SessionId, HandedHold>> refused;
+    std::unordered_set<SessionId> sessions;
+    size_t slices = 0;
+  };
+  void Stage(const handover::PreCopy& slice, Staged& staged);
+  // A session's pre-copied holds as they are at the hand-over; those refused at the pre-copy
+  // go to `late`, in full, for Restore.
+  void UpdateStaged(const std::vector<HoldUpdate>& kept, Staged& staged,
+                    std::vector<HandedHold>& late);
+  // The pre-copied holds no update named (released or lost meanwhile) are dropped, with the
+  // sessions that no connection came back for (`adopted`: those that did).
+  void DropStale(Staged& staged, const std::unordered_set<SessionId>& adopted);
 
  private:
   using Id = nlohmann::json;

@@ -151,8 +151,9 @@ std::optional<std::string> Server::AdoptListener(int fd, SessionHandler& handler
   return StartListening();
 }
 
-SessionId Server::AdoptSession(int fd, std::string input) {
-  const SessionId id = next_session_++;
+SessionId Server::AdoptSession(int fd, std::string input, SessionId id) {
+  if (id == 0 || sessions_.count(id) != 0) id = next_session_;
+  next_session_ = std::max(next_session_, id + 1);
   auto session = std::make_unique<Session>(loop_, id, options_.limits.max_line_bytes,
                                            options_.limits.max_unsent_bytes, CallbacksFor());
   Session* raw = session.get();

@@ -117,7 +117,8 @@ class Server final : public SessionWriter {
   // Serves a listening socket handed over by the previous process (instead of Listen).
   std::optional<std::string> AdoptListener(int fd, SessionHandler& handler);
   // Serves one handed connection as a new session (the handler hears Opened); 0 on failure.
-  SessionId AdoptSession(int fd, std::string input);
+  // id: the session's id in the previous process, kept (0: a new one; later ones come after).
+  SessionId AdoptSession(int fd, std::string input, SessionId id = 0);
 
  private:
   void OnConnection();

@@ -61,10 +61,18 @@ std::vector<std::pair<SessionId, handover::PendingAsk>> LockService::TakeAsks() 
 }
 
 handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
-                                     std::vector<int>& fds, std::vector<SessionId>& ids) {
+                                     std::vector<int>& fds, std::vector<SessionId>& ids,
+                                     const std::unordered_set<uint64_t>* copied) {
   handover::State state;
-  auto holds = engine_.HoldsBySession();
-  const auto take = [&holds](SessionId sid) {
+  std::unordered_map<SessionId, std::vector<HandedHold>> holds;
+  if (copied == nullptr) holds = engine_.HoldsBySession();
+  // Every hold in full, or (pre-copied) the new ones in full and the others as updates.
+  const auto take = [&](SessionId sid, std::vector<HoldUpdate>& kept) {
+    if (copied != nullptr) {
+      std::vector<HandedHold> full;
+      engine_.HoldsSince(sid, *copied, &full, &kept);
+      return full;
+    }
     auto it = holds.find(sid);
     return it == holds.end() ? std::vector<HandedHold>{} : std::move(it->second);
   };
@@ -72,11 +80,12 @@ handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
     ClientSession* s = sessions_.Find(h.id);
     if (s == nullptr) continue;
     handover::SessionState out;
+    out.id = h.id;
     out.fd = static_cast<int>(fds.size());
     fds.push_back(h.fd);
     ids.push_back(h.id);
     out.input = h.input;
-    out.holds = take(h.id);
+    out.holds = take(h.id, out.kept);
     out.asks = TakeAsks(*s);
     out.observed.assign(s->observed.begin(), s->observed.end());
     state.sessions.push_back(std::move(out));
@@ -86,7 +95,7 @@ handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
     if (!s.lease()) return;
     auto& l = leases[s.ids.uid];
     l.uid = s.ids.uid;
-    l.holds = take(s.id);
+    l.holds = take(s.id, l.kept);
   });
   leases_.ForEach([&](const DetachedLease& lease) {
     auto& l = leases[UidOfLeaseSession(lease.session)];
@@ -133,11 +142,12 @@ void LockService::RestoreLeases(const std::vector<handover::LeaseState>& leases)
       if (auto refused = engine_.Adopt(lease, hold)) {
         spdlog::warn("detached lease on {} not taken over from the previous process: {}",
                      QuoteClientText(hold.resource), refused->message);
-        continue;
       }
-      for (const auto& c : l.creators) {
-        if (c.resource != hold.resource || c.token != hold.token) continue;
-        const Holder* h = engine_.books().FindHolder(hold.resource, hold.token);
+    }
+    // Its holds here, adopted above or pre-copied before (format 3).
+    for (const auto& c : l.creators) {
+      const Holder* h = engine_.books().FindHolder(c.resource, c.token);
+      if (h != nullptr && h->session == lease) {
         leases_.Add({c.resource, c.token, h->serial, lease, c.creator});
       }
     }

@@ -266,4 +266,10 @@ int Supervise(std::optional<client::Client>& c, pid_t child, const HoldWatch& ho
   return status;
 }
 
+int64_t ValidMsLeft(const nlohmann::json& grant, std::chrono::steady_clock::time_point asked) {
+  return grant.value("validity_ms", int64_t{0}) + grant.value("waited_ms", int64_t{0}) -
+         std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked)
+             .count();
+}
+
 }  // namespace lw::cli

@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -27,6 +28,10 @@ using EnvChanges = std::vector<std::pair<std::string, std::optional<std::string>
 // Forks and execs `command` (looked up in PATH) in a process group of its own; -1 when fork
 // fails. A command that cannot be run exits 127 after saying why.
 pid_t SpawnCommand(const std::vector<std::string>& command, const EnvChanges& env);
+
+// What is left now of a grant's validity: it counts from before its request was sent (at
+// `asked`), less the wait the reply reports.
+int64_t ValidMsLeft(const nlohmann::json& grant, std::chrono::steady_clock::time_point asked);
 
 // How Supervise keeps a hold through a restart of the agent (docs/cli.md "Restarts"): it
 // learns how long the hold is valid (`held`, every refresh_ms), and when the connection goes it

@@ -1,6 +1,8 @@
 // `lockwarden elect --value V NAME [--] CMD...`: lead an election while a command runs.
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
@@ -18,11 +20,13 @@ namespace {
 constexpr std::chrono::hours kNoWaitBound{25};
 
 // Campaigns until elected (or refused otherwise than by the wait running out, when no --wait
-// was given). The reply of the campaign that ended it.
-nlohmann::json CampaignUntilElected(const ElectArgs& a, client::Client& c) {
+// was given). The reply of the campaign that ended it; *asked: when that campaign was sent.
+nlohmann::json CampaignUntilElected(const ElectArgs& a, client::Client& c,
+                                    std::chrono::steady_clock::time_point* asked) {
   const auto timeout = a.wait_ms >= 0 ? std::chrono::milliseconds(a.wait_ms + 30'000)
                                       : std::chrono::milliseconds(kNoWaitBound);
   for (;;) {
+    *asked = std::chrono::steady_clock::now();
     nlohmann::json reply = c.Campaign(a.name, a.value, a.ttl_ms, a.wait_ms, timeout);
     if (reply.value("ok", false) || a.wait_ms >= 0 || reply.value("error", "") != "timeout") {
       return reply;
@@ -39,15 +43,32 @@ void Resign(const ElectArgs& a, client::Client& c, const std::string& token) {
            [&] { return c.Resign(a.name, token); });
 }
 
+// The leadership's resume through the agent's next run, by its term (docs/protocol.md#resume).
+Resumer ResumerOf(const ElectArgs& a, const std::string& token, int64_t term, int64_t valid_ms) {
+  Resumer r;
+  r.socket_path = a.socket_path;
+  r.token = token;
+  r.valid_ms = valid_ms;
+  r.refresh_ms = std::max<int64_t>(100, valid_ms / 3);  // the agent renews at a third of the ttl
+  r.resume = [a, token, term](client::Client& c) {
+    client::Client::HoldKind leadership;
+    leadership.election = true;
+    return c.Resume(a.name, token, a.ttl_ms, /*renew=*/true, leadership, -1, term,
+                    client::Client::Ms(5'000));
+  };
+  return r;
+}
+
 }  // namespace
 
 int RunElect(const ElectArgs& a) {
   std::optional<client::Client> c;
   nlohmann::json reply;
+  auto asked = std::chrono::steady_clock::now();
   try {
     c.emplace(a.socket_path);
     SayIfWaitingForQuorum(*c, "lead \"" + a.name + "\"", a.wait_ms);
-    reply = CampaignUntilElected(a, *c);
+    reply = CampaignUntilElected(a, *c, &asked);
   } catch (const client::ClientError& e) {
     std::fprintf(stderr, "lockwarden: %s\n", e.what());
     return kExitUnavailable;
@@ -82,8 +103,11 @@ int RunElect(const ElectArgs& a) {
     return kExitUnavailable;
   }
   bool lost = false;
-  const int status =
-      Supervise(c, child, {a.name, "leadership of \"" + a.name + "\"", a.kill_grace_ms, {}}, &lost);
+  const int64_t valid_ms = ValidMsLeft(reply, asked);
+  const int status = Supervise(c, child,
+                               {a.name, "leadership of \"" + a.name + "\"", a.kill_grace_ms,
+                                ResumerOf(a, token, reply["term"].get<int64_t>(), valid_ms)},
+                               &lost);
   if (lost) return kExitLost;
   Resign(a, *c, token);
   return ExitCodeOf(status);

@@ -152,11 +152,7 @@ int RunLock(const LockArgs& a) {
     return kExitUnavailable;
   }
   bool lost = false;
-  // The validity counts from before the acquire was sent, less the wait the reply reports.
-  const int64_t valid_ms =
-      reply.value("validity_ms", int64_t{0}) + reply.value("waited_ms", int64_t{0}) -
-      std::chrono::ceil<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked)
-          .count();
+  const int64_t valid_ms = ValidMsLeft(reply, asked);
   const int status = Supervise(c, child,
                                {a.resource, "lock \"" + a.resource + "\"", a.kill_grace_ms,
                                 ResumerOf(a, token, *extras, valid_ms)},

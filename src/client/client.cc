@@ -171,6 +171,7 @@ nlohmann::json Client::Resume(const std::string& resource, const std::string& to
   if (kind.permits > 0) request["permits"] = kind.permits;
   if (permit >= 0) request["permit"] = permit;
   if (kind.shared) request["shared"] = true;
+  if (kind.election) request["election"] = true;
   if (fence > 0) request["fence"] = fence;
   return Call(std::move(request), timeout);
 }

@@ -43,6 +43,7 @@ class Client {
   struct HoldKind {
     int permits = 0;
     bool shared = false;
+    bool election = false;  // a leadership (Resume only: its fence is the term)
   };
   nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
                          HoldKind kind, bool renew = false, Ms timeout = kDefaultTimeout,

@@ -33,6 +33,9 @@ struct ResumeAsk {
   // masters before the resource is entered here in that shape, so an acquire of another kind
   // arriving meanwhile is never refused for it. One more round trip.
   bool confirm_first = false;
+  // A leadership's record as the masters store it (core/election_record.h), read by Resume
+  // before it enters the hold (one more round trip); nullopt: not read yet.
+  std::optional<std::string> record;
 };
 
 }  // namespace lw

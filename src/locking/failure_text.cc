@@ -43,8 +43,13 @@ Failure AcquireFailure(std::string_view resource, const AttemptHistory& h, int m
                 N(h.ttl_ms) + "; raise ttl_ms or check master latency"};
   }
   const VoteTally& t = *h.last_tally;
-  // Enough masters answered that, had the key been free, the attempt would have been won.
-  if (t.answered() >= t.needed() && t.counting_answered() >= t.quorum()) {
+  // Enough masters answered that, had the key been free, the attempt would have been won; or
+  // the refusals alone left too few masters to win (a fenced attempt needs more yes votes than
+  // a quorum, so its round ends at the first refusals, before every master answered).
+  const int counting_no = t.counting_answered() - t.counting_yes();
+  const bool refused = t.no() > 0 && (masters - t.no() < t.needed() ||
+                                      masters - t.not_counting() - counting_no < t.quorum());
+  if (refused || (t.answered() >= t.needed() && t.counting_answered() >= t.quorum())) {
     return {ErrorCode::kTimeout,
             Quoted(resource) + " stayed held by another owner for all of wait_ms=" +
                 N(h.wait_ms) + " (" + N(h.attempts) + " attempt(s)" +

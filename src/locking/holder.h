@@ -66,6 +66,7 @@ static_assert(sizeof(Holder) <= 128, "a Holder per held lock: keep it within 128
 
 // One hold as an in-place upgrade hands it to the next process (LockEngine::HoldsOf, Adopt).
 struct HandedHold {
+  uint64_t serial = 0;  // Holder::serial in the process that hands it (names it in HoldUpdate)
   std::string resource;
   std::string token;
   std::string value;  // the key's value on the masters (Holder::LeaseValue)
@@ -77,6 +78,14 @@ struct HandedHold {
   int part = -1;
   std::string note;  // Holder::note ("": none)
   std::chrono::steady_clock::time_point acquired, valid_until;
+};
+
+// A hold the next process has from a pre-copy (docs/upgrade.md), as it is at the hand-over: all
+// that may change while a hold is held is its ttl (an extend) and its validity (a renewal).
+struct HoldUpdate {
+  uint64_t serial = 0;  // HandedHold::serial
+  int64_t ttl_ms = 0;
+  std::chrono::steady_clock::time_point valid_until;
 };
 
 // Whole milliseconds from now until `until`, rounded down: a lock's validity as answered to a

@@ -36,6 +36,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -131,6 +132,22 @@ class LockEngine : private Renewer::Holds {
   // the one that process counted (CLOCK_MONOTONIC is the host's), renewed on the same schedule.
   // A failure: not taken (validity ran out, or the resource is of another kind here).
   std::optional<Failure> Adopt(SessionId session, const HandedHold& hold);
+  // A pre-copied upgrade (docs/upgrade.md, "Pre-copy"). The old process: the holds of one
+  // session, and at the hand-over, each as an update when `copied` has its serial (it was
+  // pre-copied), in full otherwise.
+  std::vector<HandedHold> HoldsOf(SessionId session) const;
+  void HoldsSince(SessionId session, const std::unordered_set<uint64_t>& copied,
+                  std::vector<HandedHold>* full, std::vector<HoldUpdate>* updates) const;
+  // The next process: a pre-copied hold entered (whatever its validity; the hand-over decides),
+  // answering its serial here; then brought up to date, or dropped (nothing is sent: the
+  // previous process released or lost it).
+  std::variant<uint64_t, Failure> Stage(SessionId session, const HandedHold& hold);
+  // Every hold of `session`: visit(resource name, its resource, the hold).
+  void VisitHolds(SessionId session,
+                  const std::function<void(const std::string&, const Resource&, const Holder&)>&
+                      visit) const;
+  void UpdateStaged(const std::string& name, uint64_t serial, const HoldUpdate& now);
+  void DropStaged(const std::string& name, uint64_t serial);
 
   int quorum() const { return rounds_.quorum(); }
   int fence_quorum() const { return fence_quorum_; }
@@ -160,6 +177,7 @@ class LockEngine : private Renewer::Holds {
   AttemptCall CallOf(const AttemptRound& a, const Resource& r, const HoldPlace& place) const;
   HoldPlace PlaceOf(const AttemptRound& a, const Resource& r) const;
   Resource* Find(const std::string& name) { return table_.Find(name); }
+  const Resource* Find(const std::string& name) const { return table_.Find(name); }
   // ---- what the Renewer asks (Renewer::Holds)
   Holder* FindHolder(const std::string& name, const std::string& token) override {
     return table_.FindHolder(name, token);
@@ -202,6 +220,9 @@ class LockEngine : private Renewer::Holds {
   // Counts an answered acquire and reports it (EngineEvents); code: a refusal's.
   void Report(const Waiter& w, const std::string& name, bool granted, ErrorCode code);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
+  // A handed hold entered (Adopt, Stage): its new serial. staged: whatever its validity.
+  std::variant<uint64_t, Failure> InstallHanded(SessionId session, const HandedHold& hold,
+                                                bool staged);
   Holder& Install(Resource& r, const std::string& name, const Waiter& w, HoldMode mode, int part,
                   Clock::time_point acquired);
 
@@ -244,6 +265,8 @@ class LockEngine : private Renewer::Holds {
   // Resume's confirm_first: the lease taken over (kTakeLease) with nothing entered in the
   // books; a quorum's yes goes on to Resume, anything else is answered as Resume answers it.
   void ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone done);
+  // A leadership's resume: its record read from every master (ResumeAsk::record), then Resume.
+  void ReadRecordThenResume(SessionId session, ResumeAsk ask, AcquireDone done);
 
   // ---- sessions, shutdown (lock_engine_sessions.cc)
   void ForgetWaiter(SessionId session, const std::string& name);

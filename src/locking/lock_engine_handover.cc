@@ -2,32 +2,103 @@
 // next process needs them, its waiters dropped so that their requests can be asked again there,
 // and a handed hold taken over with no round trip.
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "locking/lock_engine.h"
 
 namespace lw {
+namespace {
+
+HandedHold HandedOf(const std::string& name, const Resource& r, const Holder& h) {
+  HandedHold d;
+  d.serial = h.serial;
+  d.resource = name;
+  d.token = h.token.str();
+  d.value = h.LeaseValue();
+  d.ttl_ms = h.ttl_ms;
+  d.renew = h.renew;
+  d.fence = h.fence;
+  d.shape = r.shape;
+  d.mode = h.mode;
+  d.part = h.part;
+  if (h.note) d.note = *h.note;
+  d.acquired = h.acquired;
+  d.valid_until = h.valid_until;
+  return d;
+}
+
+}  // namespace
 
 std::unordered_map<SessionId, std::vector<HandedHold>> LockEngine::HoldsBySession() const {
   std::unordered_map<SessionId, std::vector<HandedHold>> out;
   const_cast<ResourceTable&>(table_).ForEach([&](const std::string& name, const Resource& r) {
-    for (const auto& h : r.holders) {
-      HandedHold& d = out[h->session].emplace_back();
-      d.resource = name;
-      d.token = h->token.str();
-      d.value = h->LeaseValue();
-      d.ttl_ms = h->ttl_ms;
-      d.renew = h->renew;
-      d.fence = h->fence;
-      d.shape = r.shape;
-      d.mode = h->mode;
-      d.part = h->part;
-      if (h->note) d.note = *h->note;
-      d.acquired = h->acquired;
-      d.valid_until = h->valid_until;
-    }
+    for (const auto& h : r.holders) out[h->session].push_back(HandedOf(name, r, *h));
   });
   return out;
+}
+
+void LockEngine::VisitHolds(SessionId session,
+                            const std::function<void(const std::string&, const Resource&,
+                                                     const Holder&)>& visit) const {
+  const ClientSession* s = table_.sessions().Find(session);
+  if (s == nullptr) return;
+  std::vector<const std::string*> names;
+  names.reserve(s->locks.held.size());
+  for (const auto& name : s->locks.held) names.push_back(&name);
+  std::sort(names.begin(), names.end(), [](auto* a, auto* b) { return *a < *b; });
+  names.erase(std::unique(names.begin(), names.end(), [](auto* a, auto* b) { return *a == *b; }),
+              names.end());
+  for (const std::string* name : names) {
+    const Resource* r = Find(*name);
+    if (r == nullptr) continue;
+    for (const auto& h : r->holders) {
+      if (h->session == session) visit(*name, *r, *h);
+    }
+  }
+}
+
+std::vector<HandedHold> LockEngine::HoldsOf(SessionId session) const {
+  std::vector<HandedHold> out;
+  VisitHolds(session, [&](const std::string& name, const Resource& r, const Holder& h) {
+    out.push_back(HandedOf(name, r, h));
+  });
+  return out;
+}
+
+void LockEngine::HoldsSince(SessionId session, const std::unordered_set<uint64_t>& copied,
+                            std::vector<HandedHold>* full,
+                            std::vector<HoldUpdate>* updates) const {
+  VisitHolds(session, [&](const std::string& name, const Resource& r, const Holder& h) {
+    if (copied.count(h.serial) != 0) {
+      updates->push_back({h.serial, h.ttl_ms, h.valid_until});
+    } else {
+      full->push_back(HandedOf(name, r, h));
+    }
+  });
+}
+
+std::variant<uint64_t, Failure> LockEngine::Stage(SessionId session, const HandedHold& hold) {
+  return InstallHanded(session, hold, /*staged=*/true);
+}
+
+void LockEngine::UpdateStaged(const std::string& name, uint64_t serial, const HoldUpdate& now) {
+  Resource* r = Find(name);
+  Holder* h = r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
+  if (h == nullptr || (h->ttl_ms == now.ttl_ms && h->valid_until == now.valid_until)) return;
+  h->ttl_ms = now.ttl_ms;
+  h->valid_until = now.valid_until;
+  ScheduleHolder(name, *h, AdoptedDelayMs(h->renew, h->ttl_ms, MsLeft(h->valid_until, Clock::now())));
+}
+
+void LockEngine::DropStaged(const std::string& name, uint64_t serial) {
+  Resource* r = Find(name);
+  const Holder* h = r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
+  if (h == nullptr) return;
+  auto gone = table_.Take(*r, name, h);
+  stats_->holds[gone->mode].Dec();
+  deadlines_.Erase(gone->serial);
+  MaybeErase(name);
 }
 
 size_t LockEngine::DropWaiters() {
@@ -52,13 +123,21 @@ bool LockEngine::AttemptsInFlight() const {
 }
 
 std::optional<Failure> LockEngine::Adopt(SessionId session, const HandedHold& hold) {
+  auto installed = InstallHanded(session, hold, /*staged=*/false);
+  if (const auto* f = std::get_if<Failure>(&installed)) return *f;
+  return std::nullopt;
+}
+
+std::variant<uint64_t, Failure> LockEngine::InstallHanded(SessionId session,
+                                                           const HandedHold& hold,
+                                                    bool staged) {
   const Resource* existing = Find(hold.resource);
   if (existing != nullptr && !(existing->shape == hold.shape)) {
     return KindMismatch(hold.resource, hold.shape.WithArticle(),
                         existing->shape.WithArticle() + " through this agent");
   }
   const auto now = Clock::now();
-  if (hold.valid_until <= now) {
+  if (!staged && hold.valid_until <= now) {
     return Failure{ErrorCode::kNotHeld, "its validity ran out during the hand-over"};
   }
   Resource& r = table_.Add(hold.resource, hold.shape);
@@ -80,7 +159,7 @@ std::optional<Failure> LockEngine::Adopt(SessionId session, const HandedHold& ho
   Holder& held = table_.Install(r, hold.resource, std::move(h));
   ScheduleHolder(hold.resource, held,
                  AdoptedDelayMs(held.renew, held.ttl_ms, MsLeft(held.valid_until, now)));
-  return std::nullopt;
+  return held.serial;
 }
 
 }  // namespace lw

@@ -1,8 +1,9 @@
 // LockEngine::Resume: a hold of an earlier run of this agent taken over by a session that
-// proves it by its token (docs/safety.md "Resume").
+// proves it by its token (docs/safety.md "Resume"); a leadership's record is read first.
 
 #include <spdlog/spdlog.h>
 
+#include "core/election_record.h"
 #include "core/redlock_math.h"
 #include "locking/failure_text.h"
 #include "locking/kinds/kinds.h"
@@ -29,6 +30,20 @@ Failure ResumeFailure(std::string_view resource, bool lost) {
           "whether it is still held is not known; retry the resume within its validity"};
 }
 
+// The record a leader of `term` stored beside its hold `value`, as the masters' reads (kReadRecord,
+// by master; each strips the value P R holds there) have it; "" when none has that term: the
+// hold is then resumed without it (its views show no record, and its release leaves the record
+// to expire, unread: a record is read only beside the value it names).
+std::string RecordOfTerm(const std::vector<std::optional<std::string>>& reads, int64_t term,
+                         const std::string& value) {
+  for (const auto& text : reads) {
+    if (!text) continue;
+    const auto record = ParseReadRecord(*text);
+    if (record && record->term == term) return StoredRecord(value, *record);
+  }
+  return "";
+}
+
 }  // namespace
 
 void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
@@ -47,7 +62,10 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
                                existing->shape.WithArticle() + " through this agent"));
   }
   if (ask.kind.shape.kind == LockKind::kElection) {
-    return refuse(ResumeRefused(name, "a leadership is not resumed; campaign again"));
+    if (!ask.fence || *ask.fence <= 0) {
+      return refuse(ResumeRefused(name, "a leadership's resume names its term (\"fence\")"));
+    }
+    if (!ask.record) return ReadRecordThenResume(session, std::move(ask), std::move(done));
   }
   const HoldMode mode = KindOf(ask.kind.shape).ModeAsked(ask.kind.shared);
   if (mode == HoldMode::kPermit &&
@@ -81,6 +99,7 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
   held->part = static_cast<int16_t>(mode == HoldMode::kPermit ? ask.permit : -1);
   held->acquired = Clock::now();
   held->kept = IsLeaseSession(session);  // a detached lease outlives the agent's run
+  if (ask.record && !ask.record->empty()) held->note = std::make_unique<std::string>(*ask.record);
   // Held here from now on (a local waiter does not contend beside it), but not yet confirmed:
   // the extend round below decides, and its validity replaces this bound.
   held->valid_until = held->acquired + std::chrono::milliseconds(ask.ttl_ms);
@@ -112,6 +131,16 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
               done(ResumeFailure(name, lost));
             },
             /*timeout_ms=*/0);
+}
+
+void LockEngine::ReadRecordThenResume(SessionId session, ResumeAsk ask, AcquireDone done) {
+  RoundRequest read = ReadRecordRound(table_.key_prefix(), ask.resource);  // before ask moves
+  rounds_.Run(std::move(read), [this, session, ask = std::move(ask),
+                                done = std::move(done)](const RoundResult& res) mutable {
+    MaybeFinishShutdown();
+    ask.record = RecordOfTerm(res.values, *ask.fence, options_.value_prefix + ask.token);
+    Resume(session, std::move(ask), std::move(done));
+  });
 }
 
 void LockEngine::ConfirmThenResume(SessionId session, ResumeAsk ask, AcquireDone done) {

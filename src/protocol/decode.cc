@@ -294,6 +294,7 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, ResumeRequ
   if (auto p = fields.Count("permits", kPermitsRule, &request->permits)) return p;
   if (auto p = fields.Count("permit", kPermitRule, &request->permit)) return p;
   if (auto p = fields.Flag("shared", false, &request->shared)) return p;
+  if (auto p = fields.Flag("election", false, &request->election)) return p;
   return ResumeConflict(*request, fields.Has("shared"));
 }
 

@@ -60,15 +60,16 @@ struct ResumeRequest {
   static constexpr std::string_view kName = "resume";
   static constexpr std::string_view kFields[] = {"id",    "op",      "resource", "token",
                                                  "ttl_ms", "renew", "fence",    "permits",
-                                                 "permit", "shared"};
-  std::string resource;
+                                                 "permit", "shared", "election"};
+  std::string resource;  // an election's name when `election`
   std::string token;
   int64_t ttl_ms = 0;
   bool renew = false;
-  int64_t fence = 0;  // the grant's fence (0: none); carried, not checked
+  int64_t fence = 0;  // the grant's fence (0: none); carried, not checked; a leadership's term
   int permits = 0;    // > 0: a permit of a semaphore of that many
   int permit = -1;    // with permits: which permit the grant answered
   bool shared = false;
+  bool election = false;  // a leadership (campaign's grant): fence is its term
   bool operator==(const ResumeRequest&) const = default;
 };
 // Ops that carry nothing beyond id and op.

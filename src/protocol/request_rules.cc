@@ -43,6 +43,14 @@ std::optional<std::string> ResumeConflict(const ResumeRequest& request, bool sha
     return std::string("field \"fence\" has no meaning with \"shared\": true: a read hold has "
                        "no fence");
   }
+  if (request.election && (request.permits > 0 || request.shared)) {
+    return std::string("field \"election\" cannot go with \"permits\" or \"shared\": a "
+                       "leadership is one exclusive hold of its name");
+  }
+  if (request.election && request.fence <= 0) {
+    return std::string("a leadership's resume names its term: send \"fence\" with the "
+                       "\"term\" the campaign answered");
+  }
   return std::nullopt;
 }
 

@@ -1,6 +1,7 @@
 // Locks that outlive the agent's process (docs/safety.md "Resume"): a client of the agent's
 // next run on the same socket resumes what it held, by token, after a kill -9 or a stop; a
-// `lockwarden lock` job keeps running across it; nothing that cannot be confirmed is resumed,
+// `lockwarden lock` job keeps running across it, and a `lockwarden elect` job keeps leading;
+// nothing that cannot be confirmed is resumed,
 // and no other agent can take the lock meanwhile.
 
 #include <signal.h>
@@ -40,6 +41,16 @@ class ResumeTest : public ::testing::Test {
   void ExpectHeldAgainstOthers(AgentProcess& other, const std::string& resource) {
     Client c = other.Connect();
     EXPECT_EQ(Code(c.Acquire(resource, 5'000, 0)), "timeout") << other.Log();
+  }
+  // The agent renewed a lock `n` times (a whole ttl after a resume, for n = 3).
+  static void AwaitRenewals(AgentProcess& agent, int n) {
+    ASSERT_TRUE(Eventually(
+        [&] {
+          return MetricNow(agent.admin_port(), "lockwarden_renewals_total",
+                           {{"outcome", "extended"}}) >= n;
+        },
+        milliseconds(30'000)))
+        << agent.Log();
   }
   static void Kill(AgentProcess& agent) {
     agent.Signal(SIGKILL);
@@ -84,13 +95,7 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
                          milliseconds(15'000)))
       << ReadFile(out_) << next->Log();
   // The next run renews it, three times: a whole 6 s ttl after the resume.
-  ASSERT_TRUE(Eventually(
-      [&] {
-        return MetricNow(next->admin_port(), "lockwarden_renewals_total",
-                         {{"outcome", "extended"}}) >= 3;
-      },
-      milliseconds(30'000)))
-      << next->Log();
+  AwaitRenewals(*next, 3);
   EXPECT_EQ(MetricNow(next->admin_port(), "lockwarden_resumes_total", {{"outcome", "resumed"}}),
             1);
   ExpectHeldAgainstOthers(*other, "exp:job");
@@ -101,6 +106,45 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
   EXPECT_NE(ReadFile(out_).find("job-finished"), std::string::npos) << ReadFile(out_);
   EXPECT_EQ(ReadFile(out_).find("was lost"), std::string::npos) << ReadFile(out_);
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("exp:job")), 0) << "released through the next run";
+}
+
+TEST_F(ResumeTest, AnElectJobKeepsLeadingAcrossAKillOfItsAgent) {
+  auto agent = Start();
+  auto other = Elsewhere();
+  Fifo fifo(dir_ + "/fifo");
+  const pid_t job = SpawnTestProcess(
+      {LockwardenBinary(), "elect", "--socket", socket_, "--ttl", "6s", "--value", "host-a:1",
+       "exp:leader", "--", "sh", "-c",
+       "echo \"$LOCKWARDEN_TOKEN $LOCKWARDEN_TERM\" > " + fifo.path() + "; while [ ! -e " + go_ +
+           " ]; do sleep 0.02; done; echo job-finished"},
+      out_);
+  const std::string line = fifo.ReadLine(milliseconds(15'000));
+  ASSERT_EQ(line.size(), 42u) << line << ReadFile(out_);  // the token, a space, term 1
+  const std::string token = line.substr(0, 40);
+  const int64_t term = std::stoll(line.substr(41));
+
+  Kill(*agent);
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:leader"), token), 3);
+  auto next = Start();
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(out_).find("resumed leadership") != std::string::npos; },
+      milliseconds(15'000)))
+      << ReadFile(out_) << next->Log();
+  Client o = other->Connect();
+  const json leader = o.Leader("exp:leader");
+  ASSERT_TRUE(leader.value("ok", false)) << leader;
+  EXPECT_EQ(leader["leader"].value("term", int64_t{0}), term) << leader;
+  EXPECT_EQ(leader["leader"].value("value", ""), "host-a:1") << leader;
+  // The next run renews it past a whole ttl, and no other candidate is elected meanwhile.
+  AwaitRenewals(*next, 3);
+  const json rival = o.Campaign("exp:leader", "host-b:2", 5'000, 300);
+  EXPECT_EQ(Code(rival), "timeout") << rival;
+
+  std::ofstream(go_) << "go\n";
+  EXPECT_EQ(WaitChild(job, milliseconds(15'000)), 0) << ReadFile(out_);
+  EXPECT_NE(ReadFile(out_).find("job-finished"), std::string::npos) << ReadFile(out_);
+  EXPECT_EQ(ReadFile(out_).find("was lost"), std::string::npos) << ReadFile(out_);
+  EXPECT_TRUE(o.Leader("exp:leader")["leader"].is_null()) << "resigned through the next run";
 }
 
 TEST_F(ResumeTest, ALockCommandWaitingAcrossAKillWaitsAgainThroughTheNextRun) {

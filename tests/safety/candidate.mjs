@@ -28,14 +28,16 @@
 // kind "observe", "event" or "read", the term and leader value it named, the times it was
 // sent and received).
 //
-// Times are µs on CLOCK_MONOTONIC, shared with the checker. On a lost agent connection both
-// reconnect with backoff and carry on.
+// Times are µs on CLOCK_MONOTONIC, shared with the checker. On a lost agent connection a leader
+// resumes its term through the agent's next run while its validity lasts (resumeTerm); otherwise
+// both reconnect with backoff and carry on.
 
 import { setTimeout as pause } from 'node:timers/promises';
 
-import { nowUs, startClient, validityEndOf } from './process.mjs';
+import { nowUs, resumeThroughNextRun, startClient, validityEndOf } from './process.mjs';
 
-const { name, agentLabel, cfg, random, randInt, checker, agent } = await startClient();
+const { name, agentLabel, agentSocket, cfg, random, randInt, checker, agent } =
+  await startClient();
 const { register, send, stopRequested } = checker;
 
 // The run is wrong, not the election: the agent refused what the protocol allows.
@@ -105,6 +107,17 @@ async function lead(conn, record) {
   }
 }
 
+// A term whose connection went is resumed through the agent's next run while its validity
+// lasts, as the client libraries do ("election": true, its term as the fence; process.mjs
+// resumeThroughNextRun). The connection it was resumed on, or null.
+async function resumeTerm(record) {
+  const ask = { op: 'resume', resource: record.name, token: record.token, ttl_ms: record.ttl_ms,
+    renew: true, fence: record.term, election: true };
+  const next = await resumeThroughNextRun(agentSocket, agent, ask, record, stopRequested);
+  if (record.resume_refused === 'bad_request') refused('the resume of a leadership', record);
+  return next;
+}
+
 let campaigns = 0;
 async function candidateTerm() {
   const conn = await agent.get();
@@ -136,15 +149,22 @@ async function candidateTerm() {
   // Where the checker may stop us (SIGSTOP one holder): a long timeout, as for client.mjs.
   await register.call({ op: 'holding', client: name, resource: election, token: reply.token,
     validity_end_us: record.validity_end }, { timeoutMs: 120000 });
-  record.ended = await lead(conn, record);
+  let via = conn;
+  record.ended = await lead(via, record);
+  while (record.ended === 'closed') {
+    const next = await resumeTerm(record);
+    if (!next) break;
+    via = next;
+    record.ended = await lead(via, record);
+  }
   record.t_exit = nowUs();
-  if (conn.closed) {
+  if (via.closed) {
     record.resign = 'disconnected';
   } else if (random() < cfg.dropChance) {
-    agent.drop(conn); // the agent ends the term with the session
+    agent.drop(via); // the agent ends the term with the session
     record.resign = 'dropped';
   } else {
-    const r = await call(conn, { op: 'resign', name: election, token: reply.token }, 10000);
+    const r = await call(via, { op: 'resign', name: election, token: reply.token }, 10000);
     if (!r.ok && r.error === 'bad_request') refused('a resign', r);
     record.resign = r.ok ? 'ok' : r.error;
   }

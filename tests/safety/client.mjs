@@ -35,7 +35,7 @@
 import { setTimeout as pause } from 'node:timers/promises';
 
 import { LockClient } from '../browser/clients.mjs';
-import { nowUs, startClient, validityEndOf } from './process.mjs';
+import { nowUs, resumeThroughNextRun, startClient, validityEndOf } from './process.mjs';
 
 const { name, agentLabel, agentSocket, cfg, random, randInt, checker, agent } = await startClient();
 const { register, send, stopRequested } = checker;
@@ -80,10 +80,7 @@ async function acquire(conn, resource, ttlMs, detach) {
 }
 
 // After its hold, a grant whose connection is gone (the agent was killed, then restarted on the
-// same socket) is resumed through the agent's next run while its validity lasts, as a client
-// library does (docs/protocol.md, resume). The record's window then runs on to the resume's
-// validity: a resume is only granted while a quorum still holds the token, so nobody else can
-// have held the lock since the grant (docs/safety.md §11), and the checks judge exactly that.
+// same socket) is resumed through the agent's next run (process.mjs resumeThroughNextRun).
 // Returns the connection it was resumed on (record updated), or null (the hold was lost).
 async function resumeIfGone(conn, resource, ttlMs, record) {
   if (!conn.closed || record.detached) return null;
@@ -91,32 +88,7 @@ async function resumeIfGone(conn, resource, ttlMs, record) {
   if (record.mode === 'permit') Object.assign(ask, { permits: record.permits, permit: record.permit });
   if (record.mode === 'shared') ask.shared = true;
   if (Number.isSafeInteger(record.fence)) ask.fence = record.fence;
-  let tries = 0;
-  while (nowUs() < record.validity_end) {
-    tries += 1;
-    let next = null;
-    try {
-      next = await LockClient.connect(agentSocket, { timeoutMs: 500 });
-      const tRequested = nowUs();
-      const reply = await next.call(ask, { timeoutMs: 2000 });
-      const tGranted = nowUs();
-      if (reply.ok) {
-        record.resumed = { t_requested: tRequested, t_granted: tGranted, tries,
-          validity_end_before: record.validity_end };
-        record.validity_end = Math.max(record.validity_end,
-          validityEndOf(reply, tRequested, tGranted));
-        agent.adopt(next);
-        return next;
-      }
-      next.close();
-      record.resume_refused = reply.error;
-      if (reply.error !== 'no_quorum' && reply.error !== 'shutting_down') return null;
-    } catch {
-      if (next) next.close(); // not up yet: try again
-    }
-    await pause(20);
-  }
-  return null;
+  return resumeThroughNextRun(agentSocket, agent, ask, record);
 }
 
 // The hold: up to holdMaxMs, plus up to holdShareMax of the validity left above the minimum.

@@ -85,3 +85,38 @@ export function validityEndOf(reply, tRequested, tGranted) {
   const written = Math.min(tGranted, tRequested + Math.max(0, reply.waited_ms - 1) * 1000);
   return written + reply.validity_ms * 1000;
 }
+
+// A hold whose connection went (its agent killed, then restarted on the same socket) resumed
+// through the agent's next run while record.validity_end lasts, as the client libraries do
+// (docs/protocol.md, resume): `ask` is the resume request. The record's window then runs on to
+// the resume's validity (a resume is granted only while a quorum still holds the token, so
+// nobody else held it since: docs/safety.md §11); record.resumed says when, record.resume_refused
+// why not. The connection it was resumed on (`agent` adopts it), or null: lost.
+export async function resumeThroughNextRun(agentSocket, agent, ask, record, stop = () => false) {
+  let tries = 0;
+  while (nowUs() < record.validity_end && !stop()) {
+    tries += 1;
+    let next = null;
+    try {
+      next = await LockClient.connect(agentSocket, { timeoutMs: 500 });
+      const tRequested = nowUs();
+      const reply = await next.call(ask, { timeoutMs: 2000 });
+      const tGranted = nowUs();
+      if (reply.ok) {
+        record.resumed = { t_requested: tRequested, t_granted: tGranted, tries,
+          validity_end_before: record.validity_end };
+        record.validity_end = Math.max(record.validity_end,
+          validityEndOf(reply, tRequested, tGranted));
+        agent.adopt(next);
+        return next;
+      }
+      next.close();
+      record.resume_refused = reply.error;
+      if (reply.error !== 'no_quorum' && reply.error !== 'shutting_down') return null;
+    } catch {
+      if (next) next.close(); // not up yet: try again
+    }
+    await pause(20);
+  }
+  return null;
+}

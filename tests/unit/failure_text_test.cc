@@ -36,6 +36,17 @@ TEST(FailureText, HeldByAnotherOwnerIsATimeoutWithTheAttempts) {
   EXPECT_EQ(f.message, "\"res\" stayed held by another owner for all of wait_ms=1000 (4 attempt(s))");
 }
 
+TEST(FailureText, AFencedAttemptRefusedBeforeEveryMasterAnsweredIsATimeoutToo) {
+  VoteTally t(3, 2, /*needed=*/3);  // a fenced grant needs every master of three
+  t.No();                           // one refusal decides: the round ends there
+  EXPECT_EQ(AcquireFailure("res", Tried(2, t), 3).code, ErrorCode::kTimeout);
+  VoteTally silent(3, 2, 3);
+  silent.Yes();
+  silent.Failed();
+  EXPECT_EQ(AcquireFailure("res", Tried(2, silent), 3).code, ErrorCode::kNoQuorum)
+      << "no refusal: masters did not answer";
+}
+
 TEST(FailureText, AQuorumTooSlowSaysToRaiseTheTtl) {
   VoteTally t(5, 3);
   for (int i = 0; i < 5; ++i) t.Yes();

@@ -53,7 +53,13 @@ State EveryField(int format) {
   s.upgrade_id = "\"up\"";
   st.sessions.push_back(s);
   st.leases.push_back({1000, {SomeHold()}, {{"jobs/nightly", std::string(40, 'a'),
-                                             Peer{77, 1000, 1000, "python3 job.py"}}}});
+                                             Peer{77, 1000, 1000, "python3 job.py"}}}, {}});
+  if (format >= kFormatPreCopied) {  // what format 3 adds
+    st.sessions[0].id = 9;
+    st.sessions[0].holds[0].serial = 17;
+    st.sessions[0].kept.push_back({18, 3'000, SomeHold().valid_until});
+    st.leases[0].kept.push_back({19, 4'000, SomeHold().acquired});
+  }
   return st;
 }
 
@@ -105,9 +111,45 @@ TEST_P(HandoverFormats, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(back.leases[0].creators[0].creator.cmdline, "python3 job.py");
   EXPECT_EQ(back.leases[0].creators[0].creator.pid, 77);
   EXPECT_EQ(back.format, GetParam());
+  if (GetParam() >= kFormatPreCopied) {
+    EXPECT_EQ(bs.id, 9u);
+    EXPECT_EQ(h.serial, 17u);
+    ASSERT_EQ(bs.kept.size(), 1u);
+    EXPECT_EQ(bs.kept[0].serial, 18u);
+    EXPECT_EQ(bs.kept[0].ttl_ms, 3'000);
+    EXPECT_EQ(bs.kept[0].valid_until, want.valid_until);
+    ASSERT_EQ(back.leases[0].kept.size(), 1u);
+    EXPECT_EQ(back.leases[0].kept[0].serial, 19u);
+    EXPECT_EQ(back.leases[0].kept[0].valid_until, want.acquired);
+  }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, HandoverFormats, ::testing::Values(kFormatJson, kFormatBinary));
+INSTANTIATE_TEST_SUITE_P(Formats, HandoverFormats,
+                         ::testing::Values(kFormatJson, kFormatBinary, kFormatPreCopied));
+
+TEST(HandoverState, APreCopySliceCarriesEachHoldWithItsSessionAndSerial) {
+  PreCopy slice;
+  HandedHold h = SomeHold();
+  h.serial = 5;
+  slice.holds.emplace_back(3, h);
+  slice.holds.emplace_back(LeaseSessionOf(1000), SomeHold());
+  const std::string encoded = EncodePreCopy(slice);
+  EXPECT_TRUE(IsPreCopy(encoded));
+  EXPECT_FALSE(IsPreCopy(Encode(EveryField(kFormatPreCopied)))) << "the state is not a slice";
+  auto decoded = DecodePreCopy(encoded);
+  ASSERT_TRUE(std::holds_alternative<PreCopy>(decoded)) << std::get<std::string>(decoded);
+  const auto& back = std::get<PreCopy>(decoded).holds;
+  ASSERT_EQ(back.size(), 2u);
+  EXPECT_EQ(back[0].first, 3u);
+  EXPECT_EQ(back[0].second.serial, 5u);
+  EXPECT_EQ(back[0].second.valid_until, h.valid_until);
+  EXPECT_EQ(back[0].second.note, h.note);
+  EXPECT_EQ(back[1].first, LeaseSessionOf(1000));
+  for (size_t cut : {encoded.size() - 1, size_t{6}}) {
+    EXPECT_TRUE(std::holds_alternative<std::string>(DecodePreCopy(encoded.substr(0, cut))))
+        << "a slice cut at " << cut << " is refused";
+  }
+}
 
 TEST(HandoverState, AStateOf0_2_0IsRead) {
   // Written by 0.2.0 (format 1, the first), byte for byte as it wrote it.
@@ -132,8 +174,10 @@ TEST(HandoverState, AStateOf0_2_0IsRead) {
 TEST(HandoverState, TheNewestFormatBothProcessesReadIsWritten) {
   EXPECT_EQ(FormatFor({1, 2}), kFormatBinary);
   EXPECT_EQ(FormatFor({1}), kFormatJson) << "0.2.0's ready says only format 1";
-  EXPECT_EQ(FormatFor({1, 2, 3}), kFormatBinary);
-  EXPECT_EQ(FormatFor({3}), 0);
+  EXPECT_EQ(FormatFor({1, 2, 3}), kFormatPreCopied) << "a build of this tree: pre-copied";
+  EXPECT_EQ(FormatFor({3}), kFormatPreCopied);
+  EXPECT_EQ(FormatFor({1, 2, 3, 4}), kFormatPreCopied);
+  EXPECT_EQ(FormatFor({4}), 0);
   EXPECT_EQ(FormatFor({}), 0);
 }
 

@@ -123,5 +123,51 @@ TEST_F(ResumeEngineTest, AHoldOfThisAgentIsNotResumedTwice) {
   EXPECT_EQ(stats_.resumes[ResumeOutcome::kFailed].Value(), 2);
 }
 
+// A leadership resumes with its term, and with the record the masters keep for that term (read
+// before the hold is entered), so its views name its record and its resign drops it.
+TEST_F(ResumeEngineTest, ALeadershipResumesWithItsTermAndItsRecord) {
+  MakeEngine();
+  const ElectionRecord mine{7, 1'000, R"({"value":"a"})"};
+  for (int i = 0; i < 3; ++i) {
+    node(i).Put(Key("lead"), token_, 10'000);
+    node(i).Put(LeaderKey("lock:", "lead"), StoredRecord(token_, mine), 10'000);
+  }
+  auto resume = [&](std::optional<int64_t> term) {
+    AcquireRecord* rec = &acquires_.emplace_back();
+    LockEngine::ResumeAsk ask;
+    ask.resource = "lead";
+    ask.token = token_;
+    ask.ttl_ms = 10'000;
+    ask.renew = true;
+    ask.fence = term;
+    ask.kind.shape = LockShape{LockKind::kElection};
+    engine_->Resume(1, std::move(ask), [rec](const std::variant<Grant, Failure>& r) {
+      ++rec->calls;
+      rec->result = r;
+    });
+    return rec;
+  };
+  AcquireRecord* no_term = resume(std::nullopt);
+  ASSERT_TRUE(RunUntil([no_term] { return no_term->calls > 0; }));
+  EXPECT_TRUE(no_term->failed(ErrorCode::kBadRequest)) << no_term->Describe();
+
+  AcquireRecord* r = resume(7);
+  ASSERT_TRUE(RunUntil([r] { return r->calls > 0; }));
+  ASSERT_TRUE(r->granted()) << r->Describe();
+  EXPECT_EQ(r->grant().fence, 7);
+  const auto views = engine_->books().AllLocks();
+  ASSERT_EQ(views.size(), 1u);
+  EXPECT_EQ(views[0].kind, LockKind::kElection);
+  ASSERT_TRUE(views[0].election.has_value()) << "the record was read from the masters";
+  EXPECT_EQ(*views[0].election, mine);
+
+  ReleaseRecord* rel = Release(1, "lead", token_);
+  ASSERT_TRUE(RunUntil([rel] { return rel->calls > 0; }));
+  ASSERT_TRUE(RunUntilQuiet());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(node(i).Holder(LeaderKey("lock:", "lead")).has_value()) << "its record went too";
+  }
+}
+
 }  // namespace
 }  // namespace lw::engine_test

@@ -40,8 +40,9 @@
 // holds locks, they are not lost at once: the Client connects again to the same socket (backing
 // off from 50 ms to 500 ms) and resumes each lock there, as the same [*Lock]. A lock the next
 // run cannot resume, or whose validity ([Lock.ValidUntil]) runs out first, is lost with reason
-// [ReasonAgentLost]. Leaderships, observations and detached leases are not resumed. Requests
-// made meanwhile fail with CodeDisconnected; [Client.Close] stops reconnecting.
+// [ReasonAgentLost]. Leaderships are resumed as locks are (by their term); observations and
+// detached leases are not. Requests made meanwhile fail with CodeDisconnected; [Client.Close]
+// stops reconnecting.
 //
 // # Elections
 //

@@ -101,7 +101,8 @@ type Lock struct {
 
 	c *Client
 	// As acquired, for a resume: the ttl asked for (0: the agent's default; an Extend's replaces
-	// it), renew, the semaphore's size, a read hold; leader: a leadership (never resumed).
+	// it), renew (a leadership's always: the agent renews it), the semaphore's size, a read
+	// hold; leader: a leadership (resumed by its term).
 	ttl     time.Duration
 	renew   bool
 	permits int

@@ -380,7 +380,7 @@ func (c *Client) readLoop(l *link) {
 	resumable := !c.shut && !l.broken && l.refused == nil
 	var lost []*Lock
 	for token, lock := range c.locks {
-		if resumable && !lock.leader {
+		if resumable {
 			c.resuming[token] = lock
 		} else {
 			lost = append(lost, lock)
@@ -441,7 +441,7 @@ func (c *Client) dispatch(l *link, r *reply) {
 			Validity: time.Duration(r.ValidityMs) * time.Millisecond,
 			Waited:   time.Duration(r.WaitedMs) * time.Millisecond, Fence: r.Fence,
 			Mode: r.Mode, Permit: r.Permit, Detached: p.detach, lost: make(chan struct{}),
-			ttl: fieldMs(p.fields, "ttl_ms"), renew: p.fields["renew"] == true,
+			ttl: fieldMs(p.fields, "ttl_ms"), renew: p.fields["renew"] == true || p.op == "campaign",
 			leader: p.op == "campaign", validSince: p.sent, validUntil: validUntil}
 		if permits, ok := p.fields["permits"].(int); ok {
 			r.lock.permits = permits
@@ -454,7 +454,7 @@ func (c *Client) dispatch(l *link, r *reply) {
 		}
 		if !p.detach { // no `lost` comes for a detached lease, and Close does not end it
 			c.locks[r.Token] = r.lock
-			if r.lock.renew && !r.lock.leader {
+			if r.lock.renew {
 				l.poke()
 			}
 		}

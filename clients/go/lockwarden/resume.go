@@ -24,7 +24,7 @@ const (
 func (c *Client) heldEvery() time.Duration {
 	var least time.Duration
 	for _, lock := range c.locks {
-		if !lock.renew || lock.leader {
+		if !lock.renew {
 			continue
 		}
 		ttl := lock.ttl
@@ -244,6 +244,9 @@ func (c *Client) resumeOne(l *link, lock *Lock) bool {
 	}
 	if lock.Fence != nil {
 		f["fence"] = *lock.Fence
+	}
+	if lock.leader { // a leadership names its term (docs/protocol.md#resume)
+		f["election"], f["fence"] = true, lock.Term
 	}
 	if lock.Mode == ModePermit && lock.Permit != nil {
 		f["permits"], f["permit"] = lock.permits, *lock.Permit

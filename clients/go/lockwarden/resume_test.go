@@ -30,6 +30,21 @@ func heldToken(c *Client, token string) bool {
 	return false
 }
 
+// awaitResumed returns once c's new connection holds lock again (resumed through the agent's
+// next run), failing the test if it is lost or not resumed in time.
+func awaitResumed(t *testing.T, c *Client, lock *Lock) {
+	t.Helper()
+	for deadline := time.Now().Add(eventWait); !heldToken(c, lock.Token); {
+		if err := lock.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never resumed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestARenewedLockIsResumedAfterTheAgentRestarts(t *testing.T) {
 	a, _ := clients(t)
 	ctx := context.Background()
@@ -39,15 +54,7 @@ func TestARenewedLockIsResumedAfterTheAgentRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	control(t, "restart-agent")
-	for deadline := time.Now().Add(eventWait); !heldToken(a, lock.Token); {
-		if err := lock.Err(); err != nil {
-			t.Fatal(err)
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the lock was never resumed")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	awaitResumed(t, a, lock)
 	// Past the ttl: only the new run's renewals keep it.
 	time.Sleep(4500 * time.Millisecond)
 	if err := lock.Err(); err != nil {
@@ -67,6 +74,35 @@ func TestARenewedLockIsResumedAfterTheAgentRestarts(t *testing.T) {
 	}
 	if n := controlInt(t, "count go:resume"); n != 0 {
 		t.Fatalf("released, the lock is still on %d masters", n)
+	}
+}
+
+func TestALeadershipIsResumedAfterTheAgentRestarts(t *testing.T) {
+	a, _ := clients(t) // the other held nothing: it does not reconnect
+	ctx := context.Background()
+	leadership, err := a.Campaign(ctx, "go:lead", "host-a:1",
+		CampaignOptions{TTL: 4 * time.Second, Wait: waitLong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	control(t, "restart-agent")
+	awaitResumed(t, a, leadership)
+	leader, err := a.Leader(ctx, "go:lead")
+	if err != nil || leader == nil || leader.Term != leadership.Term {
+		t.Fatalf("leader after the resume: %+v, %v (term %d)", leader, err, leadership.Term)
+	}
+	time.Sleep(4500 * time.Millisecond) // past the ttl: only the new run's renewals keep it
+	if err := leadership.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n := controlInt(t, "count go:lead"); n != 5 {
+		t.Fatalf("the resumed leadership is on %d masters, not 5", n)
+	}
+	if err := leadership.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if leader, err := a.Leader(ctx, "go:lead"); err != nil || leader != nil {
+		t.Fatalf("leader after the resign: %+v, %v", leader, err)
 	}
 }
 

@@ -29,6 +29,21 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
                             "nobody queued for %s" % resource)
             await asyncio.sleep(0.01)
 
+    async def wait_resumed(self, hold, what):
+        """Returns once the client's new connection holds `hold` again (it resumed it through
+        the agent's next run); until then held() fails disconnected or lists nothing."""
+        deadline = asyncio.get_running_loop().time() + EVENT_S
+        while True:
+            try:
+                if [h["token"] for h in await self.a.held()] == [hold.token]:
+                    return
+            except lockwarden.LockError as e:
+                self.assertEqual(e.code, "disconnected")  # still connecting again
+            self.assertIsNone(hold.lost)
+            self.assertLess(asyncio.get_running_loop().time(), deadline,
+                            "the %s was never resumed" % what)
+            await asyncio.sleep(0.02)
+
     def restart_agent(self):
         """Asks the harness to kill the agent (kill -9) and start its next run on the same
         socket, in a thread of its own, so that the event loop (the client's keeper) runs
@@ -180,17 +195,7 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
         async with self.a.lock("pya:resume", ttl_ms=4000, wait_ms=WAIT_MS, renew=True) as lock:
             lock.on_lost = lambda l: seen.append(l.lost)
             await asyncio.shield(self.restart_agent())
-            deadline = asyncio.get_running_loop().time() + EVENT_S
-            while True:  # held on the client's new connection once it resumed it
-                try:
-                    if [h["token"] for h in await self.a.held()] == [lock.token]:
-                        break
-                except lockwarden.LockError as e:
-                    self.assertEqual(e.code, "disconnected")  # still connecting again
-                self.assertIsNone(lock.lost)
-                self.assertLess(asyncio.get_running_loop().time(), deadline,
-                                "the lock was never resumed")
-                await asyncio.sleep(0.02)
+            await self.wait_resumed(lock, "lock")
             # Past the ttl: only the new run's renewals keep it on the masters.
             await asyncio.sleep(4.5)
             self.assertEqual(masters_holding("pya:resume"), 5)
@@ -198,6 +203,22 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(finished)
         self.assertEqual((lock.released, lock.lost, seen), (True, None, []))
         self.assertEqual(masters_holding("pya:resume"), 0)
+
+    @needs_harness
+    async def test_a_leadership_is_resumed_after_the_agent_restarts(self):
+        seen = []
+        leadership = await self.a.campaign("pya:lead", "host-a:1", ttl_ms=4000, wait_ms=WAIT_MS)
+        leadership.on_lost = lambda l: seen.append(l.lost)
+        await asyncio.shield(self.restart_agent())
+        await self.wait_resumed(leadership, "leadership")
+        leader = await self.a.leader("pya:lead")  # b held nothing: it did not reconnect
+        assert leader is not None
+        self.assertEqual(leader.term, leadership.term)
+        await asyncio.sleep(4.5)  # past the ttl: only the new run's renewals keep it
+        self.assertEqual(masters_holding("pya:lead"), 5)
+        self.assertEqual((leadership.lost, seen), (None, []))
+        await leadership.resign()
+        self.assertIsNone(await self.a.leader("pya:lead"))
 
     @needs_harness
     async def test_a_lock_whose_keys_are_gone_is_reported_lost_after_the_agent_restarts(self):

@@ -142,28 +142,49 @@ class SyncTest(unittest.TestCase):
             control("restore")
         self.a.acquire("py:quorum", ttl_ms=1000, wait_ms=WAIT_MS).release()
 
+    def wait_resumed(self, hold, what):
+        """Returns once the client's new connection holds `hold` again (it resumed it through
+        the agent's next run); until then held() fails disconnected or lists nothing."""
+        deadline = time.monotonic() + EVENT_S
+        while True:
+            try:
+                if [h["token"] for h in self.a.held()] == [hold.token]:
+                    return
+            except lockwarden.LockError as e:
+                self.assertEqual(e.code, "disconnected")  # still connecting again
+            self.assertIsNone(hold.lost)
+            self.assertLess(time.monotonic(), deadline, "the %s was never resumed" % what)
+            time.sleep(0.02)
+
     @needs_harness
     def test_a_renewed_lock_is_resumed_after_the_agent_restarts(self):
         lock = self.a.acquire("py:resume", ttl_ms=4000, wait_ms=WAIT_MS, renew=True)
         seen = []
         lock.on_lost = lambda l: seen.append(l.lost)
         control("restart-agent")  # kill -9, then the next run on the same socket
-        deadline = time.monotonic() + EVENT_S
-        while True:  # held on the client's new connection once it resumed it
-            try:
-                if [h["token"] for h in self.a.held()] == [lock.token]:
-                    break
-            except lockwarden.LockError as e:
-                self.assertEqual(e.code, "disconnected")  # still connecting again
-            self.assertIsNone(lock.lost)
-            self.assertLess(time.monotonic(), deadline, "the lock was never resumed")
-            time.sleep(0.02)
+        self.wait_resumed(lock, "lock")
         # Past the ttl: only the new run's renewals keep it on the masters.
         time.sleep(4.5)
         self.assertEqual(masters_holding("py:resume"), 5)
         self.assertEqual((lock.lost, seen), (None, []))
         lock.release()
         self.assertEqual(masters_holding("py:resume"), 0)
+
+    @needs_harness
+    def test_a_leadership_is_resumed_after_the_agent_restarts(self):
+        leadership = self.a.campaign("py:lead-resume", "host-a:1", ttl_ms=4000, wait_ms=WAIT_MS)
+        seen = []
+        leadership.on_lost = lambda l: seen.append(l.lost)
+        control("restart-agent")
+        self.wait_resumed(leadership, "leadership")
+        leader = self.a.leader("py:lead-resume")  # b held nothing: it did not reconnect
+        assert leader is not None
+        self.assertEqual((leader.value, leader.term), ("host-a:1", leadership.term))
+        time.sleep(4.5)  # past the ttl: only the new run's renewals keep it
+        self.assertEqual(masters_holding("py:lead-resume"), 5)
+        self.assertEqual((leadership.lost, seen), (None, []))
+        leadership.resign()
+        self.assertIsNone(self.a.leader("py:lead-resume"))
 
     @needs_harness
     def test_a_lock_whose_keys_are_gone_is_reported_lost_after_the_agent_restarts(self):

@@ -150,10 +150,13 @@ def token_fields(resource: str, token: str, ttl_ms: Optional[int] = None) -> Jso
 
 def resume_fields(resource: str, token: str, ttl_ms: Optional[int], renew: bool,
                   fence: Optional[int], permits: Optional[int], permit: Optional[int],
-                  shared: bool) -> Json:
+                  shared: bool, election: bool = False) -> Json:
     """The fields of a resume (docs/protocol.md#resume): the hold as its acquire asked for it
-    (ttl_ms None: the agent's default) and as the grant answered (fence, permit)."""
+    (ttl_ms None: the agent's default) and as the grant answered (fence, permit); a
+    leadership's (election) names its term as the fence."""
     fields: Json = {"resource": resource, "token": token}
+    if election:
+        fields["election"] = True
     if ttl_ms is not None:
         fields["ttl_ms"] = ttl_ms
     if renew:

@@ -9,7 +9,7 @@ A client sends the line `Session.start` returns, feeds every line it reads to
 runs the effects after releasing it, so a user's callback never runs with the mutex held.
 
 Resuming (docs/protocol.md#resume). When the connection ends unexpectedly (`end(resume=True)`),
-the locks it held (not leaderships; detached leases are not the connection's) are not lost at
+the locks and leaderships it held (detached leases are not the connection's) are not lost at
 once: they wait in the Session for a new connection to the agent's next run. The client's keeper
 (a thread, or a task) asks `chores()` what is due and does it: connect again (then `reopen()`,
 or `connect_failed()`), write the `resume` requests it started, write the `held` request that
@@ -125,6 +125,14 @@ class LeadershipBase(LockBase[C]):
         super().__init__(client, reply["name"], reply)
         self.name: str = reply["name"]
         self.term: int = reply["term"]
+
+    def _granted(self, asked: Json, sent: float) -> None:
+        super()._granted(asked, sent)
+        self._renew = True  # the agent renews every leadership: its validity is read
+
+    def _resume_fields(self) -> Json:
+        return resume_fields(self.name, self.token, self._ttl_ms, not self._ended(), self.term,
+                             None, None, False, election=True)
 
 
 L = TypeVar("L", bound=LockBase[Any])
@@ -386,7 +394,7 @@ class Session(Generic[L, O]):
     def end(self, reason: str, resume: bool = False) -> List[Effect]:
         """The connection is gone: every request waiting is answered disconnected, every
         observation ends, and every lock is lost (disconnected); but with `resume` (it ended
-        unexpectedly) the locks that are not leaderships wait for their resume on a new
+        unexpectedly) the locks and leaderships wait for their resume on a new
         connection (see chores()). Without `resume` (the client is closed), the locks still
         waiting for one are lost (disconnected) too."""
         effects: List[Effect] = []
@@ -404,7 +412,7 @@ class Session(Generic[L, O]):
                 request.reply = disconnected_reply(self.closed)
                 effects.append(partial(request.on_done, request))
             for lock in locks.values():
-                if resume and not isinstance(lock, LeadershipBase):
+                if resume:
                     self._resuming[lock.token] = lock
                 else:
                     effects.append(partial(lock._mark_lost, Code.DISCONNECTED))

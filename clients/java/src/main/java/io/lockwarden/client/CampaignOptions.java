@@ -39,6 +39,11 @@ public final class CampaignOptions {
     return new Builder();
   }
 
+  /** The ttl asked for; null for the agent's default. */
+  Duration ttl() {
+    return ttl;
+  }
+
   Map<String, Object> fields(String name, String value) {
     Map<String, Object> f = new LinkedHashMap<>();
     f.put("name", Objects.requireNonNull(name, "name"));

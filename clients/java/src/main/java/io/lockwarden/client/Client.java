@@ -470,8 +470,9 @@ public final class Client implements AutoCloseable {
   private Connection.Pending<Leadership> sendCampaign(String name, String value,
       CampaignOptions options) {
     Connection c = connection;
+    long sent = System.nanoTime();
     return c.send("campaign", options.fields(name, value), reply -> {
-      Leadership l = new Leadership(this, reply);
+      Leadership l = new Leadership(this, reply, options, sent);
       c.register(l);
       return l;
     });

@@ -4,7 +4,8 @@ import java.util.Map;
 
 /**
  * A won campaign: this client leads the election {@link #name()} with {@link #term()} while its
- * connection lives (docs/elections.md). The agent renews it by itself.
+ * connection lives, and through the agent's next run once resumed, as a lock is
+ * (docs/elections.md). The agent renews it by itself.
  *
  * <p>It is lost like a {@link Lock} ({@link #isLost()}, {@link #onLost}, usually with {@code
  * renew_failed}): stop acting as the leader at once. {@link #resign()}, {@link #release()} and
@@ -14,8 +15,10 @@ import java.util.Map;
 public final class Leadership extends Lock {
   private final long term;
 
-  Leadership(Client client, Map<String, Object> reply) throws Wire.ProtocolException {
-    super(client, Wire.string(reply, "name"), reply, null, System.nanoTime());
+  /** The reply to a campaign with {@code options}, sent at {@code sentAt} (System.nanoTime()). */
+  Leadership(Client client, Map<String, Object> reply, CampaignOptions options, long sentAt)
+      throws Wire.ProtocolException {
+    super(client, Wire.string(reply, "name"), reply, sentAt, options.ttl(), true, 0, false);
     this.term = Wire.integer(reply, "term");
   }
 
@@ -48,8 +51,11 @@ public final class Leadership extends Lock {
   }
 
   @Override
-  boolean resumable() {
-    return false; // a leader campaigns again
+  Map<String, Object> resumeFields() {
+    Map<String, Object> f = super.resumeFields();
+    f.put("election", true); // docs/protocol.md#resume: a leadership names its term
+    f.put("fence", term);
+    return f;
   }
 
   @Override

@@ -68,24 +68,32 @@ public sealed class Lock implements AutoCloseable permits Leadership {
 
   /**
    * A grant: {@code reply} answered a request sent at {@code sentAt} (System.nanoTime()) with
-   * {@code options} (null for a leadership).
+   * {@code options}.
    */
   Lock(Client client, String resource, Map<String, Object> reply, AcquireOptions options,
       long sentAt) throws Wire.ProtocolException {
+    this(client, resource, reply, sentAt, options == null ? null : options.ttl(),
+        options != null && options.renew(), options == null ? 0 : options.permits(),
+        options != null && options.detach());
+  }
+
+  /** A grant asked with ttl (null: the agent's default), renew, permits and detached. */
+  Lock(Client client, String resource, Map<String, Object> reply, long sentAt, Duration ttl,
+      boolean renew, int permits, boolean detached) throws Wire.ProtocolException {
     this.client = client;
     this.resource = resource;
     this.token = Wire.string(reply, "token");
     this.validity = Wire.millis(reply, "validity_ms");
     this.validUntil = sentAt + validity.toNanos();
-    this.ttl = options == null ? null : options.ttl();
-    this.renew = options != null && options.renew();
-    this.permits = options == null ? 0 : options.permits();
+    this.ttl = ttl;
+    this.renew = renew;
+    this.permits = permits;
     this.waited = Wire.millis(reply, "waited_ms");
     this.fence = Wire.optionalInteger(reply, "fence");
     this.mode = reply.containsKey("mode") ? modeOf(Wire.string(reply, "mode")) : Mode.EXCLUSIVE;
     Long p = Wire.optionalInteger(reply, "permit");
     this.permit = p == null ? null : Math.toIntExact(p);
-    this.detached = options != null && options.detach();
+    this.detached = detached;
   }
 
   private static Mode modeOf(String wire) throws Wire.ProtocolException {

@@ -127,4 +127,21 @@ class ElectionTest extends Harness {
     b.acquire("java:lease", AcquireOptions.builder().ttl(Duration.ofSeconds(1)).build())
         .release();
   }
+
+  @Test
+  void aLeadershipIsResumedAfterTheAgentRestarts() throws Exception {
+    Client a = client();
+    Leadership leadership = a.campaign("java:lead-resume", "host-a:1",
+        CampaignOptions.builder().ttl(Duration.ofSeconds(4)).waitFor(WAIT_LONG).build());
+    CompletableFuture<Lock> heard = new CompletableFuture<>();
+    leadership.onLost(heard::complete);
+    control("restart-agent"); // kill -9: the leadership stays on the masters for the next run
+    awaitResumed(a, leadership);
+    assertEquals(Optional.of(leadership.term()), a.leader("java:lead-resume").map(Leader::term));
+    Thread.sleep(4_500); // past the ttl: only the new run's renewals keep it
+    assertEquals(5, controlLong("count java:lead-resume"));
+    assertFalse(heard.isDone(), "reported lost");
+    leadership.resign();
+    assertEquals(Optional.empty(), a.leader("java:lead-resume"));
+  }
 }

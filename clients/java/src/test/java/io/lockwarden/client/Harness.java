@@ -85,6 +85,24 @@ abstract class Harness {
     return answer.substring(2).strip();
   }
 
+  /**
+   * Returns once {@code c}'s new connection holds {@code lock} again (resumed through the
+   * agent's next run); until then {@code held()} fails disconnected or lists nothing.
+   */
+  static void awaitResumed(Client c, Lock lock) throws InterruptedException {
+    long deadline = System.nanoTime() + EVENT_WAIT.toNanos();
+    for (;;) {
+      try {
+        if (c.held().stream().anyMatch(l -> lock.token().equals(l.get("token")))) return;
+      } catch (LockException e) {
+        assertEquals(ErrorCode.DISCONNECTED, e.code(), e.toString());
+      }
+      assertTrue(!lock.isLost(), lock.toString());
+      if (System.nanoTime() > deadline) fail("not resumed: " + lock);
+      Thread.sleep(20);
+    }
+  }
+
   static long controlLong(String action) {
     return Long.parseLong(control(action));
   }

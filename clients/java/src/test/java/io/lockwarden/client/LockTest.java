@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.time.Duration;
 import java.util.List;
@@ -234,18 +233,7 @@ class LockTest extends Harness {
     CompletableFuture<Lock> heard = new CompletableFuture<>();
     lock.onLost(heard::complete);
     control("restart-agent"); // kill -9: the lock stays on the masters for the next run
-    // Resumed once the client's new connection lists it (held fails while it reconnects).
-    long deadline = System.nanoTime() + EVENT_WAIT.toNanos();
-    for (;;) {
-      try {
-        if (a.held().stream().anyMatch(l -> lock.token().equals(l.get("token")))) break;
-      } catch (LockException e) {
-        assertEquals(ErrorCode.DISCONNECTED, e.code(), e.toString());
-      }
-      assertFalse(lock.isLost(), lock.toString());
-      if (System.nanoTime() > deadline) fail("the lock was not resumed");
-      Thread.sleep(20);
-    }
+    awaitResumed(a, lock);
     assertFalse(a.isClosed());
     // Past the ttl: only the new run's renewals keep it.
     Thread.sleep(4_500);

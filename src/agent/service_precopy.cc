@@ -1,0 +1,69 @@
+// LockService's part of a pre-copied upgrade (docs/upgrade.md, "Pre-copy"): the old process
+// copies the holds while it still serves; the next process enters them as they come, and at the
+// hand-over only brings them up to date, takes the new ones, and drops the ones that ended.
+
+#include <spdlog/spdlog.h>
+
+#include "agent/lock_service.h"
+#include "core/quote.h"
+
+namespace lw {
+
+std::vector<SessionId> LockService::SessionsToCopy() const {
+  std::vector<SessionId> out;
+  sessions_.ForEach([&](const ClientSession& s) {
+    if (!s.locks.held.empty()) out.push_back(s.id);
+  });
+  return out;
+}
+
+void LockService::Stage(const handover::PreCopy& slice, Staged& staged) {
+  ++staged.slices;
+  for (const auto& [session, hold] : slice.holds) {
+    staged.sessions.insert(session);
+    auto entered = engine_.Stage(session, hold);
+    if (const auto* serial = std::get_if<uint64_t>(&entered)) {
+      staged.holds[hold.serial] = {hold.resource, *serial, false};
+    } else {
+      staged.refused[hold.serial] = {session, hold};
+    }
+  }
+}
+
+void LockService::UpdateStaged(const std::vector<HoldUpdate>& kept, Staged& staged,
+                               std::vector<HandedHold>& late) {
+  for (const HoldUpdate& u : kept) {
+    if (auto it = staged.holds.find(u.serial); it != staged.holds.end()) {
+      it->second.named = true;
+      engine_.UpdateStaged(it->second.name, it->second.serial, u);
+    } else if (auto r = staged.refused.find(u.serial); r != staged.refused.end()) {
+      HandedHold hold = std::move(r->second.second);
+      hold.ttl_ms = u.ttl_ms;
+      hold.valid_until = u.valid_until;
+      late.push_back(std::move(hold));
+      staged.refused.erase(r);
+    } else {
+      spdlog::error("a pre-copied hold (serial {}) was never received; its client's next "
+                    "release or extend of it answers not_held", u.serial);
+    }
+  }
+}
+
+void LockService::DropStale(Staged& staged, const std::unordered_set<SessionId>& adopted) {
+  size_t dropped = 0;
+  for (const auto& [old_serial, entry] : staged.holds) {
+    if (entry.named) continue;
+    engine_.DropStaged(entry.name, entry.serial);
+    ++dropped;
+  }
+  for (SessionId sid : staged.sessions) {
+    if (IsLeaseSession(sid) || adopted.count(sid) != 0) continue;
+    engine_.CloseSession(sid);  // nothing is left in it: its connection closed meanwhile
+    sessions_.Erase(sid);
+  }
+  if (dropped > 0) {
+    spdlog::debug("{} pre-copied hold(s) had ended by the hand-over and were dropped", dropped);
+  }
+}
+
+}  // namespace lw
