@@ -209,10 +209,11 @@ struct Agent::Upgrade {
   std::vector<std::pair<SessionId, handover::PendingAsk>> taken;
   bool admin_stopped = false;
   int listener = -1;  // a duplicate of the listening socket while the new process has it
-  // Pre-copy (format 3): the sessions whose holds are still to copy, and every serial copied.
+  // Pre-copy (format 3): the sessions whose holds are still to copy, what was copied, and what
+  // changed since.
   std::vector<SessionId> to_copy;
   size_t next_to_copy = 0;
-  std::unordered_set<uint64_t> copied;
+  LockService::Copied copied;
   std::unique_ptr<Timer> precopy;
   std::chrono::steady_clock::time_point precopy_started;
   size_t slices = 0;

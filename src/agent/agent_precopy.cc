@@ -1,9 +1,10 @@
 // Agent: the pre-copy of an in-place upgrade (format 3, docs/upgrade.md "Pre-copy"). Once the
 // new process is ready, this one copies every hold to it in slices, a few thousand per loop
-// turn, while it goes on serving; only then does it hold requests (HoldForHandOver), and the
-// state it sends carries just what changed: the holds granted since in full, and for each one
-// copied, its ttl and validity now. So requests wait for a pass over the holds, not for every
-// hold to be captured, encoded, decoded and entered again.
+// turn, while it goes on serving, and tracks every hold that changes from the first slice on;
+// only then does it hold requests (HoldForHandOver), and the state it sends carries just what
+// changed: the holds granted since in full, the copied ones renewed or extended as updates, the
+// copied ones ended as `gone`. So requests wait for the changes, not for every hold to be
+// captured, encoded, decoded and entered again.
 
 #include <spdlog/spdlog.h>
 
@@ -23,6 +24,7 @@ constexpr int64_t kPreCopyTimeoutMs = 60'000;
 void Agent::PreCopy() {
   uv_poll_stop(upgrade_->poll);  // nothing is expected from the new process until the state
   upgrade_->to_copy = service_->SessionsToCopy();
+  engine_->TrackChanges(&upgrade_->copied.touched);  // from before the first slice
   upgrade_->precopy_started = std::chrono::steady_clock::now();
   upgrade_->deadline->Start(kPreCopyTimeoutMs, [this] {
     AbortUpgrade("the pre-copy of the holds did not end within " +
@@ -40,7 +42,7 @@ void Agent::CopySlice() {
   while (u.next_to_copy < u.to_copy.size() && slice.holds.size() < kSliceHolds) {
     const SessionId sid = u.to_copy[u.next_to_copy++];
     for (auto& hold : engine_->HoldsOf(sid)) {
-      u.copied.insert(hold.serial);
+      u.copied.serials.insert(hold.serial);
       slice.holds.emplace_back(sid, std::move(hold));
     }
   }
@@ -53,7 +55,7 @@ void Agent::CopySlice() {
   if (u.next_to_copy < u.to_copy.size()) return;
   u.precopy->Stop();
   spdlog::info("upgrade: {} hold(s) copied in {} slice(s) in {} ms while serving",
-               u.copied.size(), u.slices,
+               u.copied.serials.size(), u.slices,
                std::chrono::duration_cast<std::chrono::milliseconds>(
                    std::chrono::steady_clock::now() - u.precopy_started)
                    .count());

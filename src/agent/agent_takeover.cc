@@ -107,7 +107,8 @@ void Agent::ReceiveState() {
     service_->UpdateStaged(s.kept, staged, s.holds);
   }
   for (auto& l : state.leases) service_->UpdateStaged(l.kept, staged, l.holds);
-  service_->DropStale(staged, adopted);
+  phases.Mark("connections");
+  service_->DropStale(staged, state.gone, adopted);
   size_t sessions = 0;
   std::vector<std::pair<SessionId, handover::PendingAsk>> asks;
   for (size_t i = 0; i < state.sessions.size(); ++i) {

@@ -221,7 +221,9 @@ void Agent::SendState() {
   const auto handed = server_.HandOver();
   std::vector<SessionId> ids;
   const bool precopied = upgrade_->format >= handover::kFormatPreCopied;
-  handover::State state = service_->Capture(handed, fds, ids, precopied ? &upgrade_->copied : nullptr);
+  handover::State state =
+      service_->Capture(handed, fds, ids, precopied ? &upgrade_->copied : nullptr);
+  engine_->TrackChanges(nullptr);
   state.format = upgrade_->format;
   state.version = LOCKWARDEN_VERSION;
   state.agent_id = fleet_->record().id;
@@ -318,6 +320,7 @@ void Agent::AbortUpgrade(const std::string& why) {
 }
 
 void Agent::EndUpgradeHandles() {
+  engine_->TrackChanges(nullptr);  // upgrade_ (which has the tracked set) is about to go
   if (upgrade_->deadline) upgrade_->deadline->Stop();
   if (upgrade_->precopy) upgrade_->precopy->Stop();
   if (upgrade_->settle) upgrade_->settle->Stop();

@@ -222,6 +222,7 @@ std::string EncodeBinary(const State& st) {
       w.Str(c.creator.cmdline);
     });
   });
+  if (precopied) w.List(st.gone, [&w](uint64_t serial) { w.I64(static_cast<int64_t>(serial)); });
   return out;
 }
 
@@ -275,6 +276,9 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
       });
       return l;
     });
+    if (precopied) {
+      st.gone = ReadList<uint64_t>(r, [&r] { return static_cast<uint64_t>(r.I64()); });
+    }
     if (!r.done()) throw std::runtime_error("bytes after the state");
     return st;
   } catch (const std::exception& e) {

@@ -4,7 +4,7 @@
 // milliseconds instead of seconds (format 1 builds a JSON tree of ~1.3 million nodes).
 //
 //   "LWHS" u32:format  then the State's fields in declaration order (format 3 adds each
-//   session's id, each hold's serial, and each session's and lease's HoldUpdates);
+//   session's id, each hold's serial, each session's and lease's HoldUpdates, and `gone`);
 //   integers little-endian fixed width (i32, i64, u8 for booleans), a string is u32 length +
 //   bytes, a list is u32 count + items; kind and mode by name (core/lock_kind.h), so that a
 //   renumbered enum cannot change a hold's meaning between builds.

@@ -56,8 +56,8 @@ struct SessionState {
   uint64_t id = 0;  // format 3: the session's id, which the next process keeps
   int fd = -1;  // index into the descriptors handed beside the state
   std::string input;
-  std::vector<HandedHold> holds;
-  std::vector<HoldUpdate> kept;  // format 3: its pre-copied holds, as they are now
+  std::vector<HandedHold> holds;  // format 3: those not pre-copied
+  std::vector<HoldUpdate> kept;  // format 3: its pre-copied holds that changed since, as now
   std::vector<PendingAsk> asks;
   std::vector<std::string> observed;
   std::string upgrade_id;  // its upgrade request's id (JSON), answered by the new process; ""
@@ -89,6 +89,8 @@ struct State {
   int64_t held_since_ns = 0;
   std::vector<SessionState> sessions;
   std::vector<LeaseState> leases;
+  // Format 3: the pre-copied holds that ended since they were copied (HandedHold::serial).
+  std::vector<uint64_t> gone;
 };
 
 // A slice of the holds, copied while the old process still serves (format 3): each with the

@@ -96,11 +96,16 @@ class LockService final : public SessionHandler {
   // are asked again by whichever process serves next) and observations; the detached leases.
   // fds: each connection's descriptor, indexed by SessionState::fd (the listener's is not in it).
   // ids: the session of each captured connection, in state.sessions' order.
-  // copied: after a pre-copy (format 3), the serials the next process has: those holds go as
-  // updates, the others in full, and each session keeps its id. Null: every hold in full.
+  // What a pre-copy sent (the holds' serials), and the holds touched since (LockEngine::
+  // TrackChanges), by serial with their resource's name.
+  struct Copied {
+    std::unordered_set<uint64_t> serials;
+    std::unordered_map<uint64_t, std::string> touched;
+  };
+  // copied: after a pre-copy (format 3), only what changed since goes (LockEngine::
+  // ChangesSince), and each session keeps its id. Null: every hold in full.
   handover::State Capture(const std::vector<Server::Handed>& handed, std::vector<int>& fds,
-                          std::vector<SessionId>& ids,
-                          const std::unordered_set<uint64_t>* copied = nullptr);
+                          std::vector<SessionId>& ids, const Copied* copied = nullptr);
   // Every session's waiting asks, taken from it (oldest first): an upgrade that failed after
   // the engine dropped its waiters asks them again with AskAgain.
   std::vector<std::pair<SessionId, handover::PendingAsk>> TakeAsks();
@@ -125,8 +130,7 @@ class LockService final : public SessionHandler {
   struct Staged {
     struct Entry {
       std::string name;
-      uint64_t serial = 0;  // here
-      bool named = false;   // by an update at the hand-over
+      const Holder* hold = nullptr;  // here (LockEngine::Stage)
     };
     std::unordered_map<uint64_t, Entry> holds;
     // Refused at the pre-copy (a resource of another kind here then): kept whole, taken over
@@ -140,9 +144,10 @@ class LockService final : public SessionHandler {
   // go to `late`, in full, for Restore.
   void UpdateStaged(const std::vector<HoldUpdate>& kept, Staged& staged,
                     std::vector<HandedHold>& late);
-  // The pre-copied holds no update named (released or lost meanwhile) are dropped, with the
-  // sessions that no connection came back for (`adopted`: those that did).
-  void DropStale(Staged& staged, const std::unordered_set<SessionId>& adopted);
+  // The pre-copied holds that ended since (`gone`: released or lost in the old process) are
+  // dropped, with the sessions that no connection came back for (`adopted`: those that did).
+  void DropStale(Staged& staged, const std::vector<uint64_t>& gone,
+                 const std::unordered_set<SessionId>& adopted);
 
  private:
   using Id = nlohmann::json;

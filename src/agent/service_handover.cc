@@ -62,17 +62,18 @@ std::vector<std::pair<SessionId, handover::PendingAsk>> LockService::TakeAsks() 
 
 handover::State LockService::Capture(const std::vector<Server::Handed>& handed,
                                      std::vector<int>& fds, std::vector<SessionId>& ids,
-                                     const std::unordered_set<uint64_t>* copied) {
+                                     const Copied* copied) {
   handover::State state;
-  std::unordered_map<SessionId, std::vector<HandedHold>> holds;
-  if (copied == nullptr) holds = engine_.HoldsBySession();
   // Every hold in full, or (pre-copied) the new ones in full and the others as updates.
+  std::unordered_map<SessionId, std::vector<HandedHold>> holds;
+  std::unordered_map<SessionId, std::vector<HoldUpdate>> updates;
+  if (copied == nullptr) {
+    holds = engine_.HoldsBySession();
+  } else {
+    engine_.ChangesSince(copied->serials, copied->touched, &holds, &updates, &state.gone);
+  }
   const auto take = [&](SessionId sid, std::vector<HoldUpdate>& kept) {
-    if (copied != nullptr) {
-      std::vector<HandedHold> full;
-      engine_.HoldsSince(sid, *copied, &full, &kept);
-      return full;
-    }
+    if (auto u = updates.find(sid); u != updates.end()) kept = std::move(u->second);
     auto it = holds.find(sid);
     return it == holds.end() ? std::vector<HandedHold>{} : std::move(it->second);
   };

@@ -22,8 +22,8 @@ void LockService::Stage(const handover::PreCopy& slice, Staged& staged) {
   for (const auto& [session, hold] : slice.holds) {
     staged.sessions.insert(session);
     auto entered = engine_.Stage(session, hold);
-    if (const auto* serial = std::get_if<uint64_t>(&entered)) {
-      staged.holds[hold.serial] = {hold.resource, *serial, false};
+    if (const auto* held = std::get_if<const Holder*>(&entered)) {
+      staged.holds[hold.serial] = {hold.resource, *held};
     } else {
       staged.refused[hold.serial] = {session, hold};
     }
@@ -34,8 +34,7 @@ void LockService::UpdateStaged(const std::vector<HoldUpdate>& kept, Staged& stag
                                std::vector<HandedHold>& late) {
   for (const HoldUpdate& u : kept) {
     if (auto it = staged.holds.find(u.serial); it != staged.holds.end()) {
-      it->second.named = true;
-      engine_.UpdateStaged(it->second.name, it->second.serial, u);
+      engine_.UpdateStaged(it->second.name, it->second.hold, u);
     } else if (auto r = staged.refused.find(u.serial); r != staged.refused.end()) {
       HandedHold hold = std::move(r->second.second);
       hold.ttl_ms = u.ttl_ms;
@@ -49,11 +48,14 @@ void LockService::UpdateStaged(const std::vector<HoldUpdate>& kept, Staged& stag
   }
 }
 
-void LockService::DropStale(Staged& staged, const std::unordered_set<SessionId>& adopted) {
+void LockService::DropStale(Staged& staged, const std::vector<uint64_t>& gone,
+                            const std::unordered_set<SessionId>& adopted) {
   size_t dropped = 0;
-  for (const auto& [old_serial, entry] : staged.holds) {
-    if (entry.named) continue;
-    engine_.DropStaged(entry.name, entry.serial);
+  for (uint64_t serial : gone) {
+    auto it = staged.holds.find(serial);
+    if (it == staged.holds.end()) continue;  // refused at the pre-copy: nothing to drop
+    engine_.DropStaged(it->second.name, it->second.hold);
+    staged.holds.erase(it);
     ++dropped;
   }
   for (SessionId sid : staged.sessions) {

@@ -133,21 +133,30 @@ class LockEngine : private Renewer::Holds {
   // A failure: not taken (validity ran out, or the resource is of another kind here).
   std::optional<Failure> Adopt(SessionId session, const HandedHold& hold);
   // A pre-copied upgrade (docs/upgrade.md, "Pre-copy"). The old process: the holds of one
-  // session, and at the hand-over, each as an update when `copied` has its serial (it was
-  // pre-copied), in full otherwise.
+  // session; the holds that change from now on, tracked (ResourceTable::TrackChanges; null:
+  // stop); and at the hand-over, what changed: of the `touched` holds, each held now goes as
+  // an update when `copied` has its serial, in full otherwise (by session), and each copied one
+  // held no more is `gone`. Its cost is that of the changes, not of the holds.
   std::vector<HandedHold> HoldsOf(SessionId session) const;
-  void HoldsSince(SessionId session, const std::unordered_set<uint64_t>& copied,
-                  std::vector<HandedHold>* full, std::vector<HoldUpdate>* updates) const;
+  void TrackChanges(std::unordered_map<uint64_t, std::string>* touched) {
+    table_.TrackChanges(touched);
+  }
+  void ChangesSince(const std::unordered_set<uint64_t>& copied,
+                    const std::unordered_map<uint64_t, std::string>& touched,
+                    std::unordered_map<SessionId, std::vector<HandedHold>>* full,
+                    std::unordered_map<SessionId, std::vector<HoldUpdate>>* updates,
+                    std::vector<uint64_t>* gone) const;
   // The next process: a pre-copied hold entered (whatever its validity; the hand-over decides),
-  // answering its serial here; then brought up to date, or dropped (nothing is sent: the
-  // previous process released or lost it).
-  std::variant<uint64_t, Failure> Stage(SessionId session, const HandedHold& hold);
+  // answering the hold here, which stays put until UpdateStaged or DropStaged (nothing else
+  // runs meanwhile: the process reads the hand-over channel); then brought up to date, or
+  // dropped (nothing is sent: the previous process released or lost it).
+  std::variant<const Holder*, Failure> Stage(SessionId session, const HandedHold& hold);
   // Every hold of `session`: visit(resource name, its resource, the hold).
   void VisitHolds(SessionId session,
                   const std::function<void(const std::string&, const Resource&, const Holder&)>&
                       visit) const;
-  void UpdateStaged(const std::string& name, uint64_t serial, const HoldUpdate& now);
-  void DropStaged(const std::string& name, uint64_t serial);
+  void UpdateStaged(const std::string& name, const Holder* staged, const HoldUpdate& now);
+  void DropStaged(const std::string& name, const Holder* staged);
 
   int quorum() const { return rounds_.quorum(); }
   int fence_quorum() const { return fence_quorum_; }
@@ -221,8 +230,8 @@ class LockEngine : private Renewer::Holds {
   void Report(const Waiter& w, const std::string& name, bool granted, ErrorCode code);
   void OnWaitExpired(const std::string& name, uint64_t waiter_id);
   // A handed hold entered (Adopt, Stage): its new serial. staged: whatever its validity.
-  std::variant<uint64_t, Failure> InstallHanded(SessionId session, const HandedHold& hold,
-                                                bool staged);
+  std::variant<Holder*, Failure> InstallHanded(SessionId session, const HandedHold& hold,
+                                               bool staged);
   Holder& Install(Resource& r, const std::string& name, const Waiter& w, HoldMode mode, int part,
                   Clock::time_point acquired);
 

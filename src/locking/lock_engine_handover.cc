@@ -43,15 +43,16 @@ void LockEngine::VisitHolds(SessionId session,
                                                      const Holder&)>& visit) const {
   const ClientSession* s = table_.sessions().Find(session);
   if (s == nullptr) return;
-  std::vector<const std::string*> names;
-  names.reserve(s->locks.held.size());
-  for (const auto& name : s->locks.held) names.push_back(&name);
-  std::sort(names.begin(), names.end(), [](auto* a, auto* b) { return *a < *b; });
-  names.erase(std::unique(names.begin(), names.end(), [](auto* a, auto* b) { return *a == *b; }),
-              names.end());
-  for (const std::string* name : names) {
-    const Resource* r = Find(*name);
-    if (r == nullptr) continue;
+  // A name is listed once per hold: each resource is visited once (its address tells them
+  // apart; no string is compared), in the order the session's list has them.
+  std::vector<std::pair<const Resource*, const std::string*>> resources;
+  resources.reserve(s->locks.held.size());
+  for (const auto& name : s->locks.held) {
+    if (const Resource* r = Find(name)) resources.emplace_back(r, r->name);
+  }
+  std::sort(resources.begin(), resources.end());
+  resources.erase(std::unique(resources.begin(), resources.end()), resources.end());
+  for (const auto& [r, name] : resources) {
     for (const auto& h : r->holders) {
       if (h->session == session) visit(*name, *r, *h);
     }
@@ -66,36 +67,46 @@ std::vector<HandedHold> LockEngine::HoldsOf(SessionId session) const {
   return out;
 }
 
-void LockEngine::HoldsSince(SessionId session, const std::unordered_set<uint64_t>& copied,
-                            std::vector<HandedHold>* full,
-                            std::vector<HoldUpdate>* updates) const {
-  VisitHolds(session, [&](const std::string& name, const Resource& r, const Holder& h) {
-    if (copied.count(h.serial) != 0) {
-      updates->push_back({h.serial, h.ttl_ms, h.valid_until});
+void LockEngine::ChangesSince(const std::unordered_set<uint64_t>& copied,
+                              const std::unordered_map<uint64_t, std::string>& touched,
+                              std::unordered_map<SessionId, std::vector<HandedHold>>* full,
+                              std::unordered_map<SessionId, std::vector<HoldUpdate>>* updates,
+                              std::vector<uint64_t>* gone) const {
+  for (const auto& [serial, name] : touched) {
+    const Resource* r = Find(name);
+    const Holder* h =
+        r == nullptr ? nullptr : ResourceTable::WithSerial(const_cast<Resource&>(*r), serial);
+    const bool was_copied = copied.count(serial) != 0;
+    if (h == nullptr) {
+      if (was_copied) gone->push_back(serial);
+    } else if (was_copied) {
+      (*updates)[h->session].push_back({h->serial, h->ttl_ms, h->valid_until});
     } else {
-      full->push_back(HandedOf(name, r, h));
+      (*full)[h->session].push_back(HandedOf(*r->name, *r, *h));
     }
-  });
+  }
 }
 
-std::variant<uint64_t, Failure> LockEngine::Stage(SessionId session, const HandedHold& hold) {
-  return InstallHanded(session, hold, /*staged=*/true);
+std::variant<const Holder*, Failure> LockEngine::Stage(SessionId session,
+                                                      const HandedHold& hold) {
+  auto installed = InstallHanded(session, hold, /*staged=*/true);
+  if (const auto* f = std::get_if<Failure>(&installed)) return *f;
+  return std::get<Holder*>(installed);
 }
 
-void LockEngine::UpdateStaged(const std::string& name, uint64_t serial, const HoldUpdate& now) {
-  Resource* r = Find(name);
-  Holder* h = r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
-  if (h == nullptr || (h->ttl_ms == now.ttl_ms && h->valid_until == now.valid_until)) return;
+void LockEngine::UpdateStaged(const std::string& name, const Holder* staged,
+                              const HoldUpdate& now) {
+  if (staged->ttl_ms == now.ttl_ms && staged->valid_until == now.valid_until) return;
+  auto* h = const_cast<Holder*>(staged);  // one of this engine's holds (Stage's answer)
   h->ttl_ms = now.ttl_ms;
   h->valid_until = now.valid_until;
   ScheduleHolder(name, *h, AdoptedDelayMs(h->renew, h->ttl_ms, MsLeft(h->valid_until, Clock::now())));
 }
 
-void LockEngine::DropStaged(const std::string& name, uint64_t serial) {
+void LockEngine::DropStaged(const std::string& name, const Holder* staged) {
   Resource* r = Find(name);
-  const Holder* h = r == nullptr ? nullptr : ResourceTable::WithSerial(*r, serial);
-  if (h == nullptr) return;
-  auto gone = table_.Take(*r, name, h);
+  if (r == nullptr) return;
+  auto gone = table_.Take(*r, name, staged);
   stats_->holds[gone->mode].Dec();
   deadlines_.Erase(gone->serial);
   MaybeErase(name);
@@ -128,7 +139,7 @@ std::optional<Failure> LockEngine::Adopt(SessionId session, const HandedHold& ho
   return std::nullopt;
 }
 
-std::variant<uint64_t, Failure> LockEngine::InstallHanded(SessionId session,
+std::variant<Holder*, Failure> LockEngine::InstallHanded(SessionId session,
                                                            const HandedHold& hold,
                                                     bool staged) {
   const Resource* existing = Find(hold.resource);
@@ -159,7 +170,7 @@ std::variant<uint64_t, Failure> LockEngine::InstallHanded(SessionId session,
   Holder& held = table_.Install(r, hold.resource, std::move(h));
   ScheduleHolder(hold.resource, held,
                  AdoptedDelayMs(held.renew, held.ttl_ms, MsLeft(held.valid_until, now)));
-  return held.serial;
+  return &held;
 }
 
 }  // namespace lw

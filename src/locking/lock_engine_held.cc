@@ -119,6 +119,7 @@ void LockEngine::OnExtendRound(const std::string& name, const std::string& token
   if (t.Won() && validity > 0 && now < h->valid_until) {
     h->ttl_ms = ttl_ms;
     h->valid_until = now + std::chrono::milliseconds(validity);  // as in GrantHead
+    table_.Touched(name, *h);
     ScheduleHolder(name, *h, RenewDelayMs(h->renew, ttl_ms, validity));
     done(Extension{validity});
     return;

@@ -83,6 +83,7 @@ void ResourceTable::Unqueued(SessionId session, const std::string& name) {
 }
 
 Holder& ResourceTable::Install(Resource& r, const std::string& name, std::unique_ptr<Holder> h) {
+  Touched(name, *h);
   sessions_.Open(h->session).locks.held.push_back(name);
   r.holders.push_back(std::move(h));
   ++holds_;
@@ -98,6 +99,7 @@ std::unique_ptr<Holder> ResourceTable::Take(Resource& r, const std::string& name
   auto it = std::find_if(r.holders.begin(), r.holders.end(),
                          [which](const auto& h) { return h.get() == which; });
   auto h = std::move(*it);
+  Touched(name, *h);
   r.holders.erase(it);
   --holds_;
   const HoldEntry entry{h->acquired, r.name, h->serial, &r, h.get()};

@@ -93,6 +93,13 @@ class ResourceTable {
   }
   void Unqueued(SessionId session, const std::string& name);
   Holder& Install(Resource& r, const std::string& name, std::unique_ptr<Holder> h);
+  // While `touched` is set (a pre-copied upgrade, docs/upgrade.md): the serial of every hold
+  // installed, taken, or marked Touched (its ttl or validity changed) goes in, with its
+  // resource's name. Null: nothing is tracked.
+  void TrackChanges(std::unordered_map<uint64_t, std::string>* touched) { touched_ = touched; }
+  void Touched(const std::string& name, const Holder& h) {
+    if (touched_ != nullptr) (*touched_)[h.serial] = name;
+  }
   std::unique_ptr<Holder> Take(Resource& r, const std::string& name, const Holder* which);
   // What the session holds and awaits, taken from it (nothing when it has no object). The
   // object stays for its owner to erase (LockService::Closed), unless the table keeps its own.
@@ -143,6 +150,7 @@ class ResourceTable {
     }
   };
 
+  std::unordered_map<uint64_t, std::string>* touched_ = nullptr;
   // A hold that counts as stuck however young: not renewing, with a ttl over stuck_after.
   bool Quiet(const Holder& h) const { return !h.renew && h.ttl_ms > stuck_after_ms_; }
   LockView ViewOf(const std::string& name, const Resource& r, const Holder& h,

@@ -59,6 +59,7 @@ State EveryField(int format) {
     st.sessions[0].holds[0].serial = 17;
     st.sessions[0].kept.push_back({18, 3'000, SomeHold().valid_until});
     st.leases[0].kept.push_back({19, 4'000, SomeHold().acquired});
+    st.gone = {21, 22};
   }
   return st;
 }
@@ -121,6 +122,7 @@ TEST_P(HandoverFormats, EveryFieldSurvivesTheRoundTrip) {
     ASSERT_EQ(back.leases[0].kept.size(), 1u);
     EXPECT_EQ(back.leases[0].kept[0].serial, 19u);
     EXPECT_EQ(back.leases[0].kept[0].valid_until, want.acquired);
+    EXPECT_EQ(back.gone, (std::vector<uint64_t>{21, 22}));
   }
 }
 

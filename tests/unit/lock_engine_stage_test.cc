@@ -21,39 +21,51 @@ HandedHold Handed(const std::string& resource, uint64_t serial, Clock::time_poin
   return h;
 }
 
-TEST_F(LockEngineTest, HoldsSinceACopySplitIntoUpdatesAndFullHolds) {
+TEST_F(LockEngineTest, OnlyWhatChangedSinceACopyIsHandedAsUpdatesFullHoldsOrGone) {
   MakeEngine();
-  const std::string a = Hold(1, "a");
-  Hold(1, "b");
-  const auto all = engine_->HoldsOf(1);
-  ASSERT_EQ(all.size(), 2u);
+  const std::string kept = Hold(1, "kept", 10'000);
+  const std::string renewed = Hold(1, "renewed", 10'000);
+  const std::string ended = Hold(1, "ended", 10'000);
   std::unordered_set<uint64_t> copied;
-  for (const auto& h : all) {
-    if (h.token == a) copied.insert(h.serial);
+  uint64_t ended_serial = 0;
+  for (const auto& h : engine_->HoldsOf(1)) {
+    copied.insert(h.serial);
+    if (h.token == ended) ended_serial = h.serial;
   }
-  std::vector<HandedHold> full;
-  std::vector<HoldUpdate> updates;
-  engine_->HoldsSince(1, copied, &full, &updates);
-  ASSERT_EQ(updates.size(), 1u);
-  EXPECT_EQ(copied.count(updates[0].serial), 1u);
-  ASSERT_EQ(full.size(), 1u);
-  EXPECT_EQ(full[0].resource, "b");
-  EXPECT_TRUE(engine_->HoldsOf(2).empty());
+  std::unordered_map<uint64_t, std::string> touched;
+  engine_->TrackChanges(&touched);
+  ExtendRecord* e = Extend(1, "renewed", renewed, 20'000);
+  Release(1, "ended", ended);
+  const std::string fresh = Hold(1, "fresh", 10'000);
+  ASSERT_TRUE(RunUntil([e] { return e->calls > 0; }));
+  engine_->TrackChanges(nullptr);
+  Hold(1, "untracked", 10'000);  // after tracking stopped: not a change of the hand-over
+
+  std::unordered_map<SessionId, std::vector<HandedHold>> full;
+  std::unordered_map<SessionId, std::vector<HoldUpdate>> updates;
+  std::vector<uint64_t> gone;
+  engine_->ChangesSince(copied, touched, &full, &updates, &gone);
+  ASSERT_EQ(updates[1].size(), 1u) << "only the renewed copy; the kept one did not change";
+  EXPECT_EQ(updates[1][0].ttl_ms, 20'000);
+  ASSERT_EQ(full[1].size(), 1u);
+  EXPECT_EQ(full[1][0].token, fresh);
+  EXPECT_EQ(gone, std::vector<uint64_t>{ended_serial});
+  (void)kept;
 }
 
 TEST_F(LockEngineTest, AStagedHoldIsUpdatedOrDroppedWithoutAWordToTheMasters) {
   MakeEngine();
   const auto past = Clock::now() - std::chrono::milliseconds(1);
   auto staged = engine_->Stage(1, Handed("s", 7, past));
-  ASSERT_TRUE(std::holds_alternative<uint64_t>(staged)) << "entered whatever its validity";
+  ASSERT_TRUE(std::holds_alternative<const Holder*>(staged)) << "entered whatever its validity";
   auto other = engine_->Stage(1, Handed("t", 8, Clock::now() + std::chrono::seconds(5)));
-  ASSERT_TRUE(std::holds_alternative<uint64_t>(other));
+  ASSERT_TRUE(std::holds_alternative<const Holder*>(other));
   EXPECT_FALSE(engine_->Adopt(2, Handed("u", 9, past)) == std::nullopt)
       << "an adopt (no pre-copy) still refuses a hold whose validity ran out";
 
   const auto later = Clock::now() + std::chrono::seconds(2);
-  engine_->UpdateStaged("s", std::get<uint64_t>(staged), {7, 2'500, later});
-  engine_->DropStaged("t", std::get<uint64_t>(other));
+  engine_->UpdateStaged("s", std::get<const Holder*>(staged), {7, 2'500, later});
+  engine_->DropStaged("t", std::get<const Holder*>(other));
   const auto held = engine_->books().HeldBy(1);
   ASSERT_EQ(held.size(), 1u);
   EXPECT_EQ(held[0].resource, "s");
