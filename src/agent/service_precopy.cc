@@ -4,6 +4,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "agent/lock_service.h"
 #include "core/quote.h"
 
@@ -58,13 +60,29 @@ void LockService::DropStale(Staged& staged, const std::vector<uint64_t>& gone,
     staged.holds.erase(it);
     ++dropped;
   }
+  // A session no connection came for: closed meanwhile (its holds are in `gone`), or handed
+  // but not served here (its client reconnects and resumes). Its holds, if any are left, are
+  // forgotten here without a word to the masters, as format 2 leaves such a session's.
+  const bool all_came = std::all_of(staged.sessions.begin(), staged.sessions.end(),
+                                    [&](SessionId sid) {
+                                      return IsLeaseSession(sid) || adopted.count(sid) != 0;
+                                    });
+  for (auto it = staged.holds.begin(); !all_came && it != staged.holds.end();) {
+    const SessionId sid = it->second.hold->session;
+    if (IsLeaseSession(sid) || adopted.count(sid) != 0) {
+      ++it;
+      continue;
+    }
+    engine_.DropStaged(it->second.name, it->second.hold);
+    it = staged.holds.erase(it);
+    ++dropped;
+  }
   for (SessionId sid : staged.sessions) {
-    if (IsLeaseSession(sid) || adopted.count(sid) != 0) continue;
-    engine_.CloseSession(sid);  // nothing is left in it: its connection closed meanwhile
-    sessions_.Erase(sid);
+    if (!IsLeaseSession(sid) && adopted.count(sid) == 0) sessions_.Erase(sid);
   }
   if (dropped > 0) {
-    spdlog::debug("{} pre-copied hold(s) had ended by the hand-over and were dropped", dropped);
+    spdlog::debug("{} pre-copied hold(s) dropped: ended by the hand-over, or of a connection "
+                  "not served here", dropped);
   }
 }
 

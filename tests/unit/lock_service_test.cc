@@ -193,5 +193,46 @@ TEST_F(LockServiceTest, ADetachedAcquireCountsAgainstItsUidAcrossConnections) {
       << "leases do not count against the connection's own locks";
 }
 
+// The next process's side of a pre-copied upgrade: the copied holds are entered as they come;
+// at the hand-over the changed ones are brought up to date, the ended ones dropped, and the
+// holds of a session no connection came for forgotten; nothing is sent to the masters.
+TEST_F(LockServiceTest, APreCopyIsBroughtUpToDateAtTheHandOver) {
+  MakeService();
+  const auto soon = Clock::now() + std::chrono::seconds(2);
+  const auto later = Clock::now() + std::chrono::seconds(20);
+  auto hold = [&](uint64_t serial, const std::string& resource) {
+    HandedHold h;
+    h.serial = serial;
+    h.resource = resource;
+    h.token = h.value = std::string(40, static_cast<char>('a' + serial));
+    h.ttl_ms = 3'000;
+    h.acquired = Clock::now();
+    h.valid_until = soon;
+    return h;
+  };
+  handover::PreCopy slice;
+  slice.holds = {{5, hold(1, "kept")}, {5, hold(2, "renewed")}, {5, hold(3, "ended")},
+                 {6, hold(4, "closed")}};
+  LockService::Staged staged;
+  service_->Stage(slice, staged);
+  ASSERT_EQ(engine_->locks_held(), 4u);
+
+  Open(5, 100, 1000);  // the connection of session 5 came back under its id; 6's did not
+  std::vector<HandedHold> late;
+  service_->UpdateStaged({{2, 30'000, later}}, staged, late);
+  service_->DropStale(staged, {3}, {5});
+  EXPECT_TRUE(late.empty());
+  const auto held = engine_->books().HeldBy(5);
+  ASSERT_EQ(held.size(), 2u);
+  EXPECT_EQ(held[0].resource, "kept");
+  EXPECT_LE(held[0].validity_ms, 2'000) << "unchanged: its copy's validity";
+  EXPECT_EQ(held[1].resource, "renewed");
+  EXPECT_GT(held[1].validity_ms, 15'000) << "the update's validity";
+  EXPECT_TRUE(engine_->books().HeldBy(6).empty());
+  EXPECT_EQ(sessions_.Find(6), nullptr) << "no connection came for it";
+  RunFor(20);
+  EXPECT_EQ(TotalCommands(), 0u) << "what the old process ended is not ours to release";
+}
+
 }  // namespace
 }  // namespace lw::engine_test
