@@ -84,7 +84,9 @@ void LockService::AdoptLease(SessionId sid, const std::string& resource, const s
   const Failure not_held{ErrorCode::kNotHeld,
                          "this connection does not hold " + QuoteClientText(resource) +
                              " with that token, nor does any agent's detached lease on it "
-                             "(released, expired, or never granted)"};
+                             "(released, expired, or never granted; a read hold's or a "
+                             "permit's lease is ended or extended only through the agent that "
+                             "granted it)"};
   if (engine_.books().FindHolder(resource, token) != nullptr ||
       !options_.access.Allows(s.ids, resource)) {
     then(not_held);
