@@ -38,6 +38,8 @@ struct FleetTotals {
   stats::Gauge locks_stuck{r_, "lockwarden_fleet_locks_stuck", "Locks that are stuck by the stuck_after rule."};
   stats::Gauge oldest_stuck{r_, "lockwarden_fleet_oldest_stuck_lock_seconds", "How long the fleet's longest-held stuck lock has been held (0: none stuck)."};
   stats::Gauge waiters{r_, "lockwarden_fleet_waiters", "Acquires queued across the fleet."};
+  stats::Gauge deadlocks{r_, "lockwarden_fleet_deadlocks", "Deadlocks in the fleet: sets of processes each waiting for a lock another of them holds (cycles of the wait-for graph)."};
+  stats::Gauge deadlock_oldest_wait{r_, "lockwarden_fleet_deadlock_oldest_wait_seconds", "The longest wait in any deadlock's cycle (0: no deadlock)."};
   stats::Gauge read_timestamp{r_, "lockwarden_fleet_read_timestamp_seconds", "Unix time of the fleet read these totals come from."};
 };
 

@@ -377,6 +377,10 @@ void SetTotals(const FleetView& view, FleetTotals& totals) {
   totals.oldest_stuck.Set(static_cast<double>(std::max<int64_t>(view.counts.oldest_stuck_held_ms, 0)) /
                           1000.0);
   totals.waiters.Set(waiters);
+  int64_t oldest_wait_ms = 0;
+  for (const Deadlock& d : view.deadlocks) oldest_wait_ms = std::max(oldest_wait_ms, d.oldest_wait_ms);
+  totals.deadlocks.Set(static_cast<double>(view.deadlocks.size()));
+  totals.deadlock_oldest_wait.Set(static_cast<double>(oldest_wait_ms) / 1000.0);
   totals.read_timestamp.Set(static_cast<double>(view.read_unix_ms) / 1000.0);
 }
 

@@ -61,6 +61,7 @@ struct ViewBuilder::State {
   std::map<std::string, rows::HoldCounts> hold_counts;  // semaphores' and read-write locks'
   std::set<std::string> waited;  // resources some report has a waiter for
   std::set<std::string> held;    // of those, the ones some row holds
+  std::vector<HoldSeen> holding;  // of those, every quorum hold whose holder's pid is known
 
   // Keeps `ask`'s first `keep` rows (and at most twice that between trims).
   void Trim(std::vector<FleetLock>& rows, size_t keep) {
@@ -72,8 +73,14 @@ struct ViewBuilder::State {
 
   void Count(const FleetLock& row) {
     ++rows_read;
-    if (waited.contains(row.resource)) held.insert(row.resource);
+    const bool is_waited = waited.contains(row.resource);
+    if (is_waited) held.insert(row.resource);
     if (!row.quorum) return;
+    if (is_waited && row.detail && row.detail->holder.pid >= 0 && row.held_ms >= 0 &&
+        !row.agent_id.empty()) {
+      holding.push_back({row.resource, Actor{row.agent_id, row.detail->holder.pid},
+                         settings.now_unix_ms - row.held_ms});
+    }
     ++counts.locks;
     counts.gone += row.state == HolderState::kGone ? 1 : 0;
     if (row.mode == HoldMode::kPermit) ++hold_counts[row.resource].permits_held;
@@ -140,6 +147,15 @@ FleetView ViewBuilder::Finish(std::vector<MasterRead> masters, double read_secon
   view.resources = rows::Resources(view.locks, s.marks, s.hold_counts);
   rows::JoinWaiters(view.locks, rows::WaitersByResource(s.reg, s.settings.now_unix_ms), s.held,
                     view.waiting_unheld);
+  std::vector<WaitSeen> waiting;
+  for (const auto& [id, report] : s.reg.reports) {
+    for (const WaiterDetail& w : report.waiters) {
+      waiting.push_back({w.resource, Actor{id, w.pid},
+                         std::max<int64_t>(0, s.settings.now_unix_ms - w.since_unix_ms),
+                         report.unix_ms});
+    }
+  }
+  view.deadlocks = BuildWaitGraph(s.holding, waiting).deadlocks;
   view.keys = s.keys;
   view.locks_total = s.rows_read;
   view.counts = s.counts;

@@ -15,6 +15,7 @@
 #include "core/hold.h"
 #include "core/lock_kind.h"
 #include "fleet/records.h"
+#include "fleet/wait_graph.h"
 #include "redis/reply.h"
 
 namespace lw::fleet {
@@ -149,6 +150,9 @@ struct FleetView {
   // Waiters for resources no key holds right now (between holders).
   std::vector<FleetWaiter> waiting_unheld;
   uint64_t keys = 0;  // lock keys seen on any master
+  // The wait-for graph's cycles (fleet/wait_graph.h), from every row and every report of the
+  // read (not only the rows kept), with what the view says of each actor.
+  std::vector<Deadlock> deadlocks;
 };
 
 // Why a lock counts as stuck ("" if it does not): held longer than stuck_after, or not renewing

@@ -219,6 +219,42 @@ TEST(FleetView, StuckReasonIsTheOneRule) {
   EXPECT_EQ(StuckReason(300'000, false, 300'000, kStuckAfter), "");
 }
 
+// Two processes on two agents, each holding what the other waits for, and a third that only
+// waits: one deadlock of two. A hold younger than the report that lists its waiter is no edge
+// (the waiter may have been granted since), so the same pair with such a hold is none.
+TEST(FleetView, ADeadlockAcrossAgentsIsFoundAndAHoldYoungerThanTheWaitersReportIsNoEdge) {
+  const auto read = [](int64_t r2_held_for) {
+    ViewInputs in = Inputs(3);
+    Register(in, Agent(kA, "alpha"), {0, 1, 2});
+    Register(in, Agent(kB, "beta"), {0, 1, 2});
+    Register(in, Agent(kC, "gamma"), {0, 1, 2});
+    HolderReport ra, rb, rc;
+    ra.unix_ms = rb.unix_ms = rc.unix_ms = kNow - 1'000;
+    Hold r1 = Held("r1", 10'000);
+    r1.holder.pid = 10;
+    Hold r2 = Held("r2", r2_held_for);
+    r2.holder.pid = 20;
+    ra.locks = {r1};
+    ra.waiters = {Waiter("r2", 3'000, 10)};
+    rb.locks = {r2};
+    rb.waiters = {Waiter("r1", 2'000, 20)};
+    rc.waiters = {Waiter("r1", 5'000, 30)};
+    Report(in, kA, ra, {0, 1, 2});
+    Report(in, kB, rb, {0, 1, 2});
+    Report(in, kC, rc, {0, 1, 2});
+    Copy(in, "lock:r1", LockValue(kA, "t1"), 20'000, {0, 1, 2});
+    Copy(in, "lock:r2", LockValue(kB, "t2"), 20'000, {0, 1, 2});
+    return BuildView(in);
+  };
+  const FleetView v = read(8'000);
+  ASSERT_EQ(v.deadlocks.size(), 1u);
+  EXPECT_EQ(v.deadlocks[0].actors, (std::vector<Actor>{{kA, 10}, {kB, 20}}))
+      << "gamma's 30 waits behind it, and is not in it";
+  EXPECT_EQ(v.deadlocks[0].oldest_wait_ms, 3'000);
+  EXPECT_TRUE(read(500).deadlocks.empty())
+      << "r2's hold began after alpha's report: alpha may hold r2 by now";
+}
+
 TEST(FleetView, WaitersOfEveryAgentJoinTheirResourceOldestFirst) {
   ViewInputs in = Inputs(1);
   Register(in, Agent(kA, "alpha"), {0});

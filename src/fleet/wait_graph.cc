@@ -1,0 +1,191 @@
+#include "fleet/wait_graph.h"
+
+#include "fleet/view.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+namespace lw::fleet {
+namespace {
+
+// Actor-to-actor adjacency: for each actor, the actors it waits for, each with the edge (index
+// into the edges) that says so.
+struct Adjacency {
+  std::vector<Actor> actors;  // sorted: the index of an actor is its id below
+  std::vector<std::vector<std::pair<int, size_t>>> out;
+};
+
+Adjacency Index(const std::vector<WaitEdge>& edges) {
+  std::set<Actor> all;
+  for (const WaitEdge& e : edges) {
+    all.insert(e.waiter);
+    all.insert(e.holders.begin(), e.holders.end());
+  }
+  Adjacency a;
+  a.actors.assign(all.begin(), all.end());
+  a.out.resize(a.actors.size());
+  auto id = [&](const Actor& actor) {
+    return static_cast<int>(std::lower_bound(a.actors.begin(), a.actors.end(), actor) -
+                            a.actors.begin());
+  };
+  for (size_t i = 0; i < edges.size(); ++i) {
+    const int from = id(edges[i].waiter);
+    for (const Actor& h : edges[i].holders) a.out[static_cast<size_t>(from)].push_back({id(h), i});
+  }
+  return a;
+}
+
+// Tarjan's strongly connected components, iteratively. Returns each component's actor ids.
+std::vector<std::vector<int>> Components(const Adjacency& a) {
+  const int n = static_cast<int>(a.actors.size());
+  std::vector<int> index(static_cast<size_t>(n), -1), low(static_cast<size_t>(n), 0);
+  std::vector<bool> on_stack(static_cast<size_t>(n), false);
+  std::vector<int> stack;
+  std::vector<std::vector<int>> components;
+  int next = 0;
+  for (int root = 0; root < n; ++root) {
+    if (index[static_cast<size_t>(root)] >= 0) continue;
+    // (node, position in its out list)
+    std::vector<std::pair<int, size_t>> frames = {{root, 0}};
+    index[static_cast<size_t>(root)] = low[static_cast<size_t>(root)] = next++;
+    stack.push_back(root);
+    on_stack[static_cast<size_t>(root)] = true;
+    while (!frames.empty()) {
+      auto& [v, pos] = frames.back();
+      const auto& out = a.out[static_cast<size_t>(v)];
+      if (pos < out.size()) {
+        const int w = out[pos++].first;
+        if (index[static_cast<size_t>(w)] < 0) {
+          index[static_cast<size_t>(w)] = low[static_cast<size_t>(w)] = next++;
+          stack.push_back(w);
+          on_stack[static_cast<size_t>(w)] = true;
+          frames.push_back({w, 0});
+        } else if (on_stack[static_cast<size_t>(w)]) {
+          low[static_cast<size_t>(v)] =
+              std::min(low[static_cast<size_t>(v)], index[static_cast<size_t>(w)]);
+        }
+        continue;
+      }
+      const int done = v;
+      frames.pop_back();
+      if (!frames.empty()) {
+        const int parent = frames.back().first;
+        low[static_cast<size_t>(parent)] =
+            std::min(low[static_cast<size_t>(parent)], low[static_cast<size_t>(done)]);
+      }
+      if (low[static_cast<size_t>(done)] != index[static_cast<size_t>(done)]) continue;
+      std::vector<int> component;
+      int w = -1;
+      do {
+        w = stack.back();
+        stack.pop_back();
+        on_stack[static_cast<size_t>(w)] = false;
+        component.push_back(w);
+      } while (w != done);
+      components.push_back(std::move(component));
+    }
+  }
+  return components;
+}
+
+// A cycle through `start` inside `members` (which are strongly connected): a breadth-first
+// search from start's successors back to start, so the cycle found is a shortest one.
+std::vector<std::pair<int, size_t>> CycleFrom(const Adjacency& a, int start,
+                                              const std::set<int>& members) {
+  std::map<int, std::pair<int, size_t>> came_from;  // node -> (previous node, edge)
+  std::vector<int> frontier = {start};
+  bool found = false;
+  while (!frontier.empty() && !found) {
+    std::vector<int> next;
+    for (int v : frontier) {
+      for (const auto& [w, edge] : a.out[static_cast<size_t>(v)]) {
+        if (!members.contains(w) || came_from.contains(w)) continue;
+        came_from[w] = {v, edge};
+        if (w == start) {
+          found = true;
+          break;
+        }
+        next.push_back(w);
+      }
+      if (found) break;
+    }
+    frontier = std::move(next);
+  }
+  std::vector<std::pair<int, size_t>> path;  // (node, the edge it waits by), from start
+  if (!found) return path;
+  int v = start;
+  do {
+    const auto [prev, edge] = came_from.at(v);
+    path.push_back({prev, edge});
+    v = prev;
+  } while (v != start);
+  std::reverse(path.begin(), path.end());
+  return path;
+}
+
+}  // namespace
+
+WaitGraph BuildWaitGraph(const std::vector<HoldSeen>& holding, const std::vector<WaitSeen>& waiting) {
+  std::unordered_map<std::string, std::vector<const HoldSeen*>> holders;
+  for (const HoldSeen& h : holding) holders[h.resource].push_back(&h);
+  WaitGraph graph;
+  std::set<std::pair<Actor, std::string>> seen;  // a waiter listed twice counts once
+  for (const WaitSeen& w : waiting) {
+    if (w.waiter.pid < 0 || w.waiter.agent_id.empty()) continue;
+    if (!seen.insert({w.waiter, w.resource}).second) continue;
+    WaitEdge edge{w.waiter, w.resource, w.waited_ms, {}};
+    std::set<Actor> by;
+    if (const auto it = holders.find(w.resource); it != holders.end()) {
+      for (const HoldSeen* h : it->second) {
+        if (h->since_unix_ms <= w.reported_unix_ms) by.insert(h->holder);
+      }
+    }
+    edge.holders.assign(by.begin(), by.end());
+    graph.edges.push_back(std::move(edge));
+  }
+  graph.deadlocks = FindDeadlocks(graph.edges);
+  return graph;
+}
+
+WaitGraph BuildWaitGraph(const std::vector<FleetLock>& rows) {
+  std::vector<HoldSeen> holding;
+  std::vector<WaitSeen> waiting;
+  for (const FleetLock& row : rows) {
+    if (row.quorum && row.detail && row.detail->holder.pid >= 0 && !row.agent_id.empty()) {
+      holding.push_back({row.resource, Actor{row.agent_id, row.detail->holder.pid},
+                         std::numeric_limits<int64_t>::min()});
+    }
+    for (const FleetWaiter& w : row.waiters) {
+      waiting.push_back({w.detail.resource, Actor{w.agent_id, w.detail.pid}, w.waited_ms});
+    }
+  }
+  return BuildWaitGraph(holding, waiting);
+}
+
+std::vector<Deadlock> FindDeadlocks(const std::vector<WaitEdge>& edges) {
+  const Adjacency a = Index(edges);
+  std::vector<Deadlock> out;
+  for (std::vector<int>& component : Components(a)) {
+    std::sort(component.begin(), component.end());
+    const int start = component.front();  // the smallest actor: ids follow the actors' order
+    const std::set<int> members(component.begin(), component.end());
+    const auto cycle = CycleFrom(a, start, members);
+    if (cycle.empty()) continue;  // a single actor waiting for nobody in its set
+    Deadlock d;
+    for (int v : component) d.actors.push_back(a.actors[static_cast<size_t>(v)]);
+    for (const auto& [v, edge] : cycle) {
+      d.cycle.push_back(a.actors[static_cast<size_t>(v)]);
+      d.edges.push_back(edges[edge]);
+      d.oldest_wait_ms = std::max(d.oldest_wait_ms, edges[edge].waited_ms);
+    }
+    out.push_back(std::move(d));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Deadlock& x, const Deadlock& y) { return x.actors.front() < y.actors.front(); });
+  return out;
+}
+
+}  // namespace lw::fleet
