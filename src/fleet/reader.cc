@@ -566,6 +566,7 @@ std::shared_ptr<const FleetView> FleetReader::Read(MasterLinks& links,
     }
   }
   FleetView out = sweep_->builder->Finish(std::move(sweep_->status), sweep_->seconds);
+  out.deadlocks = Confirmed(std::move(out.deadlocks), deadlocks_seen_);
   Stamp(out, *sweep_, /*partial=*/false);
   sweep_.reset();
   return std::make_shared<const FleetView>(std::move(out));

@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -114,6 +115,8 @@ class FleetReader {
   std::map<std::string, std::chrono::steady_clock::time_point> asks_;  // prefix -> last asked
   SweepProgress progress_;
   std::unique_ptr<Sweep> sweep_;  // the reader thread's: the sweep under way, if any
+  // The reader thread's: the deadlocks the last whole read found (wait_graph.h Confirmed).
+  std::set<std::vector<Actor>> deadlocks_seen_;
   std::thread thread_;
 };
 

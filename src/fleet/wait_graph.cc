@@ -188,4 +188,16 @@ std::vector<Deadlock> FindDeadlocks(const std::vector<WaitEdge>& edges) {
   return out;
 }
 
+std::vector<Deadlock> Confirmed(std::vector<Deadlock> found,
+                                std::set<std::vector<Actor>>& seen) {
+  std::set<std::vector<Actor>> now;
+  std::vector<Deadlock> out;
+  for (Deadlock& d : found) {
+    now.insert(d.actors);
+    if (seen.contains(d.actors)) out.push_back(std::move(d));
+  }
+  seen = std::move(now);
+  return out;
+}
+
 }  // namespace lw::fleet

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,5 +87,12 @@ WaitGraph BuildWaitGraph(const std::vector<FleetLock>& rows);
 // resource it holds itself is a cycle of one), ordered by their smallest actor. Linear in actors
 // plus actor-to-actor edges (Tarjan's algorithm, iterative: no recursion depth to exhaust).
 std::vector<Deadlock> FindDeadlocks(const std::vector<WaitEdge>& edges);
+
+// The deadlocks of a read that the read before it found too (the same set of actors): what a
+// view reports. One read can hold a cycle that was never there at once (a waiter for one of
+// several permits granted another since its report); two reads a heartbeat apart with the
+// same set are not that. `seen` is the previous read's sets, replaced by this read's.
+std::vector<Deadlock> Confirmed(std::vector<Deadlock> found,
+                                std::set<std::vector<Actor>>& seen);
 
 }  // namespace lw::fleet

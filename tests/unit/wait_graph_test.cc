@@ -153,5 +153,19 @@ TEST(WaitGraph, AHoldYoungerThanTheWaitersReportIsNoEdge) {
   ASSERT_EQ(fresh.deadlocks.size(), 1u) << "a's report at 350 saw 2's hold of r2";
 }
 
+TEST(WaitGraph, ADeadlockCountsOnceTwoReadsInARowFoundTheSameActors) {
+  Deadlock ab;
+  ab.actors = {A("a", 1), A("b", 2)};
+  Deadlock cd;
+  cd.actors = {A("c", 3), A("d", 4)};
+  std::set<std::vector<Actor>> seen;
+  EXPECT_TRUE(Confirmed({ab}, seen).empty()) << "one read is not enough";
+  const auto second = Confirmed({ab, cd}, seen);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(second[0].actors, ab.actors);
+  EXPECT_EQ(Confirmed({cd}, seen).size(), 1u);
+  EXPECT_TRUE(Confirmed({ab}, seen).empty()) << "ab was gone from the read before";
+}
+
 }  // namespace
 }  // namespace lw::fleet::wait_graph_test
