@@ -140,6 +140,8 @@ WaitGraph BuildWaitGraph(const std::vector<HoldSeen>& holding, const std::vector
     std::set<Actor> by;
     if (const auto it = holders.find(w.resource); it != holders.end()) {
       for (const HoldSeen* h : it->second) {
+        // Its own hold: another thread of the same process holds it (contention, not a cycle).
+        if (h->holder == w.waiter) continue;
         if (h->since_unix_ms <= w.reported_unix_ms) by.insert(h->holder);
       }
     }

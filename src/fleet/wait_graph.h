@@ -69,7 +69,9 @@ struct WaitSeen {
 };
 
 // The graph: each waiter waits for each holder of its resource whose hold began before the
-// waiter's report was taken. Freshness: the rows are read now, the waiters are known as of their
+// waiter's report was taken, and never for its own (another thread of the same process holds it:
+// contention; a process is the actor, so its threads are not told apart). Freshness: the rows are
+// read now, the waiters are known as of their
 // agent's last report (every heartbeat). A hold that began after that report may be the
 // waiter's own grant, or a later holder's: such a pair adds no edge, so a waiter granted since
 // its report, or one that gave up and came back, never closes a cycle. A hold older than the
@@ -84,7 +86,7 @@ WaitGraph BuildWaitGraph(const std::vector<HoldSeen>& holding, const std::vector
 WaitGraph BuildWaitGraph(const std::vector<FleetLock>& rows);
 
 // One Deadlock per strongly connected set of actors that has a cycle (an actor waiting for a
-// resource it holds itself is a cycle of one), ordered by their smallest actor. Linear in actors
+// edge to itself is a cycle of one; BuildWaitGraph adds none), ordered by their smallest actor. Linear in actors
 // plus actor-to-actor edges (Tarjan's algorithm, iterative: no recursion depth to exhaust).
 std::vector<Deadlock> FindDeadlocks(const std::vector<WaitEdge>& edges);
 
