@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "core/resource_name.h"
+#include "admin/wait_views.h"
 #include "protocol/hold_json.h"
 
 namespace lw {
@@ -69,35 +70,6 @@ ordered_json WaitersJson(const std::vector<fleet::FleetWaiter>& waiters) {
 
 // The resource as a whole: {"kind", "permits" (K or null), "permits_held" (n of K), "readers",
 // "writer", "writer_waiting"}.
-// The view's deadlocks: each cycle, actor by actor, with what it waits for and who holds it.
-ordered_json DeadlocksJson(const fleet::FleetView& view) {
-  const auto name_of = [&view](const std::string& id) {
-    for (const fleet::FleetAgent& a : view.agents) {
-      if (a.record.id == id) return a.record.name;
-    }
-    return std::string();
-  };
-  ordered_json out = ordered_json::array();
-  for (const fleet::Deadlock& d : view.deadlocks) {
-    ordered_json cycle = ordered_json::array();
-    for (size_t i = 0; i < d.cycle.size(); ++i) {
-      const fleet::WaitEdge& e = d.edges[i];
-      const fleet::Actor& next = d.cycle[(i + 1) % d.cycle.size()];
-      cycle.push_back({{"agent_id", d.cycle[i].agent_id},
-                       {"agent_name", name_of(d.cycle[i].agent_id)},
-                       {"gone", name_of(d.cycle[i].agent_id).empty()},
-                       {"pid", d.cycle[i].pid},
-                       {"waits_for", e.resource},
-                       {"waited_ms", e.waited_ms},
-                       {"held_by", {{"agent_id", next.agent_id}, {"pid", next.pid}}}});
-    }
-    out.push_back({{"actors", d.actors.size()},
-                   {"oldest_wait_ms", d.oldest_wait_ms},
-                   {"cycle", std::move(cycle)}});
-  }
-  return out;
-}
-
 ordered_json ShapeJson(const fleet::FleetResource& r) {
   return {{"kind", std::string(NameOf(r.kind))},
           {"permits", r.permits > 0 ? ordered_json(r.permits) : nullptr},
@@ -160,6 +132,7 @@ ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view,
     out["shape"] = ShapeJson(*r);
   }
   out["election"] = election;
+  out["blocked_by"] = BlockedByJson(view, l);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <unordered_set>
 
 #include "agent/agent_id.h"
 #include "agent/options_from_config.h"
@@ -126,17 +127,38 @@ void FleetMember::Obey(const std::string& message, LockEngine& engine, const Loc
                      });
 }
 
+std::vector<int> ActorPids(const std::vector<const Peer*>& peers) {
+  std::unordered_set<int> in_report;
+  for (const Peer* p : peers) {
+    if (p->pid > 0) in_report.insert(p->pid);
+  }
+  std::vector<int> out;
+  out.reserve(peers.size());
+  for (const Peer* p : peers) {
+    int actor = p->pid;
+    for (int a : p->ancestors) {
+      if (in_report.contains(a)) actor = a;  // the last found is the outermost
+    }
+    out.push_back(actor);
+  }
+  return out;
+}
+
 fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine& engine,
                                    bool share_cmdline, int64_t now_unix_ms) {
   fleet::HolderReport report;
   report.unix_ms = now_unix_ms;
   report.locks_total = engine.locks_held();
   report.waiters_total = engine.waiters();
-  for (const LockView& l : service.ListedLocks(fleet::kMaxPublishedLocks)) {
+  const std::vector<LockView> locks = service.ListedLocks(fleet::kMaxPublishedLocks);
+  const std::vector<WaiterView> waiters = service.Waiters(fleet::kMaxPublishedWaiters);
+  std::vector<const Peer*> peers;  // the locks' holders, then the waiters
+  for (const LockView& l : locks) {
     Hold& h = report.locks.emplace_back(l);
     h.holder.cmdline = CmdlineOf(l.holder, share_cmdline);
+    peers.push_back(&l.holder);
   }
-  for (const WaiterView& w : service.Waiters(fleet::kMaxPublishedWaiters)) {
+  for (const WaiterView& w : waiters) {
     fleet::WaiterDetail d;
     d.resource = w.resource;
     d.pid = w.peer.pid;
@@ -146,6 +168,15 @@ fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine&
     d.mode = w.mode;
     d.permits = w.mode == HoldMode::kPermit ? w.permits : 0;
     report.waiters.push_back(std::move(d));
+    peers.push_back(&w.peer);
+  }
+  const std::vector<int> actors = ActorPids(peers);
+  for (size_t i = 0; i < actors.size(); ++i) {
+    if (i < report.locks.size()) {
+      report.locks[i].holder.actor_pid = actors[i];
+    } else {
+      report.waiters[i - report.locks.size()].actor_pid = actors[i];
+    }
   }
   return report;
 }

@@ -86,6 +86,11 @@ class FleetMember {
 fleet::HolderReport HolderReportOf(const LockService& service, const LockEngine& engine,
                                    bool share_cmdline, int64_t now_unix_ms);
 
+// Each peer's actor for the fleet's wait-for graph (Peer::actor_pid): the outermost of its
+// ancestors that is one of `peers` too (a `lockwarden lock` run inside another's command is
+// part of that command's process), else its own pid.
+std::vector<int> ActorPids(const std::vector<const Peer*>& peers);
+
 // This agent's page as the fleet links to it: the admin_url setting when set; otherwise
 // "http://host:port" of the admin listener (a wildcard host becomes this host's name, an IPv6
 // literal is bracketed), or "" while its port is unknown (0: off, or not bound yet).

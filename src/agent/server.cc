@@ -292,7 +292,7 @@ void Server::Opened(Session& s) {
   spdlog::debug("session {} opened by pid {} uid {}", s.id(), s.peer_pid(), s.peer_uid());
   handler_->Opened(s.id(),
                    Peer{static_cast<int>(s.peer_pid()), static_cast<int>(s.peer_uid()),
-                        static_cast<int>(s.peer_gid()), s.peer_cmdline()},
+                        static_cast<int>(s.peer_gid()), s.peer_cmdline(), s.peer_ancestors()},
                    s.peer_groups());
 }
 

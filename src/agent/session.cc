@@ -1,5 +1,7 @@
 #include "agent/session.h"
 
+#include "core/hold.h"
+
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -35,6 +37,36 @@ std::string ReadCmdline(pid_t pid) {
   const size_t n = std::fread(raw, 1, sizeof raw, f);
   std::fclose(f);
   return PrintableCmdline(std::string_view(raw, n), kMaxCmdline);
+}
+
+// The parent of `pid` (field 4 of /proc/PID/stat, after the command name in parentheses, which
+// may itself hold parentheses); -1 if unknown.
+int ParentOf(int pid) {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  std::FILE* f = std::fopen(path, "rb");
+  if (f == nullptr) return -1;
+  char raw[1024];
+  const size_t n = std::fread(raw, 1, sizeof raw - 1, f);
+  std::fclose(f);
+  raw[n] = '\0';
+  const char* close = std::strrchr(raw, ')');
+  int ppid = -1;
+  char state = 0;
+  if (close == nullptr || std::sscanf(close + 1, " %c %d", &state, &ppid) != 2) return -1;
+  return ppid;
+}
+
+// pid's parent, grandparent... nearest first, up to (not including) init; bounded.
+std::vector<int> ReadAncestors(pid_t pid) {
+  std::vector<int> out;
+  int at = static_cast<int>(pid);
+  while (at > 1 && out.size() < kMaxAncestors) {
+    at = ParentOf(at);
+    if (at <= 1) break;
+    out.push_back(at);
+  }
+  return out;
 }
 
 }  // namespace
@@ -117,6 +149,7 @@ void Session::ReadPeer() {
     uid_ = cred.uid;
     gid_ = cred.gid;
     cmdline_ = ReadCmdline(pid_);
+    ancestors_ = ReadAncestors(pid_);
   }
   groups_ = PeerGroups(fd);
 }

@@ -73,6 +73,8 @@ class Session {
   const std::vector<gid_t>& peer_groups() const { return groups_; }
   // The peer's command line when it connected ("" if unknown), at most 512 bytes.
   const std::string& peer_cmdline() const { return cmdline_; }
+  // Its ancestors' pids when it connected, nearest first (Peer::ancestors).
+  const std::vector<int>& peer_ancestors() const { return ancestors_; }
   size_t queued_bytes() const { return queued_bytes_; }
   bool paused() const { return paused_; }
   // When the peer last sent a byte (or connected).
@@ -90,7 +92,7 @@ class Session {
   void CloseHandle();
   void StartReading();
   void UpdateBackpressure();
-  void ReadPeer();  // SO_PEERCRED, the peer's groups and command line
+  void ReadPeer();  // SO_PEERCRED, the peer's groups, command line and ancestors
 
   uv_pipe_t pipe_;
   SessionId id_;
@@ -107,6 +109,7 @@ class Session {
   gid_t gid_ = static_cast<gid_t>(-1);
   std::vector<gid_t> groups_;
   std::string cmdline_;
+  std::vector<int> ancestors_;
   size_t queued_bytes_ = 0;
   bool paused_ = false;
   bool held_ = false;

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/election_record.h"
 #include "core/lock_kind.h"
@@ -20,7 +21,15 @@ struct Peer {
   int uid = -1;
   int gid = -1;
   std::string cmdline;  // printable, at most 512 bytes; "" if unknown
+  // Its parent, grandparent... at connect time (/proc/PID/stat), nearest first, at most
+  // kMaxAncestors, init left out: what tells a `lockwarden lock` nested in another's command.
+  std::vector<int> ancestors{};
+  // On a holder report only: the outermost of `ancestors` that is a holder or waiter of the same
+  // report (ActorPids), which the fleet's wait-for graph takes as the actor; -1: pid itself.
+  int actor_pid = -1;
 };
+
+inline constexpr size_t kMaxAncestors = 16;
 
 // Never a token: every reader of a hold is an operator's view.
 struct Hold {

@@ -134,6 +134,7 @@ Json WaiterJson(const WaiterDetail& w) {
             {"uid", w.uid},
             {"cmdline", Bounded(w.cmdline, kMaxCmdlineBytes)},
             {"since_unix_ms", w.since_unix_ms}};
+  if (w.actor_pid >= 0 && w.actor_pid != w.pid) j["actor_pid"] = w.actor_pid;
   if (w.mode == HoldMode::kExclusive) return j;  // absent: exclusive (protocol::ReadMode)
   j["mode"] = std::string(NameOf(w.mode));
   if (w.mode == HoldMode::kPermit) j["permits"] = w.permits;
@@ -144,6 +145,7 @@ WaiterDetail ReadWaiter(Fields& f) {
   WaiterDetail w;
   w.resource = f.Text("resource", kMaxResourceBytes);
   w.pid = f.Small("pid", -1);
+  w.actor_pid = f.SmallOr("actor_pid", -1);
   w.uid = f.Small("uid", -1);
   w.cmdline = f.Text("cmdline", kMaxCmdlineBytes);
   w.since_unix_ms = f.Ms("since_unix_ms");

@@ -88,6 +88,7 @@ struct WaiterDetail {
   // What it asks for, as a hold's mode (absent from the record: exclusive; no permit index).
   HoldMode mode = HoldMode::kExclusive;
   int permits = 0;
+  int actor_pid = -1;  // Peer::actor_pid
 };
 
 struct HolderReport {

@@ -76,10 +76,10 @@ struct ViewBuilder::State {
     const bool is_waited = waited.contains(row.resource);
     if (is_waited) held.insert(row.resource);
     if (!row.quorum) return;
-    if (is_waited && row.detail && row.detail->holder.pid >= 0 && row.held_ms >= 0 &&
-        !row.agent_id.empty()) {
-      holding.push_back({row.resource, Actor{row.agent_id, row.detail->holder.pid},
-                         settings.now_unix_ms - row.held_ms});
+    if (is_waited && row.held_ms >= 0) {
+      if (auto h = HoldSeenOf(row, settings.now_unix_ms - row.held_ms)) {
+        holding.push_back(std::move(*h));
+      }
     }
     ++counts.locks;
     counts.gone += row.state == HolderState::kGone ? 1 : 0;
@@ -150,12 +150,13 @@ FleetView ViewBuilder::Finish(std::vector<MasterRead> masters, double read_secon
   std::vector<WaitSeen> waiting;
   for (const auto& [id, report] : s.reg.reports) {
     for (const WaiterDetail& w : report.waiters) {
-      waiting.push_back({w.resource, Actor{id, w.pid},
-                         std::max<int64_t>(0, s.settings.now_unix_ms - w.since_unix_ms),
-                         report.unix_ms});
+      waiting.push_back(WaitSeenOf(
+          id, w, std::max<int64_t>(0, s.settings.now_unix_ms - w.since_unix_ms), report.unix_ms));
     }
   }
-  view.deadlocks = BuildWaitGraph(s.holding, waiting).deadlocks;
+  auto graph = std::make_shared<WaitGraph>(BuildWaitGraph(s.holding, waiting));
+  view.deadlocks = graph->deadlocks;
+  view.waits = std::move(graph);
   view.keys = s.keys;
   view.locks_total = s.rows_read;
   view.counts = s.counts;

@@ -153,6 +153,8 @@ struct FleetView {
   // The wait-for graph's cycles (fleet/wait_graph.h), from every row and every report of the
   // read (not only the rows kept), with what the view says of each actor.
   std::vector<Deadlock> deadlocks;
+  // The whole wait-for graph of the read (BlockingChain reads it); null before a read's end.
+  std::shared_ptr<const WaitGraph> waits;
 };
 
 // Why a lock counts as stuck ("" if it does not): held longer than stuck_after, or not renewing

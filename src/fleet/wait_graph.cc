@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -136,16 +137,18 @@ WaitGraph BuildWaitGraph(const std::vector<HoldSeen>& holding, const std::vector
   for (const WaitSeen& w : waiting) {
     if (w.waiter.pid < 0 || w.waiter.agent_id.empty()) continue;
     if (!seen.insert({w.waiter, w.resource}).second) continue;
-    WaitEdge edge{w.waiter, w.resource, w.waited_ms, {}};
+    WaitEdge edge{w.waiter, w.resource, w.waited_ms, {}, ProcessOf(w), w.cmdline, {}};
     std::set<Actor> by;
     if (const auto it = holders.find(w.resource); it != holders.end()) {
       for (const HoldSeen* h : it->second) {
-        // Its own hold: another thread of the same process holds it (contention, not a cycle).
-        if (h->holder == w.waiter) continue;
-        if (h->since_unix_ms <= w.reported_unix_ms) by.insert(h->holder);
+        // A hold of its own process: another thread of it holds it (contention, not a cycle).
+        if (h->holder == w.waiter && ProcessOf(*h) == ProcessOf(w)) continue;
+        if (h->since_unix_ms > w.reported_unix_ms) continue;
+        if (by.insert(h->holder).second) edge.holds.push_back(*h);
       }
     }
     edge.holders.assign(by.begin(), by.end());
+    graph.waits_of[edge.waiter].push_back(graph.edges.size());
     graph.edges.push_back(std::move(edge));
   }
   graph.deadlocks = FindDeadlocks(graph.edges);
@@ -156,12 +159,12 @@ WaitGraph BuildWaitGraph(const std::vector<FleetLock>& rows) {
   std::vector<HoldSeen> holding;
   std::vector<WaitSeen> waiting;
   for (const FleetLock& row : rows) {
-    if (row.quorum && row.detail && row.detail->holder.pid >= 0 && !row.agent_id.empty()) {
-      holding.push_back({row.resource, Actor{row.agent_id, row.detail->holder.pid},
-                         std::numeric_limits<int64_t>::min()});
+    if (auto h = HoldSeenOf(row, std::numeric_limits<int64_t>::min())) {
+      holding.push_back(std::move(*h));
     }
     for (const FleetWaiter& w : row.waiters) {
-      waiting.push_back({w.detail.resource, Actor{w.agent_id, w.detail.pid}, w.waited_ms});
+      waiting.push_back(WaitSeenOf(w.agent_id, w.detail, w.waited_ms,
+                                   std::numeric_limits<int64_t>::max()));
     }
   }
   return BuildWaitGraph(holding, waiting);
@@ -188,6 +191,73 @@ std::vector<Deadlock> FindDeadlocks(const std::vector<WaitEdge>& edges) {
   std::sort(out.begin(), out.end(),
             [](const Deadlock& x, const Deadlock& y) { return x.actors.front() < y.actors.front(); });
   return out;
+}
+
+std::optional<HoldSeen> HoldSeenOf(const FleetLock& row, int64_t since_unix_ms) {
+  if (!row.quorum || !row.detail || row.detail->holder.pid < 0 || row.agent_id.empty()) {
+    return std::nullopt;
+  }
+  const Peer& p = row.detail->holder;
+  const int actor = p.actor_pid >= 0 ? p.actor_pid : p.pid;
+  return HoldSeen{row.resource, Actor{row.agent_id, actor}, since_unix_ms, p.pid, row.hold_id,
+                  p.cmdline};
+}
+
+WaitSeen WaitSeenOf(const std::string& agent_id, const WaiterDetail& w, int64_t waited_ms,
+                    int64_t reported_unix_ms) {
+  const int actor = w.actor_pid >= 0 ? w.actor_pid : w.pid;
+  return WaitSeen{w.resource, Actor{agent_id, actor}, waited_ms, reported_unix_ms, w.pid,
+                  w.cmdline};
+}
+
+std::vector<ChainStep> BlockingChain(const WaitGraph& graph, const Actor& holder,
+                                     size_t max_steps) {
+  std::vector<ChainStep> out;
+  std::set<Actor> expanded = {holder};
+  std::vector<Actor> path;  // the waiters of the steps above, by depth
+  std::vector<std::pair<size_t, int>> todo;  // (edge, depth), the next on top
+  const auto push_edges = [&](const Actor& actor, int depth) {
+    const auto it = graph.waits_of.find(actor);
+    if (it == graph.waits_of.end()) return;
+    for (auto e = it->second.rbegin(); e != it->second.rend(); ++e) todo.push_back({*e, depth});
+  };
+  push_edges(holder, 0);
+  while (!todo.empty() && out.size() < max_steps) {
+    const auto [index, depth] = todo.back();
+    todo.pop_back();
+    const WaitEdge& e = graph.edges[index];
+    path.resize(static_cast<size_t>(depth));
+    path.push_back(e.waiter);
+    bool cycle = false;
+    std::vector<Actor> deeper;
+    for (const Actor& h : e.holders) {
+      if (std::find(path.begin(), path.end(), h) != path.end()) {
+        cycle = true;
+      } else if (expanded.insert(h).second) {
+        deeper.push_back(h);
+      }
+    }
+    out.push_back({depth, &e, cycle});
+    for (auto h = deeper.rbegin(); h != deeper.rend(); ++h) push_edges(*h, depth + 1);
+  }
+  return out;
+}
+
+size_t ProposedVictim(const Deadlock& d) {
+  size_t best = 0;
+  for (size_t i = 1; i < d.edges.size(); ++i) {
+    if (d.edges[i].waited_ms < d.edges[best].waited_ms) best = i;
+  }
+  return best;
+}
+
+const HoldSeen* HoldOfCycle(const Deadlock& d, size_t i) {
+  if (d.cycle.empty() || i >= d.cycle.size()) return nullptr;
+  const WaitEdge& before = d.edges[(i + d.cycle.size() - 1) % d.cycle.size()];
+  for (const HoldSeen& h : before.holds) {
+    if (h.holder == d.cycle[i]) return &h;
+  }
+  return nullptr;
 }
 
 std::vector<Deadlock> Confirmed(std::vector<Deadlock> found,

@@ -61,6 +61,9 @@ Json Write(const Hold& h, const LockView* local, HoldWire wire, int64_t at_unix_
   o.Put("resource", h.resource);
   if (local != nullptr) o.Put("session", local->session, kSocket | kAdmin);
   o.Put("pid", h.holder.pid);
+  if (h.holder.actor_pid >= 0 && h.holder.actor_pid != h.holder.pid) {
+    o.Put("actor_pid", h.holder.actor_pid, kReport | kFleet);
+  }
   o.Put("uid", h.holder.uid);
   o.Put("gid", h.holder.gid, kAdmin);
   o.Put("cmdline", std::string(cmdline), kReport | kAdmin | kFleet);
@@ -96,6 +99,7 @@ Hold ReadHold(JsonFields& f) {
   Hold h;
   h.resource = f.Text("resource", kMaxReportedResourceBytes);
   h.holder.pid = f.Small("pid", -1);
+  h.holder.actor_pid = f.SmallOr("actor_pid", -1);
   h.holder.uid = f.Small("uid", -1);
   h.holder.cmdline = f.Text("cmdline", kMaxReportedCmdlineBytes);
   h.held_since_unix_ms = f.Ms("held_since_unix_ms");

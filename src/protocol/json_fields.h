@@ -71,6 +71,12 @@ class JsonFields {
     if (v == nullptr || v->is_null()) return std::nullopt;
     return Int(name, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
   }
+  // An optional integer 0..INT_MAX: absent or null is `absent`.
+  int SmallOr(const char* name, int absent) {
+    const Json* v = Find(name);
+    if (v == nullptr || v->is_null()) return absent;
+    return Small(name, 0);
+  }
   // An optional boolean: absent or null is `absent`.
   bool BoolOr(const char* name, bool absent) {
     const Json* v = Find(name);
