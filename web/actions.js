@@ -150,7 +150,8 @@
       { code: 'revoked' }, ' and deletes the key. If that agent does not answer, the key is deleted on every master where it still holds this value. ']
       : ['will be deleted on every master where the key still holds the value read now. '];
     para(text, ['The lock ' + q(a.resource) + ' ' + who + ' '].concat(tell,
-      [n ? plural(n, 'waiter') + ' in the fleet will contend next.' : 'Nobody in the fleet waits for it.']));
+      [n ? plural(n, 'waiter') + ' in the fleet will contend next.' : 'Nobody in the fleet waits for it.'],
+      a.why ? [' Proposed to end a deadlock: ' + a.why + '.'] : []));
     para(caution, ['The holder is not stopped by this: a program that ignores ', { code: 'lost' },
       ' may keep working on the resource.']);
     caution.hidden = false;
@@ -159,7 +160,7 @@
   function openAction(action, ds) {
     if (S.busy) return;
     const d = S.data || {};
-    const a = { action, resource: ds.resource, master: ds.master, key: ds.key, hold: ds.hold };
+    const a = { action, resource: ds.resource, master: ds.master, key: ds.key, hold: ds.hold, why: ds.why };
     if (action === 'release') a.lock = (d.locks || []).find((l) => l.resource === ds.resource) || { resource: ds.resource };
     if (action === 'revoke') a.lock = (LW.fleetLock && LW.fleetLock(ds.resource, ds.hold)) || null;
     const titles = { release: 'Force-release lock ' + q(truncate(ds.resource || '', 60)) + '?',

@@ -114,6 +114,7 @@
   function renderFleet() {
     renderStatus();
     const d = F.off ? null : F.data;
+    LW.renderDeadlocks(d, since);
     $('fleet-agents-head').hidden = !d;
     $('fleet-locks-head').hidden = !d;
     renderAgents(d ? d.agents : []);
@@ -218,7 +219,7 @@
     for (const l of locks) {
       const sig = JSON.stringify([ctx, holdSig(fleetHold(l)), l.hold_id, l.shape, l.holder.state,
         l.holder.agent_id, l.masters, l.quorum, l.stuck, l.stuck_reason,
-        l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode])]);
+        l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode]), l.blocked_by]);
       const open = F.open.has(rowKey(l));
       items.push({ sig: sig + open, data: l, build: (x) => buildLockRow(x, open) });
       if (open) items.push({ sig: 'story' + sig, data: l, build: buildStory });
@@ -250,6 +251,8 @@
     const s = l.shape || {};
     const res = h('td', 'cell-resource');
     if (l.stuck) res.append(h('span', 'pill pill-warn', 'STUCK'));
+    const blocked = LW.chainPill(l);
+    if (blocked) res.append(blocked);
     res.append(h('div', 'resource mono', l.resource));
     res.append(holdKind(x, { held: l.mode === 'permit' ? s.permits_held : s.readers, testid: 'fleet-hold-kind',
       writerWaiting: s.writer_waiting }));
@@ -360,6 +363,8 @@
     act.append(b);
     const grid = h('div', 'story');
     grid.append(holder, masters, waiters, act);
+    const chain = LW.chainBlock(l, since);
+    if (chain) grid.append(chain);
     td.append(grid);
     tr.append(td);
     return tr;
@@ -403,7 +408,9 @@
 
   /* The row of resource (and hold, when given) in the last read (for the revoke dialog). */
   function fleetLock(resource, hold) {
-    return F.data ? F.data.locks.find((l) => l.resource === resource && (!hold || l.hold_id === hold)) : null;
+    if (!F.data) return null;
+    return F.data.locks.find((l) => l.resource === resource && (!hold || l.hold_id === hold)) ||
+      LW.deadlockLock(F.data, resource, hold);
   }
 
   Object.assign(LW, { initFleet, fleetPollSoon, fleetLock });

@@ -87,6 +87,60 @@ void PrintWaiters(const json& waiters, const char* indent) {
   }
 }
 
+// "pid 42 on agent web-1 (host h1): cmd" for a process of the wait-for graph.
+std::string ProcessText(const json& p) {
+  std::string text = "pid " + std::to_string(p.value("pid", -1));
+  if (p.value("actor_pid", -1) != p.value("pid", -1)) {
+    text += " (inside pid " + std::to_string(p.value("actor_pid", -1)) + ")";
+  }
+  text += p.value("gone", false) ? " on agent " + p.value("agent_id", "") + " (AGENT GONE)"
+                                 : " on agent " + p.value("agent_name", "") +
+                                       (p.value("host", "").empty() ? ""
+                                                                    : " (host " + p.value("host", "") + ")");
+  if (!p.value("cmdline", "").empty()) text += ": " + p.value("cmdline", "");
+  return text;
+}
+
+// Why the holder does not let go: what it waits for, who holds that, and on.
+void PrintChain(const json& chain, const char* indent) {
+  if (chain.empty()) return;
+  std::printf("%s  blocked: its holder waits\n", indent);
+  for (const auto& step : chain) {
+    const std::string pad(static_cast<size_t>(4 + 2 * step.value("depth", 0)), ' ');
+    std::printf("%s%s%s waits %s for %s, held by\n", indent, pad.c_str(),
+                ProcessText(step).c_str(), Dur(step, "waited_ms").c_str(),
+                step.value("waits_for", "").c_str());
+    for (const auto& h : step.value("held_by", json::array())) {
+      std::printf("%s%s  %s\n", indent, pad.c_str(), ProcessText(h).c_str());
+    }
+    if (step.value("cycle", false)) {
+      std::printf("%s%s  DEADLOCK: that holder is already in this chain\n", indent, pad.c_str());
+    }
+  }
+}
+
+// Each deadlock: the cycle, process by process, and the revoke that would end it.
+void PrintDeadlocks(const json& deadlocks) {
+  if (deadlocks.empty()) return;
+  std::printf("DEADLOCKS %zu\n", deadlocks.size());
+  for (const auto& d : deadlocks) {
+    std::printf("  %d processes, the oldest waiting %s:\n", d.value("actors", 0),
+                Dur(d, "oldest_wait_ms").c_str());
+    for (const auto& p : d.value("cycle", json::array())) {
+      const json& holds = p["holds"];
+      std::printf("    %s\n      holds %s, waits %s for %s\n", ProcessText(p).c_str(),
+                  holds.is_object() ? holds.value("resource", "?").c_str() : "?",
+                  Dur(p, "waited_ms").c_str(), p.value("waits_for", "").c_str());
+    }
+    const json& proposal = d["proposal"];
+    if (proposal.is_object()) {
+      std::printf("    to end it, revoke %s (hold %s): %s\n",
+                  proposal.value("resource", "").c_str(), proposal.value("hold_id", "").c_str(),
+                  proposal.value("why", "").c_str());
+    }
+  }
+}
+
 // One lock row: who holds it, for how long, where, and who waits.
 void PrintLock(const json& l, const char* indent) {
   const json& h = l["holder"];
@@ -102,6 +156,7 @@ void PrintLock(const json& l, const char* indent) {
     masters += (masters.empty() ? "" : ", ") + m.get<std::string>();
   }
   if (!masters.empty()) std::printf("%s  masters %s\n", indent, masters.c_str());
+  PrintChain(l.value("blocked_by", json::array()), indent);
   PrintWaiters(l.value("waiters", json::array()), (std::string(indent) + "  ").c_str());
 }
 
@@ -132,6 +187,7 @@ int RunFleetStatus(const AdminArgs& admin, const std::string& prefix, bool json_
     return rc;
   }
   PrintRead(v);
+  PrintDeadlocks(v.value("deadlocks", json::array()));
   PrintAgents(v.value("agents", json::array()));
   const auto locks = v.value("locks", json::array());
   std::printf("locks   %zu listed of %llu held in the fleet\n", locks.size(),
