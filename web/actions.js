@@ -327,6 +327,8 @@
         resource: b.getAttribute('data-resource'),
         master: b.getAttribute('data-master'),
         key: b.getAttribute('data-key'),
+        hold: b.getAttribute('data-hold') || '',
+        why: b.getAttribute('data-why') || '',
       });
     });
     $('confirm-form').addEventListener('submit', (e) => {

@@ -16,6 +16,9 @@
     const hist = d.history || { bucket_ms: 5000, points: [] };
     const wr = $('rate-wrap').clientWidth;
     const ww = $('wait-wrap').clientWidth;
+    // Not laid out at the moment (0 wide: hidden, or mid-resize): a drawing now would be scaled
+    // up to the real width later, labels and all. The resize observer draws once it is.
+    if (!wr || !ww) return;
     // Redrawing under the pointer would kill the bucket tooltip being read; catch up on leave.
     if (!force && ($('rate-wrap').matches(':hover') || $('wait-wrap').matches(':hover'))) return;
     if (!changed('charts', [hist, wr, ww]) && !force) return;
@@ -48,9 +51,15 @@
       grid.append(s('text', { x: p.l - 6, y: y + 4, 'text-anchor': 'end', class: 'tick' }, f === 0 ? '0' : fmtY(ymax * f)));
     }
     const spanMin = Math.round((slots * bucket) / 60000);
+    // A minute label is left out where it would run into the two end labels (11 px text:
+    // about 6 px a character).
+    const leftEnd = p.l + 6 * (spanMin + ' min ago').length + 6;
+    const rightStart = W - p.r - 6 * 'now'.length - 6;
     for (let m = 5; m < spanMin; m += 5) {
       const x = Math.round(p.l + pw * (1 - (m * 60000) / (slots * bucket))) + 0.5;
       grid.append(s('line', { x1: x, x2: x, y1: p.t, y2: g.base, class: 'grid' }));
+      const half = (6 * (m + ' min').length) / 2;
+      if (x - half < leftEnd || x + half > rightStart) continue;
       grid.append(s('text', { x, y: H - 5, 'text-anchor': 'middle', class: 'tick' }, m + ' min'));
     }
     grid.append(s('text', { x: p.l, y: H - 5, 'text-anchor': 'start', class: 'tick' }, spanMin + ' min ago'));

@@ -23,20 +23,25 @@
     return n;
   }
 
-  /* The age of a wait, ticking from the read (since() is the page's ms since it arrived). */
-  const waitAge = (ms, since) => live('span', 'wait-age', (x) => setText(x, fmtDur(ms + since())));
+  /* The age of a wait as of the newest read (get() reads it), ticking from that read (since()
+   * is the page's ms since it arrived). */
+  const waitAge = (get, since) => live('span', 'wait-age', (x) => setText(x, fmtDur(get() + since())));
 
-  function buildDeadlock(d, since) {
+  let shown = []; // the deadlocks on the panel, as of the newest read
+
+  /* Deadlock i of the newest read (its actors are the same while the panel shows it). */
+  function buildDeadlock(d, i, since) {
+    const cur = () => shown[i] || d;
     const box = h('div', 'deadlock');
     box.setAttribute('data-testid', 'deadlock');
     box.setAttribute('data-processes', String(d.actors));
     const head = h('div', 'deadlock-head');
     head.append(h('span', 'pill pill-bad', 'DEADLOCK'), document.createTextNode(' ' + plural(d.actors, 'process', 'processes') +
-      ' wait for each other; the oldest has waited '), waitAge(d.oldest_wait_ms, since),
+      ' wait for each other; the oldest has waited '), waitAge(() => cur().oldest_wait_ms, since),
       document.createTextNode('. No ttl ends it while they renew.'));
     box.append(head);
     const list = h('ol', 'deadlock-cycle');
-    for (const p of d.cycle) {
+    d.cycle.forEach((p, j) => {
       const li = h('li', 'deadlock-actor');
       li.setAttribute('data-testid', 'deadlock-actor');
       li.setAttribute('data-pid', String(p.pid));
@@ -49,10 +54,11 @@
         what.append(document.createTextNode(' \u00b7 '));
       }
       what.append(document.createTextNode('waits for '), h('span', 'mono resource', p.waits_for),
-        document.createTextNode(' since '), waitAge(p.waited_ms, since), document.createTextNode(' ago'));
+        document.createTextNode(' since '), waitAge(() => (cur().cycle[j] || p).waited_ms, since),
+        document.createTextNode(' ago'));
       li.append(what);
       list.append(li);
-    }
+    });
     box.append(list);
     const pr = d.proposal;
     if (pr) {
@@ -72,14 +78,21 @@
   }
 
   /* The deadlocks of fleet read `d` at the top of the fleet panel. */
+  /* Rebuilt only when the deadlocks themselves change: their ages tick in place. */
   function renderDeadlocks(d, since) {
     const box = $('fleet-deadlocks');
     const list = d && Array.isArray(d.deadlocks) ? d.deadlocks : [];
+    shown = list;
+    const sig = JSON.stringify(list.map((x) => [x.cycle.map((p) => [p.agent_id, p.agent_name, p.host, p.gone, p.pid,
+      p.actor_pid, p.cmdline, p.waits_for, p.holds && [p.holds.resource, p.holds.hold_id, p.holds.pid]]),
+    x.proposal, (LW.S.data || {}).actions]));
+    if (box._sig === sig) return;
+    box._sig = sig;
     box.hidden = !list.length;
     box.textContent = '';
     if (!list.length) return;
     box.append(h('h3', 'sub-head is-bad', plural(list.length, 'deadlock') + ' in the fleet'));
-    for (const x of list) box.append(buildDeadlock(x, since));
+    list.forEach((x, i) => box.append(buildDeadlock(x, i, since)));
   }
 
   /* The pill of a row whose holder waits itself: BLOCKED, or DEADLOCK when the chain closes. */
@@ -93,14 +106,21 @@
     return p;
   }
 
-  /* A story block: the row's blocking chain, step by step (null when its holder waits for nothing). */
-  function chainBlock(l, since) {
+  /* What of a row's chain a rebuild is for (its ages tick in place). */
+  function chainSig(l) {
+    return (l.blocked_by || []).map((s) => [s.depth, s.agent_id, s.pid, s.waits_for, s.cycle,
+      (s.held_by || []).map((x) => [x.agent_id, x.pid, x.hold_id])]);
+  }
+
+  /* A story block: the row's blocking chain, step by step (null when its holder waits for
+   * nothing); cur() is the row as of the newest read. */
+  function chainBlock(l, cur, since) {
     const chain = l.blocked_by || [];
     if (!chain.length) return null;
     const box = h('div', 'story-block chain');
     box.setAttribute('data-testid', 'fleet-chain');
     box.append(h('h4', null, 'Why the holder does not let go'));
-    for (const s of chain) {
+    chain.forEach((s, k) => {
       const step = h('div', 'chain-step');
       step.style.marginLeft = (s.depth * 16) + 'px';
       step.setAttribute('data-testid', 'chain-step');
@@ -108,12 +128,13 @@
       step.append(processLine(s, 'chain-who'));
       const what = h('div', null);
       what.append(document.createTextNode('waits for '), h('span', 'mono resource', s.waits_for),
-        document.createTextNode(' since '), waitAge(s.waited_ms, since), document.createTextNode(' ago, held by:'));
+        document.createTextNode(' since '), waitAge(() => ((cur().blocked_by || [])[k] || s).waited_ms, since),
+        document.createTextNode(' ago, held by:'));
       step.append(what);
       for (const x of s.held_by || []) step.append(processLine(x, 'chain-holder'));
       if (s.cycle) step.append(h('div', 'is-bad strong', 'DEADLOCK: a holder of it is already in this chain'));
       box.append(step);
-    }
+    });
     return box;
   }
 
@@ -132,5 +153,5 @@
     return null;
   }
 
-  Object.assign(LW, { renderDeadlocks, chainPill, chainBlock, deadlockLock });
+  Object.assign(LW, { renderDeadlocks, chainPill, chainBlock, chainSig, deadlockLock });
 })();

@@ -219,7 +219,7 @@
     for (const l of locks) {
       const sig = JSON.stringify([ctx, holdSig(fleetHold(l)), l.hold_id, l.shape, l.holder.state,
         l.holder.agent_id, l.masters, l.quorum, l.stuck, l.stuck_reason,
-        l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode]), l.blocked_by]);
+        l.waiters.map((w) => [w.agent_id, w.pid, w.cmdline, w.mode]), LW.chainSig(l)]);
       const open = F.open.has(rowKey(l));
       items.push({ sig: sig + open, data: l, build: (x) => buildLockRow(x, open) });
       if (open) items.push({ sig: 'story' + sig, data: l, build: buildStory });
@@ -363,7 +363,7 @@
     act.append(b);
     const grid = h('div', 'story');
     grid.append(holder, masters, waiters, act);
-    const chain = LW.chainBlock(l, since);
+    const chain = LW.chainBlock(l, () => tr._data || l, since);
     if (chain) grid.append(chain);
     td.append(grid);
     tr.append(td);

@@ -153,3 +153,28 @@ export function useStack(agentOptions = {}, { browser: withBrowser = false, tls 
   });
   return stack;
 }
+
+// What is wrong with how the two charts are drawn right now, as sentences (empty: nothing):
+// drawn for another width than they show at (so scaled, labels and all), or axis labels that
+// overlap. Called after a full-page screenshot, which resizes the page and back.
+export async function chartProblems(page) {
+  return page.evaluate(() => {
+    const problems = [];
+    for (const svg of document.querySelectorAll('svg.chart')) {
+      const shown = svg.getBoundingClientRect().width;
+      const drawn = Number((svg.getAttribute('viewBox') || '').split(' ')[2]);
+      if (!(Math.abs(shown - drawn) <= 1)) problems.push(`${svg.id}: drawn ${drawn} wide, shown ${shown} wide`);
+      const boxes = [...svg.querySelectorAll('text.tick')].map((t) => [t.textContent, t.getBoundingClientRect()]);
+      for (let i = 0; i < boxes.length; i++) {
+        for (let j = i + 1; j < boxes.length; j++) {
+          const [ta, a] = boxes[i];
+          const [tb, b] = boxes[j];
+          if (a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom) {
+            problems.push(`${svg.id}: labels "${ta}" and "${tb}" overlap`);
+          }
+        }
+      }
+    }
+    return problems;
+  });
+}

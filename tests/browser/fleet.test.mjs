@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 
-import { EVENT_TIMEOUT_MS, byTestId, launchBrowser, screenshot, withPage } from './browser.mjs';
+import { EVENT_TIMEOUT_MS, byTestId, chartProblems, launchBrowser, screenshot, withPage } from './browser.mjs';
 import { LockClient } from './clients.mjs';
 import { Agent, RedisCluster, randomId, waitUntil } from './fixture.mjs';
 
@@ -117,7 +117,9 @@ describe('fleet panel: three agents over five masters', { timeout: 240000 }, () 
         const storyText = await story.textContent();
         assert.match(storyText, /Masters \(5 of 5/);
         assert.match(storyText, /alpha/);
+        await page.hover('#rate-wrap'); // a capture's resize then redraws it as the pointer leaves
         await screenshot(page, '08-fleet-story');
+        assert.deepEqual(await chartProblems(page), [], 'charlie\'s charts (no acquire there yet)');
 
         await story.locator(byTestId('fleet-revoke')).click();
         const dialog = page.locator(byTestId('confirm-dialog'));
@@ -154,6 +156,30 @@ describe('fleet panel: three agents over five masters', { timeout: 240000 }, () 
     } finally {
       holder.close();
       waiter.close();
+    }
+  });
+
+  it('shows the holder of a lock its own agent granted since its last heartbeat', async () => {
+    // delta heartbeats every 100 s: its holder report lists none of this test's locks for longer
+    // than the test takes, and its own page knows the holder anyway.
+    const delta = await Agent.start(s.cluster, { label: 'fleet-delta',
+      extraArgs: ['--agent-name', 'delta', '--heartbeat-ttl-ms', '300000', '--fleet-refresh-ms', '1000'] });
+    s.agents.delta = delta;
+    const resource = `fleet:fresh-${randomId()}`;
+    const holder = await LockClient.connect(delta.socketPath);
+    try {
+      await holder.acquire(resource, { ttl_ms: 60000, renew: true, wait_ms: 10000 });
+      await withPage(s.browser, `${delta.baseUrl}/`, 'fleet-delta', async (page) => {
+        await page.locator('#fleet-panel').scrollIntoViewIfNeeded();
+        const row = page.locator(byTestId('fleet-lock-row', { resource }));
+        await row.waitFor({ state: 'visible', timeout: FLEET_TIMEOUT_MS });
+        const text = await row.locator(byTestId('fleet-holder')).textContent();
+        assert.match(text, new RegExp(`pid ${process.pid}\\b`), text);
+        assert.match(text, /node/, 'the holder\'s command line, not "command line not reported"');
+        assert.doesNotMatch(text, /not reported/);
+      });
+    } finally {
+      holder.close();
     }
   });
 });
