@@ -2,7 +2,7 @@
 # The fleet view's costs (docs/fleet.md, "Costs"; bench/README.md, "Fleet view cost"). Figures,
 # never assertions; not part of the test command.
 #
-#   bash bench/fleet/run.sh [heartbeat] [read]     (default: both)
+#   bash bench/fleet/run.sh [heartbeat] [read] [graph]     (default: all three)
 #
 # heartbeat: one fresh master, FLEET_AGENTS (1000) simulated agents each sending the presence
 #   heartbeat pipeline every heartbeat_ttl/3 (bench/fleet/heartbeat_load.py): the master's CPU,
@@ -12,13 +12,15 @@
 #   redis-cli --pipe), then one whole fleet view each by build/bench/lw_bench_fleet_read
 #   (FleetReader; a sweep of reads of FLEET_READ_BUDGET (250000) keys walked each): its time,
 #   reads and memory, and each master's CPU (INFO used_cpu_sys + used_cpu_user, before and after).
+# graph: what the wait-for graph adds to building a view of GRAPH_LOCKS (100000) reported holds
+#   with GRAPH_WAITERS (10000) waiters, in memory (build/bench/lw_bench_wait_graph; no masters).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 HERE=$ROOT/bench/fleet
 source "$ROOT/bench/lib.sh"
 BUILD=${LOCKWARDEN_BUILD_DIR:-$ROOT/build}
 parts=("$@")
-((${#parts[@]})) || parts=(heartbeat read)
+((${#parts[@]})) || parts=(heartbeat read graph)
 
 cpu_of() {  # cpu_of PORT: the master's used_cpu_sys + used_cpu_user, seconds
   redis-cli -p "$1" info cpu | tr -d '\r' |
@@ -57,6 +59,12 @@ for part in "${parts[@]}"; do
       echo "== read: $n locks of ${FLEET_READ_AGENTS:-5} agents on 5 masters: $out; master CPU s: $cpu"
     done
     ;;
-  *) echo "unknown part $part (heartbeat, read)" >&2; exit 64 ;;
+  graph)
+    [[ -x $BUILD/bench/lw_bench_wait_graph ]] ||
+      cmake --build "$BUILD" --target lw_bench_wait_graph
+    echo "== graph: $("$BUILD/bench/lw_bench_wait_graph" --locks "${GRAPH_LOCKS:-100000}" \
+      --waiters "${GRAPH_WAITERS:-10000}")"
+    ;;
+  *) echo "unknown part $part (heartbeat, read, graph)" >&2; exit 64 ;;
   esac
 done
