@@ -58,6 +58,8 @@ class Lock extends EventEmitter {
     this.fence = reply.fence === undefined ? null : reply.fence;
     this.mode = reply.mode || 'exclusive';
     this.permit = reply.permit === undefined ? null : reply.permit;
+    // A reentrant hold's acquires not yet released (docs/protocol.md#owners-and-reentrancy).
+    this.depth = reply.depth || 1;
     this.detached = detached;
     this.lost = null;
     this.released = false;
@@ -66,6 +68,7 @@ class Lock extends EventEmitter {
     this._ttlMs = fields.ttl_ms; // undefined: the agent's default
     this._renew = Boolean(fields.renew);
     this._permits = fields.permits;
+    this._owner = fields.owner || 0;
     this._validUntil = now() + (reply.validity_ms || 0); // the client sets it from the request
     this._lostDetail = null;
   }
@@ -82,7 +85,8 @@ class Lock extends EventEmitter {
   // its connection released as it reads the reply: see Client._dispatch.)
   async release() {
     if (this.released || this.lost) return;
-    await this._giveBack();
+    const left = await this._giveBack();
+    if (left) return; // a reentrant hold, still `depth` acquires deep (set from the reply)
     this.released = true;
   }
 
@@ -107,6 +111,8 @@ class Lock extends EventEmitter {
       fields.permit = this.permit;
     }
     if (this.mode === 'shared') fields.shared = true;
+    if (this._owner) fields.owner = this._owner;
+    if (this.depth > 1) fields.depth = this.depth;
     return fields;
   }
 

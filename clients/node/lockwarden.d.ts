@@ -18,6 +18,7 @@ export declare function defaultSocket(): string;
  * waitMs), `no_quorum` (too few masters answered), `not_held` (that token holds nothing now),
  * `too_many` (an agent limit), `forbidden` (no access rule allows it), `bad_request` (a field
  * is wrong: the message says which), `kind_mismatch` (the resource is in use as another kind),
+ * `would_deadlock` (this client's connection holds it already: it would wait for itself),
  * `shutting_down`, `internal`. The client's own: `disconnected` (the connection ended) and
  * `lost` (the lock was lost, see Lock.check).
  */
@@ -29,6 +30,7 @@ export type LockErrorCode =
   | 'forbidden'
   | 'bad_request'
   | 'kind_mismatch'
+  | 'would_deadlock'
   | 'shutting_down'
   | 'internal'
   | 'disconnected'
@@ -69,6 +71,17 @@ export interface AcquireBaseOptions {
   waitMs?: number;
   /** Stops waiting when aborted: rejects with signal.reason; a late grant is released. */
   signal?: AbortSignal;
+  /**
+   * Who in the program asks: an integer below 2^53 (a request's or job's id). Default: each
+   * acquire its own. An acquire that could only wait for a hold of the same owner is refused
+   * with `would_deadlock`.
+   */
+  owner?: number;
+  /**
+   * With an owner: a mutex or write hold this owner holds already is taken again (the same
+   * Lock, `depth` one more); as many releases let go of it.
+   */
+  reentrant?: boolean;
 }
 
 /** The kind of hold: exclusive (optionally fenced), shared (a read hold), or a semaphore's. */
@@ -124,6 +137,8 @@ export declare class Lock extends EventEmitter {
   readonly mode: LockMode;
   /** Which permit (0..K-1) of a semaphore's hold, else null. */
   readonly permit: number | null;
+  /** How many acquires a reentrant hold stands for (1 otherwise); each release takes one. */
+  readonly depth: number;
   /** A detached lease: no 'lost' comes for it, closing the client does not end it. */
   readonly detached: boolean;
   /** Null while held, else why it was lost. */
@@ -321,8 +336,9 @@ export declare class Client extends EventEmitter {
   /**
    * Releases a hold by token: this connection's, or a detached lease from any connection. A
    * lock still being resumed is given up instead (it stays on the masters until its ttl).
+   * Resolves to how many acquires a reentrant hold still stands for (0: released).
    */
-  release(resource: string, token: string): Promise<void>;
+  release(resource: string, token: string): Promise<number>;
   /**
    * Resets the ttl of a hold by token (as release); resolves to the new validity in ms.
    * Rejects `disconnected` while the lock is being resumed.

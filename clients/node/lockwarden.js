@@ -199,6 +199,7 @@ class Client extends EventEmitter {
     this._nextId = 1;
     this._pending = new Map(); // id -> { op, fields, sent, resolve, reject, abandoned }
     this._locks = new Map(); // token -> Lock held on this connection
+    this._nextOwner = 1; // the owner of an acquire that names none (each its own)
     this._toResume = new Map(); // token -> Lock held through an earlier connection, to resume
     this._observations = new Map(); // election name -> Observation
     this._closed = null; // reason while there is no connection
@@ -255,12 +256,18 @@ class Client extends EventEmitter {
   // this uid (not with renew). signal: stops waiting when aborted (rejects with its reason; a
   // grant that still comes is released). Resolves to a Lock; rejects with a LockError
   // (code 'timeout': held by someone else for all of waitMs; 'no_quorum': masters unavailable;
-  // 'kind_mismatch': the resource is in use as another kind or another K).
+  // 'kind_mismatch': the resource is in use as another kind or another K; 'would_deadlock': this
+  // owner holds it already, so it could only wait for itself). owner: who in the program asks
+  // (an integer below 2^53, e.g. a request's or a job's id); by default each acquire is an owner
+  // of its own, since the client cannot tell its callers apart. reentrant: true (with an owner):
+  // a mutex or write hold this owner holds already is taken again: the same Lock, `depth` one
+  // more, let go of by as many releases (docs/protocol.md#owners-and-reentrancy).
   async acquire(resource, {
     ttlMs, waitMs = 0, renew = false, fence = false, permits, shared = false, detach = false,
-    signal,
+    owner, reentrant = false, signal,
   } = {}) {
-    const fields = { resource, wait_ms: waitMs };
+    const fields = { resource, wait_ms: waitMs, owner: owner ?? this._nextOwner++ };
+    if (reentrant) fields.reentrant = true;
     if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
     if (renew) fields.renew = true;
     if (fence) fields.fence = true;
@@ -275,13 +282,14 @@ class Client extends EventEmitter {
   // be resumed is given up instead: not resumed, it stays on the masters until its ttl runs out.
   async release(resource, token) {
     const lock = this._toResume.get(token);
+    if (lock && lock.resource === resource && lock.depth > 1) return --lock.depth;
     if (lock && lock.resource === resource) {
       this._toResume.delete(token);
       lock.released = true;
       this._advance();
       return;
     }
-    await this.request('release', { resource, token });
+    return (await this.request('release', { resource, token })).depth || 0;
   }
 
   // Resets the ttl of the hold of `token` (as release) to ttlMs; resolves to the new validity.
@@ -443,7 +451,14 @@ class Client extends EventEmitter {
     }
     // Registered before any later line is read, so an event right behind the reply (`lost`,
     // `leader`) finds what it is for.
-    if (pending.op === 'acquire') {
+    const again = this._locks.get(msg.token);
+    if (pending.op === 'acquire' && again && pending.fields.reentrant) {
+      // A reentrant hold taken again: the same Lock, one more acquire deep.
+      again.depth = msg.depth;
+      again.validityMs = msg.validity_ms;
+      again._validUntil = pending.sent + msg.validity_ms;
+      msg.lock = again;
+    } else if (pending.op === 'acquire') {
       msg.lock = new Lock(this, msg, Boolean(pending.fields.detach), pending.fields);
       msg.lock._validUntil = pending.sent + msg.validity_ms;
       // No `lost` comes for a detached lease, and the connection's end does not end it.
@@ -472,7 +487,9 @@ class Client extends EventEmitter {
     const { op, fields } = pending;
     if (op === 'release' || op === 'resign') {
       const lock = this._locks.get(fields.token);
-      if (lock) {
+      if (lock && msg.depth) {
+        lock.depth = msg.depth; // a reentrant hold, still held that many acquires deep
+      } else if (lock) {
         this._locks.delete(fields.token);
         lock.released = true;
       }

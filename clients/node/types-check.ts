@@ -80,6 +80,13 @@ export async function locks(): Promise<void> {
   lock.check();
   await fetchLike({ signal: lock.signal });
   await lock.release();
+  // An owner's reentrant hold: its depth, and what a release by token leaves.
+  const deep = await client.acquire('db', { owner: 7, reentrant: true });
+  const depth: number = deep.depth;
+  const left: number = await client.release('db', deep.token);
+  console.log(depth, left);
+  // @ts-expect-error an owner is a number
+  await client.acquire('db', { owner: 'me' });
   // @ts-expect-error a Lock's token is read-only
   lock.token = 'x';
   // @ts-expect-error locks are made by Client.acquire
@@ -155,7 +162,8 @@ export async function locks(): Promise<void> {
       const name: 'LockError' = err.name;
       switch (err.code) {
         case 'timeout': case 'no_quorum': case 'not_held': case 'too_many': case 'forbidden':
-        case 'bad_request': case 'kind_mismatch': case 'shutting_down': case 'internal':
+        case 'bad_request': case 'kind_mismatch': case 'would_deadlock': case 'shutting_down':
+        case 'internal':
         case 'disconnected': case 'lost':
           console.log(code, detail, name);
           break;

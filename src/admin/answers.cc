@@ -20,6 +20,7 @@ int HttpStatusOf(ErrorCode code) {
     case ErrorCode::kStale:
     case ErrorCode::kScannerOff:
     case ErrorCode::kKindMismatch:
+    case ErrorCode::kWouldDeadlock:
       return 409;
     case ErrorCode::kInternal:
       return 500;

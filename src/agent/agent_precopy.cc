@@ -39,6 +39,7 @@ void Agent::PreCopy() {
 void Agent::CopySlice() {
   handover::PreCopy slice;
   auto& u = *upgrade_;
+  slice.format = u.format;
   while (u.next_to_copy < u.to_copy.size() && slice.holds.size() < kSliceHolds) {
     const SessionId sid = u.to_copy[u.next_to_copy++];
     for (auto& hold : engine_->HoldsOf(sid)) {

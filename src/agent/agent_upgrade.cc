@@ -176,7 +176,7 @@ void Agent::OnChildMessage() {
     if (upgrade_->format == 0) {
       return AbortUpgrade("the new process reads hand-over format(s) " +
                           (msg.is_object() ? msg.value("formats", msg.value("format", nlohmann::json())).dump() : "?") +
-                          ", this one writes 1 or 2");
+                          ", this one writes 1 to " + std::to_string(handover::kFormat));
     }
     upgrade_->child_version = msg.value("version", "");
     return upgrade_->format >= handover::kFormatPreCopied ? PreCopy() : HoldForHandOver();
@@ -206,6 +206,11 @@ void Agent::HoldForHandOver() {
       return;
     }
     upgrade_->settle->Stop();
+    if (upgrade_->format < handover::kFormatReentrant && engine_->AnyReentered()) {
+      return AbortUpgrade("a lock is held reentrantly (more than once by one owner), which "
+                          "hand-over format " + std::to_string(upgrade_->format) +
+                          " of the new process cannot carry; upgrade once no lock is");
+    }
     upgrade_->settle_ms = MsBetween(upgrade_->held_at, Clock::now());
     SendState();
   });

@@ -48,6 +48,13 @@ class BinaryReader {
     return static_cast<size_t>(n);
   }
   bool done() const { return at_ == in_.size(); }
+  // The next I32, left to be read.
+  int32_t PeekI32() {
+    const size_t at = at_;
+    const int32_t v = I32();
+    at_ = at;
+    return v;
+  }
 
  private:
   template <typename T>
@@ -99,6 +106,10 @@ void WriteHold(BinaryWriter& w, const HandedHold& h, int format) {
   w.Str(h.note);
   w.I64(SinceEpochNs(h.acquired));
   w.I64(SinceEpochNs(h.valid_until));
+  if (format >= kFormatReentrant) {
+    w.I64(static_cast<int64_t>(h.owner));
+    w.I32(h.depth);
+  }
 }
 
 HandedHold ReadHold(BinaryReader& r, int format) {
@@ -123,6 +134,11 @@ HandedHold ReadHold(BinaryReader& r, int format) {
   h.note = r.Str();
   h.acquired = SteadyAt(r.I64());
   h.valid_until = SteadyAt(r.I64());
+  if (format >= kFormatReentrant) {
+    h.owner = static_cast<uint64_t>(r.I64());
+    h.depth = r.I32();
+    if (h.depth < 1 || h.depth > UINT16_MAX) throw std::runtime_error("bad depth");
+  }
   return h;
 }
 
@@ -141,20 +157,25 @@ std::vector<HandedHold> ReadHolds(BinaryReader& r, int format) {
   return ReadList<HandedHold>(r, [&r, format] { return ReadHold(r, format); });
 }
 
-void WriteUpdates(BinaryWriter& w, const std::vector<HoldUpdate>& updates) {
-  w.List(updates, [&w](const HoldUpdate& u) {
+void WriteUpdates(BinaryWriter& w, const std::vector<HoldUpdate>& updates, int format) {
+  w.List(updates, [&w, format](const HoldUpdate& u) {
     w.I64(static_cast<int64_t>(u.serial));
     w.I64(u.ttl_ms);
     w.I64(SinceEpochNs(u.valid_until));
+    if (format >= kFormatReentrant) w.I32(u.depth);
   });
 }
 
-std::vector<HoldUpdate> ReadUpdates(BinaryReader& r) {
-  return ReadList<HoldUpdate>(r, [&r] {
+std::vector<HoldUpdate> ReadUpdates(BinaryReader& r, int format) {
+  return ReadList<HoldUpdate>(r, [&r, format] {
     HoldUpdate u;
     u.serial = static_cast<uint64_t>(r.I64());
     u.ttl_ms = r.I64();
     u.valid_until = SteadyAt(r.I64());
+    if (format >= kFormatReentrant) {
+      u.depth = r.I32();
+      if (u.depth < 1 || u.depth > UINT16_MAX) throw std::runtime_error("bad depth");
+    }
     return u;
   });
 }
@@ -201,7 +222,7 @@ std::string EncodeBinary(const State& st) {
     w.I32(s.fd);
     w.Str(s.input);
     w.List(s.holds, hold);
-    if (precopied) WriteUpdates(w, s.kept);
+    if (precopied) WriteUpdates(w, s.kept, format);
     w.List(s.asks, [&](const PendingAsk& a) {
       w.Str(a.line);
       w.I64(a.age_ms);
@@ -212,7 +233,7 @@ std::string EncodeBinary(const State& st) {
   w.List(st.leases, [&](const LeaseState& l) {
     w.I32(static_cast<int32_t>(l.uid));
     w.List(l.holds, hold);
-    if (precopied) WriteUpdates(w, l.kept);
+    if (precopied) WriteUpdates(w, l.kept, format);
     w.List(l.creators, [&](const LeaseCreator& c) {
       w.Str(c.resource);
       w.Str(c.token);
@@ -231,7 +252,7 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
     BinaryReader r(text.substr(kBinaryMagic.size()));
     State st;
     st.format = r.I32();
-    if (st.format != kFormatBinary && st.format != kFormatPreCopied) return NotRead(st.format);
+    if (st.format < kFormatBinary || st.format > kFormatReentrant) return NotRead(st.format);
     const int format = st.format;
     const bool precopied = format >= kFormatPreCopied;
     st.version = r.Str();
@@ -248,7 +269,7 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
       s.fd = r.I32();
       s.input = r.Str();
       s.holds = ReadHolds(r, format);
-      if (precopied) s.kept = ReadUpdates(r);
+      if (precopied) s.kept = ReadUpdates(r, format);
       s.asks = ReadList<PendingAsk>(r, [&r] {
         PendingAsk a;
         a.line = r.Str();
@@ -263,7 +284,7 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
       LeaseState l;
       l.uid = static_cast<uid_t>(r.I32());
       l.holds = ReadHolds(r, format);
-      if (precopied) l.kept = ReadUpdates(r);
+      if (precopied) l.kept = ReadUpdates(r, format);
       l.creators = ReadList<LeaseCreator>(r, [&r] {
         LeaseCreator c;
         c.resource = r.Str();
@@ -282,7 +303,7 @@ std::variant<State, std::string> DecodeBinary(std::string_view text) {
     if (!r.done()) throw std::runtime_error("bytes after the state");
     return st;
   } catch (const std::exception& e) {
-    return std::string("malformed hand-over state (format 2 or 3): ") + e.what();
+    return std::string("malformed hand-over state (format 2, 3 or 4): ") + e.what();
   }
 }
 
@@ -290,15 +311,18 @@ bool IsPreCopy(std::string_view text) { return text.starts_with(kPreCopyMagic); 
 
 std::string EncodePreCopy(const PreCopy& slice) {
   std::string out(kPreCopyMagic);
+  const int format = slice.format;
   size_t bytes = 64;
   for (const auto& [session, h] : slice.holds) {
     bytes += 104 + h.resource.size() + h.token.size() + h.value.size() + h.note.size();
   }
   out.reserve(bytes);
   BinaryWriter w(out);
-  w.List(slice.holds, [&w](const std::pair<uint64_t, HandedHold>& held) {
+  // Format 3 slices start with the list; later ones with -format (a list never counts below 0).
+  if (format > kFormatPreCopied) w.I32(-format);
+  w.List(slice.holds, [&w, format](const std::pair<uint64_t, HandedHold>& held) {
     w.I64(static_cast<int64_t>(held.first));
-    WriteHold(w, held.second, kFormatPreCopied);
+    WriteHold(w, held.second, format);
   });
   return out;
 }
@@ -307,9 +331,14 @@ std::variant<PreCopy, std::string> DecodePreCopy(std::string_view text) {
   try {
     BinaryReader r(text.substr(kPreCopyMagic.size()));
     PreCopy slice;
-    slice.holds = ReadList<std::pair<uint64_t, HandedHold>>(r, [&r] {
+    if (r.PeekI32() < 0) {
+      slice.format = -r.I32();
+      if (slice.format > kFormatReentrant) return NotRead(slice.format);
+    }
+    const int format = slice.format;
+    slice.holds = ReadList<std::pair<uint64_t, HandedHold>>(r, [&r, format] {
       const auto session = static_cast<uint64_t>(r.I64());
-      return std::make_pair(session, ReadHold(r, kFormatPreCopied));
+      return std::make_pair(session, ReadHold(r, format));
     });
     if (!r.done()) throw std::runtime_error("bytes after the slice");
     return slice;

@@ -20,7 +20,8 @@
 namespace lw::handover {
 
 inline constexpr std::string_view kBinaryMagic = "LWHS";
-// A PreCopy slice (format 3): "LWPC", then a list of (u64 session, hold with its serial).
+// A PreCopy slice: "LWPC", then (from format 4) i32 -format, then a list of (u64 session, hold
+// with its serial, written as the format says).
 inline constexpr std::string_view kPreCopyMagic = "LWPC";
 
 bool IsBinary(std::string_view text);

@@ -49,6 +49,8 @@ json HoldJson(const HandedHold& h) {
             {"valid_until_ns", Ns(h.valid_until)}};
   if (h.fence) j["fence"] = *h.fence;
   if (!h.note.empty()) j["note"] = h.note;
+  if (h.owner != 0) j["owner"] = h.owner;
+  if (h.depth != 1) j["depth"] = h.depth;
   return j;
 }
 
@@ -66,6 +68,8 @@ HandedHold HoldOf(const json& j) {
   h.valid_until = At(j.at("valid_until_ns").get<int64_t>());
   if (j.contains("fence")) h.fence = j.at("fence").get<int64_t>();
   if (j.contains("note")) h.note = j.at("note").get<std::string>();
+  h.owner = j.value("owner", uint64_t{0});
+  h.depth = j.value("depth", 1);
   return h;
 }
 
@@ -83,7 +87,9 @@ std::vector<HandedHold> HoldsOf(const json& j) {
 
 }  // namespace
 
-std::vector<int> Formats() { return {kFormatJson, kFormatBinary, kFormatPreCopied}; }
+std::vector<int> Formats() {
+  return {kFormatJson, kFormatBinary, kFormatPreCopied, kFormatReentrant};
+}
 
 int FormatFor(const std::vector<int>& theirs) {
   int best = 0;
@@ -94,13 +100,14 @@ int FormatFor(const std::vector<int>& theirs) {
 }
 
 std::string NotRead(int format) {
-  return "hand-over format " + std::to_string(format) + " is not one this build reads (" +
-         std::to_string(kFormatJson) + ", " + std::to_string(kFormatBinary) + " or " +
-         std::to_string(kFormatPreCopied) + ")";
+  std::string known;
+  for (int f : Formats()) known += (known.empty() ? "" : ", ") + std::to_string(f);
+  return "hand-over format " + std::to_string(format) + " is not one this build reads (" + known +
+         ")";
 }
 
 std::string Encode(const State& state) {
-  if (state.format == kFormatBinary || state.format == kFormatPreCopied) {
+  if (state.format >= kFormatBinary) {
     return EncodeBinary(state);
   }
   json sessions = json::array();

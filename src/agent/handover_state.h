@@ -34,7 +34,9 @@ inline constexpr int kFormatBinary = 2;
 // Format 2 after a pre-copy: PreCopy slices first, while the old process still serves; then the
 // state, whose sessions keep their ids and carry HoldUpdates of what was pre-copied.
 inline constexpr int kFormatPreCopied = 3;
-inline constexpr int kFormat = kFormatPreCopied;  // what this build writes unless told otherwise
+// Format 3 with each hold's owner and depth (reentrant holds), in the pre-copy slices too.
+inline constexpr int kFormatReentrant = 4;
+inline constexpr int kFormat = kFormatReentrant;  // what this build writes unless told otherwise
 
 // The formats this build reads and writes, oldest first.
 std::vector<int> Formats();
@@ -97,6 +99,7 @@ struct State {
 // session that holds it (a lease session's id is its uid's, core/session_id.h).
 struct PreCopy {
   std::vector<std::pair<uint64_t, HandedHold>> holds;
+  int format = kFormatPreCopied;  // the upgrade's (a slice of format 4 carries owner and depth)
 };
 std::string EncodePreCopy(const PreCopy& slice);
 bool IsPreCopy(std::string_view text);

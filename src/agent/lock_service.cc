@@ -77,7 +77,8 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
         if (detach) LeaseAnswered(sid, resource, result);
         if (const auto* g = std::get_if<Grant>(&result)) {
           Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
-                                               g->waited_ms, g->fence, g->mode, g->permit));
+                                               g->waited_ms, g->fence, g->mode, g->permit,
+                                               g->depth));
           return;
         }
         const Failure& f = std::get<Failure>(result);
@@ -91,7 +92,9 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireReq
                                           : LockShape{},
                   .shared = op.shared,
                   .hold_as = op.detach ? LeaseSessionOf(s.ids.uid) : 0,
-                  .payload = {}});
+                  .payload = {},
+                  .owner = op.owner,
+                  .reentrant = op.reentrant});
 }
 
 template <>
@@ -107,7 +110,10 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ResumeRequ
                                                     : LockShape{},
                           .shared = op.shared,
                           .hold_as = 0,
-                          .payload = {}},
+                          .payload = {},
+                          .owner = op.owner,
+                          .reentrant = false},
+      .depth = op.depth,
       .permit = op.permit,
       .confirm_first = false,
       .record = std::nullopt};
@@ -116,7 +122,7 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ResumeRequ
                    if (const auto* g = std::get_if<Grant>(&result)) {
                      Answer(sid, protocol::EncodeAcquired(id, resource, g->token, g->validity_ms,
                                                           g->waited_ms, g->fence, g->mode,
-                                                          g->permit));
+                                                          g->permit, g->depth));
                      return;
                    }
                    Fail(sid, id, "resume", std::get<Failure>(result));
@@ -149,6 +155,11 @@ void LockService::Handle(SessionId sid, const Id& id, const protocol::ReleaseReq
 
 void LockService::ReleaseFor(SessionId sid, const Id& id, SessionId holder,
                              const std::string& resource, const std::string& token) {
+  // A reentrant hold taken more than once: one release less, nothing else changes.
+  if (auto left = engine_.Unwind(holder, resource, token)) {
+    Answer(sid, protocol::EncodeUnwound(id, *left));
+    return;
+  }
   // The engine lets go of a hold at once (its masters' answers are not awaited for that).
   if (holder != sid) leases_.Drop(resource, token);
   stats_.detached_leases.Set(static_cast<double>(leases_.size()));

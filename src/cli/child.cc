@@ -92,7 +92,7 @@ int ExitCodeOfError(const std::string& code, int conflict_exit_code) {
   if (code == "timeout") return conflict_exit_code;
   if (code == "not_held") return kExitLost;
   if (code == "bad_request" || code == "forbidden" || code == "too_many" ||
-      code == "kind_mismatch") {
+      code == "kind_mismatch" || code == "would_deadlock") {
     return kExitUsage;
   }
   return kExitUnavailable;  // no_quorum, shutting_down, internal

@@ -5,7 +5,7 @@
 
 namespace lw {
 namespace {
-constexpr std::array<std::pair<ErrorCode, std::string_view>, 16> kNames{{
+constexpr std::array<std::pair<ErrorCode, std::string_view>, 17> kNames{{
     {ErrorCode::kBadRequest, "bad_request"},
     {ErrorCode::kTimeout, "timeout"},
     {ErrorCode::kNoQuorum, "no_quorum"},
@@ -15,6 +15,7 @@ constexpr std::array<std::pair<ErrorCode, std::string_view>, 16> kNames{{
     {ErrorCode::kShuttingDown, "shutting_down"},
     {ErrorCode::kInternal, "internal"},
     {ErrorCode::kKindMismatch, "kind_mismatch"},
+    {ErrorCode::kWouldDeadlock, "would_deadlock"},
     {ErrorCode::kUnauthorized, "unauthorized"},
     {ErrorCode::kNotFound, "not_found"},
     {ErrorCode::kStale, "stale"},

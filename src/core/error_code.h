@@ -19,6 +19,9 @@ enum class ErrorCode {
   // The resource is in use as another kind (a mutex, a semaphore of another size, a read-write
   // lock) than the acquire asked for: nothing was granted.
   kKindMismatch,
+  // The session asking already holds the resource so that this acquire would wait for its own
+  // hold, which only it can release: refused at once instead of queued (nothing changed).
+  kWouldDeadlock,
   // The admin HTTP API's own (docs/api.md):
   kUnauthorized,  // no admin token, or a wrong one
   kNotFound,      // no such endpoint

@@ -27,7 +27,8 @@ struct ResumeAsk {
   int64_t ttl_ms = 0;
   bool renew = false;
   std::optional<int64_t> fence;  // as the grant answered it: carried, not checked
-  AcquireKind kind;              // shape and shared, as the acquire asked
+  AcquireKind kind;              // shape, shared and owner, as the acquire asked
+  int depth = 1;                 // a reentrant hold's, as the client counts it
   int permit = -1;               // a semaphore's permit, as the grant answered it
   // The kind is a guess (a release or extend by token names none): the key is confirmed on the
   // masters before the resource is entered here in that shape, so an acquire of another kind

@@ -72,6 +72,15 @@ Failure KindMismatch(std::string_view resource, std::string_view asked, std::str
               "a semaphore the same permits)"};
 }
 
+Failure WouldDeadlock(std::string_view resource, std::string_view mode, int64_t held_ms,
+                      std::string_view token) {
+  return {ErrorCode::kWouldDeadlock,
+          Quoted(resource) + " is held by this session already (its " + std::string(mode) +
+              " hold of " + N(held_ms) + " ms, token " + std::string(token.substr(0, 8)) +
+              "...): this acquire would wait for that hold, which only this session can "
+              "release. Locks are not reentrant: release it first, or keep using it"};
+}
+
 Failure QueuedTooLong(std::string_view resource, int64_t wait_ms) {
   return {ErrorCode::kTimeout, Quoted(resource) + " was held by another session of this agent "
                                "for all of wait_ms=" + N(wait_ms)};

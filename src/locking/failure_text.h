@@ -60,6 +60,11 @@ Failure ExtendFailure(std::string_view resource, const VoteTally& tally, int mas
 // the value at its base key there) or through this agent (`found`: that kind's description).
 Failure KindMismatch(std::string_view resource, std::string_view asked, std::string_view found);
 
+// would_deadlock: the asking session's own hold of `resource` (its mode, how long held, the
+// first characters of its token: the session's own) is what this acquire would wait for.
+Failure WouldDeadlock(std::string_view resource, std::string_view mode, int64_t held_ms,
+                      std::string_view token);
+
 // no_quorum: the lock was won, but no validity was left when the grant was to be answered.
 Failure ValidityRanOutBeforeReply();
 

@@ -50,10 +50,16 @@ struct Holder {
   // Extend rounds (client extends and renewals) not yet answered: while one is, the key's
   // expiry on the masters may still change, so the lock is not handed over locally.
   uint16_t extends_in_flight = 0;
+  // How many acquires of its session and owner it stands for (reentrant ones); a release lowers
+  // it, and lets go of the hold only at 1.
+  uint16_t depth = 1;
+  // As requested (renewals extend by the same); at most max_ttl_ms (3,600,000 at the most), so
+  // 32 bits, which keeps a Holder within its 128 bytes.
+  int32_t ttl_ms = 0;
+  uint64_t owner = 0;  // AcquireKind::owner
   // The value of the key on the masters when it differs from token: a grant handed over
   // locally keeps its predecessor's key and value. Null: the key holds token.
   std::unique_ptr<FixedToken> lease;
-  int64_t ttl_ms = 0;
   std::optional<int64_t> fence;
   Clock::time_point acquired, valid_until;
   // What its kind keeps beside the hold on the masters (an election's record); null: nothing.
@@ -78,14 +84,18 @@ struct HandedHold {
   int part = -1;
   std::string note;  // Holder::note ("": none)
   std::chrono::steady_clock::time_point acquired, valid_until;
+  uint64_t owner = 0;  // Holder::owner
+  int depth = 1;       // Holder::depth
 };
 
 // A hold the next process has from a pre-copy (docs/upgrade.md), as it is at the hand-over: all
-// that may change while a hold is held is its ttl (an extend) and its validity (a renewal).
+// that may change while a hold is held is its ttl (an extend), its validity (a renewal) and its
+// depth (a reentrant acquire or release).
 struct HoldUpdate {
   uint64_t serial = 0;  // HandedHold::serial
   int64_t ttl_ms = 0;
   std::chrono::steady_clock::time_point valid_until;
+  int depth = 1;  // a reentrant acquire or release changes it too
 };
 
 // Whole milliseconds from now until `until`, rounded down: a lock's validity as answered to a

@@ -95,6 +95,17 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
                                existing->shape.WithArticle() + " through this agent"),
                   std::move(done));
   }
+  if (existing != nullptr) {
+    const HoldMode mode = existing->kind().ModeAsked(kind.shared);
+    if (kind.reentrant && mode == HoldMode::kExclusive) {
+      if (Holder* again = OwnExclusiveHold(*existing, session, kind.owner)) {
+        return Reenter(name, *again, std::move(done));
+      }
+    }
+    if (auto failure = OwnHoldInTheWay(*existing, name, session, kind.owner, mode)) {
+      return Refuse(std::move(*failure), std::move(done));
+    }
+  }
   if (options_.max_waiters_per_resource > 0) {
     const size_t queued = existing == nullptr ? 0 : existing->waiters.live();
     if (queued >= options_.max_waiters_per_resource) {
@@ -109,6 +120,8 @@ void LockEngine::Acquire(SessionId session, const std::string& name, int64_t ttl
   w.mode = r.kind().ModeAsked(kind.shared);
   w.hold_as = kind.hold_as;
   w.payload = std::move(kind.payload);
+  w.owner = kind.owner;
+  w.reentrant = kind.reentrant;
   w.history.ttl_ms = ttl_ms;
   w.history.wait_ms = wait_ms;
   w.history.fence = fence || r.kind().AlwaysFenced();
@@ -293,6 +306,7 @@ Holder& LockEngine::Install(Resource& r, const std::string& name, const Waiter& 
   h->renew = w.renew;
   h->mode = mode;
   h->part = static_cast<int16_t>(part);
+  h->owner = w.owner;
   stats_->holds[mode].Inc();
   ForgetWaiter(w.session, name);
   return table_.Install(r, name, std::move(h));
@@ -335,7 +349,8 @@ void LockEngine::AnswerGrant(Waiter& w, const std::string& name, const Holder& h
   Report(w, name, /*granted=*/true, ErrorCode::kInternal);
   // Answered now, never deferred: a deferred reply could follow a revoke or shutdown that
   // took the lock in between and tell the waiter it holds what it no longer does.
-  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.part, h.mode, h.serial});
+  w.done(Grant{h.token.str(), validity_ms, waited, h.fence, h.part, h.mode, h.serial,
+               w.reentrant ? h.depth : 0});
 }
 
 void LockEngine::FailHead(Resource& r, const std::string& name, Failure failure) {

@@ -79,6 +79,13 @@ class LockEngine : private Renewer::Holds {
                bool renew, AcquireDone done, bool fence = false, AcquireKind kind = {});
   void Release(SessionId session, const std::string& resource, const std::string& token,
                ReleaseDone done);
+  // A release of a reentrant hold that stands for more than one acquire: one less, and the
+  // depth left (the hold stays, nothing is sent); nullopt when `token` of `session` holds
+  // `resource` once (then Release lets go of it) or not at all.
+  std::optional<int> Unwind(SessionId session, const std::string& resource,
+                            const std::string& token);
+  // Whether some hold stands for more than one acquire (an older hand-over format drops depth).
+  bool AnyReentered() const;
   void Extend(SessionId session, const std::string& resource, const std::string& token,
               int64_t ttl_ms, ExtendDone done);
   // What is held and queued here, by resource and by session, and the views of it.
@@ -200,6 +207,15 @@ class LockEngine : private Renewer::Holds {
 
   // May the front waiter contend, given what is held here? (FIFO with room, as its kind says.)
   bool FrontMayContend(const Resource& r) const;
+  // ---- one session's own holds (lock_engine_reentry.cc)
+  // would_deadlock when the holds `session` and `owner` have of r alone would keep an acquire of
+  // `mode` from contending (the kind's MayContendBeside rule): it would wait for itself.
+  std::optional<Failure> OwnHoldInTheWay(const Resource& r, const std::string& name,
+                                         SessionId session, uint64_t owner, HoldMode mode) const;
+  // The exclusive hold of r that `session` and `owner` have (null: none).
+  static Holder* OwnExclusiveHold(const Resource& r, SessionId session, uint64_t owner);
+  // A reentrant acquire of a hold its asker has: one more depth, answered with the hold's grant.
+  void Reenter(const std::string& name, Holder& h, AcquireDone done);
 
   // ---- acquire (lock_engine.cc)
   void Pump(const std::string& name);

@@ -25,6 +25,8 @@ HandedHold HandedOf(const std::string& name, const Resource& r, const Holder& h)
   if (h.note) d.note = *h.note;
   d.acquired = h.acquired;
   d.valid_until = h.valid_until;
+  d.owner = h.owner;
+  d.depth = h.depth;
   return d;
 }
 
@@ -80,7 +82,7 @@ void LockEngine::ChangesSince(const std::unordered_set<uint64_t>& copied,
     if (h == nullptr) {
       if (was_copied) gone->push_back(serial);
     } else if (was_copied) {
-      (*updates)[h->session].push_back({h->serial, h->ttl_ms, h->valid_until});
+      (*updates)[h->session].push_back({h->serial, h->ttl_ms, h->valid_until, h->depth});
     } else {
       (*full)[h->session].push_back(HandedOf(*r->name, *r, *h));
     }
@@ -96,8 +98,9 @@ std::variant<const Holder*, Failure> LockEngine::Stage(SessionId session,
 
 void LockEngine::UpdateStaged(const std::string& name, const Holder* staged,
                               const HoldUpdate& now) {
-  if (staged->ttl_ms == now.ttl_ms && staged->valid_until == now.valid_until) return;
   auto* h = const_cast<Holder*>(staged);  // one of this engine's holds (Stage's answer)
+  h->depth = static_cast<uint16_t>(now.depth);
+  if (staged->ttl_ms == now.ttl_ms && staged->valid_until == now.valid_until) return;
   h->ttl_ms = now.ttl_ms;
   h->valid_until = now.valid_until;
   ScheduleHolder(name, *h, AdoptedDelayMs(h->renew, h->ttl_ms, MsLeft(h->valid_until, Clock::now())));
@@ -163,6 +166,8 @@ std::variant<Holder*, Failure> LockEngine::InstallHanded(SessionId session,
   h->mode = hold.mode;
   h->part = static_cast<int16_t>(hold.part);
   h->kept = IsLeaseSession(session);
+  h->owner = hold.owner;
+  h->depth = static_cast<uint16_t>(hold.depth);
   if (!hold.note.empty()) h->note = std::make_unique<std::string>(hold.note);
   h->acquired = hold.acquired;  // held since its grant, whichever process granted it
   h->valid_until = hold.valid_until;

@@ -99,6 +99,8 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
   held->part = static_cast<int16_t>(mode == HoldMode::kPermit ? ask.permit : -1);
   held->acquired = Clock::now();
   held->kept = IsLeaseSession(session);  // a detached lease outlives the agent's run
+  held->owner = ask.kind.owner;
+  held->depth = static_cast<uint16_t>(ask.depth);
   if (ask.record && !ask.record->empty()) held->note = std::make_unique<std::string>(*ask.record);
   // Held here from now on (a local waiter does not contend beside it), but not yet confirmed:
   // the extend round below decides, and its validity replaces this bound.
@@ -113,7 +115,8 @@ void LockEngine::Resume(SessionId session, ResumeAsk ask, AcquireDone done) {
                 stats_->resumes[ResumeOutcome::kResumed].Inc();
                 spdlog::info("lock {} resumed by session {} ({} ms left)", Quoted(name),
                              h->session, e->validity_ms);
-                done(Grant{token, e->validity_ms, 0, h->fence, h->part, h->mode, h->serial});
+                done(Grant{token, e->validity_ms, 0, h->fence, h->part, h->mode, h->serial,
+                           h->depth > 1 ? h->depth : 0});
                 return;
               }
               const auto* f = std::get_if<Failure>(&result);

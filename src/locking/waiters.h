@@ -32,6 +32,7 @@ struct Grant {
   int permit = -1;               // semaphores: which permit (0..K-1)
   HoldMode mode = HoldMode::kExclusive;
   uint64_t hold = 0;  // the hold's id in this engine (LockView::hold); never reused
+  int depth = 0;      // a reentrant hold's acquires (0: the acquire did not ask for reentrancy)
 };
 
 using AcquireDone = std::function<void(const std::variant<Grant, Failure>&)>;
@@ -45,6 +46,8 @@ struct Waiter {
   HoldMode mode = HoldMode::kExclusive;  // the part it asks for (Kind::ModeAsked)
   SessionId hold_as = 0;  // AcquireKind::hold_as
   std::string payload;    // AcquireKind::payload
+  uint64_t owner = 0;     // AcquireKind::owner
+  bool reentrant = false; // AcquireKind::reentrant
   Clock::time_point requested, deadline;
   AcquireDone done;
   bool in_attempt = false;

@@ -282,6 +282,8 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireReq
   if (auto p = fields.Flag("shared", false, &request->shared)) return p;
   if (auto p = SharedConflict(*request, fields.Has("shared"))) return p;
   if (auto p = fields.Flag("detach", false, &request->detach)) return p;
+  if (auto p = fields.Count("owner", kOwnerRule, &request->owner)) return p;
+  if (auto p = fields.Flag("reentrant", false, &request->reentrant)) return p;
   return DetachConflict(*request);
 }
 
@@ -295,6 +297,8 @@ Problem DecodeFields(const FieldReader& fields, const Limits& limits, ResumeRequ
   if (auto p = fields.Count("permit", kPermitRule, &request->permit)) return p;
   if (auto p = fields.Flag("shared", false, &request->shared)) return p;
   if (auto p = fields.Flag("election", false, &request->election)) return p;
+  if (auto p = fields.Count("owner", kOwnerRule, &request->owner)) return p;
+  if (auto p = fields.Count("depth", kDepthRule, &request->depth)) return p;
   return ResumeConflict(*request, fields.Has("shared"));
 }
 

@@ -103,7 +103,7 @@ std::string EncodeUpgraded(const nlohmann::json& id, const Upgraded& u) {
 
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
-                           std::optional<int64_t> fence, HoldMode mode, int permit) {
+                           std::optional<int64_t> fence, HoldMode mode, int permit, int depth) {
   std::string out = SuccessPrefix(id);
   out += ",\"resource\":";
   AppendString(out, resource);
@@ -118,6 +118,14 @@ std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
     out += '"';
     if (mode == HoldMode::kPermit) AppendInt(out, "permit", permit);
   }
+  if (depth > 0) AppendInt(out, "depth", depth);
+  out += "}\n";
+  return out;
+}
+
+std::string EncodeUnwound(const nlohmann::json& id, int depth) {
+  std::string out = SuccessPrefix(id);
+  AppendInt(out, "depth", depth);
   out += "}\n";
   return out;
 }

@@ -30,11 +30,13 @@ enum HotField : unsigned {
   kHotPermits,
   kHotShared,
   kHotDetach,
+  kHotOwner,
+  kHotReentrant,
   kHotFieldCount
 };
 constexpr std::string_view kHotFieldNames[kHotFieldCount] = {
     "id",    "op",    "resource", "token",  "ttl_ms", "wait_ms",
-    "renew", "fence", "permits",  "shared", "detach"};
+    "renew", "fence", "permits",  "shared", "detach", "owner", "reentrant"};
 
 constexpr unsigned Bit(HotField field) { return 1u << field; }
 
@@ -62,10 +64,12 @@ struct HotLine {
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
   int64_t permits = 0;
+  int64_t owner = 0;
   bool renew = false;
   bool fence = false;
   bool shared = false;
   bool detach = false;
+  bool reentrant = false;
 
   bool Has(HotField field) const { return (present & Bit(field)) != 0; }
 };
@@ -184,6 +188,10 @@ bool ReadField(HotScanner& in, std::string_view key, HotLine* line) {
       return in.Bool(&line->shared);
     case kHotDetach:
       return in.Bool(&line->detach);
+    case kHotOwner:
+      return in.Integer(&line->owner);
+    case kHotReentrant:
+      return in.Bool(&line->reentrant);
     case kHotFieldCount:
       break;
   }
@@ -216,12 +224,16 @@ bool Whole(const HotLine& line, HotField field, int64_t value, const IntRule& ru
 bool Fill(const HotLine& line, const Limits& limits, AcquireRequest* request) {
   if (!line.Has(kHotResource) || ResourceNameProblem(line.resource)) return false;
   int64_t permits = 0;
+  int64_t owner = 0;
   if (!Whole(line, kHotTtl, line.ttl_ms, TtlRule(limits), &request->ttl_ms) ||
       !Whole(line, kHotWait, line.wait_ms, AcquireWaitRule(limits), &request->wait_ms) ||
-      !Whole(line, kHotPermits, line.permits, kPermitsRule, &permits)) {
+      !Whole(line, kHotPermits, line.permits, kPermitsRule, &permits) ||
+      !Whole(line, kHotOwner, line.owner, kOwnerRule, &owner)) {
     return false;
   }
   request->permits = static_cast<int>(permits);
+  request->owner = static_cast<uint64_t>(owner);
+  request->reentrant = line.reentrant;
   // Flags not sent are false, as the strict decoder's defaults and the struct's.
   request->renew = line.renew;
   request->fence = line.fence;

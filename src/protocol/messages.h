@@ -25,7 +25,7 @@ struct AcquireRequest {
   static constexpr std::string_view kName = "acquire";
   static constexpr std::string_view kFields[] = {"id",    "op",    "resource", "ttl_ms",
                                                  "wait_ms", "renew", "fence", "permits",
-                                                 "shared", "detach"};
+                                                 "shared", "detach", "owner", "reentrant"};
   std::string resource;
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
@@ -36,6 +36,11 @@ struct AcquireRequest {
   // A detached lease: it survives this connection and ends by release (by token, from any
   // connection of its creator's uid or one the access rules allow) or by its ttl; never renewed.
   bool detach = false;
+  // Who inside the connection asks (a thread, a task; 0: the connection itself). An acquire that
+  // could only wait for a hold of the same connection and owner is refused (would_deadlock), or,
+  // with `reentrant`, an exclusive one is taken again (its depth counts the acquires).
+  uint64_t owner = 0;
+  bool reentrant = false;
   bool operator==(const AcquireRequest&) const = default;
 };
 struct ReleaseRequest {
@@ -60,7 +65,8 @@ struct ResumeRequest {
   static constexpr std::string_view kName = "resume";
   static constexpr std::string_view kFields[] = {"id",    "op",      "resource", "token",
                                                  "ttl_ms", "renew", "fence",    "permits",
-                                                 "permit", "shared", "election"};
+                                                 "permit", "shared", "election", "owner",
+                                                 "depth"};
   std::string resource;  // an election's name when `election`
   std::string token;
   int64_t ttl_ms = 0;
@@ -70,6 +76,8 @@ struct ResumeRequest {
   int permit = -1;    // with permits: which permit the grant answered
   bool shared = false;
   bool election = false;  // a leadership (campaign's grant): fence is its term
+  uint64_t owner = 0;     // as its acquire asked
+  int depth = 1;          // a reentrant hold's depth as the client counts it
   bool operator==(const ResumeRequest&) const = default;
 };
 // Ops that carry nothing beyond id and op.
@@ -229,11 +237,13 @@ struct Upgraded {
 };
 std::string EncodeUpgraded(const nlohmann::json& id, const Upgraded& upgraded);
 // fence: only for acquires that asked for one. mode: written unless exclusive (a mutex), with
-// permit for a semaphore's.
+// permit for a semaphore's. depth: a reentrant hold's (written when > 0).
 std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
                            std::optional<int64_t> fence = std::nullopt,
-                           HoldMode mode = HoldMode::kExclusive, int permit = -1);
+                           HoldMode mode = HoldMode::kExclusive, int permit = -1, int depth = 0);
+// A release of a reentrant hold that leaves it held: {"ok":true,"depth":n}, n acquires left.
+std::string EncodeUnwound(const nlohmann::json& id, int depth);
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);
 std::string EncodeHeld(const nlohmann::json& id, const std::vector<HeldLock>& locks);
 // admin_url: the agent's admin API as reachable from its host ("": admin_listen is off; the

@@ -19,6 +19,12 @@ std::optional<std::string> SharedConflict(const AcquireRequest& request, bool sh
 }
 
 std::optional<std::string> DetachConflict(const AcquireRequest& request) {
+  if (request.reentrant && (request.detach || request.permits > 0 || request.shared)) {
+    return std::string(
+        "field \"reentrant\" is for a mutex or a write hold held by this connection: it "
+        "cannot go with \"detach\" (a lease belongs to no connection), \"permits\" or "
+        "\"shared\"");
+  }
   if (request.detach && request.renew) {
     return std::string(
         "field \"renew\" cannot be true with \"detach\": true: a detached lease "
@@ -42,6 +48,9 @@ std::optional<std::string> ResumeConflict(const ResumeRequest& request, bool sha
   if (request.fence > 0 && request.shared) {
     return std::string("field \"fence\" has no meaning with \"shared\": true: a read hold has "
                        "no fence");
+  }
+  if (request.depth > 1 && (request.permits > 0 || request.shared || request.election)) {
+    return std::string("field \"depth\" is a reentrant hold's: a mutex's or a write hold's");
   }
   if (request.election && (request.permits > 0 || request.shared)) {
     return std::string("field \"election\" cannot go with \"permits\" or \"shared\": a "

@@ -42,6 +42,11 @@ inline constexpr IntRule kPermitsRule{1, kMaxPermits, 0};
 inline constexpr IntRule kPermitRule{0, kMaxPermits - 1, -1};
 // fence of resume: the grant's (absent: 0, none; fences start at 1).
 inline constexpr IntRule kFenceRule{1, INT64_MAX, 0};
+// An acquire's owner: who inside the connection asks (a thread, a task); whole numbers a
+// JavaScript client can send exactly. 0 (absent): the connection itself.
+inline constexpr IntRule kOwnerRule{0, (int64_t{1} << 53) - 1, 0};
+// A resumed reentrant hold's depth (how many acquires it stands for).
+inline constexpr IntRule kDepthRule{1, 65535, 1};
 
 // The combinations of acquire's fields that are refused, each checked once the fields it
 // involves are read: why (a message for the client), or nullopt when the request is fine.

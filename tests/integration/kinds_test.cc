@@ -124,6 +124,72 @@ TEST_F(KindsTest, AnotherSizeOrKindOfTheSameResourceIsRefusedWithKindMismatch) {
   EXPECT_THAT(permit.value("message", ""), HasSubstr("a lock held exclusively"));
 }
 
+TEST_F(KindsTest, AnAcquireThatCouldOnlyWaitForItsOwnHoldIsRefusedAtOnceWithWouldDeadlock) {
+  AgentProcess a(cluster_);
+  auto c = a.Connect();
+  const json held = Acquire(c, "mine", json::object());
+  ASSERT_TRUE(held.value("ok", false)) << held.dump();
+  const std::string token = held["token"];
+  // Asked again by the same connection with a long wait: refused, not queued for 30 s.
+  const json again = Acquire(c, "mine", json::object(), 10'000, 30'000);
+  EXPECT_EQ(again["error"], "would_deadlock") << again.dump();
+  EXPECT_THAT(again.value("message", ""), HasSubstr("held by this session already"));
+  EXPECT_THAT(again.value("message", ""), HasSubstr("exclusive hold"));
+  EXPECT_THAT(again.value("message", ""), HasSubstr("token " + token.substr(0, 8)));
+  // Another connection still queues for it, and times out.
+  auto d = a.Connect();
+  EXPECT_EQ(Acquire(d, "mine", json::object(), 10'000, 200)["error"], "timeout");
+  // The refusal left nothing behind: once released, the same connection takes it again.
+  ASSERT_TRUE(c.Release("mine", token).value("ok", false));
+  EXPECT_TRUE(Acquire(c, "mine", json::object()).value("ok", false));
+
+  // A read hold beside its own read hold is granted; a write hold beside it would wait for it.
+  ASSERT_TRUE(Acquire(c, "doc", {{"shared", true}}).value("ok", false));
+  EXPECT_TRUE(Acquire(c, "doc", {{"shared", true}}).value("ok", false));
+  const json write = Acquire(c, "doc", json::object(), 10'000, 30'000);
+  EXPECT_EQ(write["error"], "would_deadlock") << write.dump();
+  EXPECT_THAT(write.value("message", ""), HasSubstr("shared hold"));
+
+  // A permit beside fewer than K of its own is granted; beside all K it would wait for itself.
+  ASSERT_TRUE(Acquire(c, "pair", {{"permits", 2}}).value("ok", false));
+  EXPECT_TRUE(Acquire(c, "pair", {{"permits", 2}}).value("ok", false));
+  const json third = Acquire(c, "pair", {{"permits", 2}}, 10'000, 30'000);
+  EXPECT_EQ(third["error"], "would_deadlock") << third.dump();
+  EXPECT_THAT(third.value("message", ""), HasSubstr("permit hold"));
+}
+
+TEST_F(KindsTest, OwnersOfOneConnectionWaitForEachOtherAndAReentrantHoldCountsItsAcquires) {
+  AgentProcess a(cluster_);
+  auto c = a.Connect();
+  const json held = Acquire(c, "owned", {{"owner", 1}});
+  ASSERT_TRUE(held.value("ok", false)) << held.dump();
+  const std::string token = held["token"];
+  EXPECT_EQ(Acquire(c, "owned", {{"owner", 1}}, 10'000, 30'000)["error"], "would_deadlock");
+  // Owner 2 of the same connection is another caller: it queues, and times out.
+  EXPECT_EQ(Acquire(c, "owned", {{"owner", 2}}, 10'000, 200)["error"], "timeout");
+  // Owner 1 again, reentrant: the same grant, two acquires deep; no second hold anywhere.
+  const json again = Acquire(c, "owned", {{"owner", 1}, {"reentrant", true}}, 10'000, 0);
+  ASSERT_TRUE(again.value("ok", false)) << again.dump();
+  EXPECT_EQ(again["token"], token);
+  EXPECT_EQ(again["depth"], 2);
+  EXPECT_EQ(again["waited_ms"], 0);
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("owned"), token), 5);
+  // The first release lowers the depth and keeps the lock on the masters.
+  const json first = c.Release("owned", token);
+  EXPECT_EQ(first, json({{"id", first["id"]}, {"ok", true}, {"depth", 1}})) << first.dump();
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("owned"), token), 5);
+  auto d = a.Connect();
+  EXPECT_EQ(Acquire(d, "owned", json::object(), 10'000, 200)["error"], "timeout");
+  // The second lets go of it.
+  const json second = c.Release("owned", token);
+  EXPECT_EQ(second, json({{"id", second["id"]}, {"ok", true}})) << second.dump();
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("owned"), token), 0);
+  EXPECT_TRUE(Acquire(d, "owned", json::object()).value("ok", false));
+  // reentrant is for exclusive holds this connection can hold.
+  const json bad = Acquire(c, "owned2", {{"reentrant", true}, {"shared", true}});
+  EXPECT_EQ(bad["error"], "bad_request") << bad.dump();
+}
+
 TEST_F(KindsTest, ReadersShareAnExclusiveHoldExcludesThemAndAWaitingWriterStopsNewReaders) {
   AgentProcess a(cluster_);
   AgentProcess b(cluster_);

@@ -289,5 +289,32 @@ TEST_F(ResumeTest, PermitsAndReadHoldsResumeAsTheirGrantsSaid) {
   EXPECT_EQ(Code(w.Acquire("doc", 5'000, 0)), "timeout");
 }
 
+TEST_F(ResumeTest, AReentrantHoldResumesAtTheDepthItsClientCounts) {
+  auto agent = Start();
+  Client c = agent->Connect();
+  const json ask = {{"op", "acquire"}, {"resource", "deep"}, {"ttl_ms", 60'000},
+                    {"owner", 3}, {"reentrant", true}};
+  const json first = c.Call(ask);
+  const json second = c.Call(ask);
+  ASSERT_EQ(second.value("depth", 0), 2) << first << second;
+  Kill(*agent);
+
+  auto next = Start();
+  Client n = next->Connect();
+  const json again = n.Call({{"op", "resume"}, {"resource", "deep"}, {"token", first["token"]},
+                             {"ttl_ms", 10'000}, {"owner", 3}, {"depth", 2}});
+  ASSERT_TRUE(again.value("ok", false)) << again << next->Log();
+  EXPECT_EQ(again.value("depth", 0), 2);
+  // Owner 3 asking again without reentrant would wait for itself: the owner came along.
+  EXPECT_EQ(Code(n.Call({{"op", "acquire"}, {"resource", "deep"}, {"owner", 3},
+                         {"wait_ms", 30'000}})),
+            "would_deadlock");
+  EXPECT_EQ(n.Release("deep", first["token"]).value("depth", 0), 1);
+  Client w = next->Connect();
+  EXPECT_EQ(Code(w.Acquire("deep", 5'000, 0)), "timeout") << "still held at depth 1";
+  EXPECT_FALSE(n.Release("deep", first["token"]).contains("depth"));
+  EXPECT_TRUE(w.Acquire("deep", 5'000, 0).value("ok", false));
+}
+
 }  // namespace
 }  // namespace lw::test::resume

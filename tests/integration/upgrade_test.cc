@@ -194,6 +194,28 @@ void UpgradeTest::CarryOn(AgentProcess* agent) {
   EXPECT_TRUE(heard_none) << "the observer follows the election through the new process";
 }
 
+TEST_F(UpgradeTest, AReentrantHoldKeepsItsOwnerAndDepthInTheNewProcess) {
+  auto agent = Start();
+  AgentProcess other(cluster_);
+  Client c(socket_);
+  const json ask = {{"op", "acquire"}, {"resource", "u:deep"}, {"ttl_ms", 2'000},
+                    {"renew", true}, {"owner", 3}, {"reentrant", true}};
+  const json first = c.Call(ask);
+  ASSERT_EQ(c.Call(ask).value("depth", 0), 2) << first;
+  const json up = Upgrade();
+  ASSERT_TRUE(up.value("ok", false)) << up << agent->Log();
+  EXPECT_EQ(agent->WaitExit(kAwait), 0);
+  // Through the new process: the owner is known (asked again, it would wait for itself), the
+  // depth is 2 (the first release leaves it held), and the renewals go on.
+  EXPECT_EQ(Code(c.Call({{"op", "acquire"}, {"resource", "u:deep"}, {"owner", 3},
+                         {"wait_ms", 30'000}})),
+            "would_deadlock");
+  EXPECT_EQ(c.Release("u:deep", first["token"]).value("depth", 0), 1);
+  ExpectHeldAgainstOthers(other, "u:deep");
+  EXPECT_FALSE(c.Release("u:deep", first["token"]).contains("depth"));
+  EXPECT_TRUE(other.Connect().Acquire("u:deep", 5'000, 0).value("ok", false));
+}
+
 TEST_F(UpgradeTest, ANewProcessThatCannotStartLeavesTheOldAgentServing) {
   const std::string config = dir_ + "/config.toml";
   std::ofstream(config) << "log_level = \"debug\"\n";

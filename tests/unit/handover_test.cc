@@ -61,6 +61,11 @@ State EveryField(int format) {
     st.leases[0].kept.push_back({19, 4'000, SomeHold().acquired});
     st.gone = {21, 22};
   }
+  if (format >= kFormatReentrant) {  // what format 4 adds
+    st.sessions[0].holds[0].owner = 140234567890432;
+    st.sessions[0].holds[0].depth = 3;
+    st.sessions[0].kept[0].depth = 2;
+  }
   return st;
 }
 
@@ -124,10 +129,18 @@ TEST_P(HandoverFormats, EveryFieldSurvivesTheRoundTrip) {
     EXPECT_EQ(back.leases[0].kept[0].valid_until, want.acquired);
     EXPECT_EQ(back.gone, (std::vector<uint64_t>{21, 22}));
   }
+  if (GetParam() >= kFormatReentrant) {
+    EXPECT_EQ(h.owner, 140234567890432u);
+    EXPECT_EQ(h.depth, 3);
+    EXPECT_EQ(bs.kept[0].depth, 2);
+  } else {
+    EXPECT_EQ(h.depth, 1) << "formats before 4 carry no depth (an upgrade checks for none)";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, HandoverFormats,
-                         ::testing::Values(kFormatJson, kFormatBinary, kFormatPreCopied));
+                         ::testing::Values(kFormatJson, kFormatBinary, kFormatPreCopied,
+                                           kFormatReentrant));
 
 TEST(HandoverState, APreCopySliceCarriesEachHoldWithItsSessionAndSerial) {
   PreCopy slice;
@@ -151,6 +164,16 @@ TEST(HandoverState, APreCopySliceCarriesEachHoldWithItsSessionAndSerial) {
     EXPECT_TRUE(std::holds_alternative<std::string>(DecodePreCopy(encoded.substr(0, cut))))
         << "a slice cut at " << cut << " is refused";
   }
+  // Format 4's slices say so, and carry each hold's owner and depth.
+  slice.format = kFormatReentrant;
+  slice.holds[0].second.owner = 12;
+  slice.holds[0].second.depth = 4;
+  auto four = DecodePreCopy(EncodePreCopy(slice));
+  ASSERT_TRUE(std::holds_alternative<PreCopy>(four)) << std::get<std::string>(four);
+  EXPECT_EQ(std::get<PreCopy>(four).format, kFormatReentrant);
+  EXPECT_EQ(std::get<PreCopy>(four).holds[0].second.owner, 12u);
+  EXPECT_EQ(std::get<PreCopy>(four).holds[0].second.depth, 4);
+  EXPECT_EQ(std::get<PreCopy>(four).holds[1].second.depth, 1);
 }
 
 TEST(HandoverState, AStateOf0_2_0IsRead) {
@@ -176,10 +199,11 @@ TEST(HandoverState, AStateOf0_2_0IsRead) {
 TEST(HandoverState, TheNewestFormatBothProcessesReadIsWritten) {
   EXPECT_EQ(FormatFor({1, 2}), kFormatBinary);
   EXPECT_EQ(FormatFor({1}), kFormatJson) << "0.2.0's ready says only format 1";
-  EXPECT_EQ(FormatFor({1, 2, 3}), kFormatPreCopied) << "a build of this tree: pre-copied";
+  EXPECT_EQ(FormatFor({1, 2, 3}), kFormatPreCopied) << "a build before reentrant holds";
   EXPECT_EQ(FormatFor({3}), kFormatPreCopied);
-  EXPECT_EQ(FormatFor({1, 2, 3, 4}), kFormatPreCopied);
-  EXPECT_EQ(FormatFor({4}), 0);
+  EXPECT_EQ(FormatFor({1, 2, 3, 4}), kFormatReentrant) << "a build of this tree";
+  EXPECT_EQ(FormatFor({4}), kFormatReentrant);
+  EXPECT_EQ(FormatFor({5}), 0);
   EXPECT_EQ(FormatFor({}), 0);
 }
 

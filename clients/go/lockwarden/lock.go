@@ -4,6 +4,7 @@ package lockwarden
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,6 +24,13 @@ type AcquireOptions struct {
 	// Detach takes a detached lease: it outlives this connection until its TTL runs out or
 	// Client.Release by its token from any connection of this uid. Cannot go with Renew.
 	Detach bool
+	// Owner says who in the program asks (a request's or job's id, below 2^53); 0: each acquire
+	// is an owner of its own, as the client cannot tell goroutines apart. An acquire that could
+	// only wait for a hold of the same owner fails with CodeWouldDeadlock. Reentrant (with an
+	// Owner): a mutex or write hold this owner holds already is taken again, the same *Lock one
+	// more acquire deep (Depth), let go of by as many Releases.
+	Owner     int64
+	Reentrant bool
 }
 
 // Kinds of hold (Lock.Mode).
@@ -35,7 +43,17 @@ const (
 // Acquire takes the lock on resource. Errors: *Error with CodeTimeout (someone else held it for
 // all of Wait), CodeNoQuorum (masters unavailable), CodeKindMismatch, CodeBadRequest, ...
 func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lock, error) {
-	f := map[string]any{"resource": resource, "wait_ms": o.Wait.Milliseconds()}
+	owner := o.Owner
+	if owner == 0 {
+		c.mu.Lock()
+		c.owners++
+		owner = c.owners
+		c.mu.Unlock()
+	}
+	f := map[string]any{"resource": resource, "wait_ms": o.Wait.Milliseconds(), "owner": owner}
+	if o.Reentrant {
+		f["reentrant"] = true
+	}
 	if o.TTL > 0 {
 		f["ttl_ms"] = o.TTL.Milliseconds()
 	}
@@ -64,8 +82,18 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 // Release releases the hold of token on resource: this connection's, or a detached lease from
 // any connection (CodeNotHeld: no such hold; CodeForbidden: another uid's lease).
 func (c *Client) Release(ctx context.Context, resource, token string) error {
-	_, err := c.request(ctx, "release", map[string]any{"resource": resource, "token": token})
+	_, err := c.release(ctx, resource, token)
 	return err
+}
+
+// release is Release that also says how many acquires a reentrant hold still stands for (0:
+// released).
+func (c *Client) release(ctx context.Context, resource, token string) (int, error) {
+	r, err := c.request(ctx, "release", map[string]any{"resource": resource, "token": token})
+	if err != nil {
+		return 0, err
+	}
+	return r.Depth, nil
 }
 
 // Extend resets the time to live of the hold of token (as Release) to ttl from now (0: the
@@ -107,8 +135,10 @@ type Lock struct {
 	renew   bool
 	permits int
 	leader  bool
+	owner   int64
 
 	mu         sync.Mutex
+	depth      int // acquires of a reentrant hold not yet released (Depth)
 	released   bool
 	reason     string
 	message    string    // the agent's word on the loss, if any
@@ -207,6 +237,7 @@ func (l *Lock) Release(ctx context.Context) error {
 	}
 	settled := make(chan error, 1)
 	go func() { settled <- l.settle(l.sendRelease()) }()
+	// (A release that leaves a reentrant hold held settles it as still held: sendRelease.)
 	select {
 	case err := <-settled:
 		return err
@@ -226,7 +257,9 @@ func (l *Lock) releaseResuming() bool {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.reason == "" {
+	if l.depth > 1 { // a reentrant hold: one acquire less, still held
+		l.depth--
+	} else if l.reason == "" {
 		l.released = true
 	}
 	return true
@@ -237,11 +270,21 @@ func (l *Lock) sendRelease() error {
 	if l.Term != 0 {
 		return l.c.Resign(context.Background(), l.Resource, l.Token)
 	}
-	return l.c.Release(context.Background(), l.Resource, l.Token)
+	left, err := l.c.release(context.Background(), l.Resource, l.Token)
+	if err == nil && left > 0 {
+		l.mu.Lock()
+		l.depth = left
+		l.mu.Unlock()
+		return errStillHeld
+	}
+	return err
 }
 
 // settle records the answer to a release: released, or lost when it was not_held.
 func (l *Lock) settle(err error) error {
+	if err == errStillHeld { // a reentrant hold released once: held, one acquire less deep
+		return nil
+	}
 	if err != nil && !IsCode(err, CodeNotHeld) {
 		return err
 	}
@@ -259,6 +302,27 @@ func (l *Lock) settle(err error) error {
 	l.released = true
 	l.mu.Unlock()
 	return nil
+}
+
+// errStillHeld is sendRelease's word that the agent lowered a reentrant hold's depth.
+var errStillHeld = errors.New("still held")
+
+// Depth is how many acquires the lock stands for: above 1 for a reentrant hold taken again
+// (AcquireOptions.Reentrant), less one for each Release.
+func (l *Lock) Depth() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.depth
+}
+
+// reentered: a reentrant acquire answered with this lock's grant again.
+func (l *Lock) reentered(depth int, sent, validUntil time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.depth = depth
+	if validUntil.After(l.validUntil) {
+		l.validSince, l.validUntil = sent, validUntil
+	}
 }
 
 func (l *Lock) markLost(reason, message string) {

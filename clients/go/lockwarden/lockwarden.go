@@ -28,9 +28,11 @@ const (
 	CodeForbidden    = "forbidden"
 	CodeShuttingDown = "shutting_down"
 	CodeKindMismatch = "kind_mismatch" // the resource is in use as another kind, or another K
-	CodeInternal     = "internal"
-	CodeDisconnected = "disconnected" // client: the connection to the agent ended
-	CodeLost         = "lost"         // client: the lock was lost (ErrLost wraps it)
+	// this Client holds the resource already: the acquire would wait for itself
+	CodeWouldDeadlock = "would_deadlock"
+	CodeInternal      = "internal"
+	CodeDisconnected  = "disconnected" // client: the connection to the agent ended
+	CodeLost          = "lost"         // client: the lock was lost (ErrLost wraps it)
 )
 
 // Error is an error reply of the agent: Code to branch on, Message for people.
@@ -70,6 +72,7 @@ type reply struct {
 	Fence      *int64          `json:"fence"`
 	Mode       string          `json:"mode"`
 	Permit     *int            `json:"permit"`
+	Depth      int             `json:"depth"`
 	Locks      json.RawMessage `json:"locks"`
 	Name       string          `json:"name"`
 	Term       int64           `json:"term"`
@@ -109,6 +112,7 @@ type Client struct {
 
 	mu       sync.Mutex
 	nextID   int64
+	owners   int64                   // the owner of the last acquire that named none
 	cur      *link                   // nil while there is no connection
 	down     error                   // what requests get while cur is nil
 	shut     bool                    // Close was called
@@ -436,13 +440,18 @@ func (c *Client) dispatch(l *link, r *reply) {
 	// Registered before the next line is read, so an event right behind the reply (`lost`,
 	// `leader`) finds what it is for.
 	ok := r.Ok != nil && *r.Ok
-	if ok && (p.op == "acquire" || p.op == "campaign") {
+	if again := c.locks[r.Token]; ok && p.op == "acquire" && again != nil && p.fields["reentrant"] == true {
+		// A reentrant hold taken again: the same Lock, one more acquire deep.
+		again.reentered(r.Depth, p.sent, validUntil)
+		r.lock = again
+	} else if ok && (p.op == "acquire" || p.op == "campaign") {
 		r.lock = &Lock{c: c, Resource: r.Resource, Token: r.Token,
 			Validity: time.Duration(r.ValidityMs) * time.Millisecond,
 			Waited:   time.Duration(r.WaitedMs) * time.Millisecond, Fence: r.Fence,
 			Mode: r.Mode, Permit: r.Permit, Detached: p.detach, lost: make(chan struct{}),
 			ttl: fieldMs(p.fields, "ttl_ms"), renew: p.fields["renew"] == true || p.op == "campaign",
-			leader: p.op == "campaign", validSince: p.sent, validUntil: validUntil}
+			leader: p.op == "campaign", validSince: p.sent, validUntil: validUntil, depth: 1}
+		r.lock.owner, _ = p.fields["owner"].(int64)
 		if permits, ok := p.fields["permits"].(int); ok {
 			r.lock.permits = permits
 		}

@@ -345,3 +345,55 @@ func TestDetachedLeaseOutlivesItsConnection(t *testing.T) {
 	}
 	lock.Release(ctx)
 }
+
+func TestAnOwnerAskingAgainIsWouldDeadlockOrReentrantOthersWait(t *testing.T) {
+	a, _ := clients(t)
+	ctx := context.Background()
+	o := AcquireOptions{TTL: 10 * time.Second, Wait: waitLong, Owner: 7}
+	lock, err := a.Acquire(ctx, "go:again", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.Acquire(ctx, "go:again", AcquireOptions{TTL: 10 * time.Second, Wait: 30 * time.Second, Owner: 7})
+	wantCode(t, err, CodeWouldDeadlock)
+	o.Reentrant = true
+	inner, err := a.Acquire(ctx, "go:again", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inner != lock || lock.Depth() != 2 {
+		t.Fatalf("want the same lock 2 deep, got %p (depth %d) for %p", inner, lock.Depth(), lock)
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lock.Depth() != 1 {
+		t.Fatalf("depth %d after one release", lock.Depth())
+	}
+	select {
+	case <-lock.Lost():
+		t.Fatal("one release of two ended the lock")
+	default:
+	}
+	// Without an Owner, each acquire is its own: it waits for the hold like another goroutine.
+	got := make(chan error, 1)
+	go func() {
+		other, err := a.Acquire(ctx, "go:again", AcquireOptions{TTL: 10 * time.Second, Wait: 30 * time.Second})
+		if err == nil {
+			err = other.Release(ctx)
+		}
+		got <- err
+	}()
+	waitQueued(t, a, "go:again")
+	if err := lock.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(eventWait):
+		t.Fatal("the other acquire was never granted")
+	}
+}

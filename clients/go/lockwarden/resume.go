@@ -254,6 +254,12 @@ func (c *Client) resumeOne(l *link, lock *Lock) bool {
 	if lock.Mode == ModeShared {
 		f["shared"] = true
 	}
+	if lock.owner != 0 {
+		f["owner"] = lock.owner
+	}
+	if depth := lock.Depth(); depth > 1 && lock.live() { // one given back goes in one release
+		f["depth"] = depth
+	}
 	ctx, cancel := context.WithDeadline(context.Background(), lock.ValidUntil())
 	defer cancel()
 	_, err := c.send(ctx, l, "resume", f, lock)

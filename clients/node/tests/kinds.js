@@ -28,6 +28,29 @@ describe('semaphore', () => {
   });
 });
 
+describe('owners', () => {
+  const c = clientPair();
+
+  test('an owner asking again is would_deadlock, or reentrant; other acquires wait', limit, async () => {
+    const lock = await c.a.acquire('js:again', { ttlMs: 10000, waitMs: WAIT_MS, owner: 7 });
+    await rejectsWith(c.a.acquire('js:again', { ttlMs: 10000, waitMs: 30000, owner: 7 }),
+      'would_deadlock');
+    const inner = await c.a.acquire('js:again', { ttlMs: 10000, waitMs: WAIT_MS, owner: 7,
+      reentrant: true });
+    assert.equal(inner, lock);
+    assert.equal(lock.depth, 2);
+    await inner.release();
+    assert.deepEqual([lock.depth, lock.released], [1, false]);
+    // Without an owner each acquire is its own: it waits for the hold, as another caller would.
+    const other = c.a.acquire('js:again', { ttlMs: 10000, waitMs: 30000 });
+    other.catch(() => {}); // a rejection is reported by the await below
+    await waitQueued(c.b, 'js:again');
+    await lock.release();
+    assert.equal(lock.released, true);
+    await (await other).release();
+  });
+});
+
 describe('read-write', () => {
   const c = clientPair();
 

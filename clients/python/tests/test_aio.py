@@ -70,6 +70,22 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
         if CONTROLLED:
             self.assertEqual(masters_holding("pya:basic"), 0)
 
+    async def test_a_task_asking_again_is_would_deadlock_or_reentrant_another_task_waits(self):
+        async with self.a.lock("pya:again", ttl_ms=10000, wait_ms=WAIT_MS) as lock:
+            with self.assertRaises(lockwarden.LockError) as cm:
+                await self.a.acquire("pya:again", ttl_ms=10000, wait_ms=30000)
+            self.assertEqual(cm.exception.code, "would_deadlock")
+            async with self.a.lock("pya:again", ttl_ms=10000, wait_ms=WAIT_MS,
+                                   reentrant=True) as inner:
+                self.assertIs(inner, lock)
+                self.assertEqual(lock.depth, 2)
+            self.assertEqual((lock.depth, lock.released), (1, False))
+            # Another task of the same client is another owner: it waits for the hold.
+            other = asyncio.ensure_future(self.a.acquire("pya:again", ttl_ms=10000, wait_ms=30000))
+            await self.wait_queued("pya:again")
+        self.assertTrue(lock.released)
+        await (await asyncio.wait_for(other, EVENT_S)).release()
+
     async def test_connect_as_a_context_manager_closes(self):
         async with lockwarden.aio.connect() as client:
             lock = await client.acquire("pya:ctx", ttl_ms=10000, wait_ms=WAIT_MS)

@@ -67,23 +67,60 @@ class SyncTest(unittest.TestCase):
             self.assertEqual(cm.exception.code, "timeout")
             self.assertIn("py:busy", cm.exception.message)
 
-    def test_waiter_gets_the_lock_when_the_holder_releases(self):
-        holder = self.a.acquire("py:queue", ttl_ms=10000, wait_ms=WAIT_MS)
+    def test_asking_again_for_what_this_thread_holds_is_would_deadlock_or_reentrant(self):
+        with self.a.lock("py:again", ttl_ms=10000, wait_ms=WAIT_MS) as lock:
+            # Not reentrant: refused at once, not after the 30 s it would wait for itself.
+            started = time.monotonic()
+            with self.assertRaises(lockwarden.LockError) as cm:
+                self.a.acquire("py:again", ttl_ms=10000, wait_ms=30000)
+            self.assertEqual(cm.exception.code, "would_deadlock")
+            self.assertLess(time.monotonic() - started, 10)
+            # Reentrant: the same lock, one more acquire deep, released as many times.
+            with self.a.lock("py:again", ttl_ms=10000, wait_ms=WAIT_MS, reentrant=True) as inner:
+                self.assertIs(inner, lock)
+                self.assertEqual(lock.depth, 2)
+            self.assertFalse(lock.released)
+            self.assertEqual(lock.depth, 1)
+            with self.assertRaises(lockwarden.LockError) as cm:
+                self.b.acquire("py:again", ttl_ms=10000, wait_ms=0)
+            self.assertEqual(cm.exception.code, "timeout", "still held after the inner block")
+        self.assertTrue(lock.released)
+        self.b.acquire("py:again", ttl_ms=10000, wait_ms=WAIT_MS).release()
+
+    def test_another_thread_of_the_same_client_waits_instead(self):
+        holder = self.a.acquire("py:threads", ttl_ms=10000, wait_ms=WAIT_MS)
+        waiter, got = self.acquire_queued(self.a, "py:threads")
+        holder.release()
+        waiter.join(EVENT_S)
+        self.assertFalse(waiter.is_alive(), "the other thread was never answered")
+        self.assertNotIn("error", got)
+        got["lock"].release()
+
+    def acquire_queued(self, client, resource):
+        """Starts an acquire of `resource` through `client` in a thread of its own (30 s wait)
+        and returns once the agent lists it queued: the thread, and what it got ("lock" or
+        "error")."""
         got = {}
 
-        def wait_for_it():
+        def acquire():
             try:
-                got["lock"] = self.b.acquire("py:queue", ttl_ms=10000, wait_ms=30000)
+                got["lock"] = client.acquire(resource, ttl_ms=10000, wait_ms=30000)
             except lockwarden.LockError as e:
                 got["error"] = e
 
-        waiter = threading.Thread(target=wait_for_it)
+        waiter = threading.Thread(target=acquire)
         waiter.start()
-        # The agent lists queued requests: release only once b is really waiting.
         deadline = time.monotonic() + EVENT_S
-        while waiters(self.a.request("locks"), "py:queue") != 1:
-            self.assertLess(time.monotonic(), deadline, "b never queued")
+        while waiters(self.a.request("locks"), resource) != 1:
+            self.assertLess(time.monotonic(), deadline, "nobody queued for %s" % resource)
+            self.assertNotIn("error", got)
             time.sleep(0.01)
+        return waiter, got
+
+    def test_waiter_gets_the_lock_when_the_holder_releases(self):
+        holder = self.a.acquire("py:queue", ttl_ms=10000, wait_ms=WAIT_MS)
+        # The agent lists queued requests: release only once b is really waiting.
+        waiter, got = self.acquire_queued(self.b, "py:queue")
         # b queued before now: held HOLD_MS longer, it has waited at least that long when granted.
         time.sleep(HOLD_MS / 1000)
         holder.release()

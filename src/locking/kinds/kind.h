@@ -41,6 +41,11 @@ struct AcquireKind {
   SessionId hold_as = 0;
   // What the kind stores with a grant (an election's candidate payload, core/election_record.h).
   std::string payload;
+  // Who inside the session asks (a thread, a task; 0: the session itself): an acquire that could
+  // only wait for holds of the same session and owner is refused (would_deadlock), or, when
+  // `reentrant` and one of them is exclusive, that hold is taken again (Holder::depth).
+  uint64_t owner = 0;
+  bool reentrant = false;
 };
 
 // A resource's kind state, as its kind keeps it (each kind derives its own).

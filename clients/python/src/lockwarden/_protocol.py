@@ -49,6 +49,7 @@ class Code:
     FORBIDDEN: Final = "forbidden"  # no access rule lets this peer do it
     BAD_REQUEST: Final = "bad_request"  # a field missing, mistyped or out of range
     KIND_MISMATCH: Final = "kind_mismatch"  # the resource is in use as another kind or size
+    WOULD_DEADLOCK: Final = "would_deadlock"  # this client holds it already: it would wait for itself
     SHUTTING_DOWN: Final = "shutting_down"  # the agent is stopping
     INTERNAL: Final = "internal"  # a bug in the agent
     DISCONNECTED: Final = "disconnected"  # the client's own: the connection ended
@@ -120,11 +121,20 @@ class LeaderEvent:
 # Requests ------------------------------------------------------------------------------------
 
 
+# Owners are whole numbers below 2**53 (docs/protocol.md#owners-and-reentrancy).
+OWNER_MASK: Final = (1 << 53) - 1
+
+
 def acquire_fields(resource: str, ttl_ms: Optional[int], wait_ms: int, renew: bool, fence: bool,
-                   permits: Optional[int], shared: bool, detach: bool) -> Json:
+                   permits: Optional[int], shared: bool, detach: bool, owner: int = 0,
+                   reentrant: bool = False) -> Json:
     """The fields of an acquire; flags that are off and options left None are not sent (the
-    agent's defaults apply)."""
+    agent's defaults apply). owner: who in the client asks (its thread or task)."""
     fields: Json = {"resource": resource, "wait_ms": wait_ms}
+    if owner:
+        fields["owner"] = owner & OWNER_MASK
+    if reentrant:
+        fields["reentrant"] = True
     if ttl_ms is not None:
         fields["ttl_ms"] = ttl_ms
     if renew:
@@ -150,7 +160,7 @@ def token_fields(resource: str, token: str, ttl_ms: Optional[int] = None) -> Jso
 
 def resume_fields(resource: str, token: str, ttl_ms: Optional[int], renew: bool,
                   fence: Optional[int], permits: Optional[int], permit: Optional[int],
-                  shared: bool, election: bool = False) -> Json:
+                  shared: bool, election: bool = False, owner: int = 0, depth: int = 1) -> Json:
     """The fields of a resume (docs/protocol.md#resume): the hold as its acquire asked for it
     (ttl_ms None: the agent's default) and as the grant answered (fence, permit); a
     leadership's (election) names its term as the fence."""
@@ -169,6 +179,10 @@ def resume_fields(resource: str, token: str, ttl_ms: Optional[int], renew: bool,
             fields["permit"] = permit
     if shared:
         fields["shared"] = True
+    if owner:
+        fields["owner"] = owner
+    if depth > 1:
+        fields["depth"] = depth
     return fields
 
 
@@ -244,6 +258,8 @@ class Hold:
         self.fence: Optional[int] = reply.get("fence")
         self.mode: str = reply.get("mode", "exclusive")
         self.permit: Optional[int] = reply.get("permit")
+        # A reentrant hold's acquires not yet released (docs/protocol.md#owners-and-reentrancy).
+        self.depth: int = reply.get("depth", 1)
         self.detached: bool = detached
         self.lost: Optional[str] = None
         self.released: bool = False

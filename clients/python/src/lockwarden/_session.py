@@ -71,6 +71,7 @@ class LockBase(Hold, Generic[C]):
         self._renew = False
         self._permits: Optional[int] = None
         self._shared = False
+        self._owner = 0
         self._valid_until = 0.0
 
     def _granted(self, asked: Json, sent: float) -> None:
@@ -80,6 +81,7 @@ class LockBase(Hold, Generic[C]):
         self._renew = bool(asked.get("renew"))
         self._permits = asked.get("permits")
         self._shared = bool(asked.get("shared"))
+        self._owner = int(asked.get("owner", 0))
         self._valid_until = sent + (self.validity_ms + self.waited_ms) / 1000
 
     def _ended(self) -> bool:
@@ -89,7 +91,8 @@ class LockBase(Hold, Generic[C]):
         # A lock released or lost meanwhile is resumed only to be given back: never renewed.
         return resume_fields(self.resource, self.token, self._ttl_ms,
                              self._renew and not self._ended(), self.fence, self._permits,
-                             self.permit, self._shared)
+                             self.permit, self._shared, owner=self._owner,
+                             depth=1 if self._ended() else self.depth)
 
     def _mark_lost(self, reason: str) -> None:
         if self._set_lost(reason):
@@ -291,6 +294,9 @@ class Session(Generic[L, O]):
         now, it is given back once resumed (or expires on the masters at its ttl)."""
         if self._resuming.get(lock.token) is not lock:
             return False
+        if lock.depth > 1:  # a reentrant hold: one acquire less, still held
+            lock.depth -= 1
+            return True
         lock.released = True
         return True
 
@@ -323,7 +329,14 @@ class Session(Generic[L, O]):
         if message.get("ok"):
             # Registered before anyone sees the reply, so that an event right behind it (`lost`,
             # `leader`) finds what it is for.
-            if pending.op in ("acquire", "campaign"):
+            again = self._locks.get(str(message.get("token")))
+            if pending.op == "acquire" and again is not None and pending.fields.get("reentrant"):
+                # A reentrant hold taken again: the same lock, one more acquire deep.
+                again.depth = int(message.get("depth", again.depth + 1))
+                again.validity_ms = int(message["validity_ms"])
+                again._valid_until = pending.sent + again.validity_ms / 1000
+                pending.lock = again
+            elif pending.op in ("acquire", "campaign"):
                 if pending.op == "campaign":
                     lock = self._make_leadership(message)
                 else:

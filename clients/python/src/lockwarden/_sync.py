@@ -57,17 +57,20 @@ class Lock(LockBase["Client"]):
         if self.released or self.lost or self.client._release_resuming(self):
             return
         try:
-            self._give_back()
+            left = self._give_back()
         except LockError as e:
             # The connection ended under the release: the lock now waits for its resume.
             if e.code == Code.DISCONNECTED and self.client._release_resuming(self):
                 return
             raise
+        if left:  # a reentrant hold, still `left` acquires deep
+            self.depth = left
+            return
         self.released = True
         self.client._forget(self)
 
-    def _give_back(self) -> None:
-        self.client.release(self.resource, self.token)
+    def _give_back(self) -> int:
+        return self.client.release(self.resource, self.token)
 
     def wait_lost(self, timeout: Optional[float] = None) -> Optional[str]:
         """Blocks until the lock is lost or `timeout` seconds pass; returns `lost`."""
@@ -96,8 +99,9 @@ class Leadership(LeadershipBase["Client"], Lock):
         """Stops leading now. No-op if already resigned or lost."""
         self.release()
 
-    def _give_back(self) -> None:
+    def _give_back(self) -> int:
         self.client.resign(self.name, self.token)
+        return 0
 
 
 class Observation(ObservationBase["Client"]):
@@ -178,7 +182,7 @@ class Client:
 
     def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                 renew: bool = False, fence: bool = False, permits: Optional[int] = None,
-                shared: bool = False, detach: bool = False) -> Lock:
+                shared: bool = False, detach: bool = False, reentrant: bool = False) -> Lock:
         """Takes the lock, waiting up to wait_ms for other holders. renew=True: the agent
         extends it every ttl/3 while this connection is open. fence=True: `lock.fence` is a
         fencing token. permits=K takes one permit of a semaphore of K (at most K holders at
@@ -187,16 +191,21 @@ class Client:
         connection until its ttl runs out or release(resource, token) from any connection of
         this uid (not with renew). Raises LockError (timeout: held by others for all of
         wait_ms; no_quorum: masters unavailable; kind_mismatch: the resource is in use as
-        another kind or another K; ...)."""
-        fields = acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach)
+        another kind or another K; would_deadlock: this thread holds it already, so the acquire
+        could only wait for itself; ...). reentrant=True: a mutex or write hold this thread
+        holds already is taken again instead (the same Lock, `depth` one more), and as many
+        releases (or `with` blocks ending) let go of it."""
+        fields = acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach,
+                                owner=threading.get_ident(), reentrant=reentrant)
         return self._call("acquire", fields).granted(Lock)
 
     lock = acquire  # reads well in `with client.lock(...) as lock:`
 
-    def release(self, resource: str, token: str) -> None:
+    def release(self, resource: str, token: str) -> int:
         """Releases the hold of `token` on `resource`: this connection's, or a detached lease
-        from any connection (LockError not_held: no such hold; forbidden: another uid's)."""
-        self._call("release", token_fields(resource, token))
+        from any connection (LockError not_held: no such hold; forbidden: another uid's).
+        Returns how many acquires a reentrant hold still stands for (0: released)."""
+        return int(self._call("release", token_fields(resource, token)).answer().get("depth", 0))
 
     def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
         """Resets the ttl of the hold of `token` (as release) to ttl_ms from now; returns the

@@ -76,6 +76,7 @@ class Lock(LockBase["Client"]):
         super().__init__(client, resource, reply, detached)
         self._lost_event = asyncio.Event()
         self._task: Optional[asyncio.Task[Any]] = None  # running the block: cancelled on a loss
+        self._nested = 0  # blocks of a reentrant hold inside the outermost one
         self._cancelling = 0  # the task's cancellation requests when the block began (3.11+)
         self._cancelled = False  # the loss cancelled the task
 
@@ -91,17 +92,20 @@ class Lock(LockBase["Client"]):
         if self.released or self.lost or self.client._session.release_resuming(self):
             return
         try:
-            await self._give_back()
+            left = await self._give_back()
         except LockError as e:
             # The connection ended under the release: the lock now waits for its resume.
             if e.code == Code.DISCONNECTED and self.client._session.release_resuming(self):
                 return
             raise
+        if left:  # a reentrant hold, still `left` acquires deep
+            self.depth = left
+            return
         self.released = True
         self.client._session.forget(self)
 
-    async def _give_back(self) -> None:
-        await self.client.release(self.resource, self.token)
+    async def _give_back(self) -> int:
+        return await self.client.release(self.resource, self.token)
 
     async def wait_lost(self, timeout: Optional[float] = None) -> Optional[str]:
         """Waits until the lock is lost or `timeout` seconds pass; returns `lost`."""
@@ -119,6 +123,9 @@ class Lock(LockBase["Client"]):
             task.cancel()
 
     async def __aenter__(self) -> Lock:
+        if self._task is not None and self._task is asyncio.current_task() and self.depth > 1:
+            self._nested += 1  # a reentrant acquire's block inside the first one
+            return self
         if self._task is not None:
             raise RuntimeError("%r is already in an `async with` block" % self)
         self.check()  # lost before the block began: the block does not run
@@ -131,6 +138,13 @@ class Lock(LockBase["Client"]):
 
     async def __aexit__(self, exc_type: Optional[Type[BaseException]],
                         exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        if self._nested > 0:  # an inner block of a reentrant hold: one release, still held
+            self._nested -= 1
+            try:
+                await self.release()
+            except LockError as e:
+                self._release_failed(e, exc_type is not None)
+            return
         task, self._task = self._task, None  # from here on a loss cancels nothing
         loss_only = False  # the loss's cancellation is the only one this block saw
         if self._cancelled and task is not None:
@@ -156,8 +170,9 @@ class Leadership(LeadershipBase["Client"], Lock):
         """Stops leading now. No-op if already resigned or lost."""
         await self.release()
 
-    async def _give_back(self) -> None:
+    async def _give_back(self) -> int:
         await self.client.resign(self.name, self.token)
+        return 0
 
 
 class Observation(ObservationBase["Client"]):
@@ -206,6 +221,12 @@ class Observation(ObservationBase["Client"]):
         self._changed.set()
 
 
+def _task_owner() -> int:
+    """The asking task, as an acquire's owner (docs/protocol.md#owners-and-reentrancy)."""
+    task = asyncio.current_task()
+    return id(task) if task is not None else 0
+
+
 class _LockBlock:
     """What Client.lock returns: acquires on entering `async with`, releases on leaving."""
 
@@ -250,22 +271,29 @@ class Client:
 
     async def acquire(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
                       renew: bool = False, fence: bool = False, permits: Optional[int] = None,
-                      shared: bool = False, detach: bool = False) -> Lock:
-        """Takes the lock, as lockwarden.Client.acquire (same arguments, same errors)."""
+                      shared: bool = False, detach: bool = False,
+                      reentrant: bool = False) -> Lock:
+        """Takes the lock, as lockwarden.Client.acquire (same arguments, same errors); the
+        owner is the asking task (would_deadlock, reentrant: of that task)."""
         return await self._acquire(
-            acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach))
+            acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach,
+                           owner=_task_owner(), reentrant=reentrant))
 
     def lock(self, resource: str, ttl_ms: Optional[int] = None, wait_ms: int = 0,
              renew: bool = False, fence: bool = False, permits: Optional[int] = None,
-             shared: bool = False, detach: bool = False) -> _LockBlock:
+             shared: bool = False, detach: bool = False, reentrant: bool = False) -> _LockBlock:
         """For `async with client.lock(...) as lock:`: acquires (as acquire) on entering,
-        releases on leaving; a loss cancels the block (see the module's doc)."""
+        releases on leaving; a loss cancels the block (see the module's doc). With reentrant,
+        a block inside a block of the same lock and task takes it again."""
         return _LockBlock(
-            self, acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach))
+            self, acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach,
+                                 owner=_task_owner(), reentrant=reentrant))
 
-    async def release(self, resource: str, token: str) -> None:
-        """As lockwarden.Client.release (also a detached lease, from any connection)."""
-        await self._call("release", token_fields(resource, token))
+    async def release(self, resource: str, token: str) -> int:
+        """As lockwarden.Client.release (also a detached lease, from any connection): how many
+        acquires a reentrant hold still stands for (0: released)."""
+        reply = (await self._call("release", token_fields(resource, token))).answer()
+        return int(reply.get("depth", 0))
 
     async def extend(self, resource: str, token: str, ttl_ms: Optional[int] = None) -> int:
         """As lockwarden.Client.extend: returns the new validity_ms."""

@@ -26,6 +26,8 @@ public final class AcquireOptions {
   private final int permits;
   private final boolean shared;
   private final boolean detach;
+  private final long owner;
+  private final boolean reentrant;
 
   private AcquireOptions(Builder b) {
     ttl = b.ttl;
@@ -35,6 +37,8 @@ public final class AcquireOptions {
     permits = b.permits;
     shared = b.shared;
     detach = b.detach;
+    owner = b.owner;
+    reentrant = b.reentrant;
   }
 
   /**
@@ -55,8 +59,8 @@ public final class AcquireOptions {
     return new Builder();
   }
 
-  /** The request's fields, in the wire's names. */
-  Map<String, Object> fields(String resource) {
+  /** The request's fields, in the wire's names; {@code owner}: who asks (docs/protocol.md). */
+  Map<String, Object> fields(String resource, long owner) {
     Map<String, Object> f = new LinkedHashMap<>();
     f.put("resource", Objects.requireNonNull(resource, "resource"));
     if (ttl != null) f.put("ttl_ms", ttl.toMillis());
@@ -66,7 +70,18 @@ public final class AcquireOptions {
     if (permits != 0) f.put("permits", permits);
     if (shared) f.put("shared", true);
     if (detach) f.put("detach", true);
+    f.put("owner", owner);
+    if (reentrant) f.put("reentrant", true);
     return f;
+  }
+
+  /** The owner set, or 0: the asking thread. */
+  long owner() {
+    return owner;
+  }
+
+  boolean reentrant() {
+    return reentrant;
   }
 
   boolean detach() {
@@ -94,6 +109,8 @@ public final class AcquireOptions {
     private int permits;
     private boolean shared;
     private boolean detach;
+    private long owner;
+    private boolean reentrant;
 
     private Builder() {}
 
@@ -178,6 +195,33 @@ public final class AcquireOptions {
      */
     public Builder detach(boolean detach) {
       this.detach = detach;
+      return this;
+    }
+
+    /**
+     * Who in the program asks ({@code owner}, 1 to 2^53 - 1): by default the thread that calls
+     * acquire. An acquire that could only wait for a hold of the same owner fails at once with
+     * {@link ErrorCode#WOULD_DEADLOCK}; other owners of the same client wait for each other.
+     *
+     * @param owner the owner, e.g. a task's id; 0 for the calling thread
+     * @return this builder
+     */
+    public Builder owner(long owner) {
+      this.owner = owner;
+      return this;
+    }
+
+    /**
+     * Whether a mutex or write hold this owner holds already is taken again ({@code
+     * reentrant}): the same {@link Lock}, one more acquire deep ({@link Lock#depth()}), let go
+     * of by as many releases (or try-with-resources blocks ending). Not with permits, shared or
+     * detach.
+     *
+     * @param reentrant true to take the owner's hold again
+     * @return this builder
+     */
+    public Builder reentrant(boolean reentrant) {
+      this.reentrant = reentrant;
       return this;
     }
 

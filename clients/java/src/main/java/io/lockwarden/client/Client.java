@@ -440,8 +440,14 @@ public final class Client implements AutoCloseable {
   private Connection.Pending<Lock> sendAcquire(String resource, AcquireOptions options) {
     Connection c = connection;
     long sent = System.nanoTime(); // the validity counts from here
-    return c.send("acquire", options.fields(resource), reply -> {
-      Lock lock = new Lock(this, Wire.string(reply, "resource"), reply, options, sent);
+    long owner = options.owner() != 0 ? options.owner() : Thread.currentThread().getId();
+    return c.send("acquire", options.fields(resource, owner), reply -> {
+      Lock again = options.reentrant() ? c.lock(Wire.string(reply, "token")) : null;
+      if (again != null) { // a reentrant hold taken again: the same lock, one more deep
+        again.reentered(reply, sent);
+        return again;
+      }
+      Lock lock = new Lock(this, Wire.string(reply, "resource"), reply, options, sent, owner);
       if (!lock.isDetached()) { // no lost comes for a lease, nor does close end it
         c.register(lock);
         if (lock.renews()) keeper.renewedLockAdded();
@@ -451,7 +457,13 @@ public final class Client implements AutoCloseable {
   }
 
   Connection.Pending<Void> sendRelease(String resource, String token) {
-    return connection.send("release", tokenFields("resource", resource, token), r -> null);
+    Connection c = connection;
+    return c.send("release", tokenFields("resource", resource, token), r -> {
+      Long left = Wire.optionalInteger(r, "depth");
+      Lock lock = left == null ? null : c.lock(token);
+      if (lock != null) lock.unwound(Math.toIntExact(left)); // a reentrant hold, still held
+      return null;
+    });
   }
 
   private Connection.Pending<Duration> sendExtend(String resource, String token, Duration ttl) {

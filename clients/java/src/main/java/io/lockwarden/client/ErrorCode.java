@@ -21,6 +21,8 @@ public enum ErrorCode {
   FORBIDDEN("forbidden"),
   /** The resource is in use as another kind, or as a semaphore of another size. */
   KIND_MISMATCH("kind_mismatch"),
+  /** This connection holds the resource already, so the acquire would wait for itself. */
+  WOULD_DEADLOCK("would_deadlock"),
   /** The agent is stopping; reconnect after a short delay. */
   SHUTTING_DOWN("shutting_down"),
   /** A bug or unexpected state in the agent (logged there). */

@@ -64,6 +64,9 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   private String lostReason;
   private boolean closed;
   private CompletableFuture<Void> releasing; // while RELEASING: settled once its reply came
+  private int depth = 1; // acquires of a reentrant hold not yet released
+  private boolean unwound; // the release on the wire left a reentrant hold held
+  private long owner; // as acquired (0: none sent), for a resume
   private final List<Consumer<? super Lock>> listeners = new ArrayList<>();
 
   /**
@@ -71,10 +74,11 @@ public sealed class Lock implements AutoCloseable permits Leadership {
    * {@code options}.
    */
   Lock(Client client, String resource, Map<String, Object> reply, AcquireOptions options,
-      long sentAt) throws Wire.ProtocolException {
+      long sentAt, long owner) throws Wire.ProtocolException {
     this(client, resource, reply, sentAt, options == null ? null : options.ttl(),
         options != null && options.renew(), options == null ? 0 : options.permits(),
         options != null && options.detach());
+    this.owner = owner;
   }
 
   /** A grant asked with ttl (null: the agent's default), renew, permits and detached. */
@@ -331,7 +335,7 @@ public sealed class Lock implements AutoCloseable permits Leadership {
     String reason;
     synchronized (mu) {
       if (closed || state == State.RELEASED) return;
-      closed = true;
+      closed = depth <= 1; // an inner block of a reentrant hold leaves the outer one to close
       reason = lostReason;
     }
     if (reason != null) throw lostError(reason);
@@ -373,6 +377,11 @@ public sealed class Lock implements AutoCloseable permits Leadership {
   void giveBack() {
     synchronized (mu) {
       if (state != State.HELD) return;
+      if (depth > 1) { // a reentrant acquire abandoned: its one acquire is given back
+        depth--;
+        client.sendRelease(resource, token);
+        return;
+      }
       state = State.RELEASED;
     }
     client.connection.forget(this);
@@ -429,7 +438,42 @@ public sealed class Lock implements AutoCloseable permits Leadership {
       f.put("permit", permit);
     }
     if (mode == Mode.SHARED) f.put("shared", true);
+    if (owner != 0) f.put("owner", owner);
+    synchronized (mu) { // one that ended is resumed only to be given back, in one release
+      if (depth > 1 && state == State.HELD) f.put("depth", depth);
+    }
     return f;
+  }
+
+  /**
+   * How many acquires the lock stands for: above 1 for a reentrant hold taken again ({@link
+   * AcquireOptions.Builder#reentrant(boolean)}), less one for each release.
+   *
+   * @return the depth, 1 for a lock taken once
+   */
+  public int depth() {
+    synchronized (mu) {
+      return depth;
+    }
+  }
+
+  /** A reentrant acquire, sent at {@code sentAt}, answered with this lock's grant again. */
+  void reentered(Map<String, Object> reply, long sentAt) throws Wire.ProtocolException {
+    Duration v = Wire.millis(reply, "validity_ms");
+    Long d = Wire.optionalInteger(reply, "depth");
+    synchronized (mu) {
+      depth = d == null ? depth + 1 : Math.toIntExact(d);
+    }
+    validity = v;
+    validFor(sentAt, v);
+  }
+
+  /** A release answered that the reentrant hold is still held, {@code left} acquires deep. */
+  void unwound(int left) {
+    synchronized (mu) {
+      depth = left;
+      if (state == State.RELEASING) unwound = true; // not a give-back's (giveBack)
+    }
   }
 
   /**
@@ -485,6 +529,14 @@ public sealed class Lock implements AutoCloseable permits Leadership {
 
   /** Applies the reply to a release: released, lost, or (the release failed) held again. */
   private void settle(Throwable error) {
+    synchronized (mu) {
+      if (error == null && unwound) { // one acquire of a reentrant hold released: still held
+        unwound = false;
+        releasing = null;
+        if (state == State.RELEASING) state = State.HELD;
+        return;
+      }
+    }
     ErrorCode code = error instanceof LockException ? ((LockException) error).code() : null;
     boolean gone = code == ErrorCode.NOT_HELD || code == ErrorCode.DISCONNECTED;
     // not_held: it had ended, and a lost event still on its way changes nothing now.

@@ -48,6 +48,36 @@ class LockTest extends Harness {
   }
 
   @Test
+  void aThreadAskingAgainIsWouldDeadlockOrReentrantAnotherThreadWaits() throws Exception {
+    Client a = client();
+    try (Lock lock = a.acquire("java:again", ttl(Duration.ofSeconds(10)).waitFor(WAIT_LONG)
+        .build())) {
+      expectCode(ErrorCode.WOULD_DEADLOCK, () -> a.acquire("java:again",
+          ttl(Duration.ofSeconds(10)).waitFor(Duration.ofSeconds(30)).build()));
+      try (Lock inner = a.acquire("java:again", ttl(Duration.ofSeconds(10)).waitFor(WAIT_LONG)
+          .reentrant(true).build())) {
+        assertSame(lock, inner);
+        assertEquals(2, lock.depth());
+      }
+      assertEquals(1, lock.depth());
+      assertFalse(lock.isLost());
+      assertEquals(List.of("java:again"), heldResources(a));
+      // Another thread of the same client is another owner: it waits for the hold.
+      CompletableFuture<Lock> other = CompletableFuture.supplyAsync(() -> {
+        try {
+          return a.acquire("java:again", ttl(Duration.ofSeconds(10))
+              .waitFor(Duration.ofSeconds(30)).build());
+        } catch (LockException e) {
+          throw new RuntimeException(e);
+        }
+      });
+      waitQueued(a, "java:again");
+      lock.release();
+      other.get(EVENT_WAIT.toMillis(), TimeUnit.MILLISECONDS).release();
+    }
+  }
+
+  @Test
   void timeoutWhenAnotherClientHoldsIt() throws Exception {
     Client a = client();
     Client b = client();
