@@ -152,4 +152,41 @@ class Leadership extends Lock {
   _resumeFields() { return { ...super._resumeFields(), election: true }; }
 }
 
-module.exports = { LockError, Lock, Leadership, emitEach, now };
+// Several locks taken at once (Client.acquireAll), held together: `locks` in their canonical
+// order (sorted), a Lock each. Emits 'lost' (reason) once one of them is lost, when `signal` is
+// aborted too and the others are released; release() releases them all.
+class LockSet extends EventEmitter {
+  constructor(locks) {
+    super();
+    this.locks = locks;
+    this.lost = null;
+    this._abort = new AbortController();
+    this.signal = this._abort.signal;
+    for (const lock of locks) lock.once('lost', (reason) => this._memberLost(lock, reason));
+  }
+
+  // The lock of `resource`.
+  get(resource) { return this.locks.find((l) => l.resource === resource); }
+
+  _memberLost(lock, reason) {
+    if (this.lost) return;
+    this.lost = reason;
+    this._abort.abort(lock._lostError());
+    for (const other of this.locks) other.release().catch(() => {}); // lost too, or gone
+    emitEach(this, 'lost', reason);
+  }
+
+  // Throws a LockError 'lost' if one of the locks was lost.
+  check() {
+    for (const lock of this.locks) lock.check();
+  }
+
+  // Releases every lock of the set; rejects with the first error after trying them all.
+  async release() {
+    const results = await Promise.allSettled(this.locks.map((l) => l.release()));
+    const failed = results.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+}
+
+module.exports = { LockError, Lock, LockSet, Leadership, emitEach, now };

@@ -120,6 +120,34 @@ export type LifetimeOptions =
  */
 export type AcquireOptions = AcquireBaseOptions & HoldOptions & LifetimeOptions;
 
+/** Options of Client.acquireAll: as acquire's, each applied to every resource. */
+export type AcquireAllOptions = Omit<AcquireBaseOptions, 'reentrant'> & HoldOptions & {
+  /** The agent extends every lock of the set every ttl/3 while this connection is open. */
+  renew?: boolean;
+};
+
+/**
+ * Several locks held together (Client.acquireAll): emits 'lost' (reason) once one of them is
+ * lost, when `signal` is aborted and the others are released.
+ */
+export declare class LockSet extends EventEmitter {
+  /** Made by Client.acquireAll. */
+  protected constructor();
+  /** A Lock per resource, in their canonical (sorted) order. */
+  readonly locks: Lock[];
+  /** Null while every lock is held, else why the first was lost. */
+  readonly lost: LostReason | null;
+  readonly signal: AbortSignal;
+  /** The lock of `resource`. */
+  get(resource: string): Lock | undefined;
+  /** Throws a LockError 'lost' if one of the locks was lost. */
+  check(): void;
+  /** Releases every lock of the set. */
+  release(): Promise<void>;
+  on(event: 'lost', listener: (reason: LostReason) => void): this;
+  once(event: 'lost', listener: (reason: LostReason) => void): this;
+}
+
 /** A granted lock; emits 'lost' (reason) when it ends without being released. */
 export declare class Lock extends EventEmitter {
   /** Locks are made by Client.acquire. */
@@ -333,6 +361,11 @@ export declare class Client extends EventEmitter {
 
   /** Takes a lock; rejects with a LockError (timeout, no_quorum, kind_mismatch, ...). */
   acquire(resource: string, options?: AcquireOptions): Promise<Lock>;
+  /**
+   * Takes every one of `resources` (2 to 16, distinct), all or none, within one waitMs, in one
+   * canonical order (so two such acquires never wait for each other in a cycle).
+   */
+  acquireAll(resources: string[], options?: AcquireAllOptions): Promise<LockSet>;
   /**
    * Releases a hold by token: this connection's, or a detached lease from any connection. A
    * lock still being resumed is given up instead (it stays on the masters until its ttl).

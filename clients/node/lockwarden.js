@@ -37,7 +37,7 @@
 
 const net = require('net');
 const { EventEmitter } = require('events');
-const { LockError, Lock, Leadership, emitEach, now } = require('./lock');
+const { LockError, Lock, LockSet, Leadership, emitEach, now } = require('./lock');
 const { mixInto: mixInResuming, RECONNECT_FIRST_MS } = require('./resume');
 
 const DEFAULT_SOCKET = '/run/lockwarden/lockwarden.sock';
@@ -277,6 +277,23 @@ class Client extends EventEmitter {
     return (await this.request('acquire', fields, { signal })).lock;
   }
 
+  // Takes every one of `resources` (2 to 16, distinct), all or none, within one waitMs: the
+  // agent takes them in one canonical order, so two such acquires never wait for each other in
+  // a cycle. Options as acquire's (not detach, reentrant). Resolves to a LockSet (a Lock each,
+  // held together: lost when one is lost); rejects as acquire does, naming the resource that
+  // could not be taken (none is held then).
+  async acquireAll(resources, {
+    ttlMs, waitMs = 0, renew = false, fence = false, permits, shared = false, owner, signal,
+  } = {}) {
+    const fields = { resources, wait_ms: waitMs, owner: owner ?? this._nextOwner++ };
+    if (ttlMs !== undefined) fields.ttl_ms = ttlMs;
+    if (renew) fields.renew = true;
+    if (fence) fields.fence = true;
+    if (permits !== undefined) fields.permits = permits;
+    if (shared) fields.shared = true;
+    return new LockSet((await this.request('acquire', fields, { signal })).locks);
+  }
+
   // Releases the hold of `token` on `resource`: this connection's, or a detached lease from any
   // connection (rejects not_held: no such hold; forbidden: another uid's lease). A lock still to
   // be resumed is given up instead: not resumed, it stays on the masters until its ttl runs out.
@@ -452,7 +469,16 @@ class Client extends EventEmitter {
     // Registered before any later line is read, so an event right behind the reply (`lost`,
     // `leader`) finds what it is for.
     const again = this._locks.get(msg.token);
-    if (pending.op === 'acquire' && again && pending.fields.reentrant) {
+    if (pending.op === 'acquire' && msg.resources) {
+      // Several resources: a Lock each, held on this connection like any other.
+      msg.locks = msg.resources.map((entry) => {
+        const lock = new Lock(this, entry, false, pending.fields);
+        lock._validUntil = pending.sent + entry.validity_ms;
+        this._locks.set(entry.token, lock);
+        return lock;
+      });
+      this._scheduleHeld();
+    } else if (pending.op === 'acquire' && again && pending.fields.reentrant) {
       // A reentrant hold taken again: the same Lock, one more acquire deep.
       again.depth = msg.depth;
       again.validityMs = msg.validity_ms;
@@ -525,7 +551,9 @@ class Client extends EventEmitter {
   // Ends what the reply of an abandoned request granted: nobody holds it to end it later.
   _giveBack(pending, msg) {
     const ignore = () => {};
-    if (pending.op === 'acquire') this.release(msg.resource, msg.token).catch(ignore);
+    if (pending.op === 'acquire') {
+      for (const g of msg.resources ?? [msg]) this.release(g.resource, g.token).catch(ignore);
+    }
     else if (pending.op === 'campaign') this.resign(msg.name, msg.token).catch(ignore);
     else if (pending.op === 'observe') {
       // The agent now follows the name from this reply on. An Observation of it already here
@@ -545,5 +573,5 @@ class Client extends EventEmitter {
 mixInResuming(Client);
 
 module.exports = {
-  Client, Lock, Leadership, Observation, LockError, defaultSocket, DEFAULT_SOCKET,
+  Client, Lock, LockSet, Leadership, Observation, LockError, defaultSocket, DEFAULT_SOCKET,
 };

@@ -87,6 +87,13 @@ export async function locks(): Promise<void> {
   console.log(depth, left);
   // @ts-expect-error an owner is a number
   await client.acquire('db', { owner: 'me' });
+  // Several resources: a LockSet.
+  const set = await client.acquireAll(['db', 'cache'], { ttlMs: 5000, renew: true });
+  const members: Lock[] = set.locks;
+  set.on('lost', (reason: LostReason) => console.log(reason, members.length, set.get('db')?.token));
+  await set.release();
+  // @ts-expect-error a set is not reentrant
+  await client.acquireAll(['db', 'cache'], { reentrant: true });
   // @ts-expect-error a Lock's token is read-only
   lock.token = 'x';
   // @ts-expect-error locks are made by Client.acquire

@@ -192,6 +192,7 @@ void Agent::HoldForHandOver() {
   upgrade_->held = true;
   upgrade_->held_at = Clock::now();
   server_.Hold(true);
+  service_->DropPartialAcquires();  // asked again whole, by whichever process serves next
   const size_t dropped = engine_->DropWaiters();
   spdlog::info("upgrade: pid {} (version {}) is ready; requests held, {} waiter(s) to be asked "
                "again there", upgrade_->child_pid, upgrade_->child_version, dropped);

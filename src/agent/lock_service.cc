@@ -14,13 +14,18 @@
 namespace lw {
 namespace {
 
-// The lock a request takes, for the access rules and max_locks_per_session: an acquire's or a
-// resume's resource, a campaign's election.
-const std::string* LockTaken(const protocol::Op& op) {
-  if (const auto* acquire = std::get_if<protocol::AcquireRequest>(&op)) return &acquire->resource;
-  if (const auto* resume = std::get_if<protocol::ResumeRequest>(&op)) return &resume->resource;
-  if (const auto* campaign = std::get_if<protocol::CampaignRequest>(&op)) return &campaign->name;
-  return nullptr;
+// The locks a request takes, for the access rules and max_locks_per_session: an acquire's
+// resource (or resources), a resume's, a campaign's election.
+std::vector<const std::string*> LocksTaken(const protocol::Op& op) {
+  if (const auto* acquire = std::get_if<protocol::AcquireRequest>(&op)) {
+    if (acquire->resources.empty()) return {&acquire->resource};
+    std::vector<const std::string*> out;
+    for (const auto& r : acquire->resources) out.push_back(&r);
+    return out;
+  }
+  if (const auto* resume = std::get_if<protocol::ResumeRequest>(&op)) return {&resume->resource};
+  if (const auto* campaign = std::get_if<protocol::CampaignRequest>(&op)) return {&campaign->name};
+  return {};
 }
 
 }  // namespace
@@ -46,6 +51,7 @@ void LockService::Closed(SessionId session) {
   if (s == nullptr) return;
   Undetaching(s->ids.uid, s->detaching);
   if (options_.elections != nullptr) options_.elections->CloseSession(session);
+  multis_.erase(session);  // their grants end with the session's locks
   engine_.CloseSession(session);
   sessions_.Erase(session);
 }
@@ -64,6 +70,7 @@ bool LockService::Answered(SessionId session) const {
 
 template <>
 void LockService::Handle(SessionId sid, const Id& id, const protocol::AcquireRequest& op) {
+  if (!op.resources.empty()) return AcquireAll(sid, id, op);
   ClientSession& s = *sessions_.Find(sid);  // Line found it
   if (op.detach) {
     ++s.detaching;
@@ -292,9 +299,10 @@ std::optional<Failure> LockService::Refusal(ClientSession& s, const protocol::Re
                        " requests of this connection are still unanswered "
                        "(max_inflight_per_session); read the replies before sending more"};
   }
-  const std::string* resource = LockTaken(request.op);
-  if (resource == nullptr) return std::nullopt;
-  if (!options_.access.Allows(s.ids, *resource)) {
+  const auto taken = LocksTaken(request.op);
+  if (taken.empty()) return std::nullopt;
+  for (const std::string* resource : taken) {
+    if (options_.access.Allows(s.ids, *resource)) continue;
     stats_.access_denied.Inc();
     // One warning per session: a client retrying in a loop must not flood the log.
     if (!s.denied_logged) {
@@ -308,10 +316,11 @@ std::optional<Failure> LockService::Refusal(ClientSession& s, const protocol::Re
                     nlohmann::json(*resource).dump());
     }
     return Failure{ErrorCode::kForbidden,
-                   "uid " + std::to_string(s.peer.uid) + " may not lock this resource: no "
-                   "access rule of the agent allows it"};
+                   "uid " + std::to_string(s.peer.uid) + " may not lock " +
+                       (taken.size() > 1 ? nlohmann::json(*resource).dump() : "this resource") +
+                       ": no access rule of the agent allows it"};
   }
-  if (options_.max_locks > 0 && s.locks.commitments() >= options_.max_locks) {
+  if (options_.max_locks > 0 && s.locks.commitments() + taken.size() > options_.max_locks) {
     stats_.limit_refusals[Limit::kLocksPerSession].Inc();
     return Failure{ErrorCode::kTooMany,
                    "this connection holds or awaits " + std::to_string(options_.max_locks) +

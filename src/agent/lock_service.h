@@ -92,6 +92,10 @@ class LockService final : public SessionHandler {
   // `upgrading`: the session whose upgrade request is answered through the next process (its
   // request stays in flight).
   bool Settled(SessionId upgrading) const;
+  // Lets go of what acquires of several resources still under way were granted so far, and
+  // forgets them: each is asked again whole (its line is one of the asks handed over). Called
+  // before the engine drops its waiters for an upgrade.
+  void DropPartialAcquires();
   // The state to hand over: each handed connection's holds, waiting asks (taken from it: they
   // are asked again by whichever process serves next) and observations; the detached leases.
   // fds: each connection's descriptor, indexed by SessionState::fd (the listener's is not in it).
@@ -166,6 +170,16 @@ class LockService final : public SessionHandler {
   template <class Request>
   void Handle(SessionId sid, const Id& id, const Request& op);
 
+  // ---- several resources at once (agent/service_multi.cc)
+  struct MultiAcquire;
+  // An acquire of op.resources: each in turn, in their (canonical) order, through the engine,
+  // within one wait; answered with every grant, or with the first failure after letting go of
+  // the grants so far.
+  void AcquireAll(SessionId sid, const Id& id, const protocol::AcquireRequest& op);
+  void NextOfAll(const std::shared_ptr<MultiAcquire>& m);
+  void LetGoOfAll(MultiAcquire& m);
+  void ForgetMulti(const std::shared_ptr<MultiAcquire>& m);
+
   // ---- detached leases (agent/detached_ops.cc)
   // A detached acquire refused by its uid's limit (counted), or nullopt. Constant time: the
   // uid's lease session counts its leases and its unanswered detached acquires.
@@ -204,6 +218,8 @@ class LockService final : public SessionHandler {
   ServiceOptions options_;
   RequestStats& stats_;
   DetachedLeases leases_;
+  // Acquires of several resources under way, by session.
+  std::unordered_map<SessionId, std::vector<std::shared_ptr<MultiAcquire>>> multis_;
 };
 
 // The election ops' handlers live in agent/election_ops.cc.

@@ -5,6 +5,7 @@
 //   JSON syntax -> object at top level -> id -> duplicate fields -> op -> unknown fields ->
 //   the op's own fields, in the order they are documented.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -155,6 +156,7 @@ class FieldReader {
   template <class Int>
   Problem Count(const std::string& name, const IntRule& rule, Int* out) const;
   bool Has(const std::string& name) const { return Find(name) != nullptr; }
+  const json* Raw(const std::string& name) const { return Find(name); }
 
  private:
   const json* Find(const std::string& name) const {
@@ -272,8 +274,40 @@ constexpr std::string_view kLongTtlHint =
     "is why it is small (docs/safety.md)";
 
 // One decoder per request type: its own fields, in the order they are documented.
+// "resources" of an acquire: 2..kMaxResourcesAtOnce distinct names, each by the resource-name
+// rules; kept sorted (the canonical order they are taken in).
+Problem ResourceList(const json& value, std::vector<std::string>* out) {
+  const std::string rule = "an array of 2 to " + std::to_string(kMaxResourcesAtOnce) +
+                           " distinct resource names";
+  if (!value.is_array() || value.size() < 2 || value.size() > kMaxResourcesAtOnce) {
+    return "field \"resources\" must be " + rule + "; got " + Describe(value);
+  }
+  for (size_t i = 0; i < value.size(); ++i) {
+    const json& item = value[i];
+    const auto problem = item.is_string() ? ResourceNameProblem(item.get_ref<const std::string&>())
+                                          : std::optional<std::string>("not a string");
+    if (problem) {
+      return "field \"resources\" item " + std::to_string(i) + " is refused: " + *problem + ". It must be " + rule;
+    }
+    out->push_back(item.get<std::string>());
+  }
+  std::sort(out->begin(), out->end());
+  if (std::adjacent_find(out->begin(), out->end()) != out->end()) {
+    return "field \"resources\" names " + json(*std::adjacent_find(out->begin(), out->end())).dump() +
+           " twice; it must be " + rule;
+  }
+  return std::nullopt;
+}
+
 Problem DecodeFields(const FieldReader& fields, const Limits& limits, AcquireRequest* request) {
-  if (auto p = fields.Resource(&request->resource)) return p;
+  if (const json* list = fields.Raw("resources")) {
+    if (fields.Has("resource")) {
+      return std::string("send \"resource\" for one lock or \"resources\" for several, not both");
+    }
+    if (auto p = ResourceList(*list, &request->resources)) return p;
+  } else if (auto p = fields.Resource(&request->resource)) {
+    return p;
+  }
   if (auto p = fields.Millis("ttl_ms", TtlRule(limits), &request->ttl_ms, kLongTtlHint)) return p;
   if (auto p = fields.Millis("wait_ms", AcquireWaitRule(limits), &request->wait_ms)) return p;
   if (auto p = fields.Flag("renew", false, &request->renew)) return p;

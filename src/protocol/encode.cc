@@ -1,6 +1,8 @@
 // Reply and event encoding. Keys are written in a fixed, documented order (id, ok, then the
 // payload) so that lines read well in logs and captures; clients must not depend on it.
 
+#include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 #include <string_view>
@@ -119,6 +121,36 @@ std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
     if (mode == HoldMode::kPermit) AppendInt(out, "permit", permit);
   }
   if (depth > 0) AppendInt(out, "depth", depth);
+  out += "}\n";
+  return out;
+}
+
+std::string EncodeAcquiredMany(const nlohmann::json& id, const std::vector<GrantOfMany>& grants,
+                               int64_t waited_ms) {
+  std::string out = SuccessPrefix(id);
+  out += ",\"resources\":[";
+  int64_t least = INT64_MAX;
+  for (size_t i = 0; i < grants.size(); ++i) {
+    const GrantOfMany& g = grants[i];
+    least = std::min(least, g.validity_ms);
+    out += i == 0 ? "{\"resource\":" : ",{\"resource\":";
+    AppendString(out, g.resource);
+    out += ",\"token\":";
+    AppendString(out, g.token);
+    AppendInt(out, "validity_ms", g.validity_ms);
+    AppendInt(out, "waited_ms", g.waited_ms);
+    if (g.fence) AppendInt(out, "fence", *g.fence);
+    if (g.mode != HoldMode::kExclusive) {
+      out += ",\"mode\":\"";
+      out += NameOf(g.mode);
+      out += '"';
+      if (g.mode == HoldMode::kPermit) AppendInt(out, "permit", g.permit);
+    }
+    out += '}';
+  }
+  out += ']';
+  AppendInt(out, "validity_ms", grants.empty() ? 0 : least);
+  AppendInt(out, "waited_ms", waited_ms);
   out += "}\n";
   return out;
 }

@@ -21,11 +21,15 @@ namespace lw::protocol {
 // Every request type names its op and the fields it accepts (id and op included); the Op
 // variant below is the one list of ops: the decoder's table and OpName derive from it, and the
 // agent's LockService has one handler per alternative.
+// The most resources one acquire takes at once ("resources").
+inline constexpr size_t kMaxResourcesAtOnce = 16;
+
 struct AcquireRequest {
   static constexpr std::string_view kName = "acquire";
   static constexpr std::string_view kFields[] = {"id",    "op",    "resource", "ttl_ms",
                                                  "wait_ms", "renew", "fence", "permits",
-                                                 "shared", "detach", "owner", "reentrant"};
+                                                 "shared", "detach", "owner", "reentrant",
+                                                 "resources"};
   std::string resource;
   int64_t ttl_ms = 0;
   int64_t wait_ms = 0;
@@ -41,6 +45,9 @@ struct AcquireRequest {
   // with `reentrant`, an exclusive one is taken again (its depth counts the acquires).
   uint64_t owner = 0;
   bool reentrant = false;
+  // Several resources at once (2..kMaxResourcesAtOnce, distinct), all or none, in this order:
+  // sorted bytewise (the canonical order every such acquire takes them in). Empty: `resource`.
+  std::vector<std::string> resources;
   bool operator==(const AcquireRequest&) const = default;
 };
 struct ReleaseRequest {
@@ -242,6 +249,20 @@ std::string EncodeAcquired(const nlohmann::json& id, std::string_view resource,
                            std::string_view token, int64_t validity_ms, int64_t waited_ms,
                            std::optional<int64_t> fence = std::nullopt,
                            HoldMode mode = HoldMode::kExclusive, int permit = -1, int depth = 0);
+// One grant of an acquire of several resources.
+struct GrantOfMany {
+  std::string resource;
+  std::string token;
+  int64_t validity_ms = 0;  // left as the reply is written
+  int64_t waited_ms = 0;
+  std::optional<int64_t> fence;
+  HoldMode mode = HoldMode::kExclusive;
+  int permit = -1;
+};
+// {"ok":true,"resources":[{resource, token, validity_ms, waited_ms, fence?, mode?, permit?}...],
+// "validity_ms": the least of theirs, "waited_ms": the whole acquire's}.
+std::string EncodeAcquiredMany(const nlohmann::json& id, const std::vector<GrantOfMany>& grants,
+                               int64_t waited_ms);
 // A release of a reentrant hold that leaves it held: {"ok":true,"depth":n}, n acquires left.
 std::string EncodeUnwound(const nlohmann::json& id, int depth);
 std::string EncodeExtended(const nlohmann::json& id, int64_t validity_ms);

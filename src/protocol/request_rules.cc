@@ -19,6 +19,11 @@ std::optional<std::string> SharedConflict(const AcquireRequest& request, bool sh
 }
 
 std::optional<std::string> DetachConflict(const AcquireRequest& request) {
+  if (!request.resources.empty() && (request.detach || request.reentrant)) {
+    return std::string(
+        "field \"resources\" cannot go with \"detach\" or \"reentrant\": several resources "
+        "are held by this connection, each taken once");
+  }
   if (request.reentrant && (request.detach || request.permits > 0 || request.shared)) {
     return std::string(
         "field \"reentrant\" is for a mutex or a write hold held by this connection: it "

@@ -311,7 +311,7 @@ class ClientsTest : public ::testing::Test {
 // Each client's clients/<language>/test.sh runs that language's own test runner.
 TEST_F(ClientsTest, Python) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/python"), 0);
-  EXPECT_NE(output_.find("Ran 56 tests"), std::string::npos);
+  EXPECT_NE(output_.find("Ran 59 tests"), std::string::npos);
   EXPECT_EQ(output_.find("skipped"), std::string::npos);
   // unittest -v: "test_x (test_sync.SyncTest.test_x) ... ok"
   ExpectCoveragePassed("Python", "... ok");
@@ -321,7 +321,7 @@ TEST_F(ClientsTest, Python) {
 
 TEST_F(ClientsTest, Node) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/node"), 0);
-  EXPECT_NE(output_.find("\n# pass 32\n"), std::string::npos);
+  EXPECT_NE(output_.find("\n# pass 33\n"), std::string::npos);
   EXPECT_NE(output_.find("\n# skipped 0\n"), std::string::npos);
   ExpectCoveragePassed("Node", "^ok ");  // TAP: "ok 3 - NAME", "not ok" is a failure
   ExpectEveryAction();
@@ -329,7 +329,7 @@ TEST_F(ClientsTest, Node) {
 
 TEST_F(ClientsTest, Go) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/go"), 0);
-  EXPECT_EQ(Count(output_, "--- PASS"), 30);
+  EXPECT_EQ(Count(output_, "--- PASS"), 31);
   EXPECT_EQ(output_.find("--- SKIP"), std::string::npos);
   ExpectCoveragePassed("Go", "--- PASS: ");
   ExpectEveryAction();
@@ -339,7 +339,7 @@ TEST_F(ClientsTest, Java) {
   // clients/java/test.sh builds the jar with javac and with Maven (offline, Debian's repository)
   // and runs the JUnit 5 suite with Debian's console launcher.
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/java"), 0);
-  EXPECT_NE(output_.find(" 43 tests successful "), std::string::npos);
+  EXPECT_NE(output_.find(" 44 tests successful "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests failed "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests skipped "), std::string::npos);
   EXPECT_NE(output_.find(" 0 tests aborted "), std::string::npos);

@@ -62,11 +62,15 @@ const { values: opts } = parseArgs({
     writers: { type: 'string', default: '2' },
     // Clients of a plain (unfenced) mutex, m0.
     'mutex-clients': { type: 'string', default: '4' },
+    // Clients taking two of three mutexes (t0, t1, t2) at once.
+    'set-clients': { type: 'string', default: '4' },
     // The election workload: candidates campaigning for a few names, observers watching them.
     candidates: { type: 'string', default: '6' },
     observers: { type: 'string', default: '3' },
     // The share of exclusive acquires (register clients', writers') made detached leases.
     'detach-share': { type: 'string', default: '0.25' },
+    // The share of the plain mutex's and the writers' holds taken twice, reentrantly.
+    'reentrant-share': { type: 'string', default: '0.3' },
     // The SIGSTOP holders fault (a mutex, semaphore, read and write holder and a leader, each
     // stopped past its validity); on in both modes.
     'stop-holders': { type: 'boolean', default: true },
@@ -134,11 +138,18 @@ const cfg = {
       acquire: { shared: true }, holdMaxMs: 100, holdShareMax: 0.1, idleMaxMs: 20 },
     { kind: 'write', prefix: 'wr', clients: Number(opts.writers), resource: 'w0',
       acquire: {}, holdMaxMs: 20, holdShareMax: 0, idleMaxMs: 200 },
+    // Sets: two of three mutexes at once (docs/safety.md §13), named in a random order, each
+    // grant judged as a mutex hold of its own; against each other, never deadlocked.
+    { kind: 'mutex', prefix: 'set', clients: Number(opts['set-clients']),
+      resources: ['t0', 't1', 't2'], several: 2, acquire: {}, holdMaxMs: 30, holdShareMax: 0.2,
+      idleMaxMs: 0, detachShare: 0 },
   ],
   minHoldsShort: 50, // of each kind that has clients
   // Exclusive acquires made detached leases (client.mjs detachShare): released by token through
   // another connection, the acquiring connection closed right after the grant half the time.
   detachShare: Number(opts['detach-share']),
+  // Exclusive holds of the hold clients taken twice by one owner (client.mjs reentrantShare).
+  reentrantShare: Number(opts['reentrant-share']),
   // The election workload (candidate.mjs): candidate j on agent (j + 2) mod agents, campaigning
   // for a random name each term; one observer per agent (up to `observers`). A leader acts in
   // stretches of up to 60% of the validity left, extends by token (30% after each stretch, at
@@ -197,7 +208,7 @@ async function startClients(agents, registerSocket) {
   const common = {
     ttlMinMs: cfg.ttlMinMs, ttlMaxMs: cfg.ttlMaxMs, waitMs: cfg.waitMs,
     minValidityLeftMs: cfg.minValidityLeftMs, holdMaxMs: cfg.holdMaxMs,
-    detachShare: cfg.detachShare,
+    detachShare: cfg.detachShare, reentrantShare: cfg.reentrantShare,
   };
   const spawn = async (script, name, agent, config, register, kind) => {
     // Detached leases are released through the next agent half the time (client.mjs).
@@ -222,7 +233,8 @@ async function startClients(agents, registerSocket) {
   for (const k of cfg.holdKinds) {
     for (let j = 0; j < k.clients; j++) {
       await spawn(clientScript, `${k.prefix}${j}`, agents[(j + 1) % agents.length], {
-        ...common, resources: [k.resource], acquire: k.acquire, holdMaxMs: k.holdMaxMs,
+        ...common, resources: k.resources ?? [k.resource], several: k.several,
+        acquire: k.acquire, holdMaxMs: k.holdMaxMs,
         holdShareMax: k.holdShareMax, idleMaxMs: k.idleMaxMs,
         detachShare: k.detachShare ?? common.detachShare,
       }, false, CONTENDS_AS[k.kind]);
@@ -263,9 +275,11 @@ function holdProblems(register, mastersStarted) {
   }
   const modes = { mutex: 'exclusive', semaphore: 'permit', read: 'shared', write: 'exclusive' };
   for (const k of cfg.holdKinds) {
-    const n = holds.filter((g) => g.mode === modes[k.kind] && g.resource === k.resource).length;
+    const mine = k.resources ?? [k.resource];
+    const n = holds.filter((g) => g.mode === modes[k.kind] && mine.includes(g.resource)).length;
     if (k.clients > 0 && n < cfg.minHoldsShort) {
-      problems.push(`only ${n} ${k.kind} holds (short mode wants >= ${cfg.minHoldsShort})`);
+      problems.push(`only ${n} ${k.kind} holds of ${mine} (short mode wants >= ` +
+        `${cfg.minHoldsShort})`);
     }
   }
   return problems;

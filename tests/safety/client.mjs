@@ -19,6 +19,14 @@
 // another agent, and half the time the connection that acquired it is closed right after the grant
 // (the lease must outlive it: if it did not, another client would be granted the lock while
 // this one still holds it, which checks 2 and 7 see).
+// reentrantShare: the share of a hold client's exclusive holds taken twice by one owner
+// ("owner", "reentrant": true; docs/safety.md §12): held two acquires deep, released once halfway
+// through the hold (the agent must answer depth 1 and keep it held: if it let go, another client
+// would be granted the lock while this one still holds it, which the checks see), then again.
+// several: a hold client's acquires take that many of its resources at once ("resources", all or
+// none, docs/safety.md §13), named in a random order (the agent takes them in its canonical
+// one); each grant is a hold record of its own (type "hold", exclusive, `set` the count), so
+// checks 2 and 7 judge each resource's exclusion as for single holds.
 // The hold (register clients: between read and write): up to holdMaxMs, plus, when
 // holdShareMax > 0, up to that share of the validity left (a slow holder, still within its
 // lock, when a fault strikes).
@@ -57,11 +65,13 @@ async function releaserConnection(socket) {
 
 // An exclusive acquire (a register client's, a writer's) may be a detached lease.
 const mayDetach = !cfg.acquire || (!('permits' in cfg.acquire) && !cfg.acquire.shared);
+// The owner of reentrant holds (any number: one connection, one owner).
+const OWNER = 1;
 
 // acquire → {ok, reply, tGranted} or {ok: false, error}
-async function acquire(conn, resource, ttlMs, detach) {
+async function acquire(conn, resource, ttlMs, detach, extra = {}) {
   const tRequested = nowUs();
-  const kind = { ...(cfg.acquire ?? { fence: true }), ...(detach ? { detach: true } : {}) };
+  const kind = { ...(cfg.acquire ?? { fence: true }), ...(detach ? { detach: true } : {}), ...extra };
   try {
     const reply = await conn.call(
       { op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: cfg.waitMs, ...kind },
@@ -85,6 +95,7 @@ async function acquire(conn, resource, ttlMs, detach) {
 async function resumeIfGone(conn, resource, ttlMs, record) {
   if (!conn.closed || record.detached) return null;
   const ask = { op: 'resume', resource, token: record.token, ttl_ms: ttlMs };
+  if (record.depth) Object.assign(ask, { owner: OWNER, depth: record.depth });
   if (record.mode === 'permit') Object.assign(ask, { permits: record.permits, permit: record.permit });
   if (record.mode === 'shared') ask.shared = true;
   if (Number.isSafeInteger(record.fence)) ask.fence = record.fence;
@@ -116,9 +127,9 @@ async function release(conn, resource, token, record) {
 // One acquire of a cycle: the grant {reply, tRequested, tGranted, detached}, or null (the
 // failure sent). A detached lease's acquiring connection is closed right after the grant half
 // the time.
-async function acquireOrReport(conn, resource, ttlMs) {
-  const detach = mayDetach && cfg.detachShare > 0 && random() < cfg.detachShare;
-  const got = await acquire(conn, resource, ttlMs, detach);
+async function acquireOrReport(conn, resource, ttlMs, extra = {}) {
+  const detach = !extra.owner && mayDetach && cfg.detachShare > 0 && random() < cfg.detachShare;
+  const got = await acquire(conn, resource, ttlMs, detach, extra);
   if (got.ok) {
     got.detached = detach;
     if (detach && random() < 0.5) {
@@ -127,14 +138,7 @@ async function acquireOrReport(conn, resource, ttlMs) {
     }
     return got;
   }
-  send({ type: 'failure', error: got.error, message: got.message, resource,
-    t_requested: got.tRequested, t: nowUs() });
-  // Refusals that no fault explains: the run is wrong, not the lock.
-  if (got.error === 'bad_request' || got.error === 'kind_mismatch') {
-    console.error(`${name}: the agent refused the request (${got.error}): ${got.message}`);
-    process.exit(2);
-  }
-  if (got.error !== 'timeout') await pause(randInt(10, 50));
+  await reportFailure(got, resource);
   return null;
 }
 
@@ -142,9 +146,35 @@ async function acquireOrReport(conn, resource, ttlMs) {
 const detachedFields = (got) =>
   (got.detached ? { detached: true, acquiring_closed: !!got.acquiringClosed } : {});
 
+// A reentrant hold's second acquire, and later its first release: the record says what the agent
+// answered (depth 2, then depth 1 and still held); anything else of an ok reply is a bug.
+async function reenter(conn, resource, ttlMs, record) {
+  const again = await conn.call({ op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: 0,
+    owner: OWNER, reentrant: true }, { timeoutMs: 5000 }).catch(() => ({ error: 'disconnected' }));
+  if (again.ok && (again.token !== record.token || again.depth !== 2)) {
+    console.error(`${name}: a reentrant acquire answered ${JSON.stringify(again)}`);
+    process.exit(2);
+  }
+  record.reentered = again.ok ? 'ok' : again.error;
+  if (again.ok) record.depth = 2;
+}
+async function unwind(conn, resource, record) {
+  if (record.depth !== 2 || conn.closed) return;
+  const rel = await conn.call({ op: 'release', resource, token: record.token },
+    { timeoutMs: 5000 }).catch(() => ({ error: 'disconnected' }));
+  if (rel.ok && rel.depth !== 1) {
+    console.error(`${name}: the first release of a 2-deep hold answered ${JSON.stringify(rel)}`);
+    process.exit(2);
+  }
+  record.unwound = rel.ok ? 'ok' : rel.error;
+  if (rel.ok) record.depth = 1;
+}
+
 // A hold client's cycle: the grant, the hold, the release, the record of when it was held.
 async function holdCycle(conn, resource, ttlMs) {
-  const got = await acquireOrReport(conn, resource, ttlMs);
+  const reentrant = mayDetach && cfg.reentrantShare > 0 && random() < cfg.reentrantShare;
+  const got = await acquireOrReport(conn, resource, ttlMs,
+    reentrant ? { owner: OWNER, reentrant: true } : {});
   if (!got) return;
   const { reply, tRequested, tGranted } = got;
   const validityEndUs = validityEndOf(reply, tRequested, tGranted);
@@ -165,7 +195,12 @@ async function holdCycle(conn, resource, ttlMs) {
     { op: 'holding', client: name, resource, token: reply.token, validity_end_us: validityEndUs },
     { timeoutMs: 120000 },
   );
+  if (reentrant) await reenter(conn, resource, ttlMs, record);
   await holdFor(validityEndUs);
+  if (reentrant) {
+    await unwind(conn, resource, record);
+    await holdFor(validityEndUs); // still held, one acquire deep
+  }
   const resumed = await resumeIfGone(conn, resource, ttlMs, record);
   if (resumed) await holdFor(record.validity_end);
   record.t_exit = nowUs();
@@ -173,11 +208,74 @@ async function holdCycle(conn, resource, ttlMs) {
   send(record);
 }
 
+// The failure of an acquire, sent; a refusal that no fault explains ends the run.
+async function reportFailure(got, resource) {
+  send({ type: 'failure', error: got.error, message: got.message, resource,
+    t_requested: got.tRequested, t: nowUs() });
+  if (got.error === 'bad_request' || got.error === 'kind_mismatch') {
+    console.error(`${name}: the agent refused the request (${got.error}): ${got.message}`);
+    process.exit(2);
+  }
+  if (got.error !== 'timeout') await pause(randInt(10, 50));
+}
+
+// A set client's cycle: several resources at once, held, released; a record per resource.
+async function setCycle(conn, ttlMs) {
+  const names = [...cfg.resources];
+  for (let i = names.length - 1; i > 0; i--) {
+    const j = randInt(0, i);
+    [names[i], names[j]] = [names[j], names[i]];
+  }
+  names.length = cfg.several;
+  const tRequested = nowUs();
+  let reply;
+  try {
+    reply = await conn.call({ op: 'acquire', resources: names, ttl_ms: ttlMs, wait_ms: cfg.waitMs },
+      { timeoutMs: cfg.waitMs + 5000 });
+  } catch (err) {
+    const error = conn.closed ? 'disconnected' : 'no_reply';
+    conn.close();
+    return reportFailure({ error, message: err.message, tRequested }, names.join('+'));
+  }
+  const tGranted = nowUs();
+  if (!reply.ok) return reportFailure({ ...reply, tRequested }, names.join('+'));
+  const sorted = [...names].sort();
+  if (JSON.stringify(reply.resources.map((g) => g.resource)) !== JSON.stringify(sorted)) {
+    console.error(`${name}: asked for ${names}, granted ${JSON.stringify(reply)}`);
+    process.exit(2);
+  }
+  const records = reply.resources.map((g) => ({
+    type: 'hold', agent: agentLabel, resource: g.resource, token: g.token, mode: 'exclusive',
+    ttl_ms: ttlMs, validity_ms: g.validity_ms, waited_ms: reply.waited_ms, set: names.length,
+    t_requested: tRequested, t_granted: tGranted,
+    // Each validity is what was left as the reply was written, at the end of the whole wait.
+    validity_end: validityEndOf({ validity_ms: g.validity_ms, waited_ms: reply.waited_ms },
+      tRequested, tGranted),
+  }));
+  for (const r of records) {
+    await register.call({ op: 'holding', client: name, resource: r.resource, token: r.token,
+      validity_end_us: r.validity_end }, { timeoutMs: 120000 });
+  }
+  await holdFor(Math.min(...records.map((r) => r.validity_end)));
+  let via = conn;
+  for (const r of records) via = (await resumeIfGone(conn, r.resource, ttlMs, r)) ?? via;
+  const tExit = nowUs();
+  for (const r of records) {
+    r.t_exit = tExit;
+    await release(via, r.resource, r.token, r);
+    send(r);
+  }
+}
+
 async function cycle() {
   const conn = await agent.get();
   if (!conn) return;
   const resource = cfg.resources[randInt(0, cfg.resources.length - 1)];
   const ttlMs = randInt(cfg.ttlMinMs, cfg.ttlMaxMs);
+  if (cfg.several) {
+    await setCycle(conn, ttlMs);
+    return;
+  }
   if (cfg.acquire) {
     await holdCycle(conn, resource, ttlMs);
     return;

@@ -47,7 +47,8 @@ export function summaryLines(h, checks, problems, mode) {
   const holds = h.holds ?? [];
   if (holds.length) {
     const kinds = cfg.holdKinds.filter((k) => k.clients > 0)
-      .map((k) => `${k.clients} ${k.kind} on ${k.resource}${k.acquire.permits ? ` (K=${k.acquire.permits})` : ''}`);
+      .map((k) => `${k.clients} ${k.kind} on ${k.resources ? `${k.several} of ${k.resources} at once` : k.resource}` +
+        `${k.acquire.permits ? ` (K=${k.acquire.permits})` : ''}`);
     out.push(`holds: ${holds.length} (${list(countBy(holds, (g) => g.mode))}); clients: ${kinds.join(', ')}`);
     out.push(`  by agent: ${list(countBy(holds, (g) => g.agent))}`);
   }
@@ -73,6 +74,14 @@ export function summaryLines(h, checks, problems, mode) {
       `acquiring connection closed right after the grant: ` +
       `${detached.filter((g) => g.acquiring_closed).length}; released through another connection: ` +
       `${list(countBy(detached, (g) => g.release))}`);
+  }
+  const sets = holds.filter((g) => g.set);
+  if (sets.length) out.push(`holds taken several at once: ${sets.length}`);
+  const reentered = holds.filter((g) => g.reentered);
+  if (reentered.length) {
+    out.push(`reentrant holds: ${reentered.length} taken twice by one owner (second acquire: ` +
+      `${list(countBy(reentered, (g) => g.reentered))}; first release, leaving it held: ` +
+      `${list(countBy(reentered, (g) => g.unwound ?? 'not sent'))})`);
   }
   const resumes = [...h.grants, ...holds].filter((g) => g.resumed || g.resume_refused);
   if (resumes.length) {

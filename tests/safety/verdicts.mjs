@@ -34,7 +34,8 @@ export const exclusiveKinds = (...grants) =>
 // The resources of the plain mutex's hold clients (checker.mjs holdKinds), whose holds check 7
 // judges as a mutex's, not a read-write lock's.
 export const mutexResources = (h) =>
-  new Set((h.cfg.holdKinds ?? []).filter((k) => k.kind === 'mutex').map((k) => k.resource));
+  new Set((h.cfg.holdKinds ?? []).filter((k) => k.kind === 'mutex')
+    .flatMap((k) => k.resources ?? [k.resource]));
 
 const allSafe = Object.fromEntries(KINDS.map((k) => [k, SAFE]));
 // A clock jump forward on a master expires its keys early: a holder left with fewer than a

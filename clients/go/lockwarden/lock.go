@@ -42,7 +42,8 @@ const (
 
 // Acquire takes the lock on resource. Errors: *Error with CodeTimeout (someone else held it for
 // all of Wait), CodeNoQuorum (masters unavailable), CodeKindMismatch, CodeBadRequest, ...
-func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lock, error) {
+// acquireFields are an acquire's fields for o (an owner of its own unless o names one).
+func (c *Client) acquireFields(resource string, o AcquireOptions) (map[string]any, error) {
 	owner := o.Owner
 	if owner == 0 {
 		c.mu.Lock()
@@ -71,6 +72,14 @@ func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions)
 	}
 	if o.Detach {
 		f["detach"] = true
+	}
+	return f, nil
+}
+
+func (c *Client) Acquire(ctx context.Context, resource string, o AcquireOptions) (*Lock, error) {
+	f, err := c.acquireFields(resource, o)
+	if err != nil {
+		return nil, err
 	}
 	r, err := c.request(ctx, "acquire", f)
 	if err != nil {

@@ -73,6 +73,7 @@ type reply struct {
 	Mode       string          `json:"mode"`
 	Permit     *int            `json:"permit"`
 	Depth      int             `json:"depth"`
+	Resources  []reply         `json:"resources"` // an acquire of several: each one's grant
 	Locks      json.RawMessage `json:"locks"`
 	Name       string          `json:"name"`
 	Term       int64           `json:"term"`
@@ -80,6 +81,7 @@ type reply struct {
 	Missed     bool            `json:"missed"`
 	raw        []byte
 	lock       *Lock        // set by the reader for a successful acquire or campaign
+	locks      []*Lock      // set by the reader for a successful acquire of several resources
 	obs        *Observation // set by the reader for a successful observe
 }
 
@@ -440,7 +442,11 @@ func (c *Client) dispatch(l *link, r *reply) {
 	// Registered before the next line is read, so an event right behind the reply (`lost`,
 	// `leader`) finds what it is for.
 	ok := r.Ok != nil && *r.Ok
-	if again := c.locks[r.Token]; ok && p.op == "acquire" && again != nil && p.fields["reentrant"] == true {
+	if ok && p.op == "acquire" && len(r.Resources) > 0 {
+		if c.grantedAll(l, p, r) {
+			return
+		}
+	} else if again := c.locks[r.Token]; ok && p.op == "acquire" && again != nil && p.fields["reentrant"] == true {
 		// A reentrant hold taken again: the same Lock, one more acquire deep.
 		again.reentered(r.Depth, p.sent, validUntil)
 		r.lock = again

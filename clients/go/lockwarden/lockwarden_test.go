@@ -397,3 +397,40 @@ func TestAnOwnerAskingAgainIsWouldDeadlockOrReentrantOthersWait(t *testing.T) {
 		t.Fatal("the other acquire was never granted")
 	}
 }
+
+func TestSeveralResourcesAreTakenAllOrNoneAndHeldTogether(t *testing.T) {
+	a, b := clients(t)
+	ctx := context.Background()
+	set, err := a.AcquireAll(ctx, []string{"go:set-b", "go:set-a"}, AcquireOptions{TTL: time.Second, Wait: waitLong})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Locks) != 2 || set.Locks[0].Resource != "go:set-a" || set.Locks[1].Resource != "go:set-b" ||
+		set.Locks[0].Token == set.Locks[1].Token {
+		t.Fatalf("want a lock each in canonical order: %+v", set.Locks)
+	}
+	_, err = b.AcquireAll(ctx, []string{"go:set-c", "go:set-b"}, AcquireOptions{TTL: 10 * time.Second, Wait: 200 * time.Millisecond})
+	wantCode(t, err, CodeTimeout)
+	if h := held(t, b); len(h) != 0 {
+		t.Fatalf("all or none: %+v", h)
+	}
+	// Lost together: go:set-a expires (not renewed), the set lets go of go:set-b.
+	if _, err := set.Lock("go:set-b").Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-set.Lost():
+	case <-time.After(eventWait):
+		t.Fatal("the set was never lost")
+	}
+	if set.LostReason() != "expired" {
+		t.Fatalf("lost: %q", set.LostReason())
+	}
+	deadline := time.Now().Add(eventWait)
+	for len(held(t, a)) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the set's other lock is still held")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -51,6 +51,29 @@ describe('owners', () => {
   });
 });
 
+describe('several resources', () => {
+  const c = clientPair();
+
+  test('several resources are taken all or none and held together', limit, async () => {
+    const locks = await c.a.acquireAll(['js:set-b', 'js:set-a'], { ttlMs: 10000, waitMs: WAIT_MS });
+    assert.deepEqual(locks.locks.map((l) => l.resource), ['js:set-a', 'js:set-b']);
+    assert.notEqual(locks.locks[0].token, locks.locks[1].token);
+    await rejectsWith(c.b.acquireAll(['js:set-c', 'js:set-b'], { ttlMs: 10000, waitMs: 200 }),
+      'timeout');
+    assert.deepEqual(await c.b.held(), [], 'all or none: js:set-c is not held either');
+    // Lost together: js:set-a expires (not renewed), the set lets go of js:set-b.
+    await locks.get('js:set-b').extend(10000);
+    const lost = new Promise((resolve) => locks.once('lost', resolve));
+    assert.equal(await lost, 'expired');
+    assert.equal(locks.signal.aborted, true);
+    for (;;) {
+      if ((await c.a.held()).length === 0) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(locks.get('js:set-b').released, true);
+  });
+});
+
 describe('read-write', () => {
   const c = clientPair();
 

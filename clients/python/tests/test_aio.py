@@ -86,6 +86,16 @@ class AioTest(unittest.IsolatedAsyncioTestCase):
         self.assertTrue(lock.released)
         await (await asyncio.wait_for(other, EVENT_S)).release()
 
+    async def test_several_resources_are_taken_all_or_none_and_held_together(self):
+        async with await self.a.acquire_all(["pya:set-b", "pya:set-a"], ttl_ms=10000,
+                                            wait_ms=WAIT_MS) as locks:
+            self.assertEqual([l.resource for l in locks.locks], ["pya:set-a", "pya:set-b"])
+            with self.assertRaises(lockwarden.LockError) as cm:
+                await self.b.acquire_all(["pya:set-a", "pya:set-c"], ttl_ms=10000, wait_ms=200)
+            self.assertEqual(cm.exception.code, "timeout")
+            self.assertEqual(await self.b.held(), [])
+        self.assertTrue(all(l.released for l in locks.locks))
+
     async def test_connect_as_a_context_manager_closes(self):
         async with lockwarden.aio.connect() as client:
             lock = await client.acquire("pya:ctx", ttl_ms=10000, wait_ms=WAIT_MS)

@@ -87,6 +87,34 @@ class SyncTest(unittest.TestCase):
         self.assertTrue(lock.released)
         self.b.acquire("py:again", ttl_ms=10000, wait_ms=WAIT_MS).release()
 
+    def test_several_resources_are_taken_all_or_none_and_held_together(self):
+        with self.a.lock_all(["py:set-b", "py:set-a"], ttl_ms=10000, wait_ms=WAIT_MS) as locks:
+            self.assertEqual([l.resource for l in locks.locks], ["py:set-a", "py:set-b"])
+            self.assertNotEqual(locks.locks[0].token, locks.locks[1].token)
+            self.assertEqual(sorted(l["resource"] for l in self.a.held()), ["py:set-a", "py:set-b"])
+            # All or none: b cannot have py:set-b, so it holds neither afterwards.
+            with self.assertRaises(lockwarden.LockError) as cm:
+                self.b.acquire_all(["py:set-c", "py:set-b"], ttl_ms=10000, wait_ms=200)
+            self.assertEqual(cm.exception.code, "timeout")
+            self.assertIn("py:set-b", cm.exception.message)
+            self.assertEqual(self.b.held(), [])
+        self.assertTrue(all(l.released for l in locks.locks))
+        self.assertEqual(self.a.held(), [])
+
+    def test_a_set_is_lost_when_one_of_its_locks_is_and_the_others_are_released(self):
+        # Not renewed, and b extended to 10 s: a expires first, and the set lets go of b.
+        locks = self.a.acquire_all(["py:lose-a", "py:lose-b"], ttl_ms=1000, wait_ms=WAIT_MS)
+        locks["py:lose-b"].extend(10000)
+        self.assertIsNotNone(locks.wait_lost(EVENT_S))
+        self.assertEqual(locks.lost, "expired")
+        with self.assertRaises(lockwarden.LockLost):
+            locks.check()
+        # The set's thread releases b: awaited until the agent holds nothing and the lock says so.
+        deadline = time.monotonic() + EVENT_S
+        while self.a.held() or not locks["py:lose-b"].released:
+            self.assertLess(time.monotonic(), deadline, "the set's other lock is still held")
+            time.sleep(0.01)
+
     def test_another_thread_of_the_same_client_waits_instead(self):
         holder = self.a.acquire("py:threads", ttl_ms=10000, wait_ms=WAIT_MS)
         waiter, got = self.acquire_queued(self.a, "py:threads")

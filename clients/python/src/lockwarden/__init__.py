@@ -15,7 +15,7 @@ Leader and LeaderEvent.
 
 from ._protocol import (DEFAULT_SOCKET, Code, Leader, LeaderEvent, LockError, LockLost,
                         default_socket)
-from ._sync import Client, Leadership, Lock, Observation
+from ._sync import Client, Leadership, Lock, LockSet, Observation
 
 from importlib.metadata import PackageNotFoundError, version
 
@@ -24,5 +24,5 @@ try:
 except PackageNotFoundError:  # not installed (e.g. src/ put on sys.path by hand)
     __version__ = "0+unknown"
 
-__all__ = ["Client", "Lock", "Leadership", "Observation", "LockError", "LockLost", "Code",
+__all__ = ["Client", "Lock", "LockSet", "Leadership", "Observation", "LockError", "LockLost", "Code",
            "Leader", "LeaderEvent", "DEFAULT_SOCKET", "default_socket", "__version__"]

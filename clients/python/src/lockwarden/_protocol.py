@@ -13,7 +13,7 @@ import json
 import os
 from collections import deque
 from dataclasses import dataclass, replace
-from typing import Any, Deque, Dict, Final, List, Mapping, Optional
+from typing import Any, Deque, Dict, Final, List, Mapping, Optional, Sequence
 
 Json = Dict[str, Any]
 """A decoded JSON object: a reply, an event, or the fields of a request."""
@@ -148,6 +148,15 @@ def acquire_fields(resource: str, ttl_ms: Optional[int], wait_ms: int, renew: bo
     if detach:
         fields["detach"] = True
     return fields
+
+
+def acquire_all_fields(resources: Sequence[str], fields: Json) -> Json:
+    """An acquire's fields (acquire_fields, of any resource) made an acquire of `resources`, all
+    or none (docs/protocol.md#several-resources-at-once)."""
+    out = dict(fields)
+    del out["resource"]
+    out["resources"] = list(resources)
+    return out
 
 
 def token_fields(resource: str, token: str, ttl_ms: Optional[int] = None) -> Json:

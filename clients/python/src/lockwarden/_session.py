@@ -175,6 +175,39 @@ class ObservationBase(ObservationState, Generic[C]):
 O = TypeVar("O", bound=ObservationBase[Any])
 
 
+class LockSetBase(Generic[L]):
+    """Several locks taken at once and held together, as both clients' LockSet has them:
+    `locks` in their canonical order, `lost` once one of them is lost (then `_lost_now` lets
+    go of the others and `on_lost` is called with the set, from the client's reader)."""
+
+    def __init__(self, locks: List[L]) -> None:
+        self.locks = locks
+        self.lost: Optional[str] = None
+        self.on_lost: Optional[Callable[[Any], Any]] = None
+        for lock in locks:
+            lock.on_lost = self._member_lost
+
+    def __getitem__(self, resource: str) -> L:
+        """The lock of `resource`."""
+        return next(lock for lock in self.locks if lock.resource == resource)
+
+    def check(self) -> None:
+        """Raises LockLost if one of the locks was lost."""
+        for lock in self.locks:
+            lock.check()
+
+    def _member_lost(self, lock: L) -> None:
+        if self.lost:
+            return
+        self.lost = lock.lost
+        self._lost_now()
+        call_back(self.on_lost, self, "on_lost", self)
+
+    def _lost_now(self) -> None:
+        """Wakes what waits for the loss and lets go of the other locks, not from the reader."""
+        raise NotImplementedError
+
+
 class Pending(Generic[L, O]):
     """A request sent and not answered yet. Once answered, `reply` is the reply (an error reply
     with code disconnected if the connection ended first), and `lock` or `observation` what an
@@ -188,6 +221,7 @@ class Pending(Generic[L, O]):
         self.on_done = on_done
         self.reply: Optional[Json] = None
         self.lock: Optional[L] = None
+        self.locks: List[L] = []  # an acquire of several resources: each one's lock
         self.observation: Optional[O] = None
         self.sent = time.monotonic()  # a validity in its reply counts from (before) then
         self.target: Optional[L] = None  # the lock a keeper's resume or give-back is for
@@ -330,7 +364,16 @@ class Session(Generic[L, O]):
             # Registered before anyone sees the reply, so that an event right behind it (`lost`,
             # `leader`) finds what it is for.
             again = self._locks.get(str(message.get("token")))
-            if pending.op == "acquire" and again is not None and pending.fields.get("reentrant"):
+            if pending.op == "acquire" and "resources" in message:
+                # Several resources: a lock each, held on this connection like any other.
+                for entry in message["resources"]:
+                    member = self._make_lock(str(entry["resource"]), entry, False)
+                    member._granted(pending.fields, pending.sent)
+                    pending.locks.append(member)
+                    self._locks[member.token] = member
+                    if member._renew:
+                        effects.append(self._wake)
+            elif pending.op == "acquire" and again is not None and pending.fields.get("reentrant"):
                 # A reentrant hold taken again: the same lock, one more acquire deep.
                 again.depth = int(message.get("depth", again.depth + 1))
                 again.validity_ms = int(message["validity_ms"])

@@ -19,12 +19,13 @@ import threading
 import time
 from functools import partial
 from types import TracebackType
-from typing import Any, Callable, Iterator, List, Optional, Type
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Type
 
-from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, acquire_fields,
-                        campaign_fields, checked, decode, default_socket, leader_of, locks_of,
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, acquire_all_fields,
+                        acquire_fields, campaign_fields, checked, decode, default_socket, leader_of, locks_of,
                         name_fields, token_fields, unreachable, validity_of)
-from ._session import Chores, Effect, LeadershipBase, LockBase, ObservationBase, Pending, Session
+from ._session import (Chores, Effect, LeadershipBase, LockBase, LockSetBase, ObservationBase,
+                       Pending, Session)
 
 _log = logging.getLogger("lockwarden")
 
@@ -90,6 +91,61 @@ class Lock(LockBase["Client"]):
         except LockError as e:
             self._release_failed(e, exc_type is not None)
         self._block_ended(exc_type is not None)
+
+
+class LockSet(LockSetBase[Lock]):
+    """Several locks taken at once (Client.acquire_all), held together: `locks` in their
+    canonical order (sorted), one per resource, each a Lock with its own token and fence. When
+    one is lost the set is lost (`lost` says why, `on_lost` is called with the set from the
+    client's reader, the others are released); `release()` or the end of a `with` block releases
+    them all, and a block that ends after a loss raises LockLost."""
+
+    def __init__(self, locks: List[Lock]) -> None:
+        self._lost_event = threading.Event()
+        super().__init__(locks)
+
+    def _lost_now(self) -> None:
+        self._lost_event.set()
+        # Not from the reader, which reads the releases' replies.
+        threading.Thread(target=self._release_quietly, name="lockwarden-set", daemon=True).start()
+
+    def _release_quietly(self) -> None:
+        for lock in self.locks:
+            try:
+                lock.release()
+            except LockError:
+                pass  # lost too, or the connection ended: nothing is held either way
+
+    def release(self) -> None:
+        """Releases every lock of the set (those lost or released already are skipped); raises
+        the first error after trying them all."""
+        first: Optional[LockError] = None
+        for lock in self.locks:
+            try:
+                lock.release()
+            except LockError as e:
+                first = first or e
+        if first is not None:
+            raise first
+
+    def wait_lost(self, timeout: Optional[float] = None) -> Optional[str]:
+        """Blocks until one of the locks is lost or `timeout` seconds pass; returns `lost`."""
+        self._lost_event.wait(timeout)
+        return self.lost
+
+    def __enter__(self) -> LockSet:
+        return self
+
+    def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> None:
+        lost = next((lock for lock in self.locks if lock.lost), None)
+        try:
+            self.release()
+        except LockError:
+            if exc_type is None and lost is None:
+                raise
+        if exc_type is None and lost is not None:
+            raise LockLost(lost)
 
 
 class Leadership(LeadershipBase["Client"], Lock):
@@ -200,6 +256,20 @@ class Client:
         return self._call("acquire", fields).granted(Lock)
 
     lock = acquire  # reads well in `with client.lock(...) as lock:`
+
+    def acquire_all(self, resources: Sequence[str], ttl_ms: Optional[int] = None,
+                    wait_ms: int = 0, renew: bool = False, fence: bool = False,
+                    permits: Optional[int] = None, shared: bool = False) -> LockSet:
+        """Takes every one of `resources` (2 to 16, distinct), all or none, within one wait_ms:
+        the agent takes them in one canonical order, so two such acquires never wait for each
+        other in a cycle. Returns a LockSet (a lock each, held together); raises LockError as
+        acquire does, naming the resource that could not be taken (none is held then)."""
+        fields = acquire_all_fields(resources, acquire_fields(
+            "", ttl_ms, wait_ms, renew, fence, permits, shared, False,
+            owner=threading.get_ident()))
+        return LockSet(self._call("acquire", fields).locks)
+
+    lock_all = acquire_all  # reads well in `with client.lock_all([...]) as locks:`
 
     def release(self, resource: str, token: str) -> int:
         """Releases the hold of `token` on `resource`: this connection's, or a detached lease

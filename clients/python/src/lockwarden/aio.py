@@ -52,14 +52,15 @@ import sys
 import time
 from functools import partial
 from types import TracebackType
-from typing import Any, Callable, Coroutine, Generator, List, Optional, Set, Type
+from typing import Any, Callable, Coroutine, Generator, List, Optional, Sequence, Set, Type
 
-from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, acquire_fields,
-                        campaign_fields, checked, decode, default_socket, leader_of, locks_of,
+from ._protocol import (Code, Json, Leader, LeaderEvent, LockError, LockLost, acquire_all_fields,
+                        acquire_fields, campaign_fields, checked, decode, default_socket, leader_of, locks_of,
                         name_fields, token_fields, unreachable, validity_of)
-from ._session import Chores, LeadershipBase, LockBase, ObservationBase, Pending, Session
+from ._session import (Chores, LeadershipBase, LockBase, LockSetBase, ObservationBase, Pending,
+                       Session)
 
-__all__ = ["connect", "Client", "Lock", "Leadership", "Observation"]
+__all__ = ["connect", "Client", "Lock", "LockSet", "Leadership", "Observation"]
 
 _log = logging.getLogger("lockwarden")
 _LINE_LIMIT = 1 << 26  # the longest line read (a `locks` reply of a busy agent is long)
@@ -160,6 +161,59 @@ class Lock(LockBase["Client"]):
         if loss_only and isinstance(exc, asyncio.CancelledError):
             raise LockLost(self)  # its __context__ is the CancelledError
         self._block_ended(exc_type is not None)  # a cancellation from elsewhere propagates
+
+
+class LockSet(LockSetBase[Lock]):
+    """Several locks taken at once (Client.acquire_all), held together, as lockwarden.LockSet:
+    `locks` in their canonical order, `lost` once one of them is lost (the others are then
+    released, and `on_lost` is called with the set). `async with` releases them all at the end,
+    and a block that ends after a loss raises LockLost; unlike a Lock's, the loss does not
+    cancel the block: check `lost`, or await `wait_lost()`."""
+
+    def __init__(self, locks: List[Lock]) -> None:
+        self._lost_event = asyncio.Event()
+        self._releasing: Optional[asyncio.Future[None]] = None
+        super().__init__(locks)
+
+    def _lost_now(self) -> None:
+        self._lost_event.set()
+        self._releasing = asyncio.ensure_future(self._release_quietly())
+
+    async def _release_quietly(self) -> None:
+        for lock in self.locks:
+            with contextlib.suppress(LockError):
+                await lock.release()
+
+    async def release(self) -> None:
+        """Releases every lock of the set; raises the first error after trying them all."""
+        first: Optional[LockError] = None
+        for lock in self.locks:
+            try:
+                await lock.release()
+            except LockError as e:
+                first = first or e
+        if first is not None:
+            raise first
+
+    async def wait_lost(self, timeout: Optional[float] = None) -> Optional[str]:
+        """Waits until one of the locks is lost or `timeout` seconds pass; returns `lost`."""
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._lost_event.wait(), timeout)
+        return self.lost
+
+    async def __aenter__(self) -> LockSet:
+        return self
+
+    async def __aexit__(self, exc_type: Optional[Type[BaseException]],
+                        exc: Optional[BaseException], tb: Optional[TracebackType]) -> None:
+        lost = next((lock for lock in self.locks if lock.lost), None)
+        try:
+            await self.release()
+        except LockError:
+            if exc_type is None and lost is None:
+                raise
+        if exc_type is None and lost is not None:
+            raise LockLost(lost)
 
 
 class Leadership(LeadershipBase["Client"], Lock):
@@ -288,6 +342,14 @@ class Client:
         return _LockBlock(
             self, acquire_fields(resource, ttl_ms, wait_ms, renew, fence, permits, shared, detach,
                                  owner=_task_owner(), reentrant=reentrant))
+
+    async def acquire_all(self, resources: Sequence[str], ttl_ms: Optional[int] = None,
+                          wait_ms: int = 0, renew: bool = False, fence: bool = False,
+                          permits: Optional[int] = None, shared: bool = False) -> LockSet:
+        """Takes every one of `resources`, all or none, as lockwarden.Client.acquire_all."""
+        fields = acquire_all_fields(resources, acquire_fields(
+            "", ttl_ms, wait_ms, renew, fence, permits, shared, False, owner=_task_owner()))
+        return LockSet((await self._call("acquire", fields)).locks)
 
     async def release(self, resource: str, token: str) -> int:
         """As lockwarden.Client.release (also a detached lease, from any connection): how many

@@ -3,6 +3,7 @@ package io.lockwarden.client;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -177,6 +178,36 @@ public final class Client implements AutoCloseable {
    */
   public CompletableFuture<Lock> acquireAsync(String resource, AcquireOptions options) {
     return connection.async(sendAcquire(resource, options));
+  }
+
+  /**
+   * Takes every one of {@code resources} (2 to 16, distinct), all or none, within the options'
+   * wait: the agent takes them in one canonical order, so two such acquires never wait for each
+   * other in a cycle. The options apply to each (not detach or reentrant).
+   *
+   * @param resources the resources
+   * @param options ttl, wait, renew, fence, permits, shared
+   * @return the locks, held together
+   * @throws LockException as {@link #acquire(String, AcquireOptions)}, the message naming the
+   *     resource that could not be taken (none is held then)
+   */
+  public LockSet acquireAll(List<String> resources, AcquireOptions options) throws LockException {
+    Connection c = connection;
+    long sent = System.nanoTime();
+    long owner = options.owner() != 0 ? options.owner() : Thread.currentThread().getId();
+    Map<String, Object> f = options.fields("", owner);
+    f.remove("resource");
+    f.put("resources", List.copyOf(resources));
+    return connection.await(c.send("acquire", f, reply -> {
+      List<Lock> locks = new ArrayList<>();
+      for (Map<String, Object> grant : Wire.objects(reply, "resources")) {
+        Lock lock = new Lock(this, Wire.string(grant, "resource"), grant, options, sent, owner);
+        c.register(lock);
+        if (lock.renews()) keeper.renewedLockAdded();
+        locks.add(lock);
+      }
+      return new LockSet(locks);
+    }));
   }
 
   /**

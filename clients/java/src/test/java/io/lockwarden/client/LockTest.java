@@ -78,6 +78,29 @@ class LockTest extends Harness {
   }
 
   @Test
+  void severalResourcesAreTakenAllOrNoneAndHeldTogether() throws Exception {
+    Client a = client();
+    Client b = client();
+    LockSet set = a.acquireAll(List.of("java:set-b", "java:set-a"),
+        ttl(Duration.ofSeconds(1)).waitFor(WAIT_LONG).build());
+    assertEquals(List.of("java:set-a", "java:set-b"),
+        set.locks().stream().map(Lock::resource).toList());
+    assertNotEquals(set.locks().get(0).token(), set.locks().get(1).token());
+    expectCode(ErrorCode.TIMEOUT, () -> b.acquireAll(List.of("java:set-c", "java:set-b"),
+        ttl(Duration.ofSeconds(10)).waitFor(Duration.ofMillis(200)).build()));
+    assertEquals(List.of(), heldResources(b));
+    // Lost together: java:set-a expires (not renewed), the set lets go of java:set-b.
+    set.lock("java:set-b").orElseThrow().extend(Duration.ofSeconds(10));
+    long deadline = System.nanoTime() + EVENT_WAIT.toNanos();
+    while (!heldResources(a).isEmpty() || set.lostReason().isEmpty()) {
+      assertTrue(System.nanoTime() < deadline, "the set was not lost, or still holds java:set-b");
+      Thread.sleep(10);
+    }
+    assertEquals(Optional.of("expired"), set.lostReason());
+    expectCode(ErrorCode.LOST, set::close);
+  }
+
+  @Test
   void timeoutWhenAnotherClientHoldsIt() throws Exception {
     Client a = client();
     Client b = client();
