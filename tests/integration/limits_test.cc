@@ -313,6 +313,12 @@ TEST_F(LimitsTest, AccessRulesDecideByUidGroupAndSupplementaryGroup) {
   const json refused = root.Acquire("shared/x", 5'000, 0);
   EXPECT_EQ(Code(refused), "forbidden") << refused;
   EXPECT_NE(refused["message"].get<std::string>().find("uid 0"), std::string::npos);
+  // Several at once: every one must be allowed; the refusal names the one that is not, and
+  // nothing is taken.
+  const json several = root.Call({{"op", "acquire"}, {"resources", {"ops/a", "shared/y"}}});
+  EXPECT_EQ(Code(several), "forbidden") << several;
+  EXPECT_NE(several["message"].get<std::string>().find("\"shared/y\""), std::string::npos);
+  EXPECT_TRUE(Client(agent.socket_path()).Acquire("ops/a", 5'000, 0).value("ok", false));
 
   std::string out;
   const std::string gid = std::to_string(nogroup->gr_gid);
