@@ -108,35 +108,50 @@
 
   /* What of a row's chain a rebuild is for (its ages tick in place). */
   function chainSig(l) {
-    return (l.blocked_by || []).map((s) => [s.depth, s.agent_id, s.pid, s.waits_for, s.cycle,
-      (s.held_by || []).map((x) => [x.agent_id, x.pid, x.hold_id])]);
+    return [(l.blocked_by || []).map((s) => [s.depth, s.agent_id, s.pid, s.waits_for, s.cycle,
+      (s.held_by || []).map((x) => [x.agent_id, x.pid, x.hold_id])]),
+    (l.waiting_behind || []).map((s) => [s.depth, s.agent_id, s.pid, s.waits_for, s.cycle])];
   }
 
-  /* A story block: the row's blocking chain, step by step (null when its holder waits for
-   * nothing); cur() is the row as of the newest read. */
-  function chainBlock(l, cur, since) {
-    const chain = l.blocked_by || [];
-    if (!chain.length) return null;
+  /* A story block of steps (the row's `field`: blocked_by or waiting_behind), each a waiting
+   * process with what it waits for since when, indented by its depth; more(s, node) adds what the
+   * kind of step says besides. cur() is the row as of the newest read. Null when there are none. */
+  function stepsBlock(l, field, testid, title, cur, since, more) {
+    const steps = l[field] || [];
+    if (!steps.length) return null;
     const box = h('div', 'story-block chain');
-    box.setAttribute('data-testid', 'fleet-chain');
-    box.append(h('h4', null, 'Why the holder does not let go'));
-    chain.forEach((s, k) => {
+    box.setAttribute('data-testid', testid);
+    box.append(h('h4', null, title(steps)));
+    steps.forEach((s, k) => {
       const step = h('div', 'chain-step');
       step.style.marginLeft = (s.depth * 16) + 'px';
-      step.setAttribute('data-testid', 'chain-step');
+      step.setAttribute('data-testid', testid + '-step');
       step.setAttribute('data-depth', String(s.depth));
       step.append(processLine(s, 'chain-who'));
       const what = h('div', null);
       what.append(document.createTextNode('waits for '), h('span', 'mono resource', s.waits_for),
-        document.createTextNode(' since '), waitAge(() => ((cur().blocked_by || [])[k] || s).waited_ms, since),
-        document.createTextNode(' ago, held by:'));
+        document.createTextNode(' since '), waitAge(() => ((cur()[field] || [])[k] || s).waited_ms, since),
+        document.createTextNode(' ago'));
       step.append(what);
-      for (const x of s.held_by || []) step.append(processLine(x, 'chain-holder'));
-      if (s.cycle) step.append(h('div', 'is-bad strong', 'DEADLOCK: a holder of it is already in this chain'));
+      more(s, step, what);
       box.append(step);
     });
     return box;
   }
+
+  /* The row's blocking chain: why its holder does not let go. */
+  const chainBlock = (l, cur, since) => stepsBlock(l, 'blocked_by', 'fleet-chain',
+    () => 'Why the holder does not let go', cur, since, (s, step, what) => {
+      what.append(document.createTextNode(', held by:'));
+      for (const x of s.held_by || []) step.append(processLine(x, 'chain-holder'));
+      if (s.cycle) step.append(h('div', 'is-bad strong', 'DEADLOCK: a holder of it is already in this chain'));
+    });
+
+  /* Who waits behind the row's hold: its waiters, the waiters for what they hold, and on. */
+  const behindBlock = (l, cur, since) => stepsBlock(l, 'waiting_behind', 'fleet-behind',
+    (steps) => 'Waiting behind it (' + plural(steps.length, 'wait') + ')', cur, since, (s, step, what) => {
+      if (s.cycle) what.append(h('span', 'is-bad strong', ' \u00b7 DEADLOCK: the holder itself'));
+    });
 
   /* A lock the deadlocks name (for the revoke dialog when the lock rows do not list it). */
   function deadlockLock(d, resource, hold) {
@@ -153,5 +168,5 @@
     return null;
   }
 
-  Object.assign(LW, { renderDeadlocks, chainPill, chainBlock, chainSig, deadlockLock });
+  Object.assign(LW, { renderDeadlocks, chainPill, chainBlock, behindBlock, chainSig, deadlockLock });
 })();

@@ -365,6 +365,8 @@
     grid.append(holder, masters, waiters, act);
     const chain = LW.chainBlock(l, () => tr._data || l, since);
     if (chain) grid.append(chain);
+    const behind = LW.behindBlock(l, () => tr._data || l, since);
+    if (behind) grid.append(behind);
     td.append(grid);
     tr.append(td);
     return tr;

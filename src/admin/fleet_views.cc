@@ -133,6 +133,7 @@ ordered_json LockJson(const fleet::FleetLock& l, const fleet::FleetView& view,
   }
   out["election"] = election;
   out["blocked_by"] = BlockedByJson(view, l);
+  out["waiting_behind"] = WaitingBehindJson(view, l);
   return out;
 }
 

@@ -85,6 +85,20 @@ ordered_json DeadlocksJson(const fleet::FleetView& view) {
   return out;
 }
 
+ordered_json WaitingBehindJson(const fleet::FleetView& view, const fleet::FleetLock& row) {
+  ordered_json out = ordered_json::array();
+  const auto seen = fleet::HoldSeenOf(row, 0);
+  if (!seen || !view.waits) return out;
+  for (const fleet::ChainStep& step :
+       fleet::WaitingBehind(*view.waits, seen->holder, row.resource)) {
+    ordered_json j = WaitJson(view, *step.edge);
+    j["depth"] = step.depth;
+    j["cycle"] = step.cycle;
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 ordered_json BlockedByJson(const fleet::FleetView& view, const fleet::FleetLock& row) {
   ordered_json out = ordered_json::array();
   const auto seen = fleet::HoldSeenOf(row, 0);

@@ -18,4 +18,8 @@ nlohmann::ordered_json DeadlocksJson(const fleet::FleetView& view);
 // reports list.
 nlohmann::ordered_json BlockedByJson(const fleet::FleetView& view, const fleet::FleetLock& row);
 
+// Who waits behind `row`'s hold (fleet::WaitingBehind): each waiting process with what it waits
+// for and since when, depth first; [] when nobody waits for it.
+nlohmann::ordered_json WaitingBehindJson(const fleet::FleetView& view, const fleet::FleetLock& row);
+
 }  // namespace lw

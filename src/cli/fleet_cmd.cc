@@ -119,6 +119,18 @@ void PrintChain(const json& chain, const char* indent) {
   }
 }
 
+// Who waits behind the holder: each waiting process, indented by how far behind it is.
+void PrintBehind(const json& behind, const char* indent) {
+  if (behind.empty()) return;
+  std::printf("%s  waiting behind its holder\n", indent);
+  for (const auto& step : behind) {
+    const std::string pad(static_cast<size_t>(4 + 2 * step.value("depth", 0)), ' ');
+    std::printf("%s%s%s, waiting %s for %s%s\n", indent, pad.c_str(), ProcessText(step).c_str(),
+                Dur(step, "waited_ms").c_str(), step.value("waits_for", "").c_str(),
+                step.value("cycle", false) ? ": DEADLOCK, it is the holder's own chain" : "");
+  }
+}
+
 // Each deadlock: the cycle, process by process, and the revoke that would end it.
 void PrintDeadlocks(const json& deadlocks) {
   if (deadlocks.empty()) return;
@@ -157,6 +169,7 @@ void PrintLock(const json& l, const char* indent) {
   }
   if (!masters.empty()) std::printf("%s  masters %s\n", indent, masters.c_str());
   PrintChain(l.value("blocked_by", json::array()), indent);
+  PrintBehind(l.value("waiting_behind", json::array()), indent);
   PrintWaiters(l.value("waiters", json::array()), (std::string(indent) + "  ").c_str());
 }
 

@@ -148,6 +148,7 @@ WaitGraph BuildWaitGraph(const std::vector<HoldSeen>& holding, const std::vector
       }
     }
     edge.holders.assign(by.begin(), by.end());
+    for (const Actor& h : edge.holders) graph.waited_for[h].push_back(graph.edges.size());
     graph.waits_of[edge.waiter].push_back(graph.edges.size());
     graph.edges.push_back(std::move(edge));
   }
@@ -239,6 +240,36 @@ std::vector<ChainStep> BlockingChain(const WaitGraph& graph, const Actor& holder
     }
     out.push_back({depth, &e, cycle});
     for (auto h = deeper.rbegin(); h != deeper.rend(); ++h) push_edges(*h, depth + 1);
+  }
+  return out;
+}
+
+std::vector<ChainStep> WaitingBehind(const WaitGraph& graph, const Actor& holder,
+                                     const std::string& resource, size_t max_steps) {
+  std::vector<ChainStep> out;
+  std::set<Actor> expanded = {holder};
+  std::vector<Actor> path;  // the holders above the step being written, by depth
+  std::vector<std::pair<size_t, int>> todo;  // (edge, depth), the next on top
+  const auto push_edges = [&](const Actor& actor, int depth) {
+    const auto it = graph.waited_for.find(actor);
+    if (it == graph.waited_for.end()) return;
+    for (auto e = it->second.rbegin(); e != it->second.rend(); ++e) {
+      if (depth > 0 || graph.edges[*e].resource == resource) todo.push_back({*e, depth});
+    }
+  };
+  push_edges(holder, 0);
+  path.push_back(holder);
+  while (!todo.empty() && out.size() < max_steps) {
+    const auto [index, depth] = todo.back();
+    todo.pop_back();
+    const WaitEdge& e = graph.edges[index];
+    path.resize(static_cast<size_t>(depth) + 1);
+    const bool cycle = std::find(path.begin(), path.end(), e.waiter) != path.end();
+    out.push_back({depth, &e, cycle});
+    if (!cycle && expanded.insert(e.waiter).second) {
+      path.push_back(e.waiter);
+      push_edges(e.waiter, depth + 1);
+    }
   }
   return out;
 }

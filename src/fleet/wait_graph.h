@@ -86,6 +86,7 @@ struct WaitGraph {
   std::vector<WaitEdge> edges;      // every waiter with a known pid, in the rows' order
   std::vector<Deadlock> deadlocks;  // FindDeadlocks(edges)
   std::map<Actor, std::vector<size_t>> waits_of;  // an actor's edges (indices into edges)
+  std::map<Actor, std::vector<size_t>> waited_for;  // the edges to an actor (it holds for them)
 };
 
 // One step of a blocking chain: the actor at `depth` waits by `edge` (0: the holder asked
@@ -101,6 +102,13 @@ struct ChainStep {
 // nothing the reports list (it is running). The steps point into `graph`.
 std::vector<ChainStep> BlockingChain(const WaitGraph& graph, const Actor& holder,
                                      size_t max_steps = 32);
+
+// Who waits behind `holder`'s hold of `resource`: the waits for it (depth 0), the waits for
+// what those waiters hold (any resource), and so on, depth first, each actor once, at most
+// `max_steps` steps. `cycle`: the waiter is already on the path (a deadlock). The steps point
+// into `graph`.
+std::vector<ChainStep> WaitingBehind(const WaitGraph& graph, const Actor& holder,
+                                     const std::string& resource, size_t max_steps = 32);
 
 // Which lock of `d` to revoke to end it: the position in d.cycle whose actor has waited least
 // (ties: the first). The lock is the one of that actor's that the previous position waits for

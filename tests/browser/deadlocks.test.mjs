@@ -87,6 +87,10 @@ describe('fleet panel: a deadlock across two agents', { timeout: 240000 }, () =>
         const chain = page.locator(byTestId('fleet-lock-story', { resource: a })).locator(byTestId('fleet-chain'));
         await chain.waitFor({ state: 'visible' });
         assert.ok((await chain.textContent()).includes(`waits for ${b}`));
+        // Who waits behind a's holder: bravo's process, waiting for a.
+        const behind = page.locator(byTestId('fleet-lock-story', { resource: a })).locator(byTestId('fleet-behind'));
+        await behind.waitFor({ state: 'visible' });
+        assert.ok((await behind.textContent()).includes(`waits for ${a}`));
         // The pointer on a chart while a full-page capture resizes the page: the chart is redrawn
         // as the pointer leaves, mid-resize.
         await page.hover('#rate-wrap');

@@ -185,6 +185,12 @@ TEST_F(DeadlockTest, TwoProcessesAcrossTwoAgentsAreOneDeadlockAndTheProposedRevo
   ASSERT_FALSE(who["blocked_by"].empty()) << who.dump(1);
   EXPECT_EQ(who["blocked_by"][0]["waits_for"], "dl:2");
   EXPECT_TRUE(who["blocked_by"].back()["cycle"]) << who.dump(1);
+  // Behind dl:1's holder: this process (through B) and the bystander, each waiting for it.
+  std::set<int> behind;
+  for (const json& step : who["waiting_behind"]) {
+    if (step["depth"] == 0) behind.insert(step["pid"].get<int>());
+  }
+  EXPECT_EQ(behind, (std::set<int>{closer, bystander})) << who.dump(1);
   const auto [who_code, who_text] = Run({"who", "--socket", c_.socket_path(), "dl:1"});
   EXPECT_NE(who_text.find("DEADLOCK"), std::string::npos) << who_text;
   EXPECT_NE(who_text.find("waits"), std::string::npos) << who_text;

@@ -77,6 +77,30 @@ TEST(BlockingChain, FollowsWhatEachHolderWaitsForAndMarksTheCycle) {
   EXPECT_EQ(BlockingChain(g, A("a", 1), 2).size(), 2u) << "bounded";
 }
 
+TEST(WaitingBehind, ListsWhoWaitsForTheHolderAndWhoWaitsForThemMarkingTheCycle) {
+  // 1 holds r; 2 and 3 wait for r; 2 holds s, which 4 waits for; 4 holds t, which 1 waits for.
+  const WaitGraph g = BuildWaitGraph(
+      {H("r", A("a", 1)), H("s", A("b", 2)), H("t", A("d", 4))},
+      {W("r", A("b", 2), 10), W("r", A("c", 3), 20), W("s", A("d", 4), 30), W("t", A("a", 1), 40)});
+  const auto behind = WaitingBehind(g, A("a", 1), "r");
+  ASSERT_EQ(behind.size(), 4u);
+  EXPECT_EQ(behind[0].edge->waiter, A("b", 2));
+  EXPECT_EQ(behind[0].depth, 0);
+  EXPECT_EQ(behind[1].edge->waiter, A("d", 4)) << "behind 2: the waiter for its s";
+  EXPECT_EQ(behind[1].depth, 1);
+  EXPECT_EQ(behind[2].edge->waiter, A("a", 1)) << "behind 4: the holder itself";
+  EXPECT_TRUE(behind[2].cycle);
+  EXPECT_EQ(behind[3].edge->waiter, A("c", 3));
+  EXPECT_EQ(behind[3].depth, 0);
+  EXPECT_TRUE(WaitingBehind(g, A("c", 3), "x").empty()) << "nobody waits for 3";
+  // Behind 2's hold of s: 4, then 1 (which 4 holds t for), then 1's waiters for r... 1 is
+  // expanded once: its wait for r is behind it as well.
+  const auto behind_s = WaitingBehind(g, A("b", 2), "s");
+  ASSERT_FALSE(behind_s.empty());
+  EXPECT_EQ(behind_s[0].edge->waiter, A("d", 4));
+  EXPECT_TRUE(WaitingBehind(g, A("a", 1), "t").empty()) << "1 holds no t: nobody waits on that";
+}
+
 TEST(ProposedVictim, IsTheLockOfTheActorThatWaitedLeast) {
   // 1 (waited 900) holds p, waits for q; 2 (waited 100) holds q, waits for p. 2's wait closed the
   // cycle: revoke its hold of q, which 1 waits for.
