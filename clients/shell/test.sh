@@ -105,6 +105,23 @@ test_shared_holds_at_once() {
   expect "--permits with --shared" "$rc" 64
 }
 
+test_cli_several_resources_all_or_none() {
+  # Named in any order, taken in one order, listed one per line; each held against others.
+  lock sh:set:b sh:set:a -- bash -c '
+    [[ $LOCKWARDEN_RESOURCES == $'"'"'sh:set:a\nsh:set:b'"'"' ]] || exit 1
+    [[ -z ${LOCKWARDEN_RESOURCE+set} ]] || exit 2
+    lockwarden lock --wait 0s sh:set:b -- true; echo $? > '"$tmp/b"
+  expect "exit code" "$rc" 0
+  expect "another holder's exit code" "$(cat "$tmp/b")" 75
+  # One of them held elsewhere: neither is taken, and the command does not run.
+  lw_open
+  lw_acquire sh:set:b 10000 "$WAIT_MS"
+  lock --wait 100ms sh:set:a sh:set:b -- touch "$tmp/ran"
+  expect "exit code" "$rc" 75
+  [[ ! -e $tmp/ran ]]
+  lw_acquire sh:set:a 10000 0  # free: the all-or-none acquire let go of it
+}
+
 test_session_timeout_error() {
   lw_open
   lw_acquire sh:busy2 10000 "$WAIT_MS"

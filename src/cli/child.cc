@@ -106,36 +106,41 @@ int64_t MsUntil(SteadyClock::time_point t, SteadyClock::time_point now) {
   return std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
 }
 
-// The hold's side of Supervise: what is known of its validity, and the resume after the
-// connection went.
+// The holds' side of Supervise: what is known of each one's validity, and their resume on a
+// new connection after the one they lived on went.
 class Keeper {
  public:
-  Keeper(std::optional<client::Client>& c, const HoldWatch& hold)
-      : c_(c), hold_(hold) {
-    if (hold.resumer) {
-      const auto now = SteadyClock::now();
-      valid_until_ = now + std::chrono::milliseconds(hold.resumer->valid_ms);
-      refresh_at_ = now + std::chrono::milliseconds(hold.resumer->refresh_ms);
+  Keeper(std::optional<client::Client>& c, const HoldWatch& watch) : c_(c), watch_(watch) {
+    resumable_ = !watch.holds.empty();
+    for (const WatchedHold& h : watch.holds) resumable_ = resumable_ && h.resumer.has_value();
+    const auto now = SteadyClock::now();
+    for (const WatchedHold& h : watch.holds) {
+      until_.push_back(now + std::chrono::milliseconds(h.resumer ? h.resumer->valid_ms : 0));
     }
+    resumed_.assign(watch.holds.size(), false);
+    refresh_at_ = now + std::chrono::milliseconds(watch.refresh_ms);
   }
 
-  bool connected() const { return connected_; }
   int fd() const { return connected_ ? c_->fd() : -1; }
 
   // How long poll may sleep before Tick has something to do (-1: nothing timed).
   int PollMs(SteadyClock::time_point now) const {
-    if (!hold_.resumer) return -1;
-    const auto next = connected_ ? refresh_at_ : std::min(retry_at_, valid_until_);
+    if (!resumable_) return -1;
+    const auto next = connected_ ? refresh_at_ : std::min(retry_at_, ValidUntil());
     return static_cast<int>(std::clamp<int64_t>(MsUntil(next, now), 0, 1'000));
   }
 
-  // The connection is readable (or closed): why the hold is lost, or "".
+  // The connection is readable (or closed): why the holds are lost, or "".
   std::string Readable() {
     std::string why;
     try {
       while (auto ev = c_->NextEvent(std::chrono::milliseconds(0))) {
-        if (ev->value("event", "") == "lost" && ev->value("resource", "") == hold_.resource) {
+        if (ev->value("event", "") != "lost") continue;
+        const std::string resource = ev->value("resource", "");
+        for (const WatchedHold& h : watch_.holds) {
+          if (h.resource != resource) continue;
           why = ev->value("reason", "lost");
+          if (watch_.holds.size() > 1) why = "\"" + resource + "\": " + why;
         }
       }
     } catch (const client::ClientError& e) {
@@ -144,18 +149,21 @@ class Keeper {
     return why;
   }
 
-  // Timed work: the validity read again, a resume tried. Why the hold is lost, or "".
+  // Timed work: the validity read again, a resume tried. Why the holds are lost, or "".
   std::string Tick(SteadyClock::time_point now) {
-    if (!hold_.resumer) return "";
-    const Resumer& r = *hold_.resumer;
+    if (!resumable_) return "";
     if (connected_) {
       if (now < refresh_at_) return "";
-      refresh_at_ = now + std::chrono::milliseconds(r.refresh_ms);
+      refresh_at_ = now + std::chrono::milliseconds(watch_.refresh_ms);
       try {
         const nlohmann::json held = c_->Call({{"op", "held"}}, client::Client::Ms(5'000));
         for (const auto& lock : held.value("locks", nlohmann::json::array())) {
-          if (lock.value("resource", "") == hold_.resource && lock.value("token", "") == r.token) {
-            valid_until_ = now + std::chrono::milliseconds(lock.value("validity_ms", 0));
+          for (size_t i = 0; i < watch_.holds.size(); ++i) {
+            const WatchedHold& h = watch_.holds[i];
+            if (lock.value("resource", "") == h.resource &&
+                lock.value("token", "") == h.resumer->token) {
+              until_[i] = now + std::chrono::milliseconds(lock.value("validity_ms", 0));
+            }
           }
         }
       } catch (const client::ClientError& e) {
@@ -163,7 +171,7 @@ class Keeper {
       }
       return Readable();  // events read while waiting for that reply are not seen by poll
     }
-    if (now >= valid_until_) {
+    if (now >= ValidUntil()) {
       return "the agent did not come back before its validity ran out (" + gone_why_ + ")";
     }
     if (now < retry_at_) return "";
@@ -171,53 +179,83 @@ class Keeper {
   }
 
  private:
+  SteadyClock::time_point ValidUntil() const {
+    return until_.empty() ? SteadyClock::time_point{} : *std::min_element(until_.begin(),
+                                                                          until_.end());
+  }
+
   std::string Gone(const std::string& error) {
     connected_ = false;
     gone_why_ = "connection to the agent lost: " + error;
     const auto now = SteadyClock::now();
-    if (!hold_.resumer || now >= valid_until_) return gone_why_ + "; renewal stopped";
+    if (!resumable_ || now >= ValidUntil()) return gone_why_ + "; renewal stopped";
     std::fprintf(stderr, "lockwarden: %s; resuming %s through the agent's next run (valid for "
-                 "%lld ms more)\n", gone_why_.c_str(), hold_.described.c_str(),
-                 static_cast<long long>(MsUntil(valid_until_, now)));
-    retry_at_ = now;
-    backoff_ms_ = 50;
+                 "%lld ms more)\n", gone_why_.c_str(), watch_.described.c_str(),
+                 static_cast<long long>(MsUntil(ValidUntil(), now)));
+    Retry(now, /*first=*/true);
     return "";
   }
 
+  void Retry(SteadyClock::time_point now, bool first = false) {
+    if (first) backoff_ms_ = 50;
+    retry_at_ = now + std::chrono::milliseconds(first ? 0 : backoff_ms_);
+    if (!first) backoff_ms_ = std::min<int64_t>(backoff_ms_ * 2, 500);
+  }
+
+  // Resumes every hold not yet resumed on one new connection, which replaces the old one once
+  // all are: a hold resumed there stays with it while the others are retried (closing it would
+  // let go of that hold).
   std::string TryResume(SteadyClock::time_point now) {
-    const Resumer& r = *hold_.resumer;
-    nlohmann::json reply;
     try {
-      client::Client fresh(r.socket_path);
-      reply = r.resume(fresh);
-      if (reply.value("ok", false)) {
-        valid_until_ = now + std::chrono::milliseconds(reply.value("validity_ms", 0));
-        refresh_at_ = now + std::chrono::milliseconds(r.refresh_ms);
-        c_.emplace(std::move(fresh));
-        connected_ = true;
-        std::fprintf(stderr, "lockwarden: resumed %s (validity %lld ms)\n",
-                     hold_.described.c_str(),
-                     static_cast<long long>(reply.value("validity_ms", 0)));
+      if (!fresh_) {
+        fresh_.emplace(watch_.socket_path);
+        resumed_.assign(watch_.holds.size(), false);
+      }
+      for (size_t i = 0; i < watch_.holds.size(); ++i) {
+        if (resumed_[i]) continue;
+        const nlohmann::json reply = watch_.holds[i].resumer->resume(*fresh_);
+        if (reply.value("ok", false)) {
+          resumed_[i] = true;
+          until_[i] = now + std::chrono::milliseconds(reply.value("validity_ms", 0));
+          continue;
+        }
+        const std::string code = reply.value("error", "internal");
+        if (code == "not_held" || code == "bad_request" || code == "forbidden" ||
+            code == "kind_mismatch") {
+          return "the agent could not resume " + Named(i) + code + ": " +
+                 reply.value("message", "");
+        }
+        Retry(now);  // the agent cannot yet (no quorum, stopping): again on this connection
         return "";
       }
     } catch (const client::ClientError&) {
-      reply = nullptr;  // not up yet: try again
+      fresh_.reset();  // not up yet, or gone again: from the start on the next one
+      Retry(now);
+      return "";
     }
-    const std::string code = reply.is_object() ? reply.value("error", "internal") : "";
-    if (code == "not_held" || code == "bad_request" || code == "forbidden" ||
-        code == "kind_mismatch") {
-      return "the agent could not resume it: " + code + ": " + reply.value("message", "");
-    }
-    retry_at_ = now + std::chrono::milliseconds(backoff_ms_);
-    backoff_ms_ = std::min<int64_t>(backoff_ms_ * 2, 500);
-    return "";
+    c_.emplace(std::move(*fresh_));
+    fresh_.reset();
+    connected_ = true;
+    refresh_at_ = now + std::chrono::milliseconds(watch_.refresh_ms);
+    std::fprintf(stderr, "lockwarden: resumed %s (validity %lld ms)\n",
+                 watch_.described.c_str(), static_cast<long long>(MsUntil(ValidUntil(), now)));
+    return Readable();
+  }
+
+  // "\"x\": " when several holds are watched; "" for one.
+  std::string Named(size_t i) const {
+    return watch_.holds.size() > 1 ? "\"" + watch_.holds[i].resource + "\": " : "";
   }
 
   std::optional<client::Client>& c_;
-  const HoldWatch& hold_;
+  const HoldWatch& watch_;
+  bool resumable_ = false;
   bool connected_ = true;
   std::string gone_why_;
-  SteadyClock::time_point valid_until_, refresh_at_, retry_at_;
+  std::vector<SteadyClock::time_point> until_;  // each hold's validity, as last learnt
+  std::vector<bool> resumed_;                   // on fresh_
+  std::optional<client::Client> fresh_;         // the connection holds are being resumed on
+  SteadyClock::time_point refresh_at_, retry_at_;
   int64_t backoff_ms_ = 50;
 };
 
@@ -255,8 +293,8 @@ int Supervise(std::optional<client::Client>& c, pid_t child, const HoldWatch& ho
     if (!why.empty()) {
       watching = false;
       *lost = true;
-      std::fprintf(stderr, "lockwarden: %s was lost: %s; terminating the command\n",
-                   hold.described.c_str(), why.c_str());
+      std::fprintf(stderr, "lockwarden: %s %s lost: %s; terminating the command\n",
+                   hold.described.c_str(), hold.holds.size() > 1 ? "were" : "was", why.c_str());
       kill(-child, SIGTERM);
       kill_at = SteadyClock::now() + std::chrono::milliseconds(hold.kill_grace_ms);
     }

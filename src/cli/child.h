@@ -34,24 +34,30 @@ pid_t SpawnCommand(const std::vector<std::string>& command, const EnvChanges& en
 int64_t ValidMsLeft(const nlohmann::json& grant, std::chrono::steady_clock::time_point asked);
 
 // How Supervise keeps a hold through a restart of the agent (docs/cli.md "Restarts"): it
-// learns how long the hold is valid (`held`, every refresh_ms), and when the connection goes it
-// connects again and resumes the hold, until that validity ends.
+// learns how long the hold is valid (`held`, every HoldWatch::refresh_ms), and when the
+// connection goes it connects again and resumes the hold, until that validity ends.
 struct Resumer {
-  std::string socket_path;
   std::string token;
-  int64_t valid_ms = 0;    // the grant's validity, counted from before its request was sent
-  int64_t refresh_ms = 0;  // how often the validity is read again
+  int64_t valid_ms = 0;  // the grant's validity, counted from before its request was sent
   // Sends the resume on a new connection; its reply.
   std::function<nlohmann::json(client::Client&)> resume;
 };
 
-// What Supervise stops the child for: a `lost` event naming `resource`, or the connection's
-// end when the hold cannot be resumed.
-struct HoldWatch {
+// One hold Supervise watches: a `lost` event naming `resource` ends the command.
+struct WatchedHold {
   std::string resource;
-  std::string described;  // for the message: `lock "x"`, `leadership of "x"`
-  int64_t kill_grace_ms = 2'000;
   std::optional<Resumer> resumer;  // none: the hold is lost with the connection
+};
+
+// What Supervise stops the child for: a `lost` event of any of `holds` (held together: the
+// command runs while it has all of them), or the connection's end when they cannot all be
+// resumed on a new one before one's validity ends.
+struct HoldWatch {
+  std::vector<WatchedHold> holds;
+  std::string described;  // for the message: `lock "x"`, `locks "x", "y"`, `leadership of "x"`
+  int64_t kill_grace_ms = 2'000;
+  std::string socket_path;  // where a resume connects
+  int64_t refresh_ms = 0;   // how often the validity is read again while connected
 };
 
 // Watches the child, the agent connection and forwarded signals until the child exits. Returns

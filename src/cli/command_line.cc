@@ -2,10 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli/commands.h"
 #include "core/closest_name.h"
@@ -26,7 +30,8 @@ const std::map<std::string, std::vector<std::string>>& UsageLines() {
       {"lock",
        {"lockwarden lock [--ttl D] [--wait 30s] [--fence] [--permits K | --shared] "
         "[--socket PATH] [--config FILE] [--kill-grace 2s] [-E CODE] [-v] RESOURCE [--] CMD "
-        "[ARGS...]"}},
+        "[ARGS...]",
+        "lockwarden lock [OPTIONS] [--all] RESOURCE RESOURCE... -- CMD [ARGS...]"}},
       {"acquire",
        {"lockwarden acquire --detach [--ttl D] [--wait 30s] [--fence] [-E CODE] [--json] "
         "[--socket PATH] [--config FILE] RESOURCE"}},
@@ -205,6 +210,63 @@ bool CommandGiven(const std::string& subcommand, const std::string& label,
                                " is the command, and lockwarden's own options go before " + label);
     return false;
   }
+  return true;
+}
+
+namespace {
+
+// Whether execvp would run `word`: a path to an executable file, or such a file in $PATH.
+bool IsCommand(const std::string& word) {
+  const auto runnable = [](const std::string& path) {
+    struct stat st {};
+    return stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && access(path.c_str(), X_OK) == 0;
+  };
+  if (word.empty()) return false;
+  if (word.find('/') != std::string::npos) return runnable(word);
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string dir = end == start ? "." : dirs.substr(start, end - start);
+    if (runnable(dir + "/" + word)) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ResourcesGiven(const std::string& first, bool all, std::vector<std::string>* command,
+                    std::vector<std::string>* resources) {
+  *resources = {first};
+  const auto dashes = std::find(command->begin(), command->end(), "--");
+  if (dashes == command->begin()) return true;  // `lock R -- CMD`: CommandGiven drops it
+  if (dashes == command->end()) {
+    if (!all) return true;  // `lock R CMD...`
+    UsageError("lock", "--all needs `--` between the resources and the command: lockwarden "
+                       "lock --all R1 R2... -- CMD");
+    return false;
+  }
+  const std::vector<std::string> names(command->begin(), dashes);
+  if (names.front().size() > 1 && names.front()[0] == '-') return true;  // CommandGiven refuses
+  for (const std::string& name : names) {
+    if (!name.empty() && name[0] == '-') {
+      UsageError("lock", "the resources before `--` include " + name +
+                             ", an option: lockwarden's own options go before the first resource");
+      return false;
+    }
+  }
+  if (!all && IsCommand(names.front())) {
+    UsageError("lock", "\"" + names.front() + "\" after \"" + first + "\" is a command's name, so "
+                       "this could run it under one lock or lock it as a second resource. To "
+                       "run it: lockwarden lock " + first + " -- " + names.front() +
+                       " ...; to lock several resources: lockwarden lock --all " + first + " " +
+                       names.front() + " ... -- CMD");
+    return false;
+  }
+  resources->insert(resources->end(), names.begin(), names.end());
+  command->erase(command->begin(), dashes);  // leaves the `--` for CommandGiven
   return true;
 }
 

@@ -40,4 +40,13 @@ void AddNameAndCommand(CLI::App* subcommand, const std::string& label, const std
 bool CommandGiven(const std::string& subcommand, const std::string& label,
                   std::vector<std::string>* command);
 
+// For `lock`: the resources and the command, from the name after the options (`first`) and the
+// words after it (*command, without a leading `--` on return). `lock R1 R2... -- CMD` names
+// several resources: every word before the first `--`. With no `--`, or one right after
+// `first`, the only resource is `first`. A command line both readings fit, when the word after
+// `first` names a command (`lock r git checkout -- f`), is refused unless `all` (--all) says
+// it names resources. false when refused (said as a usage error of `lock`).
+bool ResourcesGiven(const std::string& first, bool all, std::vector<std::string>* command,
+                    std::vector<std::string>* resources);
+
 }  // namespace lw::cli

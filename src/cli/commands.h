@@ -25,7 +25,7 @@ int RunServe(const ConfigSources& sources, bool check_only = false);
 
 struct LockArgs {
   std::string socket_path;
-  std::string resource;
+  std::vector<std::string> resources;  // one, or several taken all or none
   int64_t ttl_ms = 0;  // 0: the agent's default_ttl_ms
   int64_t wait_ms = 30'000;
   int64_t kill_grace_ms = 2'000;

@@ -46,10 +46,8 @@ void Resign(const ElectArgs& a, client::Client& c, const std::string& token) {
 // The leadership's resume through the agent's next run, by its term (docs/protocol.md#resume).
 Resumer ResumerOf(const ElectArgs& a, const std::string& token, int64_t term, int64_t valid_ms) {
   Resumer r;
-  r.socket_path = a.socket_path;
   r.token = token;
   r.valid_ms = valid_ms;
-  r.refresh_ms = std::max<int64_t>(100, valid_ms / 3);  // the agent renews at a third of the ttl
   r.resume = [a, token, term](client::Client& c) {
     client::Client::HoldKind leadership;
     leadership.election = true;
@@ -96,7 +94,11 @@ int RunElect(const ElectArgs& a) {
                                                {"LOCKWARDEN_TOKEN", token},
                                                {"LOCKWARDEN_TERM", term},
                                                {"LOCKWARDEN_FENCE", term},
-                                               {"LOCKWARDEN_PERMIT", std::nullopt}});
+                                               {"LOCKWARDEN_PERMIT", std::nullopt},
+                                               {"LOCKWARDEN_RESOURCES", std::nullopt},
+                                               {"LOCKWARDEN_TOKENS", std::nullopt},
+                                               {"LOCKWARDEN_FENCES", std::nullopt},
+                                               {"LOCKWARDEN_PERMITS", std::nullopt}});
   if (child < 0) {
     std::fprintf(stderr, "lockwarden: fork failed: %s\n", std::strerror(errno));
     Resign(a, *c, token);
@@ -104,10 +106,14 @@ int RunElect(const ElectArgs& a) {
   }
   bool lost = false;
   const int64_t valid_ms = ValidMsLeft(reply, asked);
-  const int status = Supervise(c, child,
-                               {a.name, "leadership of \"" + a.name + "\"", a.kill_grace_ms,
-                                ResumerOf(a, token, reply["term"].get<int64_t>(), valid_ms)},
-                               &lost);
+  const HoldWatch watch{
+      .holds = {{a.name, ResumerOf(a, token, reply["term"].get<int64_t>(), valid_ms)}},
+      .described = "leadership of \"" + a.name + "\"",
+      .kill_grace_ms = a.kill_grace_ms,
+      .socket_path = a.socket_path,
+      .refresh_ms = std::max<int64_t>(100, valid_ms / 3),  // the agent renews at ttl/3
+  };
+  const int status = Supervise(c, child, watch, &lost);
   if (lost) return kExitLost;
   Resign(a, *c, token);
   return ExitCodeOf(status);

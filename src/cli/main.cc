@@ -181,8 +181,13 @@ int main(int argc, char** argv) {
   lock->add_flag("--shared", lock_args.shared,
                  "hold a shared (read) hold: readers share, an exclusive (default) hold of the "
                  "resource excludes them");
-  lw::cli::AddNameAndCommand(lock, "RESOURCE", "resource name", &lock_args.resource,
-                             &lock_args.command);
+  bool lock_all = false;
+  lock->add_flag("--all", lock_all,
+                 "the words before `--` are all resources, taken all or none (needed only when "
+                 "the second one is also a command's name: `lock --all r git -- CMD`)");
+  std::string lock_first;
+  lw::cli::AddNameAndCommand(lock, "RESOURCE", "resource name; several: R1 R2... -- CMD",
+                             &lock_first, &lock_args.command);
 
   // Detached leases: acquire prints the token; release and extend take it.
   lw::cli::LeaseArgs lease_args;
@@ -334,7 +339,11 @@ int main(int argc, char** argv) {
                                          "permit of a semaphore, or --shared for a read hold "
                                          "of a lock");
     }
-    if (!lw::cli::CommandGiven("lock", "RESOURCE", &lock_args.command)) return lw::cli::kExitUsage;
+    if (!lw::cli::ResourcesGiven(lock_first, lock_all, &lock_args.command,
+                                 &lock_args.resources) ||
+        !lw::cli::CommandGiven("lock", "RESOURCE", &lock_args.command)) {
+      return lw::cli::kExitUsage;
+    }
     if (!SocketOf(lock_socket, &lock_args.socket_path)) return lw::cli::kExitUsage;
     lock_args.ttl_ms = ttl.empty() ? 0 : Ms(ttl);
     lock_args.wait_ms = Ms(wait);

@@ -151,14 +151,33 @@ nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int6
   return Acquire(resource, ttl_ms, wait_ms, HoldKind{}, renew, timeout, fence);
 }
 
-nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
-                               HoldKind kind, bool renew, Ms timeout, bool fence) {
-  nlohmann::json request = {
-      {"op", "acquire"}, {"resource", resource}, {"wait_ms", wait_ms}, {"renew", renew}};
+namespace {
+
+// An acquire request without its "resource" or "resources".
+nlohmann::json AcquireFields(int64_t ttl_ms, int64_t wait_ms, Client::HoldKind kind, bool renew,
+                              bool fence) {
+  nlohmann::json request = {{"op", "acquire"}, {"wait_ms", wait_ms}, {"renew", renew}};
   if (ttl_ms > 0) request["ttl_ms"] = ttl_ms;
   if (fence) request["fence"] = true;
   if (kind.permits > 0) request["permits"] = kind.permits;
   if (kind.shared) request["shared"] = true;
+  return request;
+}
+
+}  // namespace
+
+nlohmann::json Client::Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
+                               HoldKind kind, bool renew, Ms timeout, bool fence) {
+  nlohmann::json request = AcquireFields(ttl_ms, wait_ms, kind, renew, fence);
+  request["resource"] = resource;
+  return Call(std::move(request), timeout);
+}
+
+nlohmann::json Client::AcquireAll(const std::vector<std::string>& resources, int64_t ttl_ms,
+                                  int64_t wait_ms, HoldKind kind, bool renew, Ms timeout,
+                                  bool fence) {
+  nlohmann::json request = AcquireFields(ttl_ms, wait_ms, kind, renew, fence);
+  request["resources"] = resources;
   return Call(std::move(request), timeout);
 }
 

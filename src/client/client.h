@@ -9,6 +9,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace lw::client {
 
@@ -48,6 +49,10 @@ class Client {
   nlohmann::json Acquire(const std::string& resource, int64_t ttl_ms, int64_t wait_ms,
                          HoldKind kind, bool renew = false, Ms timeout = kDefaultTimeout,
                          bool fence = false);
+  // Several resources at once, all or none (docs/protocol.md "Several resources at once").
+  nlohmann::json AcquireAll(const std::vector<std::string>& resources, int64_t ttl_ms,
+                            int64_t wait_ms, HoldKind kind, bool renew = false,
+                            Ms timeout = kDefaultTimeout, bool fence = false);
   // Takes over a hold granted through an earlier run of the agent (docs/protocol.md "Resume"):
   // kind as its acquire asked; permit and fence as its grant answered (-1 / 0: none); ttl_ms
   // <= 0: the agent's default.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "state_util.h"
@@ -254,6 +255,68 @@ TEST_F(CliTest, EverythingAfterTheResourceIsTheCommand) {
       Run({"elect", "--socket", socket_, "--value", "v", "jobs", "echo", "--wait", "1s"});
   EXPECT_EQ(elect_code, 0) << elect;
   EXPECT_EQ(elect, "--wait 1s\n");
+}
+
+TEST_F(CliTest, SeveralResourcesAreHeldTogetherWhileTheCommandRuns) {
+  Fifo fifo(agent_.dir() + "/fifo");
+  const pid_t pid = Lock({"--fence", "set:b", "set:a", "--", "sh", "-c",
+                          "echo $LOCKWARDEN_RESOURCES $LOCKWARDEN_TOKENS "
+                          "\"${LOCKWARDEN_RESOURCE-none}\" > " + fifo.path() +
+                              "; echo $LOCKWARDEN_FENCES > " + fifo.path() +
+                              "; while [ ! -e " + go_path_ + " ]; do sleep 0.02; done; exit 3"});
+  std::istringstream said(fifo.ReadLine(milliseconds(15'000)));
+  std::string first, second, token_a, token_b, single;
+  said >> first >> second >> token_a >> token_b >> single;
+  // Taken in the canonical order, whatever order they were named in.
+  EXPECT_EQ(first + " " + second, "set:a set:b") << Output();
+  EXPECT_EQ(single, "none") << "the single-lock variables are removed";
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("set:a"), token_a), 5) << Output();
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("set:b"), token_b), 5) << Output();
+  std::istringstream fences(fifo.ReadLine(milliseconds(15'000)));
+  int64_t fence_a = 0, fence_b = 0;
+  fences >> fence_a >> fence_b;
+  EXPECT_GT(fence_a, 0);
+  EXPECT_GT(fence_b, 0);
+  auto other = agent_.Connect();
+  EXPECT_EQ(other.Acquire("set:a", 5'000, 0).value("error", ""), "timeout");
+  EXPECT_EQ(other.Acquire("set:b", 5'000, 0).value("error", ""), "timeout");
+  std::ofstream(go_path_) << "go\n";
+  EXPECT_EQ(WaitChild(pid, milliseconds(15'000)), 3) << Output();
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("set:a")), 0);
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("set:b")), 0);
+}
+
+TEST_F(CliTest, SeveralResourcesAreTakenAllOrNone) {
+  auto holder = agent_.Connect();
+  ASSERT_TRUE(holder.Acquire("set:b", 60'000, 0).value("ok", false));
+  const auto [code, out] = Run({"lock", "--socket", socket_, "--wait", "200ms", "set:a", "set:b",
+                                "--", "sh", "-c", "echo ran"});
+  EXPECT_EQ(code, 75) << out;
+  EXPECT_EQ(out.find("ran"), std::string::npos) << out;
+  EXPECT_NE(out.find("none of the 2 resources is held"), std::string::npos) << out;
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("set:a")), 0) << "set:a was let go of";
+}
+
+TEST_F(CliTest, ACommandLineThatCouldNameACommandOrAResourceIsRefused) {
+  // `echo` names a command: `lock r echo -- a b` may mean either.
+  const auto [code, out] = Run({"lock", "--socket", socket_, "r", "echo", "--", "a", "b"});
+  EXPECT_EQ(code, 64) << out;
+  EXPECT_THAT(out, HasSubstr("\"echo\" after \"r\" is a command's name"));
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("r")), 0);
+  const auto [run_code, run] = Run({"lock", "--socket", socket_, "r", "--", "echo", "--", "a"});
+  EXPECT_EQ(run_code, 0) << run;
+  EXPECT_EQ(run, "-- a\n");
+  const auto [all_code, all] = Run({"lock", "--socket", socket_, "--all", "r", "echo", "--", "sh",
+                                    "-c", "echo $LOCKWARDEN_RESOURCES"});
+  EXPECT_EQ(all_code, 0) << all;
+  EXPECT_EQ(all, "echo r\n");
+  const auto [opt_code, opt] =
+      Run({"lock", "--socket", socket_, "r", "s", "--ttl", "5s", "--", "true"});
+  EXPECT_EQ(opt_code, 64) << opt;
+  EXPECT_THAT(opt, HasSubstr("include --ttl, an option"));
+  const auto [dup_code, dup] = Run({"lock", "--socket", socket_, "r", "r", "--", "true"});
+  EXPECT_EQ(dup_code, 64) << dup;
+  EXPECT_THAT(dup, HasSubstr("names \"r\" twice"));
 }
 
 TEST_F(CliTest, ClientSubcommandsFindTheAgentThroughTheConfigsSocketPath) {

@@ -353,7 +353,7 @@ TEST_F(ClientsTest, Shell) {
   EXPECT_EQ(Run({"bash", "test.sh"}, kClients + "/shell",
                 {"PATH=" + bin + ":" + (path != nullptr ? path : "/usr/bin:/bin")}),
             0);
-  EXPECT_EQ(Count(output_, "\nok   test_"), 13);
+  EXPECT_EQ(Count(output_, "\nok   test_"), 14);
   EXPECT_NE(output_.find("0 test(s) failed"), std::string::npos);
   ExpectCoveragePassed("shell", "^ok   ");
   ExpectEveryAction();

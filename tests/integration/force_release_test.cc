@@ -92,5 +92,28 @@ TEST_F(ForceReleaseTest, HolderIsToldKeysGoAndTheNextWaiterGetsIt) {
   EXPECT_NE(agent_.Log().find("audit: force_release resource=\"stuck\""), std::string::npos);
 }
 
+// `lockwarden lock a b -- CMD` holds both together: revoking one stops the command (exit 72),
+// and the other is let go of with it.
+TEST_F(ForceReleaseTest, RevokingOneOfALockCommandsResourcesStopsItAndFreesTheOther) {
+  Fifo fifo(dir_ + "/fifo");
+  const std::string out = dir_ + "/lock.out";
+  const pid_t job = SpawnTestProcess(
+      {LockwardenBinary(), "lock", "--socket", agent_.socket_path(), "--kill-grace", "5s",
+       "pair:a", "pair:b", "--", "sh", "-c",
+       "trap 'echo TERM > " + fifo.path() + "; exit 0' TERM; echo started > " + fifo.path() +
+           "; while :; do sleep 0.05; done"},
+      out);
+  ASSERT_EQ(fifo.ReadLine(milliseconds(15'000)), "started") << ReadFile(out);
+  ASSERT_EQ(Revoke(json{{"resource", "pair:b"}}.dump()).status, 200);
+  EXPECT_EQ(fifo.ReadLine(milliseconds(15'000)), "TERM") << ReadFile(out);
+  EXPECT_EQ(WaitChild(job, milliseconds(15'000)), 72) << ReadFile(out);
+  EXPECT_NE(ReadFile(out).find("locks \"pair:a\", \"pair:b\" were lost: \"pair:b\": revoked"),
+            std::string::npos)
+      << ReadFile(out);
+  ASSERT_TRUE(Eventually([&] { return cluster_.CountWithKey(KeyOf("pair:a")) == 0; },
+                         milliseconds(15'000)))
+      << "pair:a outlived its command";
+}
+
 }  // namespace
 }  // namespace lw::test::force_release

@@ -108,6 +108,41 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("exp:job")), 0) << "released through the next run";
 }
 
+TEST_F(ResumeTest, ALockJobOfSeveralResourcesResumesThemAllAcrossAKillOfItsAgent) {
+  auto agent = Start();
+  auto other = Elsewhere();
+  Fifo fifo(dir_ + "/fifo");
+  const pid_t job = SpawnTestProcess(
+      {LockwardenBinary(), "lock", "--socket", socket_, "--ttl", "6s", "exp:a", "exp:b", "--",
+       "sh", "-c",
+       "echo $LOCKWARDEN_TOKENS > " + fifo.path() + "; while [ ! -e " + go_ +
+           " ]; do sleep 0.02; done; echo job-finished"},
+      out_);
+  const std::string tokens = fifo.ReadLine(milliseconds(15'000));
+  ASSERT_EQ(tokens.size(), 81u) << ReadFile(out_);
+  const std::string token_a = tokens.substr(0, 40), token_b = tokens.substr(41);
+
+  Kill(*agent);
+  auto next = Start();
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(out_).find("resumed locks \"exp:a\", \"exp:b\"") != std::string::npos; },
+      milliseconds(15'000)))
+      << ReadFile(out_) << next->Log();
+  AwaitRenewals(*next, 6);  // both, a whole ttl after the resume
+  EXPECT_EQ(MetricNow(next->admin_port(), "lockwarden_resumes_total", {{"outcome", "resumed"}}),
+            2);
+  ExpectHeldAgainstOthers(*other, "exp:a");
+  ExpectHeldAgainstOthers(*other, "exp:b");
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:a"), token_a), 3);
+  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:b"), token_b), 3);
+
+  std::ofstream(go_) << "go\n";
+  EXPECT_EQ(WaitChild(job, milliseconds(15'000)), 0) << ReadFile(out_);
+  EXPECT_EQ(ReadFile(out_).find("was lost"), std::string::npos) << ReadFile(out_);
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("exp:a")), 0) << "released through the next run";
+  EXPECT_EQ(cluster_.CountWithKey(KeyOf("exp:b")), 0) << "released through the next run";
+}
+
 TEST_F(ResumeTest, AnElectJobKeepsLeadingAcrossAKillOfItsAgent) {
   auto agent = Start();
   auto other = Elsewhere();
