@@ -102,9 +102,9 @@ class SyncTest(unittest.TestCase):
         self.assertEqual(self.a.held(), [])
 
     def test_a_set_is_lost_when_one_of_its_locks_is_and_the_others_are_released(self):
-        # Not renewed, and b extended to 10 s: a expires first, and the set lets go of b.
-        locks = self.a.acquire_all(["py:lose-a", "py:lose-b"], ttl_ms=1000, wait_ms=WAIT_MS)
-        locks["py:lose-b"].extend(10000)
+        # Not renewed, and b extended to a minute: a expires first, and the set lets go of b.
+        locks = self.a.acquire_all(["py:lose-a", "py:lose-b"], ttl_ms=2000, wait_ms=WAIT_MS)
+        locks["py:lose-b"].extend(60000)
         self.assertIsNotNone(locks.wait_lost(EVENT_S))
         self.assertEqual(locks.lost, "expired")
         with self.assertRaises(lockwarden.LockLost):
