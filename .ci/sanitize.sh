@@ -51,7 +51,7 @@ targets=(lockwarden)
 # ASan also runs the unit tests, and bench_smoke: the engine's hot paths (pipelining, local
 # hand-off, renewals of held locks) under load, with the load generators built alongside.
 if [[ $mode == address ]]; then
-  targets+=(lw_unit_tests lw_bench lw_bench_raw lw_bench_handover_codec)
+  targets+=(lw_unit_tests lw_bench lw_bench_raw lw_bench_handover_codec lw_bench_master_cost)
 fi
 if ! cmake --build "$build" --parallel "$(nproc)" --target "${targets[@]}" \
   >"$build/build.log" 2>&1; then

@@ -15,6 +15,8 @@
 #                                # masters, interleaved: what TLS costs per cycle, ~1 min
 #   bash bench/run.sh --scale    # uncontended cycles at C = 1, 8, 64, 512 and 4,096 sessions:
 #                                # how cycles/s and CPU per cycle grow, ~1 min
+#   bash bench/run.sh --master-cost  # what one acquire or release costs a master, sent as a
+#                                # native command, as its own script or batched, ~20 s
 # Before its first request, the agent's idle cost is measured (CPU, RSS, what it costs the
 # masters). Every run measures the semaphore and read-write kinds beside the mutex, on the same
 # agent and masters, and prints their ratios to it: uncontended at C=64 (each client its own
@@ -45,9 +47,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-smoke=0 kinds_only=0 fairness=0 upgrade_only=0 tls_only=0 scale_only=0
+smoke=0 kinds_only=0 fairness=0 upgrade_only=0 tls_only=0 scale_only=0 master_cost_only=0
 case "${1:-}" in
   --smoke) smoke=1 ;;
+  --master-cost) master_cost_only=1 ;;
   --tls) tls_only=1 ;;
   --scale) scale_only=1 ;;
   --kinds) kinds_only=1 ;;
@@ -55,13 +58,14 @@ case "${1:-}" in
   --fairness) fairness=1; shift ;;  # the arguments after it are bench/fairness.py's
   '') ;;
   *) echo "usage: bash bench/run.sh [--smoke | --kinds | --upgrade | --tls | --scale |" \
+       "--master-cost |" \
        "--fairness [ARGS]]" >&2
      exit 64 ;;
 esac
 
 build=${LOCKWARDEN_BUILD_DIR:-build}
 build=$(cd "$(dirname "$build")" && echo "$PWD/$(basename "$build")")
-targets=(lockwarden lw_bench lw_bench_raw lw_bench_handover_codec)
+targets=(lockwarden lw_bench lw_bench_raw lw_bench_handover_codec lw_bench_master_cost)
 ((fairness)) && targets=(lockwarden)
 if [[ -z ${LOCKWARDEN_BENCH_NO_BUILD:-} ]]; then
   if [[ $build == "$root/build" ]]; then
@@ -81,7 +85,8 @@ if ((fairness)); then
 fi
 bench=$build/bench/lw_bench
 raw=$build/bench/lw_bench_raw
-for b in "$bin" "$bench" "$raw" "$build/bench/lw_bench_handover_codec"; do
+master_cost=$build/bench/lw_bench_master_cost
+for b in "$bin" "$bench" "$raw" "$build/bench/lw_bench_handover_codec" "$master_cost"; do
   [[ -x $b ]] || { echo "bench/run.sh: $b missing; build first" >&2; exit 1; }
 done
 build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2)
@@ -90,7 +95,7 @@ build_type=$(grep -m1 '^CMAKE_BUILD_TYPE:' "$build/CMakeCache.txt" | cut -d= -f2
 
 # node-redlock, pinned in bench/node/package-lock.json; npm ci only when the lockfile changed.
 node_dir=bench/node
-if ((!upgrade_only && !tls_only && !scale_only)); then  # these parts need no node
+if ((!upgrade_only && !tls_only && !scale_only && !master_cost_only)); then  # no node needed
   lock_sum=$(sha256sum "$node_dir/package-lock.json" | cut -d' ' -f1)
   stamp=$node_dir/node_modules/.lockwarden-lock.sha256
   if [[ "$(cat "$stamp" 2>/dev/null)" != "$lock_sum" ]]; then
@@ -177,6 +182,15 @@ stop_agent() {
   agent=
 }
 flushall() { for p in "${ports[@]}"; do redis-cli -p "$p" flushall >/dev/null; done; }
+# Waits (60 s at most) until the agent sends plain locks as SET NX (lockwarden_native_claims):
+# max_ttl_ms after its first heartbeat found every agent marking read holds (docs/safety.md §7).
+await_native() {
+  local deadline=$((SECONDS + 60))
+  until [[ $(metric lockwarden_native_claims) == 1 ]]; do
+    ((SECONDS < deadline)) || { echo "bench/run.sh: the agent never went native" >&2; return 1; }
+    sleep 0.2
+  done
+}
 metric() {  # sum of the samples whose line starts with $1 (0 when the agent does not answer)
   curl -sf "http://127.0.0.1:$admin_port/metrics" |
     awk -v m="$1" 'index($0, m) == 1 { s += $NF } END { printf "%d", s }' || true
@@ -290,6 +304,18 @@ run_only() {
   report_and_exit "$3" --note "$(date -u +%F), $(nproc) cores, $build_type, \
 ${seconds} s per part, load average $load_before before, $(cut -d' ' -f1-3 /proc/loadavg) after"
 }
+# A master's CPU per call, by how the call is sent (bench/master_cost.cc), on master 1 alone.
+master_cost_part() {
+  local calls=${MASTER_COST_CALLS:-100000} sizes=1,8,32,64
+  ((smoke)) && calls=200 sizes=1,8
+  "$master_cost" --master "127.0.0.1:${ports[0]}" --calls "$calls" --sizes "$sizes" |
+    tee "$out/master-cost.md"
+}
+if ((master_cost_only)); then
+  master_cost_part
+  exit 0
+fi
+((smoke)) && master_cost_part
 ((scale_only)) && run_only scale scale_parts --scale-only
 ((tls_only)) && run_only "TLS (the masters' plain and TLS ports)" tls_parts --tls-only
 if ((upgrade_only)); then
@@ -304,7 +330,12 @@ if ((!smoke && !kinds_only)) && command -v etcd >/dev/null; then
 elif ((!smoke && !kinds_only)); then
   echo "bench/run.sh: etcd-server is not installed; the etcd parts are skipped" >&2
 fi
+# Plain locks go native max_ttl_ms after every agent marks read holds: 10 s here (the parts'
+# ttl), with a heartbeat a second. The smoke mode does not wait (its parts run on the script).
+agent_extra=(--heartbeat-ttl-ms 3000 --max-ttl-ms 10000 --default-ttl-ms 10000)
 start_agent cycles
+agent_extra=()
+((smoke)) || await_native
 # Idle: the cycles agent, ready (its readiness check is the only request it has served) and
 # asked nothing during the window; the masters' CPU and commands are what its health checks
 # cost them.
@@ -358,6 +389,19 @@ part "sem4-c16 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mod
 part "rw15+1 agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode contended \
   --clients 16 --shared-clients 15 --prefix bench/rw/ "${common[@]}"
 stop_agent
+# The agent as before issue 37 (mark_readers = false: every exclusive acquire the claim script),
+# on its own once the native one has left the registry: what native claims change.
+if ((!kinds_only)); then
+  agent_extra=(--mark-readers false)
+  start_agent cycles-script
+  agent_extra=()
+  for s in "c1 uncontended 1" "c64 uncontended 64"; do
+    set -- $s
+    part "$1 agent-script" "$bench" --socket "$agent_sock" --agent-pid "$agent" --mode "$2" \
+      --clients "$3" "${common[@]}" "${own_wait[@]}"
+  done
+  stop_agent
+fi
 
 if ((kinds_only)); then
   report_and_exit --kinds-only --note "$(date -u +%F), $(nproc) cores, \

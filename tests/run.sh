@@ -62,7 +62,7 @@ targets=(lw_integration_targets)
 unit_args=(-LE integration)
 integration_args=(-L integration)
 if skipped asan; then
-  targets+=(lw_unit_tests lw_bench lw_bench_raw lw_bench_handover_codec)
+  targets+=(lw_unit_tests lw_bench lw_bench_raw lw_bench_handover_codec lw_bench_master_cost)
 else
   unit_args=(-LE 'integration|logic' -E '^lw_unit_tests_NOT_BUILT$')
   integration_args=(-L integration -E '^bench_smoke$')

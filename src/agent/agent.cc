@@ -311,7 +311,14 @@ void Agent::StartFleet() {
       "locks held here are revoked from other agents by deleting their keys instead (the ACL "
       "in docs/security.md allows the channel)");
   fleet_->Start(AdminUrlOf(cfg_.admin_url, admin_host_, admin_port_),
-                [this] { return HolderReportFromOtherThread(); });
+                [this] { return HolderReportFromOtherThread(); },
+                [this](bool native) {
+                  commands_.Post([this, native] {
+                    if (!shutting_down_ && engine_->native_claims() != native) {
+                      engine_->SetNativeClaims(native);
+                    }
+                  });
+                });
 }
 
 std::optional<fleet::HolderReport> Agent::HolderReportFromOtherThread() {

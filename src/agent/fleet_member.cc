@@ -58,11 +58,13 @@ FleetMember::~FleetMember() {
   running_.store(nullptr);
 }
 
-void FleetMember::Start(std::string admin_url, fleet::FleetPresence::ReportFn report) {
+void FleetMember::Start(std::string admin_url, fleet::FleetPresence::ReportFn report,
+                        fleet::FleetPresence::LayoutFn layout) {
   record_.admin_url = std::move(admin_url);
   if (!enabled() || presence_) return;
   fleet::PresenceSettings ps = fleet::PresenceSettingsFrom(cfg_);
   ps.record = record_;
+  ps.marks_readers = cfg_.mark_readers;
   // Each heartbeat asks the loop for the report; the reporter also keeps the reader fresh (it
   // exports the fleet totals), the others read only when asked.
   presence_ = std::make_unique<fleet::FleetPresence>(
@@ -71,7 +73,7 @@ void FleetMember::Start(std::string admin_url, fleet::FleetPresence::ReportFn re
         reader_->KeepFresh(running_.load()->reporter());
         return report();
       },
-      stats_.get());
+      stats_.get(), std::move(layout));
   running_.store(presence_.get());
   reader_->Start();
   presence_->Start();

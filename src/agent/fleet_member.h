@@ -53,7 +53,8 @@ class FleetMember {
 
   // Starts the presence and reader threads (when enabled). admin_url: this agent's page ("":
   // none). report: asks the loop for the current holder report (HolderReportOf), bounded.
-  void Start(std::string admin_url, fleet::FleetPresence::ReportFn report);
+  void Start(std::string admin_url, fleet::FleetPresence::ReportFn report,
+             fleet::FleetPresence::LayoutFn layout = nullptr);
   // The presence thread deregisters (bounded), then both threads stop. Idempotent.
   void Stop();
 

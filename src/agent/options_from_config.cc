@@ -32,6 +32,7 @@ EngineOptions EngineOptionsFrom(const Config& cfg) {
   o.retry_delay_ms = cfg.retry_delay_ms;
   o.retry_jitter_ms = cfg.retry_jitter_ms;
   o.local_first = cfg.local_first;
+  o.mark_readers = cfg.mark_readers;
   o.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
   o.stuck_after_ms = cfg.stuck_after_ms;
   return o;

@@ -73,12 +73,12 @@ std::string KeyOfPart(std::string_view prefix, const KeyPart& part) {
 }
 
 bool IsHold(const KeyPartRow& row, std::string_view value) {
-  if (row.value == PartValue::kString && IsReservation(value)) return false;
+  if (row.value == PartValue::kString && IsPlaceholder(value)) return false;
   switch (row.holds) {
     case PartHolds::kEvery:
       return true;
     case PartHolds::kUnlessMarker:
-      return !ShapeOfMarker(value) && !IsReservation(value);
+      return !ShapeOfMarker(value) && !IsPlaceholder(value);
     case PartHolds::kNone:
       return false;
   }
@@ -123,6 +123,7 @@ std::optional<RemovalCommand> RemovalOf(std::string_view prefix, const KeyPart& 
       break;
     case PartRemoval::kRemoveMember:
       out.script = RemovalScript::kReleaseShared;
+      out.keys.push_back(std::string(prefix) + part.resource);  // P R: the readers' mark
       break;
   }
   return out;

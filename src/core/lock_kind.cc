@@ -62,6 +62,10 @@ std::string Reservation(std::string_view agent) {
 
 bool IsReservation(std::string_view value) { return value.starts_with(kReservationPrefix); }
 
+bool IsPlaceholder(std::string_view value) {
+  return IsReservation(value) || value == kReadersMark;
+}
+
 std::optional<LockShape> ShapeOfMarker(std::string_view value) {
   if (!value.starts_with(kSemaphoreMarker)) return std::nullopt;
   const auto k = ReadCount(value.substr(kSemaphoreMarker.size()), 1, kMaxPermits);

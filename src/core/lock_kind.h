@@ -7,6 +7,10 @@
 //   mutex (exclusive hold)  P R                       the holder's value, PX ttl
 //   shared (read) holds     P R US "readers"          ZSET: reader value -> its expiry (the
 //                                                     master's ms since the epoch); PX >= all
+//                           P R (the readers' mark)   "lockwarden:readers", PX >= every reader's
+//                                                     expiry, written by agents that mark
+//                                                     readers (docs/safety.md §7): a plain
+//                                                     SET NX of an exclusive hold fails on it
 //                           P R US "writer-waiting"   an exclusive acquire refused because of
 //                                                     readers: its value, PX a few retry delays;
 //                                                     new readers are refused while it exists
@@ -59,10 +63,16 @@ struct LockShape {
   std::string Marker() const;
 };
 
+// The readers' mark at P R (the layout above; kind_scripts.h spells it too). No hold.
+inline constexpr std::string_view kReadersMark = "lockwarden:readers";
+
 // A reservation at P R (the layout above): what a release leaves for `agent` (a value prefix).
 std::string Reservation(std::string_view agent);
 // Whether a value read at P R is a reservation (no hold: it holds the lock for an agent's claim).
 bool IsReservation(std::string_view value);
+// Whether a value read at P R stands for no holder of its own: a reservation or the readers'
+// mark.
+bool IsPlaceholder(std::string_view value);
 
 // A semaphore's shape from its marker value; nullopt for anything else (a holder's value).
 std::optional<LockShape> ShapeOfMarker(std::string_view value);

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <set>
+
 #include "core/redlock_math.h"
 #include "core/unix_time.h"
 #include "fleet/master_links.h"
@@ -25,8 +28,9 @@ class Heartbeat {
         holds_reporter_(settings.masters.size(), false) {}
 
   // One heartbeat on every master. Returns whether this agent holds the reporter key on a
-  // quorum, or nullopt when no master took the heartbeat.
-  std::optional<bool> Beat(const std::optional<HolderReport>& report) {
+  // quorum, or nullopt when no master took the heartbeat. Sets *all_mark: whether a quorum of
+  // masters answered and none listed a live agent that does not mark read holds.
+  std::optional<bool> Beat(const std::optional<HolderReport>& report, bool* all_mark) {
     const int64_t now = UnixMsNow();
     if (report) {
       HolderReport content = *report;
@@ -44,10 +48,13 @@ class Heartbeat {
     record.heartbeat_ttl_ms = settings_.heartbeat_ttl.count();
     const std::string entry = Encode(record);
     int reached = 0, reporter = 0;
+    bool unmarked = false;
     for (size_t i = 0; i < links_.size(); ++i) {
-      if (BeatOn(i, entry, now)) ++reached;
+      if (BeatOn(i, entry, now, &unmarked)) ++reached;
       reporter += holds_reporter_[i] ? 1 : 0;
     }
+    *all_mark = settings_.marks_readers && !unmarked &&
+                reached >= QuorumSize(static_cast<int>(links_.size()));
     if (stats_) {
       if (reached > 0) stats_->own.heartbeats.Inc();
       stats_->own.heartbeat_errors.Inc(static_cast<double>(links_.size() - reached));
@@ -64,6 +71,7 @@ class Heartbeat {
     const std::vector<Command> commands = {
         {"DEL", AgentKey(id), HoldersKey(id)},
         {"ZREM", AgentsIndexKey(), id},
+        {"ZREM", MarkingIndexKey(), id},
         {"EVAL", scripts::kDeleteIfHeld, "1", ReporterKey(), id, ""}};
     for (size_t i = 0; i < links_.size(); ++i) {
       auto replies = links_.Pipeline(i, commands);
@@ -77,7 +85,8 @@ class Heartbeat {
  private:
   std::string Ttl() const { return std::to_string(settings_.heartbeat_ttl.count()); }
 
-  bool BeatOn(size_t i, const std::string& entry, int64_t now) {
+  // *unmarked: set when this master lists a live agent that does not mark read holds.
+  bool BeatOn(size_t i, const std::string& entry, int64_t now, bool* unmarked) {
     const std::string& id = settings_.record.id;
     const int64_t ttl = settings_.heartbeat_ttl.count();
     std::vector<Command> commands = {
@@ -93,6 +102,19 @@ class Heartbeat {
       commands.push_back({"SET", HoldersKey(id), report_text_, "PX", Ttl()});
     } else {
       commands.push_back({"PEXPIRE", HoldersKey(id), Ttl()});
+    }
+    const size_t layout_at = commands.size();
+    if (settings_.marks_readers) {
+      commands.push_back({"ZADD", MarkingIndexKey(), std::to_string(now + ttl), id});
+      commands.push_back(
+          {"ZREMRANGEBYSCORE", MarkingIndexKey(), "-inf", std::to_string(now - kIndexPruneAfterMs)});
+      commands.push_back({"PEXPIRE", MarkingIndexKey(), std::to_string(kIndexPruneAfterMs)});
+      // Whole, scores and all (ZRANGE BYSCORE needs Redis 6.2): an index is one entry per agent.
+      commands.push_back({"ZRANGE", AgentsIndexKey(), "0", "-1", "WITHSCORES"});
+      commands.push_back({"ZRANGE", MarkingIndexKey(), "0", "-1", "WITHSCORES"});
+    } else {
+      // Unmarked (mark_readers = false, reloaded so): no entry of an earlier run may say otherwise.
+      commands.push_back({"ZREM", MarkingIndexKey(), id});
     }
     auto replies = links_.Pipeline(i, commands);
     if (std::holds_alternative<std::string>(replies)) {
@@ -111,7 +133,27 @@ class Heartbeat {
     holds_reporter_[i] = rs[4].kind == Reply::Kind::kStatus ||
                          (rs[5].kind == Reply::Kind::kInteger && rs[5].integer == 1);
     if (rewrite) written_[i] = report_text_;
+    if (settings_.marks_readers && rs.size() >= layout_at + 5) {
+      const std::set<std::string> marking = Live(rs[layout_at + 4], now);
+      for (const std::string& agent : Live(rs[layout_at + 3], now)) {
+        if (!marking.count(agent)) *unmarked = true;
+      }
+    }
     return true;
+  }
+
+  // The members of an index read WITHSCORES whose entry has not expired at `now` (unix ms).
+  static std::set<std::string> Live(const Reply& index, int64_t now) {
+    std::set<std::string> out;
+    for (size_t i = 0; i + 1 < index.elements.size(); i += 2) {
+      const std::string& score = index.elements[i + 1].text;
+      char* end = nullptr;
+      const double expires = std::strtod(score.c_str(), &end);
+      if (end == score.c_str() || expires > static_cast<double>(now)) {
+        out.insert(index.elements[i].text);  // unreadable: counted as live
+      }
+    }
+    return out;
   }
 
   void LetGoOfReporter() {
@@ -134,8 +176,12 @@ class Heartbeat {
 
 }  // namespace
 
-FleetPresence::FleetPresence(PresenceSettings settings, ReportFn report, FleetStats* stats)
-    : settings_(std::move(settings)), report_(std::move(report)), stats_(stats) {}
+FleetPresence::FleetPresence(PresenceSettings settings, ReportFn report, FleetStats* stats,
+                             LayoutFn layout)
+    : settings_(std::move(settings)),
+      report_(std::move(report)),
+      layout_(std::move(layout)),
+      stats_(stats) {}
 
 FleetPresence::~FleetPresence() { Stop(); }
 
@@ -157,9 +203,28 @@ void FleetPresence::Stop() {
 void FleetPresence::Run() {
   Heartbeat heartbeat(settings_, stats_);
   const auto period = std::max(settings_.heartbeat_ttl / 3, std::chrono::milliseconds(1));
+  // Since when every heartbeat found every live agent marking read holds (if all_marking).
+  bool all_marking = false;
+  auto all_mark_since = std::chrono::steady_clock::now();
+  bool native = false;
   while (true) {
     const std::optional<HolderReport> report = report_ ? report_() : std::nullopt;
-    const std::optional<bool> reporter = heartbeat.Beat(report);
+    bool all_mark = false;
+    const std::optional<bool> reporter = heartbeat.Beat(report, &all_mark);
+    const auto now = std::chrono::steady_clock::now();
+    if (all_mark && !all_marking) all_mark_since = now;
+    all_marking = all_mark;
+    const bool was = native;
+    native = all_marking && now - all_mark_since >=
+                                std::chrono::milliseconds(settings_.record.settings.max_ttl_ms);
+    if (native != was) {
+      spdlog::info("fleet: plain locks {}", native
+                       ? "now go to the masters as SET NX (every agent has marked read holds for "
+                         "max_ttl_ms)"
+                       : "go to the masters as the claim script again (an agent that does not "
+                         "mark read holds is in the fleet, or too few masters answered)");
+    }
+    if (layout_) layout_(native);
     if (reporter) {
       heartbeats_.fetch_add(1);
       if (*reporter != reporter_.exchange(*reporter)) {

@@ -36,6 +36,9 @@ namespace lw::fleet {
 struct PresenceSettings {
   std::vector<MasterAddress> masters;
   AgentRecord record;  // heartbeat_unix_ms is set at each write
+  // This agent marks read holds: it says so beside its index entry (MarkingIndexKey), and each
+  // heartbeat also reads which live agents do (LayoutFn).
+  bool marks_readers = false;
   std::chrono::milliseconds heartbeat_ttl{10'000};
   std::chrono::milliseconds connect_timeout{1'000};
   std::chrono::milliseconds command_timeout{2'000};
@@ -46,8 +49,14 @@ class FleetPresence {
   // report: called on this object's thread; asks the loop for the current report and waits a
   // bounded time. nullopt: no answer in time (the previous report is kept, its ttl refreshed).
   using ReportFn = std::function<std::optional<HolderReport>()>;
+  // Called on this object's thread after each heartbeat: whether plain exclusive acquires may
+  // now be native SET NX (docs/safety.md §7): this agent marks readers, a quorum of masters
+  // answered, none lists a live agent that does not mark them, and so since max_ttl_ms (the
+  // longest any unmarked read hold can have lived on) or longer. false at once otherwise.
+  using LayoutFn = std::function<void(bool native_claims)>;
 
-  FleetPresence(PresenceSettings settings, ReportFn report, FleetStats* stats);
+  FleetPresence(PresenceSettings settings, ReportFn report, FleetStats* stats,
+                LayoutFn layout = nullptr);
   ~FleetPresence();  // Stop()
   FleetPresence(const FleetPresence&) = delete;
   FleetPresence& operator=(const FleetPresence&) = delete;
@@ -65,6 +74,7 @@ class FleetPresence {
 
   PresenceSettings settings_;
   ReportFn report_;
+  LayoutFn layout_;
   FleetStats* stats_;
   std::atomic<uint64_t> heartbeats_{0};
   std::atomic<bool> reporter_{false};

@@ -29,6 +29,7 @@ std::string Named(std::string_view kind, std::string_view id) {
 }  // namespace
 
 std::string AgentsIndexKey() { return Named("agents", ""); }
+std::string MarkingIndexKey() { return Named("agents:marking", ""); }
 std::string AgentKey(std::string_view agent_id) { return Named("agent:", agent_id); }
 std::string HoldersKey(std::string_view agent_id) { return Named("holders:", agent_id); }
 std::string RevokeChannel(std::string_view agent_id) { return Named("revoke:", agent_id); }

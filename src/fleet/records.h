@@ -32,6 +32,9 @@ std::string AgentKey(std::string_view agent_id);   // "lockwarden:agent:<id>", A
 std::string HoldersKey(std::string_view agent_id); // "lockwarden:holders:<id>", HolderReport JSON
 // The channel an agent listens on for revokes of locks held through it (RevokeOrder JSON).
 std::string RevokeChannel(std::string_view agent_id);  // "lockwarden:revoke:<id>"
+// ZSET like the index, of the agents that mark read holds (docs/safety.md §7, "Marked
+// readers"); an agent in the index and not here is taken to leave them unmarked.
+std::string MarkingIndexKey();                     // "lockwarden:agents:marking"
 // Held (SET NX PX, compare-and-pexpire) by the one agent that exports fleet totals.
 std::string ReporterKey();                         // "lockwarden:reporter"
 

@@ -152,7 +152,7 @@ std::map<std::pair<std::string, std::string>, Group> GroupCopies(
       // Queue entries are agents waiting and a reservation a lock between two holds: neither
       // is a hold.
       if (part->part == KeyPart::Part::kQueue || part->part == KeyPart::Part::kQueueAlive) continue;
-      if (IsReservation(c.value)) continue;
+      if (IsPlaceholder(c.value)) continue;  // a reservation, the readers' mark
       if (part->part == KeyPart::Part::kBase) {
         if (const std::optional<LockShape> shape = ShapeOfMarker(c.value)) {
           int& k = marks.permits[part->resource];

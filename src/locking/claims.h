@@ -23,6 +23,10 @@ struct HoldPlace {
   // What the kind keeps beside the hold (Holder::note; an election's record), "" when nothing
   // (or not known yet).
   std::string_view record = {};
+  // The key layout in use (docs/safety.md §7): read holds are marked at P R; an exclusive
+  // claim may be a native SET NX (every agent marks readers, for long enough).
+  bool mark_readers = false;
+  bool native_claims = false;
 };
 
 // The resource's base key (a mutex's key, a semaphore's marker; release announcements use it).

@@ -50,9 +50,17 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
              options_.stuck_after_ms),
       rng_(std::random_device{}()),
       deadlines_(loop, [this](uint64_t serial, const std::string& name) { OnDeadline(serial, name); }),
-      defer_(loop) {}
+      defer_(loop) {
+  table_.SetKeyLayout(options_.mark_readers, false);
+}
 
 LockEngine::~LockEngine() = default;
+
+void LockEngine::SetNativeClaims(bool on) {
+  native_claims_ = on && options_.mark_readers;
+  table_.SetKeyLayout(options_.mark_readers, native_claims_);
+  stats_->native_claims.Set(native_claims_ ? 1 : 0);
+}
 
 // Not stored per resource: at 100k held locks a second copy of every name is ~6 MiB.
 std::string LockEngine::KeyOf(const std::string& name) const { return options_.key_prefix + name; }
@@ -60,6 +68,9 @@ std::string LockEngine::KeyOf(const std::string& name) const { return options_.k
 HoldPlace LockEngine::PlaceOf(const AttemptRound& a, const Resource& r) const {
   HoldPlace p = table_.PlaceOf(a.name, r, a.mode, a.part);
   p.record = a.note;
+  // A claim after a grant here (a lock contended through this agent) may find this agent's own
+  // reservation, which only the script takes: a SET NX first would cost a refused command.
+  if (r.granted_here) p.native_claims = false;
   return p;
 }
 
@@ -327,6 +338,7 @@ void LockEngine::GrantHead(Resource& r, const std::string& name, const AttemptRo
     ReleaseEverywhere(std::move(*cleanup));
   }
   Waiter w = r.waiters.PopFront();
+  r.granted_here = true;
   LeaveQueue(name, r);  // this agent's next waiters wait here, behind the holder
   Holder& h = Install(r, name, w, a.mode, a.part, started);
   h.token = FixedToken(a.token);

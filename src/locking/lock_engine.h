@@ -165,6 +165,13 @@ class LockEngine : private Renewer::Holds {
   void UpdateStaged(const std::string& name, const Holder* staged, const HoldUpdate& now);
   void DropStaged(const std::string& name, const Holder* staged);
 
+  // Whether a plain exclusive acquire may be sent as a native SET NX PX first (docs/safety.md
+  // §7): only where this agent marks readers (EngineOptions::mark_readers) and every agent of
+  // the fleet has marked them long enough (the fleet presence decides). Takes effect for the
+  // next attempt.
+  void SetNativeClaims(bool on);
+  bool native_claims() const { return native_claims_; }
+
   int quorum() const { return rounds_.quorum(); }
   int fence_quorum() const { return fence_quorum_; }
   std::vector<NodeStatus> NodeStatuses() const;
@@ -311,6 +318,7 @@ class LockEngine : private Renewer::Holds {
   std::mt19937_64 rng_;
   ResourceDeadlines deadlines_;
   bool shutting_down_ = false;
+  bool native_claims_ = false;
   Renewer renewer_{*this, *stats_, options_};
   Turns turns_{options_};
   std::function<void()> shutdown_done_;

@@ -54,7 +54,10 @@ Holder* ResourceTable::WithSerial(Resource& r, uint64_t serial) {
 
 HoldPlace ResourceTable::PlaceOf(const std::string& name, const Resource& r, HoldMode mode,
                                  int part) const {
-  return {key_prefix_, fence_prefix_, name, r.shape, mode, part};
+  HoldPlace p{key_prefix_, fence_prefix_, name, r.shape, mode, part};
+  p.mark_readers = mark_readers_;
+  p.native_claims = native_claims_;
+  return p;
 }
 
 HoldPlace ResourceTable::PlaceOf(const std::string& name, const Resource& r,

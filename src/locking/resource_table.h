@@ -38,6 +38,9 @@ struct Resource {
   std::unique_ptr<Timer> retry_timer;
   bool attempt_in_flight = false;
   bool watched = false;  // release announcements of this key are being listened to
+  // A hold was granted through this resource entry: its next claims may meet this agent's own
+  // reservation (a release in turn to its next waiter), on which a native SET NX always fails.
+  bool granted_here = false;
   KindSlot kind_state;   // its kind's, created by the kind on first use
   TurnState turns;  // its part in taking turns with other agents (locking/turns.h)
 
@@ -83,6 +86,11 @@ class ResourceTable {
   HoldPlace PlaceOf(const std::string& name, const Resource& r, HoldMode mode, int part) const;
   HoldPlace PlaceOf(const std::string& name, const Resource& r, const Holder& h) const;
   const std::string& key_prefix() const { return key_prefix_; }
+  // The key layout every place made from now on carries (HoldPlace::mark_readers, native_claims).
+  void SetKeyLayout(bool mark_readers, bool native_claims) {
+    mark_readers_ = mark_readers;
+    native_claims_ = native_claims;
+  }
   const std::string& value_prefix() const { return value_prefix_; }
 
   // ---- sessions
@@ -157,6 +165,7 @@ class ResourceTable {
                   Clock::time_point now) const;
 
   std::string key_prefix_, fence_prefix_, value_prefix_;
+  bool mark_readers_ = false, native_claims_ = false;
   std::unordered_map<std::string, std::unique_ptr<Resource>> resources_;
   std::unique_ptr<SessionTable> own_sessions_;  // null when given one
   SessionTable& sessions_;

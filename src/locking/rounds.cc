@@ -109,9 +109,18 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
     initial.values.resize(nodes_.size());
     initial.read_nil.resize(nodes_.size(), false);
   }
+  const std::string value = value_prefix_ + req.token;
+  const bool native = req.native && req.op == RoundOp::kKindAcquire;
+  std::unique_ptr<Fallback> fallback;
+  if (native) {
+    fallback = std::make_unique<Fallback>(
+        Fallback{req.script, std::move(req.keys), value, std::move(req.args),
+                 std::vector<bool>(nodes_.size(), false)});
+  }
   rounds_.emplace(id, Round{std::move(initial),
                             req.op, req.wait_all, std::move(done),
-                            std::vector<bool>(nodes_.size(), false), std::move(counts)});
+                            std::vector<bool>(nodes_.size(), false), std::move(counts),
+                            std::move(fallback)});
   const auto deadline =
       started + (req.timeout_ms > 0 ? std::chrono::milliseconds(req.timeout_ms) : node_timeout_);
   if (deadlines_.size() >= 4096 && deadlines_.size() > 2 * rounds_.size()) {
@@ -121,12 +130,15 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
   deadlines_.emplace_back(deadline, id);
   std::push_heap(deadlines_.begin(), deadlines_.end(), std::greater<>());
   if (!timer_.active() || deadline < armed_for_) ArmTimer();
-  const std::string value = value_prefix_ + req.token;
   for (size_t i = 0; i < nodes_.size(); ++i) {
     Node* node = nodes_[i];
     // Round id and node index in one word: the handler then fits std::function's inline
     // storage, so sending a round allocates no handler. (2^56 rounds; at most 256 masters.)
     auto handler = [this, at = id << 8 | i](const Reply& r) { OnAnswer(at >> 8, at & 0xff, r); };
+    if (native) {
+      node->SetIfAbsent(req.key, value, req.ttl_ms, std::move(handler));
+      continue;
+    }
     switch (req.op) {
       case RoundOp::kDeleteIfHeld:
         node->DeleteIfHeld(req.key, value, std::move(handler));
@@ -148,11 +160,25 @@ void Rounds::Run(RoundRequest req, RoundDone done) {
   }
 }
 
-void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& reply) {
+void Rounds::OnAnswer(uint64_t id, size_t node, const Reply& answer) {
   auto it = rounds_.find(id);
   if (it == rounds_.end()) return;  // the round already ended: a late answer never counts
   Round& round = it->second;
   RoundResult& res = round.result;
+  Reply set;  // a native SET's OK, as the script's grant without a fence
+  if (round.fallback && answer.kind == Reply::Kind::kStatus && answer.text == "OK") {
+    set.kind = Reply::Kind::kInteger;
+    set.integer = 0;
+  } else if (round.fallback && answer.kind == Reply::Kind::kNil && !round.fallback->sent[node]) {
+    // Refused by the native SET: the script decides (readers, a reservation, queueing).
+    Fallback& f = *round.fallback;
+    f.sent[node] = true;
+    nodes_[node]->RunKindScript(
+        f.script, f.keys, f.value, f.args,
+        [this, at = id << 8 | node](const Reply& r) { OnAnswer(at >> 8, at & 0xff, r); });
+    return;
+  }
+  const Reply& reply = set.kind == Reply::Kind::kInteger ? set : answer;
   round.answered[node] = true;
   const bool counts = round.counts[node];
   switch (Classify(round.op, reply)) {

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -55,6 +56,10 @@ struct RoundRequest {
   scripts::KindScript script = scripts::KindScript::kCount;
   std::vector<std::string> keys;
   std::vector<std::string> args;
+  // kKindAcquire of an exclusive hold where readers are marked (docs/safety.md §7): each master
+  // gets SET key value NX PX ttl_ms first, a native command, and the script only if it refused
+  // (the script then decides, as if sent alone). A SET's OK is a yes vote with fence 0.
+  bool native = false;
 };
 
 // Why masters refused a kind acquire (kKindAcquire's refusal arrays), as counted in a round.
@@ -107,6 +112,14 @@ class Rounds {
   const std::vector<Node*>& nodes() const { return nodes_; }
 
  private:
+  // A native round's script, sent to a master whose SET NX was refused.
+  struct Fallback {
+    scripts::KindScript script;
+    std::vector<std::string> keys;
+    std::string value;
+    std::vector<std::string> args;
+    std::vector<bool> sent;  // by node index: the script went there (its answer is final)
+  };
   struct Round {
     RoundResult result;
     RoundOp op;
@@ -114,6 +127,7 @@ class Rounds {
     RoundDone done;
     std::vector<bool> answered;  // by node index
     std::vector<bool> counts;    // by node index: does its vote count toward quorum
+    std::unique_ptr<Fallback> fallback;  // native rounds only
   };
 
   void OnAnswer(uint64_t id, size_t node, const Reply& reply);

@@ -16,6 +16,12 @@
 //   {"readers"}        exclusive: readers hold it (the acquire leaves its writer-waiting mark)
 //   {"writer-waiting"} shared: an exclusive acquire waits for the readers to go
 // Extend and release scripts answer 1 (done) or 0 (the hold is not there).
+//
+// Readers' mark (docs/safety.md §7, "Marked readers"): while readers hold a resource, an agent
+// that marks them keeps 'lockwarden:readers' (core/lock_kind.h kReadersMark) at P R, PX at least
+// every reader's expiry, so that a plain SET NX of an exclusive hold fails on it as on a
+// holder. Every script reads the mark as "readers may hold": a reader joins them, an
+// exclusive claim checks the readers set, and a mark with no live reader is stale.
 
 #include <cstddef>
 #include <cstdint>
@@ -78,8 +84,10 @@ enum class KindScript : uint8_t {
 // wait. The queue's keys are P R's with their part names appended (core/lock_kind.h): turns
 // add no key or argument a claim must carry on every call. A refused claim that takes turns leaves or refreshes
 // this agent's queue entry; a reservation for this agent is taken like a free key, and one for
-// another refuses like a holder. The readers set and the queue are read only when they
-// exist, so a mutex nobody reads or waits for costs one EXISTS more than SET NX.
+// another refuses like a holder, and so does the readers' mark while the readers set (checked
+// first) has a live reader; a mark without one is stale and taken like a free key. The readers
+// set and the queue are read only when they exist. Where readers are marked, an agent sends a
+// plain SET NX PX first and this script only where that was refused (RoundRequest::native).
 inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
     "if redis.call('exists', KEYS[2]) == 1 then "
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now_ms()) "
@@ -89,7 +97,7 @@ inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
     "end return {'readers'} end end "
     "if not redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then "
     "local m = redis.call('get', KEYS[1]) if m and is_marker(m) then return {'kind', m} end "
-    "if m ~= 'lockwarden:reserved:' .. ARGV[6] then "
+    "if m ~= 'lockwarden:reserved:' .. ARGV[6] and m ~= 'lockwarden:readers' then "
     "if ARGV[7] ~= '-1' then " LW_WAIT_HERE(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[6]", "ARGV[7]", "ARGV[3]")
     "end return false end "
     "redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2]) end "
@@ -101,12 +109,14 @@ inline constexpr const char* kClaimExclusive = LW_KIND_PRELUDE
 
 // A shared (read) hold. KEYS: P R, readers, writer-waiting (the queue's keys are P R's). ARGV: value,
 // ttl, this agent, how long its oldest waiter has waited ("-1": take no turn), the queue
-// entry's ttl. Refused, it queues this agent as kClaimExclusive does; a reservation for this
-// agent is taken (deleted, the hold goes into the readers set), even past a waiting writer's
-// mark: the reservation says this agent's waiter came first.
+// entry's ttl, "1" to mark the readers at P R. Refused, it queues this agent as
+// kClaimExclusive does; a reservation for this agent is taken (deleted, the hold goes into the
+// readers set), even past a waiting writer's mark: the reservation says this agent's waiter
+// came first. The readers' mark is no holder: a reader joins it.
 inline constexpr const char* kClaimShared = LW_KIND_PRELUDE
     "local m = redis.call('get', KEYS[1]) "
     "if m and is_marker(m) then return {'kind', m} end "
+    "if m == 'lockwarden:readers' then m = false end "
     "local why = nil "
     "if m and m ~= 'lockwarden:reserved:' .. ARGV[3] then why = 'writer' "
     "elseif m then redis.call('del', KEYS[1]) "
@@ -118,6 +128,8 @@ inline constexpr const char* kClaimShared = LW_KIND_PRELUDE
     "redis.call('zremrangebyscore', KEYS[2], '-inf', now) "
     "redis.call('zadd', KEYS[2], now + ttl, ARGV[1]) "
     "if redis.call('pttl', KEYS[2]) < ttl then redis.call('pexpire', KEYS[2], ttl) end "
+    "if ARGV[6] == '1' and redis.call('pttl', KEYS[1]) < ttl then "
+    "redis.call('set', KEYS[1], 'lockwarden:readers', 'PX', ttl) end "
     "return 0";
 
 // A semaphore's permit. KEYS: P R (the marker; the queue's keys are its), the permit, readers,
@@ -149,12 +161,16 @@ inline constexpr const char* kClaimPermit = LW_KIND_PRELUDE
     LW_HEAD(LW_QUEUE("KEYS[1]"), LW_ALIVE("KEYS[1]"), "ARGV[7]")
     "if not who then return {'granted', f, -1} end return {'granted', f, now - at}";
 
-// KEYS: readers. ARGV: value, ttl. A reader whose expiry passed is not there.
+// KEYS: readers, [P R: mark the readers there]. ARGV: value, ttl. A reader whose expiry passed
+// is not there. Marking, the mark is made (where P R is free) or kept at least as long.
 inline constexpr const char* kExtendShared = LW_KIND_PRELUDE
     "local now = now_ms() local s = redis.call('zscore', KEYS[1], ARGV[1]) "
     "if not s or tonumber(s) <= now then return 0 end local ttl = tonumber(ARGV[2]) "
     "redis.call('zadd', KEYS[1], 'XX', now + ttl, ARGV[1]) "
     "if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end "
+    "if KEYS[2] and redis.call('pttl', KEYS[2]) < ttl then local m = redis.call('get', KEYS[2]) "
+    "if not m or m == 'lockwarden:readers' then "
+    "redis.call('set', KEYS[2], 'lockwarden:readers', 'PX', ttl) end end "
     "return 1";
 
 // KEYS: P R (the marker), the permit. ARGV: value, ttl. The marker lives at least as long.
@@ -164,9 +180,15 @@ inline constexpr const char* kExtendPermit =
     "if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end "
     "return 1";
 
-// KEYS: readers. ARGV: value, release channel ("": announce nothing).
+// KEYS: readers, [P R]. ARGV: value, release channel ("": announce nothing). The last live
+// reader to go takes the readers' mark at P R with it.
 inline constexpr const char* kReleaseShared =
     "if redis.call('zrem', KEYS[1], ARGV[1]) == 0 then return 0 end "
+    "if KEYS[2] and redis.call('get', KEYS[2]) == 'lockwarden:readers' then "
+    "local t = redis.call('time') "
+    "redis.call('zremrangebyscore', KEYS[1], '-inf', tonumber(t[1]) * 1000 + "
+    "math.floor(tonumber(t[2]) / 1000)) "
+    "if redis.call('zcard', KEYS[1]) == 0 then redis.call('del', KEYS[2]) end end "
     "if ARGV[2] ~= '' then redis.pcall('publish', ARGV[2], KEYS[1]) end return 1";
 
 // A permit's key, or an exclusive hold's that also drops its waiter's writer-waiting mark (an

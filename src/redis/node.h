@@ -79,6 +79,9 @@ class Node {
   // -1 = the counter was already >= fence (nothing written).
   virtual void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                                 const std::string& token, int64_t fence, ReplyHandler handler) = 0;
+  // SET key value NX PX ttl_ms, a native command: status OK = set, nil = the key exists.
+  virtual void SetIfAbsent(const std::string& key, std::string_view value, int64_t ttl_ms,
+                           ReplyHandler handler) = 0;
   // One of the semaphore and read-write scripts (redis/kind_scripts.h) with its KEYS and ARGV:
   // ARGV[1] is `value` (the hold's value), then `args`. Replies as that file says. Nothing is
   // kept of the spans after the call.

@@ -72,6 +72,8 @@ class NodeClient final : public Node, Connection::Listener {
                     ReplyHandler handler) override;
   void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                         const std::string& token, int64_t fence, ReplyHandler handler) override;
+  void SetIfAbsent(const std::string& key, std::string_view value, int64_t ttl_ms,
+                   ReplyHandler handler) override;
   void RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
                      std::string_view value, std::span<const std::string> args,
                      ReplyHandler handler) override;

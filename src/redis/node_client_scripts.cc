@@ -70,6 +70,23 @@ void NodeClient::RaiseFenceIfHeld(const std::string& key, const std::string& fen
           std::move(handler));
 }
 
+void NodeClient::SetIfAbsent(const std::string& key, std::string_view value, int64_t ttl_ms,
+                             ReplyHandler handler) {
+  redisAsyncContext* ac = conn_.context();
+  if (state_ != State::kReady || ac == nullptr ||
+      (ac->c.flags & (REDIS_DISCONNECTING | REDIS_FREEING)) != 0) {
+    return FailSoon(std::move(handler));
+  }
+  char buf[24];
+  const std::string_view ttl = Decimal(buf, ttl_ms);
+  const char* argv[] = {"SET", key.data(), value.data(), "NX", "PX", ttl.data()};
+  const size_t lens[] = {3, key.size(), value.size(), 2, 2, ttl.size()};
+  auto p = std::make_unique<Pending>();
+  p->handler = std::move(handler);
+  p->command = NodeCommand::kSetIfAbsent;
+  Send(6, argv, lens, std::move(p));
+}
+
 void NodeClient::RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
                                std::string_view value, std::span<const std::string> args,
                                ReplyHandler handler) {

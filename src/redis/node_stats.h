@@ -18,17 +18,17 @@ namespace lw {
 enum class NodeCommand { kDeleteIfHeld, kExtendIfHeld, kPing, kRaiseFence, kClaimExclusive,
                          kClaimShared, kClaimPermit, kExtendShared, kExtendPermit, kReleaseShared,
                          kReleasePart, kFenceRecord, kReadRecord, kReleaseTurn, kLeaveQueue,
-                         kQueueHead, kTakeLease, kCount };
+                         kQueueHead, kTakeLease, kSetIfAbsent, kCount };
 // Errors by kind. kTimeout is the engine's (its per-command deadline passed without this
 // master's answer); the engine counts it on the same family.
 enum class NodeError { kErrorReply, kUnavailable, kDisconnected, kConnectFailed, kStalled, kTimeout,
                        kCount };
 
-inline constexpr std::array<std::string_view, 17> kNodeCommandNames = {
+inline constexpr std::array<std::string_view, 18> kNodeCommandNames = {
     "delete_if_held", "extend_if_held", "ping",          "raise_fence",    "claim_exclusive",
     "claim_shared",   "claim_permit",   "extend_shared", "extend_permit",  "release_shared",
     "release_part",   "fence_record",   "read_record",   "release_turn",   "leave_queue",
-    "queue_head",     "take_lease"};
+    "queue_head",     "take_lease",    "set_nx"};
 inline constexpr std::array<std::string_view, 6> kNodeErrorNames = {
     "error_reply", "unavailable", "disconnected", "connect_failed", "stalled", "timeout"};
 

@@ -62,6 +62,7 @@ class FakeNode : public Node {
     std::optional<Clock::time_point> replied;
     scripts::KindScript script = scripts::KindScript::kCount;  // kind scripts only
     std::vector<std::string> keys, args;  // args[0]: the value
+    bool native = false;  // kSet sent as SET NX PX (Node::SetIfAbsent), not as the script
   };
 
   FakeNode(uv_loop_t* loop, int index, uint64_t* seq_counter)
@@ -176,6 +177,12 @@ class FakeNode : public Node {
   void RaiseFenceIfHeld(const std::string& key, const std::string& fence_key,
                         const std::string& token, int64_t fence, ReplyHandler handler) override {
     Enqueue(Op::kRaiseFence, key, token, fence, std::move(handler), fence_key);
+  }
+  // Recorded as kSet with `native` set; answered OK or nil (it knows nothing of readers' marks).
+  void SetIfAbsent(const std::string& key, std::string_view value, int64_t ttl_ms,
+                   ReplyHandler handler) override {
+    Enqueue(Op::kSet, key, std::string(value), ttl_ms, std::move(handler));
+    log_.back().native = true;
   }
   void RunKindScript(scripts::KindScript script, std::span<const std::string> keys,
                      std::string_view value, std::span<const std::string> rest,
@@ -455,6 +462,10 @@ class FakeNode : public Node {
       case Op::kSetReadFence:
         if (it != data_.end()) {
           r.kind = Reply::Kind::kNil;
+        } else if (c.op == Op::kSet && c.native) {
+          data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
+          r.kind = Reply::Kind::kStatus;
+          r.text = "OK";
         } else if (c.op == Op::kSet) {
           data_[c.key] = Entry{c.token, now + std::chrono::milliseconds(c.ttl_ms)};
           r.kind = Reply::Kind::kInteger;

@@ -183,5 +183,39 @@ TEST_F(LockEngineKindsTest, AReadHoldIsExtendedAndReleasedInTheReadersSet) {
   EXPECT_EQ(engine_->locks_held(), 0u);
 }
 
+// docs/safety.md §7, "Marked readers": native claims only once the fleet allows them, only for
+// a plain exclusive claim, and not where this agent's own reservation may be waiting.
+TEST_F(LockEngineKindsTest, PlainClaimsGoNativeOnlyWhenAllowedAndWhereNoReservationWaits) {
+  EngineOptions o = Options();
+  o.mark_readers = true;
+  MakeEngine(o);
+  const auto native_sets = [this] {
+    size_t n = 0;
+    for (const auto& c : nodes_[0]->Commands(fake::FakeNode::Op::kSet)) n += c.native ? 1 : 0;
+    return n;
+  };
+  AcquireRecord* before = Granted(1, "plain", AcquireKind{});
+  Release(1, "plain", before->grant().token);
+  EXPECT_EQ(native_sets(), 0u) << "not before SetNativeClaims";
+
+  engine_->SetNativeClaims(true);
+  AcquireRecord* first = Granted(1, "plain", AcquireKind{});
+  EXPECT_EQ(native_sets(), 1u) << "a plain claim of a resource idle here is a SET NX";
+  Granted(2, "readers", Reader());
+  Granted(3, "fenced", AcquireKind{}, /*fence=*/true);
+  EXPECT_EQ(native_sets(), 1u) << "read holds and fenced claims stay scripts";
+
+  // Contended here: the next claim after a grant may meet this agent's reservation.
+  AcquireRecord* next = Acquire(4, "plain", 10000, 5000, false);
+  RunFor(20);
+  Release(1, "plain", first->grant().token);
+  ASSERT_TRUE(RunUntil([next] { return next->calls > 0; }));
+  ASSERT_TRUE(next->granted()) << next->Describe();
+  EXPECT_EQ(native_sets(), 1u) << "the claim after a grant through this resource is the script";
+
+  engine_->SetNativeClaims(false);
+  EXPECT_FALSE(engine_->native_claims());
+}
+
 }  // namespace
 }  // namespace lw::engine_test

@@ -201,7 +201,7 @@ TEST_F(LockKindsTest, EveryKindThatWaitsTakesTurnsAndSaysSoInItsClaim) {
   read.waited_ms = 40;
   const RoundRequest shared = KindOf(kLock).AcquireRound(read, state);
   EXPECT_THAT(shared.keys, ElementsAre("lock:r", "lock:r\x1freaders", "lock:r\x1fwriter-waiting"));
-  EXPECT_THAT(shared.args, ElementsAre("5000", "agent:", "40", "1200"));
+  EXPECT_THAT(shared.args, ElementsAre("5000", "agent:", "40", "1200", "0"));
 }
 
 TEST_F(LockKindsTest, AReleaseInTurnNamesTheQueueTheNextWaitAndTheReservation) {
@@ -251,6 +251,36 @@ TEST_F(LockKindsTest, ReadHoldsLiveInTheReadersSet) {
       << "a mutex's release stays the plain compare-and-delete";
   EXPECT_EQ(k.ExtendRound(Place(kLock, HoldMode::kExclusive), "t", 9000).op,
             RoundOp::kExtendIfHeld);
+  // The release names P R whatever the layout: the last reader takes the readers' mark.
+  EXPECT_THAT(release.keys, ElementsAre("lock:r\x1freaders", "lock:r"));
+}
+
+// docs/safety.md §7, "Marked readers": where readers are marked, a read hold's claim asks for
+// the mark and its renewal keeps it; a plain exclusive claim goes native once the fleet allows.
+TEST_F(LockKindsTest, MarkedReadersAndNativeClaims) {
+  const Kind& k = KindOf(kLock);
+  KindSlot state;
+  HoldPlace reader = Place(kLock, HoldMode::kShared);
+  reader.mark_readers = true;
+  EXPECT_EQ(k.AcquireRound(Call(reader), state).args.back(), "1");
+  EXPECT_THAT(k.ExtendRound(reader, "t", 9000).keys,
+              ElementsAre("lock:r\x1freaders", "lock:r"));
+
+  HoldPlace writer = Place(kLock, HoldMode::kExclusive);
+  writer.mark_readers = true;
+  EXPECT_FALSE(k.AcquireRound(Call(writer), state).native) << "not before the fleet allows it";
+  writer.native_claims = true;
+  const RoundRequest plain = k.AcquireRound(Call(writer), state);
+  EXPECT_TRUE(plain.native);
+  EXPECT_EQ(plain.key, "lock:r");
+  EXPECT_EQ(plain.script, scripts::KindScript::kClaimExclusive) << "the script where refused";
+  AttemptCall fenced = Call(writer);
+  fenced.fence_needed = 4;
+  EXPECT_FALSE(k.AcquireRound(fenced, state).native) << "a fenced claim reads the counter";
+  AttemptCall asking = Call(writer);
+  asking.ask_others = true;
+  EXPECT_FALSE(k.AcquireRound(asking, state).native) << "it must hear who waits elsewhere";
+  EXPECT_FALSE(KindOf(kElection).AcquireRound(Call(writer), state).native);
 }
 
 TEST_F(LockKindsTest, APermitNamesItsMarkerItsKeyAndWhereTheOthersAre) {

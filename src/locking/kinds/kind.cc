@@ -26,7 +26,7 @@ std::string RefusalText(const KindRefusals& r, int k) {
 // A value found at a resource's base key, as a kind for people.
 std::string FoundKind(const std::string& value) {
   const auto shape = ShapeOfMarker(value);
-  if (value == "readers") return "a lock with shared holders on a master";
+  if (value == "readers" || value == kReadersMark) return "a lock with shared holders on a master";
   return shape ? shape->WithArticle() + " on a master" : "a lock held exclusively on a master";
 }
 

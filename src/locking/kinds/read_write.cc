@@ -43,7 +43,7 @@ RoundRequest ReadWrite::AcquireRound(const AttemptCall& a, KindSlot& state) cons
         RoundOp::kKindAcquire, scripts::KindScript::kClaimShared, a.token,
         {BaseKey(p), ReadersKey(p.key_prefix, p.name), WriterWaitingKey(p.key_prefix, p.name)},
         {std::to_string(a.ttl_ms), a.value_prefix, std::to_string(a.waited_ms),
-         std::to_string(a.waiting_ttl_ms)});
+         std::to_string(a.waiting_ttl_ms), p.mark_readers ? "1" : "0"});
     return Finish(std::move(req), a, HoldKey(p), p.fence_prefix + p.name);
   }
   if (MarkOf(state, a.waiter) == nullptr) {
@@ -52,7 +52,12 @@ RoundRequest ReadWrite::AcquireRound(const AttemptCall& a, KindSlot& state) cons
     m->mark = a.value_prefix + a.token;  // no other hold ever has this value
     state = std::move(m);
   }
-  return ClaimExclusive(a, MarkOf(state, a.waiter)->mark, a.attempt > 1);
+  RoundRequest req = ClaimExclusive(a, MarkOf(state, a.waiter)->mark, a.attempt > 1);
+  // Readers marked everywhere: a plain claim is a SET NX first. A fenced one reads the counter
+  // and one that asks how long others wait needs the script's answer: those stay scripts. A
+  // mark an earlier attempt left goes by Granted's round, as after a script's grant.
+  req.native = p.native_claims && a.fence_needed == 0 && !a.ask_others;
+  return req;
 }
 
 void ReadWrite::Heard(const RoundResult& res, KindSlot& state, uint64_t waiter) const {
@@ -88,8 +93,10 @@ std::optional<RoundRequest> ReadWrite::Granted(const AttemptCall& a, KindSlot& s
 RoundRequest ReadWrite::ExtendRound(const HoldPlace& p, const std::string& token,
                                     int64_t ttl_ms) const {
   if (p.mode != HoldMode::kShared) return Kind::ExtendRound(p, token, ttl_ms);
+  std::vector<std::string> keys = {HoldKey(p)};
+  if (p.mark_readers) keys.push_back(BaseKey(p));  // the readers' mark, made or kept
   RoundRequest req = KindRound(RoundOp::kKindExtend, scripts::KindScript::kExtendShared, token,
-                               {HoldKey(p)}, {std::to_string(ttl_ms)});
+                               std::move(keys), {std::to_string(ttl_ms)});
   req.key = HoldKey(p);
   req.ttl_ms = ttl_ms;
   return req;
@@ -97,8 +104,9 @@ RoundRequest ReadWrite::ExtendRound(const HoldPlace& p, const std::string& token
 
 RoundRequest ReadWrite::ReleaseRound(const HoldPlace& p, const std::string& token) const {
   if (p.mode != HoldMode::kShared) return Kind::ReleaseRound(p, token);
+  // P R too: the last reader takes the readers' mark with it (wherever it was made).
   RoundRequest req = KindRound(RoundOp::kKindRelease, scripts::KindScript::kReleaseShared, token,
-                               {HoldKey(p)}, {scripts::ReleaseChannel(BaseKey(p))});
+                               {HoldKey(p), BaseKey(p)}, {scripts::ReleaseChannel(BaseKey(p))});
   req.key = HoldKey(p);
   req.wait_all = true;
   return req;
