@@ -284,8 +284,10 @@ tls_parts() {
 # is raised above the largest C (and this shell's descriptor limit with it).
 scale_parts() {
   ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
-  agent_extra=(--max-connections 5000)
+  agent_extra=(--max-connections 5000 --heartbeat-ttl-ms 3000 --max-ttl-ms 10000
+    --default-ttl-ms 10000)
   start_agent scale
+  ((smoke)) || await_native
   common=(--seconds "$seconds" --warmup-seconds "$warmup" --redis-pids "$redis_pids")
   for c in 1 8 64 512 4096; do
     part "scale-c$c agent" "$bench" --socket "$agent_sock" --agent-pid "$agent" \
