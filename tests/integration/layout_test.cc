@@ -90,15 +90,17 @@ TEST_F(LayoutTest, PlainLocksGoNativeOnceEveryAgentMarksReadersWhichStillKeepWri
   const json refused = Acquire(writer, "lt:r", /*shared=*/false);
   EXPECT_EQ(refused.value("error", ""), "timeout") << refused;
   EXPECT_NE(refused.value("message", "").find("readers hold it"), std::string::npos) << refused;
-  // Every master answers both in the end (the reply came once a quorum had refused).
+  // Every master answers the SET NX in the end; the script went at least to the quorum that
+  // refused (a master whose SET answers once the round is decided gets none).
   EXPECT_TRUE(Eventually(
       [&] {
         return Sent(b, "set_nx") == set_before + 3 &&
-               Sent(b, "claim_exclusive") == script_before + 3;
+               Sent(b, "claim_exclusive") >= script_before + 2;
       },
       milliseconds(15'000)))
       << Sent(b, "set_nx") - set_before << " SET NX, "
       << Sent(b, "claim_exclusive") - script_before << " scripts";
+  EXPECT_LE(Sent(b, "claim_exclusive"), script_before + 3);
 
   // The last reader takes the mark with it; the next plain acquire is SET NX alone.
   ASSERT_TRUE(reader.Release("lt:r", read["token"]).value("ok", false));
