@@ -133,8 +133,12 @@ TEST_F(ResumeTest, ALockJobOfSeveralResourcesResumesThemAllAcrossAKillOfItsAgent
             2);
   ExpectHeldAgainstOthers(*other, "exp:a");
   ExpectHeldAgainstOthers(*other, "exp:b");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:a"), token_a), 3);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:b"), token_b), 3);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return cluster_.CountHoldingGrant(KeyOf("exp:a"), token_a) == 3 &&
+               cluster_.CountHoldingGrant(KeyOf("exp:b"), token_b) == 3;
+      },
+      milliseconds(15'000)));
 
   std::ofstream(go_) << "go\n";
   EXPECT_EQ(WaitChild(job, milliseconds(15'000)), 0) << ReadFile(out_);
