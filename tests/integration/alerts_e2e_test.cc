@@ -61,6 +61,15 @@ bool Contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+// The alerts a test's own workload can raise: all but LockwardenLoopLagHigh, which speaks of the
+// host. Its p99 over 5m, on a test's ten seconds of samples (a hundred), is one sample over 25 ms:
+// one time slice given to another job on a loaded box (the gate's sanitizer build runs beside
+// these tests). Its arithmetic is checked by alerts/tests/loop_test.yml.
+std::vector<std::string> WorkloadAlerts(std::vector<std::string> names) {
+  names.erase(std::remove(names.begin(), names.end(), "LockwardenLoopLagHigh"), names.end());
+  return names;
+}
+
 // host:port of master i, as the agent labels it (`master` label).
 std::string MasterLabel(const RedisCluster& cluster, int i) {
   return "127.0.0.1:" + std::to_string(cluster.port(i));
@@ -158,7 +167,7 @@ struct Stack {
         },
         kSetupDeadline))
         << s->agent.Log();
-    EXPECT_TRUE(s->prom.FiringAlerts().empty()) << Join(s->prom.FiringAlerts());
+    EXPECT_TRUE(WorkloadAlerts(s->prom.FiringAlerts()).empty()) << Join(s->prom.FiringAlerts());
     std::cout << "[ stack    ] ready in " << MsSince(t0) / 1000.0 << " s\n";
     return s;
   }
@@ -221,8 +230,8 @@ TEST(AlertsE2E, SteadyTrafficFiresNothing) {
   const auto start = SteadyClock::now();
   for (int check = 1; check <= 5; ++check) {
     std::this_thread::sleep_until(start + check * milliseconds(2'000));
-    EXPECT_TRUE(s->prom.FiringAlerts().empty())
-        << "at " << check * 2 << " s: " << Join(s->prom.FiringAlerts());
+    const auto firing = WorkloadAlerts(s->prom.FiringAlerts());
+    EXPECT_TRUE(firing.empty()) << "at " << check * 2 << " s: " << Join(firing);
   }
   stop = true;
   for (auto& t : clients) t.join();
@@ -238,11 +247,18 @@ TEST(AlertsE2E, SteadyTrafficFiresNothing) {
   EXPECT_GT(s->prom.QueryValue("sum(lockwarden_acquire_wait_seconds_count{outcome=\"timeout\"})")
                 .value_or(0),
             0);
-  EXPECT_TRUE(s->prom.FiringAlerts().empty()) << Join(s->prom.FiringAlerts());
-  EXPECT_TRUE(s->prom.PendingAlerts().empty()) << Join(s->prom.PendingAlerts());
+  for (const auto& state : {s->prom.FiringAlerts(), s->prom.PendingAlerts()}) {
+    EXPECT_TRUE(WorkloadAlerts(state).empty()) << Join(state);
+  }
   ExpectRulesHealthy(s->prom);
   std::cout << "[ traffic  ] acquired " << stats.acquired << ", timeouts " << stats.timeouts
-            << ", no_quorum " << stats.no_quorum << "\n";
+            << ", no_quorum " << stats.no_quorum << "; loop lag p99 "
+            << s->prom
+                   .QueryValue(
+                       "histogram_quantile(0.99, sum by (le) "
+                       "(rate(lockwarden_loop_lag_seconds_bucket[5m])))")
+                   .value_or(-1)
+            << " s\n";
 }
 
 TEST(AlertsE2E, OneMasterDownFiresMasterDown) {

@@ -92,7 +92,7 @@ TEST_F(CliTest, RunsTheCommandUnderTheLockAndPassesItsExitCode) {
   const std::string line = fifo.ReadLine(milliseconds(15'000));
   ASSERT_EQ(line.substr(0, 6), "job:1 ") << Output();
   const std::string token = line.substr(6);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("job:1"), token), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("job:1"), token, 5), 5);
   std::ofstream(go) << "go\n";  // lets the command finish
   EXPECT_EQ(WaitChild(pid, milliseconds(15'000)), 7) << Output();
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("job:1")), 0);

@@ -186,7 +186,7 @@ TEST_F(CredentialsTest, APasswordFileGrantsLocksAndTheScannerAndPresenceChecksAu
   const json grant = client.Acquire("creds", 30'000, 1'000);
   ASSERT_TRUE(grant.value("ok", false)) << grant << agent.Log();
   const std::string token = grant["token"];
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("creds"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("creds"), token, 3), 3);
   EXPECT_TRUE(client.Extend("creds", token, 40'000).value("ok", false));
   const json fenced = client.Acquire("fenced", 30'000, 1'000, false, milliseconds(60'000), true);
   ASSERT_TRUE(fenced.value("ok", false)) << fenced;
@@ -234,7 +234,7 @@ TEST_F(CredentialsTest, TheEnvironmentPasswordWorksAndStaysOffTheCommandLine) {
   auto client = agent.Connect();
   const json grant = client.Acquire("env", 30'000, 1'000);
   ASSERT_TRUE(grant.value("ok", false)) << grant << agent.Log();
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("env"), grant["token"]), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("env"), grant["token"], 3), 3);
   const std::string cmdline = ReadFile("/proc/" + std::to_string(agent.pid()) + "/cmdline");
   ASSERT_NE(cmdline.find("serve"), std::string::npos) << "not the agent's command line";
   EXPECT_EQ(cmdline.find(password_), std::string::npos);
@@ -403,7 +403,7 @@ TEST_F(CredentialsAclTest, TheDocumentedAclIsEnoughForEveryFeatureAndNoMore) {
   const json grant = client.Acquire("acl", 30'000, 1'000);
   ASSERT_TRUE(grant.value("ok", false)) << grant << agent.Log();
   const std::string token = grant["token"];
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("acl"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("acl"), token, 3), 3);
   EXPECT_TRUE(client.Extend("acl", token, 40'000).value("ok", false)) << agent.Log();
   const json fenced = client.Acquire("fenced", 30'000, 1'000, false, milliseconds(60'000), true);
   ASSERT_TRUE(fenced.value("ok", false)) << fenced << agent.Log();

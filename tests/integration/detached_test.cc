@@ -99,7 +99,7 @@ TEST_F(DetachedTest, OutlivesItsCreatorAndIsShownWithIt) {
   ASSERT_EQ(token.size(), 40u) << creator.output;
 
   // The acquiring process has exited (its connection closed): the lease is still held.
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/nightly"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/nightly"), token, 3), 3);
   Client other = agent.Connect();
   EXPECT_EQ(Code(other.Acquire("jobs/nightly", 5'000, 0)), "timeout");
 
@@ -178,7 +178,7 @@ TEST_F(DetachedTest, AnotherUidIsForbidden) {
                                           " the detached lease on \"jobs/root\": it was "
                                           "created by uid 0"));
   }
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/root"), token), 3) << "still held";
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/root"), token, 3), 3) << "still held";
   EXPECT_GE(MetricNow(agent.admin_port(), "lockwarden_failures_total",
                       {{"op", "release"}, {"reason", "forbidden"}}),
             1);
@@ -212,7 +212,7 @@ TEST_F(DetachedTest, ALeasesRuleLetsAnotherUidManageThemUnderItsPrefixes) {
   const Ran refused = Cli(agent, {"release", "other/b", other_token}, kAsNobody);
   EXPECT_EQ(refused.exit_code, 64) << refused.output;
   EXPECT_THAT(refused.output, HasSubstr("forbidden"));
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("other/b"), other_token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("other/b"), other_token, 3), 3);
 }
 
 TEST_F(DetachedTest, BadTokensAreNotHeld) {
@@ -231,8 +231,8 @@ TEST_F(DetachedTest, BadTokensAreNotHeld) {
   ASSERT_TRUE(owned.value("ok", false));
   const std::string owned_token = owned["token"];
   EXPECT_EQ(Code(c.Release("jobs/c", owned_token)), "not_held");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/a"), token), 3);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/c"), owned_token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/a"), token, 3), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/c"), owned_token, 3), 3);
 }
 
 TEST_F(DetachedTest, ItsTtlEndsIt) {
@@ -313,7 +313,7 @@ TEST_F(DetachedTest, ShutdownLeavesItOnTheMastersForAnyAgentToEnd) {
     agent.Signal(SIGTERM);
     ASSERT_EQ(agent.WaitExit(milliseconds(15'000)), 0) << agent.Log();
   }
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("s/lease"), lease), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("s/lease"), lease, 3), 3);
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("s/owned")), 0) << "a connection's lock is released";
 
   AgentProcess other(cluster_);  // another socket: another agent id
@@ -321,7 +321,7 @@ TEST_F(DetachedTest, ShutdownLeavesItOnTheMastersForAnyAgentToEnd) {
   EXPECT_EQ(Code(c.Acquire("s/lease", 5'000, 0)), "timeout") << "it still excludes";
   const json extended = c.Extend("s/lease", lease, 10'000);
   ASSERT_TRUE(extended.value("ok", false)) << extended << other.Log();
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("s/lease"), lease), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("s/lease"), lease, 3), 3);
   EXPECT_TRUE(c.Release("s/lease", lease).value("ok", false));
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("s/lease")), 0);
   EXPECT_EQ(Code(c.Extend("s/lease", lease, 10'000)), "not_held");
@@ -344,7 +344,7 @@ TEST_F(DetachedTest, CommandLineRoundTrip) {
   ASSERT_EQ(as_json.exit_code, 0) << as_json.output;
   const json reply = json::parse(as_json.output);
   EXPECT_EQ(reply["resource"], "jobs/g");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/g"), reply["token"].get<std::string>()), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/g"), reply["token"].get<std::string>(), 3), 3);
   EXPECT_GT(reply["validity_ms"].get<int64_t>(), 0);
 
   const Ran extended = Cli(agent, {"extend", "--json", "jobs/f", token, "--ttl", "30s"});

@@ -44,7 +44,7 @@ TEST(FaultTest, TwoOfFiveMastersKilledStillGrants) {
   const double took = MsSince(t0);
   ASSERT_TRUE(r.value("ok", false)) << r.dump();
   EXPECT_LT(took, kLongNodeTimeoutMs / 2) << "the grant waited for the dead masters";
-  EXPECT_EQ(cluster.CountHoldingGrant(KeyOf("k2"), r["token"]), 3);
+  EXPECT_EQ(cluster.AwaitHoldingGrant(KeyOf("k2"), r["token"], 3), 3);
   EXPECT_TRUE(c.Release("k2", r["token"]).value("ok", false));
   EXPECT_EQ(cluster.CountWithKey(KeyOf("k2")), 0);
 }
@@ -82,7 +82,7 @@ TEST(FaultTest, OneStoppedMasterDoesNotSlowTheGrant) {
   const double took = MsSince(t0);
   ASSERT_TRUE(r.value("ok", false)) << r.dump();
   EXPECT_LT(took, kLongNodeTimeoutMs / 2) << "the grant waited for the stopped master";
-  EXPECT_EQ(cluster.CountHoldingGrant(KeyOf("stopped"), r["token"]), 4);
+  EXPECT_EQ(cluster.AwaitHoldingGrant(KeyOf("stopped"), r["token"], 4), 4);
   // A release waits for every master, but for one that never answers only until it is
   // counted out (its connection dropped as stalled, or the node timeout): it is answered.
   const auto t1 = SteadyClock::now();
@@ -143,7 +143,7 @@ TEST(FaultTest, KilledMasterRestartedIsReconnected) {
   ASSERT_TRUE(Eventually([&] { return AgentSeesUp(c, 3); }, milliseconds(15'000))) << agent.Log();
   const json r = c.Acquire("back", 10'000, 0);
   ASSERT_TRUE(r.value("ok", false));
-  EXPECT_EQ(cluster.CountHoldingGrant(KeyOf("back"), r["token"]), 3);
+  EXPECT_EQ(cluster.AwaitHoldingGrant(KeyOf("back"), r["token"], 3), 3);
 }
 
 TEST(FaultTest, ScriptCacheFlushedFallsBackToEval) {

@@ -154,7 +154,7 @@ TEST_F(FleetTest, OperatorOnCSeesHolderOnBAndWaiterOnAThenRevokesAndTheWaiterGet
   // The revoke needs the token; with it, C tells B, B's client loses the lock.
   const std::string body = json{{"resource", "fleet:job"}}.dump();
   EXPECT_EQ(HttpPost(c_.admin_port(), "/api/v1/fleet/revoke", body).status, 401);
-  ASSERT_EQ(cluster_.CountHolding(KeyOf("fleet:job"), b_id + ":" + token), 5);
+  ASSERT_EQ(cluster_.AwaitHolding(KeyOf("fleet:job"), b_id + ":" + token, 5), 5);
   const auto revoked_at = SteadyClock::now();
   HttpResult done = HttpPost(c_.admin_port(), "/api/v1/fleet/revoke", body,
                              {{"Authorization", "Bearer " + kToken}});

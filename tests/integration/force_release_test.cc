@@ -44,7 +44,7 @@ TEST_F(ForceReleaseTest, HolderIsToldKeysGoAndTheNextWaiterGetsIt) {
   json grant = holder.Acquire("stuck", 60'000, 1'000, /*renew=*/true);
   ASSERT_TRUE(grant.value("ok", false)) << grant;
   const std::string token = grant["token"];
-  ASSERT_EQ(cluster_.CountHoldingGrant(KeyOf("stuck"), token), 5);
+  ASSERT_EQ(cluster_.AwaitHoldingGrant(KeyOf("stuck"), token, 5), 5);
   auto waiter = agent_.Connect();
   waiter.SendRaw(R"({"id":7,"op":"acquire","resource":"stuck","ttl_ms":10000,"wait_ms":10000})"
                  "\n");
@@ -54,7 +54,7 @@ TEST_F(ForceReleaseTest, HolderIsToldKeysGoAndTheNextWaiterGetsIt) {
   EXPECT_EQ(Revoke(body, "wrong-token-wrong-token").status, 401);
   EXPECT_EQ(Revoke(R"({"resource":""})").status, 400);
   EXPECT_EQ(Revoke(R"({"resource":"stuck","extra":1})").status, 400);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("stuck"), token), 5) << "a refused request acted";
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("stuck"), token, 5), 5) << "a refused request acted";
 
   HttpResult done = Revoke(body);
   ASSERT_EQ(done.status, 200) << done.body;

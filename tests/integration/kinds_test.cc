@@ -86,7 +86,7 @@ TEST_F(KindsTest, ASemaphoreAdmitsKHoldersAcrossAgentsAndTheNextWhenOneIsRelease
     EXPECT_GT(cluster_.Pttl(m, "lock:pool"), 0) << "the marker expires";
   }
   const std::string permit1 = "lock:pool" + kSep + "permit:" + r1["permit"].dump();
-  EXPECT_EQ(cluster_.CountHoldingGrant(permit1, r1["token"]), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(permit1, r1["token"], 5), 5);
 
   auto waiting = AcquireLater(b, "pool", {{"permits", 2}});
   ASSERT_TRUE(Eventually([&] { return QuorumListens("pool"); }, milliseconds(kNoRetryMs / 4)))
@@ -173,11 +173,11 @@ TEST_F(KindsTest, OwnersOfOneConnectionWaitForEachOtherAndAReentrantHoldCountsIt
   EXPECT_EQ(again["token"], token);
   EXPECT_EQ(again["depth"], 2);
   EXPECT_EQ(again["waited_ms"], 0);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("owned"), token), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("owned"), token, 5), 5);
   // The first release lowers the depth and keeps the lock on the masters.
   const json first = c.Release("owned", token);
   EXPECT_EQ(first, json({{"id", first["id"]}, {"ok", true}, {"depth", 1}})) << first.dump();
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("owned"), token), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("owned"), token, 5), 5);
   auto d = a.Connect();
   EXPECT_EQ(Acquire(d, "owned", json::object(), 10'000, 200)["error"], "timeout");
   // The second lets go of it.
@@ -254,7 +254,7 @@ TEST_F(KindsTest, RenewalKeepsPermitsAndReadHoldsAndClosingTheSessionReleasesThe
       << "three renewals each";
   const std::string permit = "lock:pool" + kSep + "permit:" + p["permit"].dump();
   const std::string readers = "lock:cfg" + kSep + "readers";
-  EXPECT_EQ(cluster_.CountHoldingGrant(permit, p["token"]), 5) << "renewed past its ttl";
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(permit, p["token"], 5), 5) << "renewed past its ttl";
   EXPECT_EQ(cluster_.CountWithKey(readers), 5) << "renewed past its ttl";
   const json held = c.Held();
   ASSERT_EQ(held["locks"].size(), 2u) << held.dump();

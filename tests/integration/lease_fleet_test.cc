@@ -57,7 +57,7 @@ TEST_F(LeaseFleetTest, ExtendedThroughAnotherAgentAndReleasedThroughItsOwn) {
     ASSERT_TRUE(lease.value("ok", false)) << lease;
     token = lease["token"];
   }
-  ASSERT_EQ(cluster_.CountHolding(KeyOf("jobs/x"), IdOf(a) + ":" + token), 3);
+  ASSERT_EQ(cluster_.AwaitHolding(KeyOf("jobs/x"), IdOf(a) + ":" + token, 3), 3);
 
   Client waiter = a.Connect();  // waits behind the lease, through the same agent
   waiter.SendRaw(R"({"id":7,"op":"acquire","resource":"jobs/x","ttl_ms":5000,"wait_ms":30000})"
@@ -67,7 +67,7 @@ TEST_F(LeaseFleetTest, ExtendedThroughAnotherAgentAndReleasedThroughItsOwn) {
   const json extended = through_b.Extend("jobs/x", token, 40'000);
   ASSERT_TRUE(extended.value("ok", false)) << extended << b.Log();
   EXPECT_GT(extended["validity_ms"].get<int64_t>(), 30'000);
-  EXPECT_EQ(cluster_.CountHolding(KeyOf("jobs/x"), IdOf(b) + ":" + token), 3)
+  EXPECT_EQ(cluster_.AwaitHolding(KeyOf("jobs/x"), IdOf(b) + ":" + token, 3), 3)
       << "the key holds the value of the agent that extended it last";
   const json shown = LockEntry(through_b, "jobs/x");
   ASSERT_FALSE(shown.is_null()) << "B lists the lease it took over";
@@ -81,7 +81,8 @@ TEST_F(LeaseFleetTest, ExtendedThroughAnotherAgentAndReleasedThroughItsOwn) {
   ASSERT_TRUE(granted.has_value()) << "A's waiter is granted once the lease is gone\n" << a.Log();
   const json grant = json::parse(*granted);
   ASSERT_TRUE(grant.value("ok", false)) << grant;
-  EXPECT_EQ(cluster_.CountHolding(KeyOf("jobs/x"), IdOf(a) + ":" + grant["token"].get<std::string>()),
+  EXPECT_EQ(cluster_.AwaitHolding(KeyOf("jobs/x"),
+                                  IdOf(a) + ":" + grant["token"].get<std::string>(), 3),
             3);
   EXPECT_EQ(through_b.Extend("jobs/x", token, 10'000).value("error", ""), "not_held")
       << "a released lease is not taken over again";
@@ -99,13 +100,13 @@ TEST_F(LeaseFleetTest, ALeaseOfAKilledAgentIsReleasedThroughAnother) {
   }
   a.Signal(SIGKILL);
   a.WaitExit(milliseconds(10'000));
-  ASSERT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/y"), token), 3) << "left on the masters";
+  ASSERT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/y"), token, 3), 3) << "left on the masters";
 
   Client c = b.Connect();
   EXPECT_EQ(c.Acquire("jobs/y", 5'000, 0).value("error", ""), "timeout") << "still excludes";
   EXPECT_EQ(c.Release("jobs/y", std::string(40, 'a')).value("error", ""), "not_held")
       << "another token takes nothing over";
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("jobs/y"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("jobs/y"), token, 3), 3);
   const json released = c.Release("jobs/y", token);
   ASSERT_TRUE(released.value("ok", false)) << released << b.Log();
   EXPECT_EQ(cluster_.CountWithKey(KeyOf("jobs/y")), 0);

@@ -35,7 +35,7 @@ TEST_F(LockOpsTest, GrantWritesTheTokenOnEveryMasterAndReleaseRemovesIt) {
   // (and 3 ms for the agent's whole-millisecond rounding).
   EXPECT_LE(r["validity_ms"].get<int64_t>(), 30'000 - 302);
   EXPECT_GE(r["validity_ms"].get<double>(), 30'000 - 302 - took - 3);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("orders:1001"), token), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("orders:1001"), token, 5), 5);
   for (int i = 0; i < 5; ++i) {
     const int64_t pttl = cluster_.Pttl(i, KeyOf("orders:1001"));
     EXPECT_GE(pttl, 30'000 - MsSince(asked) - 2);  // set with PX 30000 after `asked`
@@ -61,7 +61,7 @@ TEST_F(LockOpsTest, ContenderTimesOutWhileHeldThenGetsItAfterRelease) {
   EXPECT_EQ(rb["error"], "timeout") << rb.dump();
   EXPECT_GE(waited, 199) << "gave up before its wait_ms";
   EXPECT_LT(waited, kHeldMs / 2) << "waited for the holder rather than its own wait_ms";
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("res"), ra["token"]), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("res"), ra["token"], 5), 5);
 
   ASSERT_TRUE(a.Release("res", ra["token"]).value("ok", false));
   const json rb2 = b.Acquire("res", 10'000, 0);
@@ -79,7 +79,7 @@ TEST_F(LockOpsTest, KeyHeldOutsideThisAgentIsRespectedAndTimesOut) {
   // Our failed attempts were undone on the masters that had said yes.
   EXPECT_TRUE(Eventually([&] { return cluster_.CountWithKey(KeyOf("foreign")) == 3; },
                          milliseconds(10'000)));
-  EXPECT_EQ(cluster_.CountHolding(KeyOf("foreign"), "someone-else"), 3);
+  EXPECT_EQ(cluster_.AwaitHolding(KeyOf("foreign"), "someone-else", 3), 3);
 }
 
 TEST_F(LockOpsTest, ReleaseOrExtendWithAWrongTokenIsNotHeld) {
@@ -93,7 +93,7 @@ TEST_F(LockOpsTest, ReleaseOrExtendWithAWrongTokenIsNotHeld) {
   // Another connection cannot release it even with the right token: locks belong to sessions.
   auto d = agent_.Connect();
   EXPECT_EQ(d.Release("x", r["token"])["error"], "not_held");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("x"), r["token"]), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("x"), r["token"], 5), 5);
   // Released once: a second release is not_held.
   EXPECT_TRUE(c.Release("x", r["token"]).value("ok", false));
   EXPECT_EQ(c.Release("x", r["token"])["error"], "not_held");
@@ -127,7 +127,7 @@ TEST_F(LockOpsTest, DisconnectDeletesTheKeysOnEveryMasterRatherThanLettingThemEx
     const json r = c.Acquire("crash", kTtlMs, 0);
     ASSERT_TRUE(r.value("ok", false));
     token = r["token"];
-    ASSERT_EQ(cluster_.CountHoldingGrant(KeyOf("crash"), token), 5);
+    ASSERT_EQ(cluster_.AwaitHoldingGrant(KeyOf("crash"), token, 5), 5);
   }  // connection closed, as when the app crashes
   const auto closed = SteadyClock::now();
   // Deleted: gone long before the 60 s ttl could have expired them.
@@ -171,7 +171,7 @@ TEST_F(LockOpsTest, RenewKeepsALockAliveForSeveralTtls) {
   // No lost event may arrive during 3 ttls; waiting out the time is the test.
   const auto ev = c.NextEvent(milliseconds(3 * kTtlMs));
   EXPECT_FALSE(ev.has_value()) << ev->dump();
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("renewed"), r["token"]), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("renewed"), r["token"], 5), 5);
   EXPECT_GT(cluster_.Pttl(0, KeyOf("renewed")), 0);
   const json held = c.Held();
   ASSERT_EQ(held["locks"].size(), 1u);

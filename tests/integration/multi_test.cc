@@ -40,7 +40,7 @@ TEST_F(MultiTest, SeveralResourcesAreGrantedTogetherInTheCanonicalOrderWithAToke
   for (size_t i = 0; i < 3; ++i) {
     const json& g = got["resources"][i];
     EXPECT_EQ(g["resource"], std::string("m:") + static_cast<char>('a' + i)) << "sorted";
-    EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf(g["resource"]), g["token"]), 3);
+    EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf(g["resource"]), g["token"], 3), 3);
     EXPECT_TRUE(g["fence"].is_number_integer());
     least = std::min<int64_t>(least, g["validity_ms"]);
   }

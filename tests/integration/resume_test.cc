@@ -87,7 +87,7 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
 
   Kill(*agent);
   // Down: the keys stay, and nobody else may take the lock.
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:job"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("exp:job"), token, 3), 3);
   ExpectHeldAgainstOthers(*other, "exp:job");
 
   auto next = Start();
@@ -99,7 +99,7 @@ TEST_F(ResumeTest, ALockJobKeepsRunningAcrossAKillOfItsAgent) {
   EXPECT_EQ(MetricNow(next->admin_port(), "lockwarden_resumes_total", {{"outcome", "resumed"}}),
             1);
   ExpectHeldAgainstOthers(*other, "exp:job");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:job"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("exp:job"), token, 3), 3);
 
   std::ofstream(go_) << "go\n";
   EXPECT_EQ(WaitChild(job, milliseconds(15'000)), 0) << ReadFile(out_);
@@ -163,7 +163,7 @@ TEST_F(ResumeTest, AnElectJobKeepsLeadingAcrossAKillOfItsAgent) {
   const int64_t term = std::stoll(line.substr(41));
 
   Kill(*agent);
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("exp:leader"), token), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("exp:leader"), token, 3), 3);
   auto next = Start();
   ASSERT_TRUE(Eventually(
       [&] { return ReadFile(out_).find("resumed leadership") != std::string::npos; },
@@ -245,7 +245,7 @@ TEST_F(ResumeTest, AStopLeavesTheLocksForTheNextRunUnlessReleaseOnStop) {
   const std::string token = held["token"];
   agent->Signal(SIGTERM);
   ASSERT_EQ(agent->WaitExit(milliseconds(15'000)), 0) << agent->Log();
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("stop:kept"), token), 3) << "left for a resume";
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("stop:kept"), token, 3), 3) << "left for a resume";
   struct stat st{};
   EXPECT_NE(stat(socket_.c_str(), &st), 0) << "socket file left behind";
 
@@ -278,7 +278,7 @@ TEST_F(ResumeTest, OnlyWhatAQuorumStillHoldsForThatTokenIsResumed) {
   auto other = Elsewhere();
   Client o = other->Connect();
   EXPECT_EQ(Code(o.Resume("r:kept", kept["token"], 10'000, false, {})), "not_held");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("r:kept"), kept["token"]), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("r:kept"), kept["token"], 3), 3);
 
   auto next = Start();
   Client n = next->Connect();
@@ -289,7 +289,7 @@ TEST_F(ResumeTest, OnlyWhatAQuorumStillHoldsForThatTokenIsResumed) {
   EXPECT_EQ(Code(n.Resume("r:kept", kept["token"], 10'000, false, {0, /*shared=*/true})),
             "not_held")
       << "it is not a read hold";
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("r:kept"), kept["token"]), 3);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("r:kept"), kept["token"], 3), 3);
   const json ok = n.Resume("r:kept", kept["token"], 10'000, false, {});
   ASSERT_TRUE(ok.value("ok", false)) << ok << next->Log();
   EXPECT_EQ(Code(n.Resume("r:kept", kept["token"], 10'000, false, {})), "bad_request")

@@ -48,7 +48,7 @@ TEST_F(RevokeChannelTest, AKeysValueNamesTheAgentAndAnOrderWithItRevokesTheGrant
   ASSERT_THAT(token, ::testing::MatchesRegex("[0-9a-f]{40}")) << "clients see the bare token";
   EXPECT_THAT(cluster_.Get(0, KeyOf("held")).value_or(""),
               ::testing::MatchesRegex("[0-9a-f]{16}:" + token));
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("held"), token), 5);
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("held"), token, 5), 5);
   const std::string id = AgentOf("held");
   ASSERT_EQ(id.size(), 16u);
 
@@ -83,7 +83,7 @@ TEST_F(RevokeChannelTest, AKeysValueNamesTheAgentAndAnOrderWithItRevokesTheGrant
   ASSERT_TRUE(other_lost.has_value()) << agent_.Log();
   EXPECT_EQ((*other_lost)["resource"], "other");
   EXPECT_EQ((*other_lost)["reason"], "revoked");
-  EXPECT_EQ(cluster_.CountHoldingGrant(KeyOf("held"), token), 5) << "a mismatching order acted";
+  EXPECT_EQ(cluster_.AwaitHoldingGrant(KeyOf("held"), token, 5), 5) << "a mismatching order acted";
   EXPECT_FALSE(holder.NextEvent(milliseconds(0)).has_value());
 
   // The holder's value: its client is told, the key goes from every master.

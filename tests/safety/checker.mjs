@@ -201,6 +201,13 @@ cfg.resumeFailMs = opts.long ? cfg.resumeGoalMs : RESUME_FAIL_FACTOR * cfg.resum
 const CONTENDS_AS = { mutex: 'mutex', semaphore: 'semaphore', read: 'read-write shared',
   write: 'read-write exclusive' };
 
+// The last lines of a log, indented, for a report that may be all a reader gets to see.
+function logTail(file, lines = 8) {
+  let text = '';
+  try { text = fs.readFileSync(file, 'utf8'); } catch (err) { return `    (${err.message})`; }
+  return text.trimEnd().split('\n').slice(-lines).map((l) => `    ${l}`).join('\n');
+}
+
 // Client processes: spawned with their logs in outDir; exited() tells how each ended. Each that
 // contends for locks has contends: {kind, resources, wait_ms} (observers have none).
 async function startClients(agents, registerSocket) {
@@ -384,7 +391,8 @@ async function main() {
         problems.push(`client ${c.name} did not stop; killed`);
         await stopChild(c.child, 'SIGKILL');
       } else if (exit.code !== 0) {
-        problems.push(`client ${c.name} exited with ${exit.code ?? exit.signal} (see client-${c.name}.log)`);
+        problems.push(`client ${c.name} exited with ${exit.code ?? exit.signal}; the end of ` +
+          `client-${c.name}.log:\n${logTail(path.join(outDir, `client-${c.name}.log`))}`);
       }
     }
     const trafficEnd = nowUs();

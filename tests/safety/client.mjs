@@ -149,8 +149,24 @@ const detachedFields = (got) =>
 // A reentrant hold's second acquire, and later its first release: the record says what the agent
 // answered (depth 2, then depth 1 and still held); anything else of an ok reply is a bug.
 async function reenter(conn, resource, ttlMs, record) {
+  const tRequested = nowUs();
   const again = await conn.call({ op: 'acquire', resource, ttl_ms: ttlMs, wait_ms: 0,
     owner: OWNER, reentrant: true }, { timeoutMs: 5000 }).catch(() => ({ error: 'disconnected' }));
+  const tGranted = nowUs();
+  // The first hold lost in between (its agent stopped past its ttl, then its renewal failed):
+  // the agent said so (`lost`, written before this reply on the same connection), and the
+  // acquire was a new hold of its own: judged as one, and let go of at once.
+  const lostFirst = conn.events.some((e) => e.event === 'lost' && e.token === record.token);
+  if (again.ok && again.token !== record.token && lostFirst) {
+    record.reentered = 'lost';
+    const fresh = { type: 'hold', agent: agentLabel, resource, token: again.token,
+      mode: 'exclusive', ttl_ms: ttlMs, validity_ms: again.validity_ms, waited_ms: again.waited_ms,
+      t_requested: tRequested, t_granted: tGranted,
+      validity_end: validityEndOf(again, tRequested, tGranted), t_exit: nowUs() };
+    await release(conn, resource, again.token, fresh);
+    send(fresh);
+    return;
+  }
   if (again.ok && (again.token !== record.token || again.depth !== 2)) {
     console.error(`${name}: a reentrant acquire answered ${JSON.stringify(again)}`);
     process.exit(2);

@@ -1,6 +1,5 @@
 #include "support/redis_cluster.h"
 
-#include <algorithm>
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -19,12 +18,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string_view>
 #include <thread>
 #include <utility>
+
+#include "support/polling.h"
 
 namespace lw::test {
 namespace {
@@ -486,8 +488,26 @@ int RedisCluster::CountHoldingGrant(const std::string& key, const std::string& t
   return count;
 }
 
+namespace {
+int AwaitCount(const std::function<int()>& count, int expected) {
+  int now = count();
+  Eventually([&] { return (now = count()) == expected; }, milliseconds(5'000));
+  return now;
+}
+}  // namespace
+
+int RedisCluster::AwaitHolding(const std::string& key, const std::string& value,
+                               int expected) const {
+  return AwaitCount([&] { return CountHolding(key, value); }, expected);
+}
+
+int RedisCluster::AwaitHoldingGrant(const std::string& key, const std::string& token,
+                                    int expected) const {
+  return AwaitCount([&] { return CountHoldingGrant(key, token); }, expected);
+}
+
 std::vector<std::pair<std::string, double>> RedisCluster::ZRange(int i,
-                                                                const std::string& key) const {
+                                                                 const std::string& key) const {
   std::vector<std::pair<std::string, double>> out;
   ReplyPtr r = Command(port(i), options_.password, {"ZRANGE", key, "0", "-1", "WITHSCORES"},
                        kInspectTimeout);
@@ -552,8 +572,7 @@ int64_t RedisCluster::NumSub(int i, const std::string& channel) const {
   return r->element[1]->integer;
 }
 
-int64_t RedisCluster::Publish(int i, const std::string& channel,
-                              const std::string& message) const {
+int64_t RedisCluster::Publish(int i, const std::string& channel, const std::string& message) const {
   ReplyPtr r = Command(port(i), options_.password, {"PUBLISH", channel, message}, kInspectTimeout);
   return r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
 }

@@ -107,6 +107,11 @@ class RedisCluster {
   // How many masters hold the grant with this client token: key == "<agent id>:<token>", the
   // value an agent writes (fleet::LockValue; the agent id is 16 lowercase hex characters).
   int CountHoldingGrant(const std::string& key, const std::string& token) const;
+  // The same counts once they reach `expected`, or as they stand 5 s later: a grant is answered
+  // once a quorum holds it, and the other masters' copies follow. A count already there is
+  // returned at once.
+  int AwaitHolding(const std::string& key, const std::string& value, int expected) const;
+  int AwaitHoldingGrant(const std::string& key, const std::string& token, int expected) const;
   int CountWithKey(const std::string& key) const;
   // Members of the sorted set at key on master i with their scores (ZRANGE WITHSCORES); empty
   // when missing or the master does not answer.
