@@ -312,10 +312,11 @@ void Agent::StartFleet() {
       "in docs/security.md allows the channel)");
   fleet_->Start(AdminUrlOf(cfg_.admin_url, admin_host_, admin_port_),
                 [this] { return HolderReportFromOtherThread(); },
-                [this](bool native) {
-                  commands_.Post([this, native] {
-                    if (!shutting_down_ && engine_->native_claims() != native) {
-                      engine_->SetNativeClaims(native);
+                [this](const fleet::FleetPresence::Layout& layout) {
+                  commands_.Post([this, layout] {
+                    if (!shutting_down_) {
+                      engine_->SetLayout(layout.mark_readers, layout.native_claims,
+                                         layout.native_until);
                     }
                   });
                 });

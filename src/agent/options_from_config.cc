@@ -32,7 +32,9 @@ EngineOptions EngineOptionsFrom(const Config& cfg) {
   o.retry_delay_ms = cfg.retry_delay_ms;
   o.retry_jitter_ms = cfg.retry_jitter_ms;
   o.local_first = cfg.local_first;
-  o.mark_readers = cfg.mark_readers;
+  // Marking from the start, whatever the setting: an agent that does not mark stops only once
+  // the fleet has seen it so (fleet::FleetPresence::Layout::mark_readers).
+  o.mark_readers = true;
   o.max_waiters_per_resource = static_cast<size_t>(cfg.max_waiters_per_resource);
   o.stuck_after_ms = cfg.stuck_after_ms;
   return o;
@@ -120,6 +122,7 @@ PresenceSettings PresenceSettingsFrom(const Config& cfg) {
   o.masters = cfg.masters;
   o.heartbeat_ttl = std::chrono::milliseconds(cfg.heartbeat_ttl_ms);
   o.connect_timeout = std::chrono::milliseconds(cfg.connect_timeout_ms);
+  o.node_timeout = std::chrono::milliseconds(cfg.node_timeout_ms);
   return o;
 }
 

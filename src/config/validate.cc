@@ -373,6 +373,13 @@ Check CheckFleet(const Config& c) {
       p->reason += " (or 0: no fleet presence)";
       return p;
     }
+  } else if (!c.mark_readers) {
+    // The fleet learns from the registry that an agent leaves its readers unmarked; unlisted,
+    // it would keep marking them (docs/safety.md §7).
+    return Problem{"mark_readers",
+                   "is false, which needs fleet presence (heartbeat_ttl_ms above 0): the other "
+                   "agents learn from the fleet registry that this one leaves read holds "
+                   "unmarked"};
   }
   if (auto p = InRange("fleet_refresh_ms", c.fleet_refresh_ms, 1'000, kHourMs)) return p;
   if (auto p = InRange("fleet_read_budget", c.fleet_read_budget, 1'000, 1'000'000'000, "keys")) {

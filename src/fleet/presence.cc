@@ -30,7 +30,8 @@ class Heartbeat {
   // One heartbeat on every master. Returns whether this agent holds the reporter key on a
   // quorum, or nullopt when no master took the heartbeat. Sets *all_mark: whether a quorum of
   // masters answered and none listed a live agent that does not mark read holds.
-  std::optional<bool> Beat(const std::optional<HolderReport>& report, bool* all_mark) {
+  std::optional<bool> Beat(const std::optional<HolderReport>& report, bool* all_mark,
+                           bool* registered) {
     const int64_t now = UnixMsNow();
     if (report) {
       HolderReport content = *report;
@@ -53,8 +54,8 @@ class Heartbeat {
       if (BeatOn(i, entry, now, &unmarked)) ++reached;
       reporter += holds_reporter_[i] ? 1 : 0;
     }
-    *all_mark = settings_.marks_readers && !unmarked &&
-                reached >= QuorumSize(static_cast<int>(links_.size()));
+    *registered = reached >= QuorumSize(static_cast<int>(links_.size()));
+    *all_mark = settings_.marks_readers && !unmarked && *registered;
     if (stats_) {
       if (reached > 0) stats_->own.heartbeats.Inc();
       stats_->own.heartbeat_errors.Inc(static_cast<double>(links_.size() - reached));
@@ -207,11 +208,18 @@ void FleetPresence::Run() {
   bool all_marking = false;
   auto all_mark_since = std::chrono::steady_clock::now();
   bool native = false;
+  // Not marking: since when every heartbeat has listed this agent (unmarked) on a quorum.
+  bool listed = false;
+  auto listed_since = std::chrono::steady_clock::now();
+  const auto grace = settings_.heartbeat_ttl + settings_.node_timeout;
   while (true) {
+    const auto started = std::chrono::steady_clock::now();
     const std::optional<HolderReport> report = report_ ? report_() : std::nullopt;
-    bool all_mark = false;
-    const std::optional<bool> reporter = heartbeat.Beat(report, &all_mark);
+    bool all_mark = false, registered = false;
+    const std::optional<bool> reporter = heartbeat.Beat(report, &all_mark, &registered);
     const auto now = std::chrono::steady_clock::now();
+    if (registered && !listed) listed_since = now;
+    listed = registered;
     if (all_mark && !all_marking) all_mark_since = now;
     all_marking = all_mark;
     const bool was = native;
@@ -224,7 +232,13 @@ void FleetPresence::Run() {
                        : "go to the masters as the claim script again (an agent that does not "
                          "mark read holds is in the fleet, or too few masters answered)");
     }
-    if (layout_) layout_(native);
+    if (layout_) {
+      Layout layout;
+      layout.native_claims = native;
+      layout.native_until = started + 2 * period;
+      layout.mark_readers = settings_.marks_readers || !listed || now - listed_since < grace;
+      layout_(layout);
+    }
     if (reporter) {
       heartbeats_.fetch_add(1);
       if (*reporter != reporter_.exchange(*reporter)) {

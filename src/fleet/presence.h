@@ -39,6 +39,9 @@ struct PresenceSettings {
   // This agent marks read holds: it says so beside its index entry (MarkingIndexKey), and each
   // heartbeat also reads which live agents do (LayoutFn).
   bool marks_readers = false;
+  // The engine's node timeout: how long a native claim sent under an expiring verdict may still
+  // be in flight (Layout::mark_readers' grace).
+  std::chrono::milliseconds node_timeout{50};
   std::chrono::milliseconds heartbeat_ttl{10'000};
   std::chrono::milliseconds connect_timeout{1'000};
   std::chrono::milliseconds command_timeout{2'000};
@@ -49,11 +52,24 @@ class FleetPresence {
   // report: called on this object's thread; asks the loop for the current report and waits a
   // bounded time. nullopt: no answer in time (the previous report is kept, its ttl refreshed).
   using ReportFn = std::function<std::optional<HolderReport>()>;
-  // Called on this object's thread after each heartbeat: whether plain exclusive acquires may
-  // now be native SET NX (docs/safety.md §7): this agent marks readers, a quorum of masters
-  // answered, none lists a live agent that does not mark them, and so since max_ttl_ms (the
-  // longest any unmarked read hold can have lived on) or longer. false at once otherwise.
-  using LayoutFn = std::function<void(bool native_claims)>;
+  // What each heartbeat found for the key layout (docs/safety.md §7, "Marked readers").
+  struct Layout {
+    // Plain exclusive acquires may be native SET NX: this agent marks readers, a quorum of
+    // masters answered, none lists a live agent that does not mark them, and so since
+    // max_ttl_ms (the longest any unmarked read hold can have lived on) or longer. false at
+    // once otherwise.
+    bool native_claims = false;
+    // ...and only until then: the heartbeat's start plus two periods. A verdict is never
+    // trusted past the time the next heartbeat should have renewed it, however slow that is.
+    std::chrono::steady_clock::time_point native_until;
+    // This agent's read holds leave the mark. Always where it marks readers; where it does not,
+    // until heartbeats have kept it listed as unmarked on a quorum of masters for a heartbeat
+    // ttl plus a node timeout: by then every other agent's native verdict has seen it or run
+    // out (native_until), and its native claims in flight have been answered.
+    bool mark_readers = true;
+  };
+  // Called on this object's thread after each heartbeat.
+  using LayoutFn = std::function<void(const Layout&)>;
 
   FleetPresence(PresenceSettings settings, ReportFn report, FleetStats* stats,
                 LayoutFn layout = nullptr);

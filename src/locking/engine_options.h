@@ -41,8 +41,9 @@ struct EngineOptions {
   // Exclusive holds hand the lock to this agent's next waiter first, as a lone agent would,
   // rather than taking turns with waiters on other agents (docs/safety.md, "Fair turns").
   bool local_first = false;
-  // Read holds leave the readers' mark at P R (docs/safety.md §7). Exclusive acquires are sent
-  // as a native SET NX first only once LockEngine::SetNativeClaims says every agent marks.
+  // Read holds leave the readers' mark at P R (docs/safety.md §7) until LockEngine::SetLayout
+  // says otherwise. Exclusive acquires are sent as a native SET NX first only once SetLayout
+  // says every agent marks.
   bool mark_readers = false;
   // MayGoBeforeOthers's window (locking/handoff.h); -1: retry_delay_ms + retry_jitter_ms.
   int64_t handoff_window_ms = -1;

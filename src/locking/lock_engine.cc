@@ -52,14 +52,17 @@ LockEngine::LockEngine(uv_loop_t* loop, std::vector<Node*> nodes, EngineOptions 
       deadlines_(loop, [this](uint64_t serial, const std::string& name) { OnDeadline(serial, name); }),
       defer_(loop) {
   table_.SetKeyLayout(options_.mark_readers, false);
+  stats_->marks_readers.Set(options_.mark_readers ? 1 : 0);
 }
 
 LockEngine::~LockEngine() = default;
 
-void LockEngine::SetNativeClaims(bool on) {
-  native_claims_ = on && options_.mark_readers;
-  table_.SetKeyLayout(options_.mark_readers, native_claims_);
+void LockEngine::SetLayout(bool mark_readers, bool native, Clock::time_point native_until) {
+  native_claims_ = native && mark_readers;
+  native_until_ = native_until;
+  table_.SetKeyLayout(mark_readers, native_claims_);
   stats_->native_claims.Set(native_claims_ ? 1 : 0);
+  stats_->marks_readers.Set(mark_readers ? 1 : 0);
 }
 
 // Not stored per resource: at 100k held locks a second copy of every name is ~6 MiB.
@@ -70,7 +73,9 @@ HoldPlace LockEngine::PlaceOf(const AttemptRound& a, const Resource& r) const {
   p.record = a.note;
   // A claim after a grant here (a lock contended through this agent) may find this agent's own
   // reservation, which only the script takes: a SET NX first would cost a refused command.
-  if (r.granted_here) p.native_claims = false;
+  if (r.granted_here || (p.native_claims && Clock::now() >= native_until_)) {
+    p.native_claims = false;
+  }
   return p;
 }
 

@@ -165,11 +165,14 @@ class LockEngine : private Renewer::Holds {
   void UpdateStaged(const std::string& name, const Holder* staged, const HoldUpdate& now);
   void DropStaged(const std::string& name, const Holder* staged);
 
-  // Whether a plain exclusive acquire may be sent as a native SET NX PX first (docs/safety.md
-  // §7): only where this agent marks readers (EngineOptions::mark_readers) and every agent of
-  // the fleet has marked them long enough (the fleet presence decides). Takes effect for the
-  // next attempt.
-  void SetNativeClaims(bool on);
+  // The key layout the fleet presence found (docs/safety.md §7; fleet::FleetPresence::Layout):
+  // whether read holds leave the readers' mark, and whether a plain exclusive acquire may be
+  // sent as a native SET NX PX first: only while they do, and only until `native_until` (a
+  // verdict the next heartbeat did not renew in time runs out). Takes effect for the next
+  // attempt or renewal.
+  void SetLayout(bool mark_readers, bool native, Clock::time_point native_until);
+  // SetLayout with the readers marked, native claims until further notice or not at all.
+  void SetNativeClaims(bool on) { SetLayout(true, on, Clock::time_point::max()); }
   bool native_claims() const { return native_claims_; }
 
   int quorum() const { return rounds_.quorum(); }
@@ -319,6 +322,7 @@ class LockEngine : private Renewer::Holds {
   ResourceDeadlines deadlines_;
   bool shutting_down_ = false;
   bool native_claims_ = false;
+  Clock::time_point native_until_{};
   Renewer renewer_{*this, *stats_, options_};
   Turns turns_{options_};
   std::function<void()> shutdown_done_;

@@ -23,9 +23,9 @@ using nlohmann::json;
 
 // Heartbeats every second, and max_ttl_ms (how long every agent must have marked readers
 // before claims go native) of 3 s: the switch comes within seconds.
-std::vector<std::string> Flags(bool mark_readers = true) {
-  return {"--heartbeat-ttl-ms", "3000", "--max-ttl-ms", "3000", "--default-ttl-ms", "3000",
-          "--mark-readers", mark_readers ? "true" : "false"};
+std::vector<std::string> Flags(bool mark_readers = true, const char* heartbeat_ttl_ms = "3000") {
+  return {"--heartbeat-ttl-ms", heartbeat_ttl_ms, "--max-ttl-ms", "3000", "--default-ttl-ms",
+          "3000", "--mark-readers", mark_readers ? "true" : "false"};
 }
 
 json Acquire(client::Client& c, const std::string& resource, bool shared, int64_t wait_ms = 0) {
@@ -39,6 +39,9 @@ class LayoutTest : public ::testing::Test {
  protected:
   static double Native(const AgentProcess& a) {
     return MetricNow(a.admin_port(), "lockwarden_native_claims");
+  }
+  static double Marks(const AgentProcess& a) {
+    return MetricNow(a.admin_port(), "lockwarden_marks_readers");
   }
   // Commands of `command` that `a` sent and the masters answered, all masters together.
   double Sent(const AgentProcess& a, const std::string& command) const {
@@ -128,7 +131,10 @@ TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersKeepsTheFleetOnTheScriptAndItsAr
   AwaitHeartbeats(marked, 6);
   EXPECT_EQ(Native(marked), 0) << marked.Log();
 
-  // Its read hold is unmarked; the marked agent's writer is refused by the script's check.
+  // Once the registry has listed it as unmarked for a heartbeat ttl, its read hold is
+  // unmarked; the marked agent's writer is refused by the script's check.
+  ASSERT_TRUE(Eventually([&] { return Marks(*unmarked) == 0; }, milliseconds(30'000)))
+      << unmarked->Log();
   auto reader = unmarked->Connect();
   ASSERT_TRUE(Acquire(reader, "lt:old", /*shared=*/true).value("ok", false));
   EXPECT_EQ(AtKey("lt:old"), kNothing);
@@ -149,6 +155,28 @@ TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersKeepsTheFleetOnTheScriptAndItsAr
   AgentProcess late(cluster_, Flags(/*mark_readers=*/false));
   ASSERT_TRUE(Eventually([&] { return Native(marked) == 0; }, milliseconds(15'000)))
       << marked.Log();
+}
+
+// An agent that does not mark readers, joining a fleet on native claims, marks its read holds
+// until the other agents must have seen it listed as unmarked (a heartbeat ttl: 60 s here), so
+// that none of them grants a native claim beside an unmarked reader in between.
+TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersMarksThemUntilTheFleetHasSeenItSo) {
+  AgentProcess marked(cluster_, Flags());
+  ASSERT_TRUE(Eventually([&] { return Native(marked) == 1; }, milliseconds(30'000)))
+      << marked.Log();
+
+  AgentProcess late(cluster_, Flags(/*mark_readers=*/false, /*heartbeat_ttl_ms=*/"60000"));
+  EXPECT_EQ(Marks(late), 1) << late.Log();
+  auto reader = late.Connect();
+  ASSERT_TRUE(Acquire(reader, "lt:late", /*shared=*/true).value("ok", false));
+  EXPECT_EQ(cluster_.AwaitHolding(KeyOf("lt:late"), "lockwarden:readers", 3), 3)
+      << "a read hold granted before the fleet saw its agent as unmarked is marked";
+  auto writer = marked.Connect();
+  EXPECT_EQ(Acquire(writer, "lt:late", /*shared=*/false).value("error", ""), "timeout");
+  // Its arrival ends native claims all the same.
+  ASSERT_TRUE(Eventually([&] { return Native(marked) == 0; }, milliseconds(15'000)))
+      << marked.Log();
+  EXPECT_EQ(Marks(late), 1) << "still within the heartbeat ttl";
 }
 
 }  // namespace

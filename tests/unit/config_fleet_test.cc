@@ -21,6 +21,12 @@ TEST(ConfigFleet, EachRuleRefusesAndNamesTheField) {
        "or 0: no fleet presence"},
       {"heartbeat too long", [](Config& c) { c.heartbeat_ttl_ms = 300'001; }, "heartbeat_ttl_ms",
        "(5 min)"},
+      {"unmarked readers without fleet presence",
+       [](Config& c) {
+         c.mark_readers = false;
+         c.heartbeat_ttl_ms = 0;
+       },
+       "mark_readers", "needs fleet presence"},
       {"refresh too often", [](Config& c) { c.fleet_refresh_ms = 999; }, "fleet_refresh_ms",
        "between 1000 ms"},
       {"name with a line break", [](Config& c) { c.agent_name = "web\n1"; }, "agent_name",
@@ -42,6 +48,7 @@ TEST(ConfigFleet, DefaultsAndBoundariesAreAccepted) {
   EXPECT_EQ(defaults.admin_url, "");
   const std::vector<std::pair<std::string, std::function<void(Config&)>>> cases = {
       {"no fleet presence", [](Config& c) { c.heartbeat_ttl_ms = 0; }},
+      {"unmarked readers with fleet presence", [](Config& c) { c.mark_readers = false; }},
       {"heartbeat bounds", [](Config& c) { c.heartbeat_ttl_ms = 3'000; }},
       {"heartbeat upper bound", [](Config& c) { c.heartbeat_ttl_ms = 300'000; }},
       {"refresh lower bound", [](Config& c) { c.fleet_refresh_ms = 1'000; }},
