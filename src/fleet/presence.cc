@@ -211,10 +211,13 @@ void FleetPresence::Run() {
   // Not marking: since when every heartbeat has listed this agent (unmarked) on a quorum.
   bool listed = false;
   auto listed_since = std::chrono::steady_clock::now();
-  const auto grace = settings_.heartbeat_ttl + settings_.node_timeout;
+  // A verdict lasts a heartbeat ttl from its start; an agent that does not mark waits that, a
+  // period more, and a node timeout (Layout::mark_readers).
+  const auto grace = settings_.heartbeat_ttl + period + settings_.node_timeout;
   while (true) {
-    const auto started = std::chrono::steady_clock::now();
     const std::optional<HolderReport> report = report_ ? report_() : std::nullopt;
+    // The masters are read from here on: a verdict is as old as this.
+    const auto started = std::chrono::steady_clock::now();
     bool all_mark = false, registered = false;
     const std::optional<bool> reporter = heartbeat.Beat(report, &all_mark, &registered);
     const auto now = std::chrono::steady_clock::now();
@@ -235,7 +238,7 @@ void FleetPresence::Run() {
     if (layout_) {
       Layout layout;
       layout.native_claims = native;
-      layout.native_until = started + 2 * period;
+      layout.native_until = started + settings_.heartbeat_ttl;
       layout.mark_readers = settings_.marks_readers || !listed || now - listed_since < grace;
       layout_(layout);
     }

@@ -59,13 +59,14 @@ class FleetPresence {
     // max_ttl_ms (the longest any unmarked read hold can have lived on) or longer. false at
     // once otherwise.
     bool native_claims = false;
-    // ...and only until then: the heartbeat's start plus two periods. A verdict is never
-    // trusted past the time the next heartbeat should have renewed it, however slow that is.
+    // ...and only until then: the heartbeat's start (after the report, as it reads the
+    // masters) plus the heartbeat ttl. A verdict is never trusted past that, however late the
+    // next heartbeat is.
     std::chrono::steady_clock::time_point native_until;
     // This agent's read holds leave the mark. Always where it marks readers; where it does not,
     // until heartbeats have kept it listed as unmarked on a quorum of masters for a heartbeat
-    // ttl plus a node timeout: by then every other agent's native verdict has seen it or run
-    // out (native_until), and its native claims in flight have been answered.
+    // ttl, a period and a node timeout: by then every other agent's native verdict has seen it
+    // or run out (native_until), and its native claims in flight have been answered.
     bool mark_readers = true;
   };
   // Called on this object's thread after each heartbeat.

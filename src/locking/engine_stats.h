@@ -68,7 +68,7 @@ struct EngineStats {
   stats::Counter handoffs_in_turn{r_, "lockwarden_handoffs_in_turn_total", "Releases with a local waiter next that went through the masters rather than hand it the lock, because a waiter on another agent may have come first (docs/safety.md, Fair turns)."};
   stats::ByEnum<stats::Counter, ResumeOutcome> resumes{r_, "lockwarden_resumes_total", "Holds of an earlier run of this agent that a client asked to resume, by outcome (docs/safety.md, Resume).", "outcome", kResumeOutcomeNames};
   stats::Gauge native_claims{r_, "lockwarden_native_claims", "1 while plain exclusive acquires go to the masters as SET NX PX first: this agent marks read holds and every agent of the fleet has done so for max_ttl_ms (docs/safety.md, Marked readers); 0 while they go as the claim script."};
-  stats::Gauge marks_readers{r_, "lockwarden_marks_readers", "1 while this agent's read holds leave the readers' mark at the resource's key: always with mark_readers, and without it until the fleet registry has listed this agent as unmarked for a heartbeat ttl (docs/safety.md, Marked readers)."};
+  stats::Gauge marks_readers{r_, "lockwarden_marks_readers", "1 while this agent's read holds leave the readers' mark at the resource's key: always with mark_readers, and without it until the fleet registry has listed this agent as unmarked for about 4/3 of a heartbeat ttl (docs/safety.md, Marked readers)."};
   stats::Counter release_wakeups{r_, "lockwarden_release_wakeups_total", "Waiters woken early by a release announced by another agent."};
   // By master index: the master had not answered a round when its node timeout ended it.
   std::vector<std::unique_ptr<stats::Counter>> master_timeouts;

@@ -131,8 +131,8 @@ TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersKeepsTheFleetOnTheScriptAndItsAr
   AwaitHeartbeats(marked, 6);
   EXPECT_EQ(Native(marked), 0) << marked.Log();
 
-  // Once the registry has listed it as unmarked for a heartbeat ttl, its read hold is
-  // unmarked; the marked agent's writer is refused by the script's check.
+  // Once the registry has listed it as unmarked for about 4/3 of a heartbeat ttl, its read
+  // hold is unmarked; the marked agent's writer is refused by the script's check.
   ASSERT_TRUE(Eventually([&] { return Marks(*unmarked) == 0; }, milliseconds(30'000)))
       << unmarked->Log();
   auto reader = unmarked->Connect();
@@ -158,8 +158,8 @@ TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersKeepsTheFleetOnTheScriptAndItsAr
 }
 
 // An agent that does not mark readers, joining a fleet on native claims, marks its read holds
-// until the other agents must have seen it listed as unmarked (a heartbeat ttl: 60 s here), so
-// that none of them grants a native claim beside an unmarked reader in between.
+// until the other agents must have seen it listed as unmarked (about 4/3 of a heartbeat ttl:
+// 80 s here), so that none of them grants a native claim beside an unmarked reader meanwhile.
 TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersMarksThemUntilTheFleetHasSeenItSo) {
   AgentProcess marked(cluster_, Flags());
   ASSERT_TRUE(Eventually([&] { return Native(marked) == 1; }, milliseconds(30'000)))
@@ -176,7 +176,7 @@ TEST_F(LayoutTest, AnAgentThatDoesNotMarkReadersMarksThemUntilTheFleetHasSeenItS
   // Its arrival ends native claims all the same.
   ASSERT_TRUE(Eventually([&] { return Native(marked) == 0; }, milliseconds(15'000)))
       << marked.Log();
-  EXPECT_EQ(Marks(late), 1) << "still within the heartbeat ttl";
+  EXPECT_EQ(Marks(late), 1) << "still within its wait";
 }
 
 }  // namespace
